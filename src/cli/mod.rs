@@ -1,0 +1,83 @@
+//! The command line: clap definitions (one `Args` struct per subcommand), dispatch,
+//! and turning failures into `error:`/`hint:` text and exit codes.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{exit, Failure};
+
+pub mod gen;
+pub mod oid;
+pub mod oplog_cmd;
+pub mod progress;
+pub mod ts;
+
+/// Point-in-time recovery for MongoDB: find the operation that destroyed data, and
+/// restore to just before it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pitr",
+    version,
+    about,
+    long_about = "Point-in-time recovery for MongoDB.\n\n\
+        pitr reads oplog dumps (mongodump's `oplog.bson`, `local/oplog.rs.bson`, `.gz`, or stdin), \
+        finds destructive operations and their exact oplog timestamps, and computes the \
+        exclusive `--oplogLimit` that mongorestore needs to stop just before them. \
+        It never writes to the server it reads from.",
+    after_help = "Exit codes: 0 success, 1 nothing found (find-drop) or a check failed, 2 error.\n\
+        Documentation: README.md"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read oplog dumps: print entries
+    #[command(subcommand)]
+    Oplog(oplog_cmd::OplogCommand),
+    /// Decode ObjectIds, or make the boundary ObjectIds of a moment
+    #[command(subcommand)]
+    Oid(oid::OidCommand),
+    /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
+    Ts(ts::TsArgs),
+    /// Write realistic synthetic oplogs and mongodump directories with planted incidents
+    #[command(hide = true)]
+    GenFixtures(gen::GenArgs),
+}
+
+/// Entry point of the binary: parse, run, print any error, return the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) if f.is_broken_pipe() => ExitCode::from(exit::OK),
+        Err(f) => {
+            eprint!("{}", f.render());
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+/// Runs one parsed command line; returns the exit code on success.
+pub fn run(cli: Cli) -> Result<u8, Failure> {
+    match cli.command {
+        Command::Oplog(c) => oplog_cmd::run(c),
+        Command::Oid(c) => oid::run(c),
+        Command::Ts(a) => ts::run(a),
+        Command::GenFixtures(a) => gen::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+}

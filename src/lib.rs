@@ -1,0 +1,12 @@
+//! pitr: point-in-time recovery for MongoDB.
+//!
+//! The library holds everything; `main.rs` only runs [`cli::main`]. Pure, synchronous
+//! parts (reading oplogs, time values, ObjectIds, forensics, planning) sit at the
+//! bottom and know nothing of processes or the network.
+
+pub mod cli;
+pub mod error;
+pub mod gen;
+pub mod objectid;
+pub mod oplog;
+pub mod time;

@@ -1,0 +1,443 @@
+//! The typed, zero-copy view of one oplog entry.
+//!
+//! [`Entry::parse`] walks the top-level fields of the raw document once and keeps
+//! borrowed references to the ones pitr uses; everything else (unknown fields,
+//! unknown op types) stays reachable through [`Entry::raw`] and is never an error.
+//! Nested `applyOps` (transactions, batched writes, vectored inserts) are walked with
+//! [`Entry::apply_ops`]: inner operations inherit the parent's `ts`, `wall`, term and
+//! session fields, exactly as the server applies them.
+
+use bson::raw::RawBinaryRef;
+use bson::spec::ElementType;
+use bson::{RawArray, RawBsonRef, RawDocument};
+use chrono::{DateTime, Utc};
+
+use super::timestamp::Ts;
+
+/// Nested `applyOps` deeper than this is refused rather than recursed into.
+pub const MAX_APPLY_OPS_DEPTH: usize = 8;
+
+/// The `op` field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op<'a> {
+    Insert,
+    Update,
+    Delete,
+    Command,
+    Noop,
+    /// Internal bookkeeping (`xi`, `xd`, `ci`, `cu`, `cd`, `km`) or anything newer:
+    /// carried, never fatal.
+    Other(&'a str),
+}
+
+impl<'a> Op<'a> {
+    pub fn parse(s: &'a str) -> Op<'a> {
+        match s {
+            "i" => Op::Insert,
+            "u" => Op::Update,
+            "d" => Op::Delete,
+            "c" => Op::Command,
+            "n" => Op::Noop,
+            other => Op::Other(other),
+        }
+    }
+
+    pub fn as_str(&self) -> &'a str {
+        match self {
+            Op::Insert => "i",
+            Op::Update => "u",
+            Op::Delete => "d",
+            Op::Command => "c",
+            Op::Noop => "n",
+            Op::Other(s) => s,
+        }
+    }
+}
+
+/// Why a BSON document is not a usable oplog entry.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("it has no `{0}` field")]
+    Missing(&'static str),
+    #[error("its `{field}` field is {found:?}, expected {expected}")]
+    WrongType {
+        field: &'static str,
+        found: ElementType,
+        expected: &'static str,
+    },
+    #[error("its BSON is malformed")]
+    Malformed(#[from] bson::raw::Error),
+    #[error("applyOps[{index}]: {source}")]
+    Inner {
+        index: usize,
+        #[source]
+        source: Box<EntryError>,
+    },
+    #[error("applyOps nested more than {MAX_APPLY_OPS_DEPTH} levels deep")]
+    TooDeep,
+}
+
+/// One oplog entry (or one operation inside an `applyOps`), borrowed from the
+/// reader's buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'a> {
+    pub raw: &'a RawDocument,
+    pub ts: Ts,
+    pub op: Op<'a>,
+    /// `db.coll`, `db.$cmd`, `admin.$cmd`, or `""` for no-ops.
+    pub ns: &'a str,
+    pub o: Option<&'a RawDocument>,
+    pub o2: Option<&'a RawDocument>,
+    /// Collection UUID bytes (binary subtype 4) when present.
+    pub ui: Option<&'a [u8]>,
+    /// Primary's wall clock, milliseconds since the epoch.
+    pub wall_ms: Option<i64>,
+    /// Election term (`t`).
+    pub term: Option<i64>,
+    pub from_migrate: bool,
+    pub lsid: Option<&'a RawDocument>,
+    pub txn_number: Option<i64>,
+    /// `prevOpTime.ts`, linking the parts of a transaction.
+    pub prev_op_time: Option<Ts>,
+    /// Byte offset of the top-level entry in its source (0 for inner operations'
+    /// own position: they share their parent's offset).
+    pub offset: u64,
+    /// 0-based number of the top-level entry in its source.
+    pub index: u64,
+    /// 0 for a top-level entry, 1 for an operation inside `applyOps`, and so on.
+    pub depth: u8,
+}
+
+/// A number of any BSON numeric type, as an integer (doubles must be integral).
+pub fn as_i64(v: RawBsonRef<'_>) -> Option<i64> {
+    match v {
+        RawBsonRef::Int32(n) => Some(n as i64),
+        RawBsonRef::Int64(n) => Some(n),
+        RawBsonRef::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(f as i64),
+        _ => None,
+    }
+}
+
+/// Truthiness the way the server reads flags such as `fromMigrate`.
+fn as_flag(v: RawBsonRef<'_>) -> bool {
+    match v {
+        RawBsonRef::Boolean(b) => b,
+        other => as_i64(other).is_some_and(|n| n != 0),
+    }
+}
+
+impl<'a> Entry<'a> {
+    /// Parses a top-level oplog entry. `ts` and `op` are required.
+    pub fn parse(raw: &'a RawDocument) -> Result<Entry<'a>, EntryError> {
+        Self::parse_with(raw, None)
+    }
+
+    fn parse_with(raw: &'a RawDocument, parent: Option<&Entry<'a>>) -> Result<Entry<'a>, EntryError> {
+        let mut ts = None;
+        let mut op = None;
+        let mut e = Entry {
+            raw,
+            ts: Ts::ZERO,
+            op: Op::Noop,
+            ns: "",
+            o: None,
+            o2: None,
+            ui: None,
+            wall_ms: None,
+            term: None,
+            from_migrate: false,
+            lsid: None,
+            txn_number: None,
+            prev_op_time: None,
+            offset: 0,
+            index: 0,
+            depth: 0,
+        };
+        if let Some(p) = parent {
+            e.wall_ms = p.wall_ms;
+            e.term = p.term;
+            e.lsid = p.lsid;
+            e.txn_number = p.txn_number;
+            e.from_migrate = p.from_migrate;
+            e.offset = p.offset;
+            e.index = p.index;
+            e.depth = p.depth + 1;
+            ts = Some(p.ts);
+        }
+        for el in raw.iter_elements() {
+            let el = el?;
+            let key = el.key();
+            // Cheap dispatch on the first byte: most keys are one or two letters.
+            match key {
+                "ts" => match el.value()? {
+                    RawBsonRef::Timestamp(t) => ts = Some(t.into()),
+                    other => return Err(wrong("ts", other.element_type(), "a Timestamp")),
+                },
+                "op" => match el.value()? {
+                    RawBsonRef::String(s) => op = Some(Op::parse(s)),
+                    other => return Err(wrong("op", other.element_type(), "a string")),
+                },
+                "ns" => match el.value()? {
+                    RawBsonRef::String(s) => e.ns = s,
+                    other => return Err(wrong("ns", other.element_type(), "a string")),
+                },
+                "o" => {
+                    if let RawBsonRef::Document(d) = el.value()? {
+                        e.o = Some(d)
+                    }
+                }
+                "o2" => {
+                    if let RawBsonRef::Document(d) = el.value()? {
+                        e.o2 = Some(d)
+                    }
+                }
+                "ui" => {
+                    if let RawBsonRef::Binary(RawBinaryRef { bytes, .. }) = el.value()? {
+                        e.ui = Some(bytes)
+                    }
+                }
+                "wall" => {
+                    if let RawBsonRef::DateTime(d) = el.value()? {
+                        e.wall_ms = Some(d.timestamp_millis())
+                    }
+                }
+                "t" => e.term = as_i64(el.value()?),
+                "fromMigrate" => e.from_migrate = as_flag(el.value()?),
+                "lsid" => {
+                    if let RawBsonRef::Document(d) = el.value()? {
+                        e.lsid = Some(d)
+                    }
+                }
+                "txnNumber" => e.txn_number = as_i64(el.value()?),
+                "prevOpTime" => {
+                    if let RawBsonRef::Document(d) = el.value()? {
+                        if let Ok(Some(RawBsonRef::Timestamp(t))) = d.get("ts") {
+                            e.prev_op_time = Some(t.into());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        e.ts = ts.ok_or(EntryError::Missing("ts"))?;
+        e.op = op.ok_or(EntryError::Missing("op"))?;
+        Ok(e)
+    }
+
+    /// `wall` as a UTC instant.
+    pub fn wall(&self) -> Option<DateTime<Utc>> {
+        self.wall_ms.and_then(DateTime::from_timestamp_millis)
+    }
+
+    /// The database part of `ns`.
+    pub fn db(&self) -> &'a str {
+        self.ns.split_once('.').map_or(self.ns, |(db, _)| db)
+    }
+
+    /// The collection part of `ns` (`$cmd` for commands).
+    pub fn coll(&self) -> &'a str {
+        self.ns.split_once('.').map_or("", |(_, c)| c)
+    }
+
+    /// For a command (`op: "c"`), the command name: the first key of `o`.
+    pub fn command_name(&self) -> Option<&'a str> {
+        if self.op != Op::Command {
+            return None;
+        }
+        self.o?.iter_elements().next()?.ok().map(|el| el.key())
+    }
+
+    /// `ui` formatted as a UUID string.
+    pub fn ui_string(&self) -> Option<String> {
+        self.ui.map(format_uuid)
+    }
+
+    /// For an `applyOps` command, its operations as entries (inheriting this entry's
+    /// `ts` and session fields). `None` when this entry is not an `applyOps`.
+    pub fn apply_ops(&self) -> Option<Result<ApplyOps<'a>, EntryError>> {
+        if self.command_name()? != "applyOps" {
+            return None;
+        }
+        if self.depth as usize >= MAX_APPLY_OPS_DEPTH {
+            return Some(Err(EntryError::TooDeep));
+        }
+        Some(match self.o?.get("applyOps") {
+            Ok(Some(RawBsonRef::Array(arr))) => Ok(ApplyOps {
+                parent: *self,
+                arr: arr.into_iter(),
+                index: 0,
+            }),
+            Ok(Some(other)) => Err(wrong("applyOps", other.element_type(), "an array")),
+            Ok(None) => Err(EntryError::Missing("applyOps")),
+            Err(e) => Err(e.into()),
+        })
+    }
+
+    /// Calls `f` on this entry's leaf operations: the entry itself when it is not an
+    /// `applyOps`, otherwise every operation inside it, recursively.
+    pub fn for_each_leaf<E>(
+        &self,
+        f: &mut impl FnMut(&Entry<'a>) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        E: From<EntryError>,
+    {
+        match self.apply_ops() {
+            None => f(self),
+            Some(ops) => {
+                for inner in ops? {
+                    inner?.for_each_leaf(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A boolean field of `o` (e.g. `partialTxn`, `prepare`), false when absent.
+    pub fn o_flag(&self, key: &str) -> bool {
+        self.o
+            .and_then(|o| o.get(key).ok().flatten())
+            .is_some_and(as_flag)
+    }
+}
+
+fn wrong(field: &'static str, found: ElementType, expected: &'static str) -> EntryError {
+    EntryError::WrongType {
+        field,
+        found,
+        expected,
+    }
+}
+
+/// The operations of one `applyOps`, in order.
+pub struct ApplyOps<'a> {
+    parent: Entry<'a>,
+    arr: bson::raw::RawArrayIter<'a>,
+    index: usize,
+}
+
+impl<'a> Iterator for ApplyOps<'a> {
+    type Item = Result<Entry<'a>, EntryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.arr.next()?;
+        let index = self.index;
+        self.index += 1;
+        let wrap = |e: EntryError| EntryError::Inner {
+            index,
+            source: Box::new(e),
+        };
+        Some(match item {
+            Ok(RawBsonRef::Document(d)) => Entry::parse_with(d, Some(&self.parent)).map_err(wrap),
+            Ok(other) => Err(wrap(wrong("applyOps element", other.element_type(), "a document"))),
+            Err(e) => Err(wrap(e.into())),
+        })
+    }
+}
+
+/// Formats 16 bytes as a canonical UUID; other lengths as hex.
+pub fn format_uuid(b: &[u8]) -> String {
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    if b.len() == 16 {
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
+    } else {
+        hex
+    }
+}
+
+/// Convenience used by tests and tools: the raw array of `applyOps`, if any.
+pub fn apply_ops_array(o: &RawDocument) -> Option<&RawArray> {
+    match o.get("applyOps") {
+        Ok(Some(RawBsonRef::Array(a))) => Some(a),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, rawdoc, spec::BinarySubtype, Binary, DateTime as BDateTime, Timestamp};
+
+    fn ts(t: u32, i: u32) -> Timestamp {
+        Timestamp { time: t, increment: i }
+    }
+
+    #[test]
+    fn parses_modern_fields_in_any_order() {
+        let raw = rawdoc! {
+            "op": "c", "ns": "shop.$cmd",
+            "ui": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1u8; 16] },
+            "o": { "drop": "orders" }, "o2": { "numRecords": 3i64 },
+            "ts": ts(1700000000, 4), "t": 2i64, "v": 2.0, "wall": BDateTime::from_millis(1700000000123),
+            "someFutureField": "kept",
+        };
+        let e = Entry::parse(&raw).unwrap();
+        assert_eq!(e.ts, Ts::new(1700000000, 4));
+        assert_eq!(e.op, Op::Command);
+        assert_eq!((e.db(), e.coll()), ("shop", "$cmd"));
+        assert_eq!(e.command_name(), Some("drop"));
+        assert_eq!(e.term, Some(2));
+        assert_eq!(e.wall_ms, Some(1700000000123));
+        assert_eq!(e.ui_string().unwrap(), "01010101-0101-0101-0101-010101010101");
+        assert_eq!(e.o2.unwrap().get_i64("numRecords").unwrap(), 3);
+        assert_eq!(e.raw.get_str("someFutureField").unwrap(), "kept");
+    }
+
+    #[test]
+    fn lenient_numbers_and_unknown_ops() {
+        let raw = rawdoc! { "ts": ts(1, 1), "t": 3i32, "h": 0i64, "v": 2.0, "op": "xi", "ns": "", "fromMigrate": true };
+        let e = Entry::parse(&raw).unwrap();
+        assert_eq!(e.op, Op::Other("xi"));
+        assert_eq!(e.term, Some(3));
+        assert!(e.from_migrate);
+    }
+
+    #[test]
+    fn missing_or_mistyped_required_fields() {
+        assert!(matches!(Entry::parse(&rawdoc! { "op": "n" }), Err(EntryError::Missing("ts"))));
+        assert!(matches!(Entry::parse(&rawdoc! { "ts": ts(1, 1) }), Err(EntryError::Missing("op"))));
+        let err = Entry::parse(&rawdoc! { "ts": 5i32, "op": "n" }).unwrap_err();
+        assert_eq!(err.to_string(), "its `ts` field is Int32, expected a Timestamp");
+    }
+
+    #[test]
+    fn apply_ops_inherit_ts_and_session() {
+        let raw = rawdoc! {
+            "ts": ts(9, 2), "op": "c", "ns": "admin.$cmd", "txnNumber": 4i64, "lsid": { "id": 1 },
+            "o": { "applyOps": [
+                { "op": "d", "ns": "shop.orders", "o": { "_id": 1 } },
+                { "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ { "op": "i", "ns": "a.b", "o": { "_id": 2 } } ] } },
+            ], "partialTxn": true },
+        };
+        let e = Entry::parse(&raw).unwrap();
+        assert!(e.o_flag("partialTxn"));
+        let inner: Vec<_> = e.apply_ops().unwrap().unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(inner.len(), 2);
+        assert_eq!(inner[0].ts, Ts::new(9, 2));
+        assert_eq!(inner[0].txn_number, Some(4));
+        assert_eq!(inner[0].depth, 1);
+        let mut leaves = Vec::new();
+        e.for_each_leaf(&mut |l: &Entry| -> Result<(), EntryError> {
+            leaves.push((l.op.as_str(), l.ns, l.depth));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(leaves, vec![("d", "shop.orders", 1), ("i", "a.b", 2)]);
+    }
+
+    #[test]
+    fn bad_apply_ops_element_is_an_error_not_a_panic() {
+        let raw = rawdoc! { "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ 5 ] } };
+        let e = Entry::parse(&raw).unwrap();
+        let err = e.apply_ops().unwrap().unwrap().next().unwrap().unwrap_err();
+        assert!(err.to_string().starts_with("applyOps[0]"), "{err}");
+        let _ = doc! {};
+    }
+}

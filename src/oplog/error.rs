@@ -1,0 +1,153 @@
+//! Errors from reading oplog dumps. Each names the source, and where it applies the
+//! byte offset and the 1-based entry number, so the user can find the spot with
+//! `dd`/`bsondump`.
+
+use std::path::PathBuf;
+
+use crate::error::Hint;
+
+use super::entry::EntryError;
+
+/// An incomplete last entry: where it starts and how much of it is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    pub name: String,
+    /// Byte offset where the incomplete entry starts.
+    pub offset: u64,
+    /// Complete entries before it.
+    pub complete_entries: u64,
+    /// Length the entry declares (0 when not even the 4-byte prefix is there).
+    pub declared: u64,
+    /// Bytes actually present from `offset` to the end.
+    pub remaining: u64,
+}
+
+impl std::fmt::Display for Truncation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.declared == 0 {
+            write!(
+                f,
+                "`{}` is truncated at byte {}: {} stray byte(s) after {} complete entries",
+                self.name, self.offset, self.remaining, self.complete_entries
+            )
+        } else {
+            write!(
+                f,
+                "`{}` is truncated at byte {} (entry {} declares {} bytes, {} remain; {} complete entries before it)",
+                self.name,
+                self.offset,
+                self.complete_entries + 1,
+                self.declared,
+                self.remaining,
+                self.complete_entries
+            )
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot open `{}`", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("`{}` is a directory without an oplog (looked for {})", dir.display(), looked.join(", "))]
+    NoOplogInDir { dir: PathBuf, looked: Vec<String> },
+
+    #[error("reading `{name}` failed at byte {offset}")]
+    Io {
+        name: String,
+        offset: u64,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{0}")]
+    Truncated(Truncation),
+
+    #[error("`{name}` is corrupt at byte {offset}: entry {} declares an impossible length of {declared} bytes", index + 1)]
+    BadLength {
+        name: String,
+        offset: u64,
+        /// 0-based entry number.
+        index: u64,
+        declared: i64,
+    },
+
+    #[error("`{name}` is not a BSON oplog dump: it looks like {looks_like}")]
+    NotBson { name: String, looks_like: &'static str },
+
+    #[error("`{name}` is corrupt at byte {offset} (entry {}): {detail}", index + 1)]
+    Malformed {
+        name: String,
+        offset: u64,
+        index: u64,
+        detail: String,
+    },
+
+    #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
+    NotAnEntry {
+        name: String,
+        offset: u64,
+        index: u64,
+        #[source]
+        source: EntryError,
+    },
+}
+
+impl ReadError {
+    /// The source name this error is about.
+    pub fn source_name(&self) -> String {
+        match self {
+            ReadError::Open { path, .. } => path.display().to_string(),
+            ReadError::NoOplogInDir { dir, .. } => dir.display().to_string(),
+            ReadError::Truncated(t) => t.name.clone(),
+            ReadError::Io { name, .. }
+            | ReadError::BadLength { name, .. }
+            | ReadError::NotBson { name, .. }
+            | ReadError::Malformed { name, .. }
+            | ReadError::NotAnEntry { name, .. } => name.clone(),
+        }
+    }
+}
+
+impl Hint for ReadError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            ReadError::Open { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
+            }
+            ReadError::Open { .. } | ReadError::Io { .. } => return None,
+            ReadError::NoOplogInDir { .. } => {
+                "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
+            }
+            ReadError::Truncated(_) => {
+                "the dump was probably interrupted; re-run the dump, or pass `--allow-truncated` to use the complete entries before this point".into()
+            }
+            ReadError::BadLength { .. } | ReadError::Malformed { .. } => {
+                "the file is damaged at this point; re-run the dump, or cut the file before this offset (e.g. `head -c OFFSET`) to use what precedes it".into()
+            }
+            ReadError::NotBson { looks_like, name } => {
+                if looks_like.contains("gzip") {
+                    if name == "<stdin>" {
+                        "decompress it first: `gunzip -c FILE | pitr ... -`".into()
+                    } else {
+                        format!("name it with a `.gz` suffix (e.g. `{name}.gz`) so pitr decompresses it, or pipe it through `gunzip -c`")
+                    }
+                } else if looks_like.contains("JSON") {
+                    "pitr reads BSON as written by mongodump; convert extended JSON with `mongoimport`/`bsondump`'s inverse, or dump the oplog again with `pitr dump-oplog` or `mongodump -d local -c oplog.rs`".into()
+                } else if looks_like.contains("archive") {
+                    "unpack the archive into a directory first: `mongorestore --archive=FILE --dir=OUT --dryRun` does not; use `mongodump --out DIR` instead of `--archive`".into()
+                } else {
+                    "pass the `oplog.bson` written by `mongodump --oplog`, or `local/oplog.rs.bson` from `mongodump -d local -c oplog.rs`".into()
+                }
+            }
+            ReadError::NotAnEntry { .. } => {
+                "this looks like a collection dump, not an oplog; pass the oplog file (`oplog.bson` or `local/oplog.rs.bson`)".into()
+            }
+        })
+    }
+}

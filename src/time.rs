@@ -1,0 +1,1 @@
+//! PLACEHOLDER: time value parsing (helper-owned).
