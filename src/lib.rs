@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod forensics;
 pub mod gen;
 pub mod objectid;
 pub mod oplog;

@@ -7,11 +7,15 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{exit, Failure};
 
+pub mod find_drop;
 pub mod gen;
 pub mod oid;
 pub mod oplog_cmd;
 pub mod progress;
+pub mod scan;
+pub mod stats;
 pub mod ts;
+pub mod zone;
 
 /// Point-in-time recovery for MongoDB: find the operation that destroyed data, and
 /// restore to just before it.
@@ -35,7 +39,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Read oplog dumps: print entries
+    /// Find destructive operations (drops, mass deletes, ...) and the exact --oplogLimit before each
+    FindDrop(find_drop::FindDropArgs),
+    /// Look inside oplog dumps: print entries, summarise activity
     #[command(subcommand)]
     Oplog(oplog_cmd::OplogCommand),
     /// Decode ObjectIds, or make the boundary ObjectIds of a moment
@@ -64,6 +70,7 @@ pub fn main() -> ExitCode {
 /// Runs one parsed command line; returns the exit code on success.
 pub fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
+        Command::FindDrop(a) => find_drop::run(a),
         Command::Oplog(c) => oplog_cmd::run(c),
         Command::Oid(c) => oid::run(c),
         Command::Ts(a) => ts::run(a),

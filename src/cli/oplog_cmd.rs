@@ -18,6 +18,15 @@ pub enum OplogCommand {
         pitr oplog cat oplog.bson.gz --json | jq .  # extended JSON, one entry per line\n  \
         cat oplog.bson | pitr oplog cat -")]
     Cat(CatArgs),
+    /// Summarise oplogs: window covered, entries by op and namespace, activity timeline
+    #[command(after_long_help = "The timeline is by oplog time (ts), one row per bucket; empty buckets are \
+        shown because gaps matter. Rows holding a destructive operation (as find-drop reports them) \
+        are marked with `!`.\n\n\
+        Examples:\n  \
+        pitr oplog stats fixtures/incident/oplog.bson\n  \
+        pitr oplog stats oplog.bson.gz --bucket 5m --top 20\n  \
+        pitr oplog stats dump/ --json | jq .window_secs")]
+    Stats(super::stats::StatsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -39,6 +48,7 @@ pub struct CatArgs {
 pub fn run(cmd: OplogCommand) -> Result<u8, Failure> {
     match cmd {
         OplogCommand::Cat(a) => cat(a),
+        OplogCommand::Stats(a) => super::stats::run(a),
     }
 }
 

@@ -1,0 +1,67 @@
+//! Reading several oplog sources in one pass, with progress, for the commands that
+//! scan (find-drop, oplog stats).
+//!
+//! When sources overlap (say the backup's own `oplog.bson` and a later dump of
+//! `local.oplog.rs`), entries of a later source at or before the newest position
+//! already read are skipped, so nothing is counted twice.
+
+use crate::error::Failure;
+use crate::oplog::{self, reader::not_an_entry, Entry, EntryError, ReadOptions, Truncation, Ts};
+
+use super::progress::ScanProgress;
+
+/// What happened while reading the sources.
+#[derive(Debug, Default)]
+pub struct SourcesSummary {
+    /// Source names as resolved (a directory becomes its oplog file).
+    pub names: Vec<String>,
+    pub entries: u64,
+    /// Entries skipped because an earlier source already covered their position.
+    pub skipped_overlap: u64,
+    /// Truncated sources read with `--allow-truncated`.
+    pub truncations: Vec<Truncation>,
+}
+
+/// Calls `f` on every entry of every source, in order.
+pub fn scan_sources(
+    sources: &[String],
+    opts: ReadOptions,
+    show_progress: bool,
+    mut f: impl FnMut(&Entry<'_>) -> Result<(), EntryError>,
+) -> Result<SourcesSummary, Failure> {
+    let mut summary = SourcesSummary::default();
+    let mut newest_before: Option<Ts> = None;
+    for (n, src) in sources.iter().enumerate() {
+        let mut r = oplog::open(src, opts)?;
+        let (counter, total) = r.progress();
+        let bar = ScanProgress::new(counter, total, show_progress);
+        if sources.len() > 1 {
+            bar.set_message(format!("{}/{} {}", n + 1, sources.len(), r.name()));
+        }
+        let floor = newest_before;
+        let mut newest = newest_before;
+        loop {
+            let Some(e) = r.next_entry()? else { break };
+            summary.entries += 1;
+            if summary.entries % 8192 == 0 {
+                bar.tick();
+            }
+            if floor.is_some_and(|fl| e.ts <= fl) {
+                summary.skipped_overlap += 1;
+                continue;
+            }
+            newest = Some(newest.map_or(e.ts, |x: Ts| x.max(e.ts)));
+            if let Err(err) = f(&e) {
+                let (offset, index) = (e.offset, e.index);
+                return Err(not_an_entry(r.name().to_string(), offset, index, err).into());
+            }
+        }
+        bar.finish();
+        newest_before = newest;
+        summary.names.push(r.name().to_string());
+        if let Some(t) = r.truncation() {
+            summary.truncations.push(t.clone());
+        }
+    }
+    Ok(summary)
+}

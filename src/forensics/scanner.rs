@@ -1,0 +1,572 @@
+//! The single pass over an oplog that finds destructive operations.
+//!
+//! Feed it every top-level entry in oplog order; it keeps only small per-namespace
+//! and per-transaction counters, so memory does not grow with the oplog.
+//!
+//! Transactions are counted where the server applies them: an unprepared
+//! transaction at its final `applyOps` (earlier `partialTxn` parts are buffered), a
+//! prepared one at `commitTransaction`; an aborted one counts for nothing.
+//! `fromMigrate` entries (chunk migrations) and internal namespaces are ignored.
+
+use std::collections::HashMap;
+
+use bson::RawBsonRef;
+
+use crate::oplog::entry::as_i64;
+use crate::oplog::{Entry, EntryError, Op, Ts};
+
+use super::burst::{BurstDetector, BurstRule};
+use super::finding::{Finding, Kind};
+use super::namespaces::{is_internal, timeseries_view};
+use super::updates::wiping_reason;
+
+/// Counts kept while scanning, for the summary line and for `oplog stats`.
+#[derive(Clone, Debug, Default)]
+pub struct ScanStats {
+    pub entries: u64,
+    pub first_ts: Option<Ts>,
+    pub last_ts: Option<Ts>,
+    /// Entries whose ts is lower than the entry before them.
+    pub out_of_order: u64,
+    pub from_migrate: u64,
+    /// Transactions still open (prepared or partial) at the end of the input.
+    pub open_transactions: usize,
+}
+
+/// Per transaction: what its buffered parts will do when it commits.
+#[derive(Default)]
+struct TxnBuffer {
+    /// ns -> (deletes, wiping updates)
+    effects: HashMap<String, (u64, u64)>,
+}
+
+/// Where a leaf operation's effect goes: applied now, or buffered in a transaction.
+enum Sink<'k> {
+    Now { ts: Ts, wall_ms: Option<i64>, in_txn: bool },
+    Defer(&'k [u8]),
+}
+
+pub struct Scanner {
+    rule: BurstRule,
+    deletes: BurstDetector,
+    wipes: BurstDetector,
+    findings: Vec<Finding>,
+    /// Consecutive per-collection drops of one database, which become a single
+    /// dropDatabase finding if a `dropDatabase` entry follows.
+    pending_drops: HashMap<String, Vec<Finding>>,
+    txns: HashMap<Vec<u8>, TxnBuffer>,
+    stats: ScanStats,
+    prev_ts: Option<Ts>,
+}
+
+impl Scanner {
+    pub fn new(rule: BurstRule) -> Scanner {
+        Scanner {
+            rule,
+            deletes: BurstDetector::new(rule),
+            wipes: BurstDetector::new(rule),
+            findings: Vec::new(),
+            pending_drops: HashMap::new(),
+            txns: HashMap::new(),
+            stats: ScanStats::default(),
+            prev_ts: None,
+        }
+    }
+
+    pub fn stats(&self) -> &ScanStats {
+        &self.stats
+    }
+
+    /// Processes one top-level entry.
+    pub fn feed(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
+        self.note_position(e.ts);
+        if e.from_migrate {
+            self.stats.from_migrate += 1;
+            return Ok(());
+        }
+        if !self.pending_drops.is_empty() && !self.continues_drop_run(e) {
+            if let Some(run) = self.pending_drops.remove(e.db()) {
+                self.findings.extend(run);
+            }
+        }
+        match e.op {
+            Op::Delete | Op::Update => self.leaf(e, Sink::Now { ts: e.ts, wall_ms: e.wall_ms, in_txn: false }),
+            Op::Command => self.command(e)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// All findings in ts order, and the scan's counters.
+    pub fn finish(mut self) -> (Vec<Finding>, ScanStats) {
+        for (_, run) in self.pending_drops.drain() {
+            self.findings.extend(run);
+        }
+        for (kind, det) in [(Kind::DeleteBurst, self.deletes), (Kind::WipingUpdate, self.wipes)] {
+            for b in det.finish() {
+                let mut f = Finding::new(kind, b.ns.clone(), b.first, b.first_wall_ms);
+                f.last_ts = b.last;
+                f.count = b.count;
+                f.in_transaction = b.in_transaction;
+                let what = if kind == Kind::DeleteBurst { "deletes" } else { "content-wiping updates" };
+                let span = b.last.t - b.first.t;
+                f.details = format!("{} {what} in {span} s", b.count);
+                if let Some(view) = timeseries_view(&b.ns) {
+                    f.details.push_str(&format!(" (time-series collection {view})"));
+                }
+                if b.in_transaction {
+                    f.details.push_str(", applied by a committed transaction");
+                }
+                self.findings.push(f);
+            }
+        }
+        self.findings.sort_by(|a, b| (a.ts, a.kind, &a.ns).cmp(&(b.ts, b.kind, &b.ns)));
+        self.stats.open_transactions = self.txns.len();
+        (self.findings, self.stats)
+    }
+
+    fn note_position(&mut self, ts: Ts) {
+        self.stats.entries += 1;
+        if self.prev_ts.is_some_and(|p| ts < p) {
+            self.stats.out_of_order += 1;
+        }
+        self.prev_ts = Some(ts);
+        self.stats.first_ts = Some(self.stats.first_ts.map_or(ts, |f| f.min(ts)));
+        self.stats.last_ts = Some(self.stats.last_ts.map_or(ts, |l| l.max(ts)));
+    }
+
+    /// A `drop` in a database with a pending run keeps the run going; anything else
+    /// touching that database ends it.
+    fn continues_drop_run(&self, e: &Entry<'_>) -> bool {
+        !self.pending_drops.contains_key(e.db())
+            || matches!(e.command_name(), Some("drop") | Some("dropDatabase"))
+    }
+
+    /// A delete or update, applied now or buffered in a transaction.
+    fn leaf(&mut self, e: &Entry<'_>, sink: Sink<'_>) {
+        if e.from_migrate || is_internal(e.ns) {
+            return;
+        }
+        let (is_delete, is_wipe) = match e.op {
+            Op::Delete => (true, false),
+            Op::Update => (false, e.o.and_then(wiping_reason).is_some()),
+            _ => (false, false),
+        };
+        if !is_delete && !is_wipe {
+            return;
+        }
+        match sink {
+            Sink::Now { ts, wall_ms, in_txn } => {
+                let det = if is_delete { &mut self.deletes } else { &mut self.wipes };
+                det.record(e.ns, ts, wall_ms, 1, in_txn);
+            }
+            Sink::Defer(key) => {
+                let buf = self.txns.entry(key.to_vec()).or_default();
+                let slot = match buf.effects.get_mut(e.ns) {
+                    Some(s) => s,
+                    None => buf.effects.entry(e.ns.to_string()).or_default(),
+                };
+                if is_delete {
+                    slot.0 += 1;
+                } else {
+                    slot.1 += 1;
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
+        let Some(name) = e.command_name() else {
+            return Ok(());
+        };
+        match name {
+            "applyOps" => self.apply_ops(e)?,
+            "commitTransaction" => {
+                if let Some(key) = txn_key(e) {
+                    self.commit(&key, e.ts, e.wall_ms);
+                }
+            }
+            "abortTransaction" => {
+                if let Some(key) = txn_key(e) {
+                    self.txns.remove(&key);
+                }
+            }
+            "drop" => self.drop_collection(e),
+            "dropDatabase" => self.drop_database(e),
+            "renameCollection" => self.rename(e),
+            "emptycapped" => {
+                if let Some(coll) = o_str(e, "emptycapped") {
+                    let ns = format!("{}.{coll}", e.db());
+                    if !is_internal(&ns) {
+                        let mut f = Finding::new(Kind::Emptycapped, ns, e.ts, e.wall_ms);
+                        f.details = "capped collection emptied".into();
+                        self.findings.push(f);
+                    }
+                }
+            }
+            // `deleteIndex(es)` and `dropIndex` are legacy spellings of dropIndexes.
+            "dropIndexes" | "deleteIndexes" | "deleteIndex" | "dropIndex" => self.drop_indexes(e, name),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn apply_ops(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
+        let key = txn_key(e);
+        let deferred = key.is_some() && (e.o_flag("partialTxn") || e.o_flag("prepare"));
+        let Some(ops) = e.apply_ops() else {
+            return Ok(());
+        };
+        for op in ops? {
+            let op = op?;
+            match op.op {
+                Op::Command if op.command_name() == Some("applyOps") => {
+                    // Nested applyOps: walk its leaves the same way.
+                    op.for_each_leaf(&mut |leaf: &Entry<'_>| -> Result<(), EntryError> {
+                        self.apply_leaf(leaf, e, key.as_deref(), deferred);
+                        Ok(())
+                    })?;
+                }
+                _ => self.apply_leaf(&op, e, key.as_deref(), deferred),
+            }
+        }
+        if !deferred {
+            if let Some(k) = &key {
+                // The final part of an unprepared transaction commits the earlier ones.
+                self.commit(k, e.ts, e.wall_ms);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_leaf(&mut self, leaf: &Entry<'_>, parent: &Entry<'_>, key: Option<&[u8]>, deferred: bool) {
+        match (leaf.op, deferred, key) {
+            (Op::Command, false, _) => {
+                // Commands inside a non-transaction applyOps (or a committing one) act now.
+                let _ = self.command(leaf);
+            }
+            (Op::Command, true, _) => {}
+            (_, true, Some(k)) => self.leaf(leaf, Sink::Defer(k)),
+            _ => self.leaf(
+                leaf,
+                Sink::Now {
+                    ts: parent.ts,
+                    wall_ms: parent.wall_ms,
+                    in_txn: key.is_some(),
+                },
+            ),
+        }
+    }
+
+    fn commit(&mut self, key: &[u8], ts: Ts, wall_ms: Option<i64>) {
+        if let Some(buf) = self.txns.remove(key) {
+            for (ns, (deletes, wipes)) in buf.effects {
+                if deletes > 0 {
+                    self.deletes.record(&ns, ts, wall_ms, deletes, true);
+                }
+                if wipes > 0 {
+                    self.wipes.record(&ns, ts, wall_ms, wipes, true);
+                }
+            }
+        }
+    }
+
+    fn drop_collection(&mut self, e: &Entry<'_>) {
+        let Some(coll) = o_str(e, "drop") else { return };
+        let ns = format!("{}.{coll}", e.db());
+        if is_internal(&ns) {
+            return;
+        }
+        let mut f = Finding::new(Kind::Drop, ns.clone(), e.ts, e.wall_ms);
+        f.num_records = num_records(e);
+        f.details = match f.num_records {
+            Some(n) if n >= 0 => format!("collection dropped with {n} document{}", if n == 1 { "" } else { "s" }),
+            Some(_) => "collection dropped (document count overflowed)".into(),
+            None => "collection dropped (no document count in this oplog version)".into(),
+        };
+        if let Some(view) = timeseries_view(&ns) {
+            f.details.push_str(&format!("; buckets of time-series collection {view}"));
+        }
+        self.pending_drops.entry(e.db().to_string()).or_default().push(f);
+    }
+
+    fn drop_database(&mut self, e: &Entry<'_>) {
+        let db = e.db();
+        if matches!(db, "local" | "config") {
+            return;
+        }
+        let run = self.pending_drops.remove(db).unwrap_or_default();
+        // The data is gone from the first per-collection drop of the burst.
+        let (ts, wall_ms) = run.first().map_or((e.ts, e.wall_ms), |f| (f.ts, f.wall.map(|w| w.timestamp_millis())));
+        let mut f = Finding::new(Kind::DropDatabase, db, ts, wall_ms);
+        f.last_ts = e.ts;
+        f.collections = run.iter().map(|d| d.ns.clone()).collect();
+        f.count = f.collections.len().max(1) as u64;
+        let known: Vec<i64> = run.iter().filter_map(|d| d.num_records).filter(|n| *n >= 0).collect();
+        if !run.is_empty() && known.len() == run.len() {
+            f.num_records = Some(known.iter().sum());
+        }
+        f.details = if run.is_empty() {
+            "database dropped (its collections are not listed in this oplog)".into()
+        } else {
+            format!("database dropped: {} collection(s)", run.len())
+        };
+        self.findings.push(f);
+    }
+
+    fn rename(&mut self, e: &Entry<'_>) {
+        let Some(o) = e.o else { return };
+        let drop_target = match o.get("dropTarget") {
+            Ok(Some(RawBsonRef::Boolean(b))) => b,
+            Ok(Some(RawBsonRef::Binary(_))) => true,
+            _ => false,
+        };
+        if !drop_target {
+            return;
+        }
+        let (Ok(from), Ok(to)) = (o.get_str("renameCollection"), o.get_str("to")) else {
+            return;
+        };
+        if is_internal(to) {
+            return;
+        }
+        let mut f = Finding::new(Kind::RenameDropTarget, to, e.ts, e.wall_ms);
+        f.num_records = num_records(e);
+        let from_coll = from.split_once('.').map_or(from, |(_, c)| c);
+        f.details = if is_convert_to_capped(from_coll) {
+            "convertToCapped: collection replaced by a capped copy; documents that did not fit are lost".into()
+        } else if from_coll.starts_with("tmp") && from_coll.contains(".renameCollection") {
+            "cross-database renameCollection replaced the existing target".into()
+        } else {
+            format!("renamed `{from}` over it, dropping the existing collection")
+        };
+        if let Some(n) = f.num_records {
+            f.details.push_str(&format!(" (target had {n} documents)"));
+        }
+        self.findings.push(f);
+    }
+
+    fn drop_indexes(&mut self, e: &Entry<'_>, name: &str) {
+        let Some(coll) = o_str(e, name) else { return };
+        let ns = format!("{}.{coll}", e.db());
+        if is_internal(&ns) {
+            return;
+        }
+        let index = match e.o.and_then(|o| o.get("index").ok().flatten()) {
+            Some(RawBsonRef::String(s)) => s.to_string(),
+            Some(other) => other.to_raw_bson().try_into().map(|b: bson::Bson| b.to_string()).unwrap_or_default(),
+            None => "?".into(),
+        };
+        // Consecutive dropIndexes on one collection are one operation.
+        if let Some(last) = self.findings.last_mut() {
+            if last.kind == Kind::DropIndexes && last.ns == ns && e.ts.t.saturating_sub(last.last_ts.t) <= self.rule.window_secs {
+                last.count += 1;
+                last.last_ts = e.ts;
+                last.details.push_str(&format!(", {index}"));
+                return;
+            }
+        }
+        let mut f = Finding::new(Kind::DropIndexes, ns, e.ts, e.wall_ms);
+        f.details = format!("indexes dropped (data intact): {index}");
+        self.findings.push(f);
+    }
+}
+
+/// `tmpXXXXX.convertToCapped.<coll>`: the temporary collection convertToCapped fills.
+fn is_convert_to_capped(coll: &str) -> bool {
+    coll.starts_with("tmp") && coll.contains(".convertToCapped.")
+}
+
+/// A transaction's identity: the session id and transaction number.
+fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
+    let lsid = e.lsid?;
+    let txn = e.txn_number?;
+    let mut k = lsid.as_bytes().to_vec();
+    k.extend_from_slice(&txn.to_le_bytes());
+    Some(k)
+}
+
+fn o_str<'a>(e: &Entry<'a>, key: &str) -> Option<&'a str> {
+    e.o?.get_str(key).ok()
+}
+
+fn num_records(e: &Entry<'_>) -> Option<i64> {
+    e.o2?.get("numRecords").ok().flatten().and_then(as_i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf, Timestamp};
+
+    fn ts(t: u32, i: u32) -> Bson {
+        Bson::Timestamp(Timestamp { time: t, increment: i })
+    }
+
+    fn uuid(b: u8) -> Binary {
+        Binary { subtype: BinarySubtype::Uuid, bytes: vec![b; 16] }
+    }
+
+    fn scan(docs: &[Document]) -> Vec<Finding> {
+        scan_rule(docs, BurstRule::default())
+    }
+
+    fn scan_rule(docs: &[Document], rule: BurstRule) -> Vec<Finding> {
+        let mut s = Scanner::new(rule);
+        for d in docs {
+            let raw = RawDocumentBuf::from_document(d).unwrap();
+            s.feed(&Entry::parse(&raw).unwrap()).unwrap();
+        }
+        s.finish().0
+    }
+
+    fn del(t: u32, i: u32, ns: &str, id: i64) -> Document {
+        doc! { "ts": ts(t, i), "op": "d", "ns": ns, "o": { "_id": id } }
+    }
+
+    fn inner_del(ns: &str, id: i64) -> Bson {
+        Bson::Document(doc! { "op": "d", "ns": ns, "ui": uuid(1), "o": { "_id": id } })
+    }
+
+    fn txn_part(t: u32, ops: Vec<Bson>, txn: i64, extra: Document) -> Document {
+        let mut o = doc! { "applyOps": ops };
+        o.extend(extra);
+        doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(7) }, "txnNumber": txn, "o": o }
+    }
+
+    fn dels(ns: &str, n: i64) -> Vec<Bson> {
+        (0..n).map(|k| inner_del(ns, k)).collect()
+    }
+
+    #[test]
+    fn partial_txn_chain_counts_at_the_final_part() {
+        let docs = vec![
+            txn_part(100, dels("shop.payments", 50), 1, doc! { "partialTxn": true }),
+            txn_part(101, dels("shop.payments", 50), 1, doc! { "partialTxn": true }),
+            txn_part(102, dels("shop.payments", 20), 1, doc! { "count": 120i64 }),
+        ];
+        let f = scan(&docs);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].kind, f[0].count, f[0].ts, f[0].oplog_limit), (Kind::DeleteBurst, 120, Ts::new(102, 1), Ts::new(102, 1)));
+        assert!(f[0].in_transaction);
+    }
+
+    #[test]
+    fn prepared_txn_counts_at_commit_and_aborted_counts_nothing() {
+        let commit = vec![
+            txn_part(100, dels("shop.a", 130), 1, doc! { "prepare": true }),
+            doc! { "ts": ts(105, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(7) }, "txnNumber": 1i64,
+                   "o": { "commitTransaction": 1, "commitTimestamp": ts(104, 9) } },
+        ];
+        let f = scan(&commit);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].ts, f[0].count), (Ts::new(105, 1), 130));
+
+        let abort = vec![
+            txn_part(100, dels("shop.a", 130), 2, doc! { "prepare": true }),
+            doc! { "ts": ts(101, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(7) }, "txnNumber": 2i64,
+                   "o": { "abortTransaction": 1 } },
+        ];
+        assert!(scan(&abort).is_empty());
+    }
+
+    #[test]
+    fn batched_deletes_without_session_are_not_a_transaction() {
+        let d = doc! { "ts": ts(50, 3), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": dels("shop.log", 110) } };
+        let f = scan(&[d]);
+        assert_eq!((f[0].kind, f[0].count, f[0].in_transaction), (Kind::DeleteBurst, 110, false));
+    }
+
+    #[test]
+    fn decoys_stay_silent() {
+        let mut docs = Vec::new();
+        for k in 0..200u32 {
+            let mut d = del(10, k + 1, "shop.orders", k as i64);
+            d.insert("fromMigrate", true);
+            docs.push(d);
+            docs.push(del(11, k + 1, "config.system.sessions", k as i64));
+            docs.push(del(12, k + 1, "local.replset.election", k as i64));
+            docs.push(del(13, k + 1, "shop.system.drop.1i1t1.old", k as i64));
+        }
+        docs.push(doc! { "ts": ts(14, 1), "op": "n", "ns": "", "o": { "msg": "periodic noop" } });
+        // A rename without dropTarget loses nothing.
+        docs.push(doc! { "ts": ts(15, 1), "op": "c", "ns": "shop.$cmd", "o": { "renameCollection": "shop.a", "to": "shop.b", "dropTarget": false } });
+        assert!(scan(&docs).is_empty());
+    }
+
+    #[test]
+    fn rename_with_drop_target_reports_the_target() {
+        let docs = vec![
+            doc! { "ts": ts(20, 1), "op": "c", "ns": "shop.$cmd", "o": { "renameCollection": "shop.staging", "to": "shop.customers", "dropTarget": uuid(3) }, "o2": { "numRecords": 42 } },
+            doc! { "ts": ts(21, 1), "op": "c", "ns": "shop.$cmd", "o": { "renameCollection": "shop.tmpAb12c.convertToCapped.events", "to": "shop.events", "dropTarget": true } },
+        ];
+        let f = scan(&docs);
+        assert_eq!(f.len(), 2);
+        assert_eq!((f[0].kind, f[0].ns.as_str(), f[0].num_records), (Kind::RenameDropTarget, "shop.customers", Some(42)));
+        assert!(f[1].details.starts_with("convertToCapped"), "{}", f[1].details);
+    }
+
+    #[test]
+    fn drop_database_groups_its_drops_even_with_other_traffic_between() {
+        let docs = vec![
+            doc! { "ts": ts(30, 1), "op": "c", "ns": "an.$cmd", "o": { "drop": "a" }, "o2": { "numRecords": 3 } },
+            doc! { "ts": ts(30, 2), "op": "i", "ns": "shop.orders", "o": { "_id": 1 } },
+            doc! { "ts": ts(30, 3), "op": "c", "ns": "an.$cmd", "o": { "drop": "b" }, "o2": { "numRecords": 4 } },
+            doc! { "ts": ts(30, 4), "op": "c", "ns": "an.$cmd", "o": { "dropDatabase": 1 } },
+        ];
+        let f = scan(&docs);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].kind, f[0].ts, f[0].last_ts), (Kind::DropDatabase, Ts::new(30, 1), Ts::new(30, 4)));
+        assert_eq!(f[0].collections, vec!["an.a", "an.b"]);
+        assert_eq!((f[0].count, f[0].num_records), (2, Some(7)));
+    }
+
+    #[test]
+    fn a_drop_followed_by_other_work_in_its_db_is_just_a_drop() {
+        let docs = vec![
+            doc! { "ts": ts(30, 1), "op": "c", "ns": "an.$cmd", "o": { "drop": "a" } },
+            doc! { "ts": ts(31, 1), "op": "i", "ns": "an.b", "o": { "_id": 1 } },
+            doc! { "ts": ts(40, 1), "op": "c", "ns": "an.$cmd", "o": { "dropDatabase": 1 } },
+        ];
+        let f = scan(&docs);
+        assert_eq!(f.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![Kind::Drop, Kind::DropDatabase]);
+        assert_eq!(f[1].ts, Ts::new(40, 1));
+        assert!(f[1].collections.is_empty());
+    }
+
+    #[test]
+    fn wiping_update_bursts_and_emptycapped() {
+        let mut docs: Vec<Document> = (0..120u32)
+            .map(|k| doc! { "ts": ts(60, k + 1), "op": "u", "ns": "shop.profiles", "o2": { "_id": k as i64 },
+                             "o": { "$v": 2, "diff": { "d": { "email": false } } } })
+            .collect();
+        docs.extend((0..150u32).map(|k| doc! { "ts": ts(61, k + 1), "op": "u", "ns": "shop.other", "o2": { "_id": k as i64 },
+                             "o": { "$v": 2, "diff": { "u": { "n": 1 } } } }));
+        docs.push(doc! { "ts": ts(70, 1), "op": "c", "ns": "shop.$cmd", "o": { "emptycapped": "log" } });
+        let f = scan(&docs);
+        assert_eq!(f.len(), 2);
+        assert_eq!((f[0].kind, f[0].count, f[0].ns.as_str()), (Kind::WipingUpdate, 120, "shop.profiles"));
+        assert_eq!((f[1].kind, f[1].ns.as_str()), (Kind::Emptycapped, "shop.log"));
+    }
+
+    #[test]
+    fn consecutive_index_drops_merge() {
+        let docs = vec![
+            doc! { "ts": ts(80, 1), "op": "c", "ns": "shop.$cmd", "o": { "dropIndexes": "orders", "index": "a_1" } },
+            doc! { "ts": ts(80, 2), "op": "c", "ns": "shop.$cmd", "o": { "dropIndexes": "orders", "index": "b_1" } },
+            doc! { "ts": ts(500, 1), "op": "c", "ns": "shop.$cmd", "o": { "deleteIndexes": "orders", "index": "*" } },
+        ];
+        let f = scan(&docs);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].count, 2);
+        assert!(f[0].details.ends_with("a_1, b_1"), "{}", f[0].details);
+    }
+
+    #[test]
+    fn plain_delete_burst_limit_is_its_first_delete() {
+        let docs: Vec<Document> = (0..300u32).map(|k| del(1000 + k / 100, k % 100 + 1, "shop.inventory", k as i64)).collect();
+        let f = scan(&docs);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].ts, f[0].oplog_limit, f[0].last_ts, f[0].count), (Ts::new(1000, 1), Ts::new(1000, 1), Ts::new(1002, 100), 300));
+    }
+}
