@@ -6,7 +6,10 @@
 //! already read are skipped, so nothing is counted twice.
 
 use crate::error::Failure;
-use crate::oplog::{self, reader::not_an_entry, Entry, EntryError, ReadOptions, Truncation, Ts};
+use bson::RawDocument;
+
+use crate::oplog::elements::peek_ts_op;
+use crate::oplog::{self, reader::not_an_entry, EntryError, ReadOptions, Truncation, Ts};
 
 use super::progress::ScanProgress;
 
@@ -22,12 +25,13 @@ pub struct SourcesSummary {
     pub truncations: Vec<Truncation>,
 }
 
-/// Calls `f` on every entry of every source, in order.
+/// Calls `f` on every entry of every source, in order, as raw BSON (callers parse
+/// as much as they need; an error from `f` is reported with the entry's position).
 pub fn scan_sources(
     sources: &[String],
     opts: ReadOptions,
     show_progress: bool,
-    mut f: impl FnMut(&Entry<'_>) -> Result<(), EntryError>,
+    mut f: impl FnMut(&RawDocument) -> Result<(), EntryError>,
 ) -> Result<SourcesSummary, Failure> {
     let mut summary = SourcesSummary::default();
     let mut newest_before: Option<Ts> = None;
@@ -40,19 +44,24 @@ pub fn scan_sources(
         }
         let floor = newest_before;
         let mut newest = newest_before;
+        // Positions matter only when another source follows or precedes this one.
+        let track = sources.len() > 1;
         loop {
-            let Some(e) = r.next_entry()? else { break };
+            let Some((doc, offset, index)) = r.next_raw()? else { break };
             summary.entries += 1;
             if summary.entries % 8192 == 0 {
                 bar.tick();
             }
-            if floor.is_some_and(|fl| e.ts <= fl) {
-                summary.skipped_overlap += 1;
-                continue;
+            // Overlap handling needs the position; a document without one is passed
+            // on, and the callback's full parse reports it.
+            if let Some((ts, _)) = track.then(|| peek_ts_op(doc.as_bytes())).flatten() {
+                if floor.is_some_and(|fl| ts <= fl) {
+                    summary.skipped_overlap += 1;
+                    continue;
+                }
+                newest = Some(newest.map_or(ts, |x: Ts| x.max(ts)));
             }
-            newest = Some(newest.map_or(e.ts, |x: Ts| x.max(e.ts)));
-            if let Err(err) = f(&e) {
-                let (offset, index) = (e.offset, e.index);
+            if let Err(err) = f(doc) {
                 return Err(not_an_entry(r.name().to_string(), offset, index, err).into());
             }
         }

@@ -90,9 +90,10 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
     let opts = ReadOptions {
         allow_truncated: a.allow_truncated,
     };
-    let summary = scan_sources(&a.sources, opts, !a.json, |e| {
-        stats.feed(e);
-        scanner.feed(e)
+    let summary = scan_sources(&a.sources, opts, !a.json, |doc| {
+        let e = crate::oplog::Entry::parse(doc)?;
+        stats.feed(&e);
+        scanner.feed(&e)
     })?;
     let out_of_order = scanner.stats().out_of_order;
     let (findings, _) = scanner.finish();

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use bson::RawBsonRef;
 
 use crate::oplog::entry::as_i64;
+use crate::oplog::entry::Parsed;
 use crate::oplog::{Entry, EntryError, Op, Ts};
 
 use super::burst::{BurstDetector, BurstRule};
@@ -28,6 +29,7 @@ pub struct ScanStats {
     pub last_ts: Option<Ts>,
     /// Entries whose ts is lower than the entry before them.
     pub out_of_order: u64,
+    /// fromMigrate entries among the fully parsed ones (inserts are only peeked).
     pub from_migrate: u64,
     /// Transactions still open (prepared or partial) at the end of the input.
     pub open_transactions: usize,
@@ -75,6 +77,23 @@ impl Scanner {
 
     pub fn stats(&self) -> &ScanStats {
         &self.stats
+    }
+
+    /// Processes one top-level entry given as raw BSON. Inserts and no-ops (most of
+    /// any oplog) only need their position: they are recognised by a partial walk
+    /// and never fully parsed. Everything else goes through [`Scanner::feed`].
+    pub fn feed_raw(&mut self, doc: &bson::RawDocument) -> Result<(), EntryError> {
+        // A pending dropDatabase run needs every entry's namespace.
+        if !self.pending_drops.is_empty() {
+            return self.feed(&Entry::parse(doc)?);
+        }
+        match Entry::parse_unless_insert(doc)? {
+            Parsed::InsertOrNoop(ts) => {
+                self.note_position(ts);
+                Ok(())
+            }
+            Parsed::Entry(e) => self.feed(&e),
+        }
     }
 
     /// Processes one top-level entry.
@@ -217,7 +236,7 @@ impl Scanner {
         let Some(ops) = e.apply_ops() else {
             return Ok(());
         };
-        for op in ops? {
+        for op in ops?.skipping_inserts() {
             let op = op?;
             match op.op {
                 Op::Command if op.command_name() == Some("applyOps") => {

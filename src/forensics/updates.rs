@@ -1,59 +1,54 @@
 //! Recognising updates that destroy content (see the reference, "Updates").
 
-use bson::{RawBsonRef, RawDocument};
+use bson::RawDocument;
 
-use crate::oplog::entry::as_i64;
+use crate::oplog::elements::{i64_value, Elements};
 
 /// How deep into `$v:2` sub-diffs we look for a `d` (delete-fields) section.
 const MAX_DIFF_DEPTH: usize = 6;
 
 /// Why an update wipes content, or `None` when it does not.
+///
+/// Walks `o` with the raw element walker (this runs for every update in the oplog).
 pub fn wiping_reason(o: &RawDocument) -> Option<&'static str> {
-    let mut first_key = None;
+    let mut first_key: Option<&[u8]> = None;
     let mut version = None;
-    for el in o.iter_elements().flatten() {
+    let mut diff = None;
+    let mut unset = false;
+    let mut fields_besides_id = 0usize;
+    for el in Elements::new(o.as_bytes()) {
+        let Ok(el) = el else { return None };
         if first_key.is_none() {
-            first_key = Some(el.key());
+            first_key = Some(el.key);
         }
-        if el.key() == "$v" {
-            version = el.value().ok().and_then(as_i64);
+        match el.key {
+            b"$v" => version = i64_value(el.kind, el.value),
+            b"diff" if el.kind == 0x03 => diff = Some(el.value),
+            b"$unset" => unset = true,
+            b"_id" => {}
+            _ => fields_besides_id += 1,
         }
     }
     match version {
-        Some(2) => match o.get("diff") {
-            Ok(Some(RawBsonRef::Document(diff))) if diff_deletes(diff, 0) => Some("$v:2 diff deletes fields"),
-            _ => None,
-        },
+        Some(2) => diff.filter(|d| diff_deletes(d, 0)).map(|_| "$v:2 diff deletes fields"),
         _ => match first_key {
-            Some(k) if k.starts_with('$') => {
-                // Modifier form ($v:1 or none).
-                matches!(o.get("$unset"), Ok(Some(_))).then_some("$unset")
-            }
+            // Modifier form ($v:1 or none).
+            Some(k) if k.first() == Some(&b'$') => unset.then_some("$unset"),
             // Replacement: the whole document is replaced by `o`.
-            _ => {
-                let fields = o.iter_elements().flatten().filter(|el| el.key() != "_id").count();
-                (fields == 0).then_some("replacement leaves only _id")
-            }
+            _ => (fields_besides_id == 0).then_some("replacement leaves only _id"),
         },
     }
 }
 
 /// True when a document diff (or any sub-diff) has a `d` section.
-fn diff_deletes(diff: &RawDocument, depth: usize) -> bool {
+fn diff_deletes(diff: &[u8], depth: usize) -> bool {
     if depth > MAX_DIFF_DEPTH {
         return false;
     }
-    diff.iter_elements().flatten().any(|el| {
-        let key = el.key();
-        if key == "d" {
-            return true;
-        }
-        if key.len() > 1 && key.starts_with('s') {
-            if let Ok(RawBsonRef::Document(sub)) = el.value() {
-                return diff_deletes(sub, depth + 1);
-            }
-        }
-        false
+    Elements::new(diff).flatten().any(|el| match el.key {
+        b"d" => true,
+        [b's', _, ..] if el.kind == 0x03 => diff_deletes(el.value, depth + 1),
+        _ => false,
     })
 }
 

@@ -7,11 +7,11 @@
 //! [`Entry::apply_ops`]: inner operations inherit the parent's `ts`, `wall`, term and
 //! session fields, exactly as the server applies them.
 
-use bson::raw::RawBinaryRef;
 use bson::spec::ElementType;
 use bson::{RawArray, RawBsonRef, RawDocument};
 use chrono::{DateTime, Utc};
 
+use super::elements::{i64_value, str_value, ts_value, ElementError, Elements};
 use super::timestamp::Ts;
 
 /// Nested `applyOps` deeper than this is refused rather than recursed into.
@@ -67,6 +67,10 @@ pub enum EntryError {
     },
     #[error("its BSON is malformed")]
     Malformed(#[from] bson::raw::Error),
+    #[error("its BSON is malformed: {0}")]
+    Corrupt(#[from] ElementError),
+    #[error("its `{0}` field is not valid UTF-8")]
+    BadUtf8(&'static str),
     #[error("applyOps[{index}]: {source}")]
     Inner {
         index: usize,
@@ -75,6 +79,13 @@ pub enum EntryError {
     },
     #[error("applyOps nested more than {MAX_APPLY_OPS_DEPTH} levels deep")]
     TooDeep,
+}
+
+/// What [`Entry::parse_unless_insert`] found.
+pub enum Parsed<'a> {
+    Entry(Entry<'a>),
+    /// An insert or no-op, at this position; not parsed further.
+    InsertOrNoop(Ts),
 }
 
 /// One oplog entry (or one operation inside an `applyOps`), borrowed from the
@@ -129,99 +140,99 @@ fn as_flag(v: RawBsonRef<'_>) -> bool {
 impl<'a> Entry<'a> {
     /// Parses a top-level oplog entry. `ts` and `op` are required.
     pub fn parse(raw: &'a RawDocument) -> Result<Entry<'a>, EntryError> {
-        Self::parse_with(raw, None)
+        match Self::parse_with(raw, None, false)? {
+            Parsed::Entry(e) => Ok(e),
+            Parsed::InsertOrNoop(_) => unreachable!("only returned when asked to stop early"),
+        }
     }
 
-    fn parse_with(raw: &'a RawDocument, parent: Option<&Entry<'a>>) -> Result<Entry<'a>, EntryError> {
-        let mut ts = None;
+    /// Like [`Entry::parse`], but stops as soon as the entry is known to be an insert
+    /// or a no-op with its `ts`: a scan that only needs their position saves walking
+    /// the rest. Their other fields are not validated.
+    pub fn parse_unless_insert(raw: &'a RawDocument) -> Result<Parsed<'a>, EntryError> {
+        Self::parse_with(raw, None, true)
+    }
+
+    fn parse_with(raw: &'a RawDocument, parent: Option<&Entry<'a>>, stop_at_insert: bool) -> Result<Parsed<'a>, EntryError> {
+        // Fields are kept as raw element values during the walk and decoded after
+        // it, so an insert that is abandoned early costs no decoding at all.
+        let mut ts = parent.map(|p| p.ts);
         let mut op = None;
-        let mut e = Entry {
-            raw,
-            ts: Ts::ZERO,
-            op: Op::Noop,
-            ns: "",
-            o: None,
-            o2: None,
-            ui: None,
-            wall_ms: None,
-            term: None,
-            from_migrate: false,
-            lsid: None,
-            txn_number: None,
-            prev_op_time: None,
-            offset: 0,
-            index: 0,
-            depth: 0,
-        };
-        if let Some(p) = parent {
-            e.wall_ms = p.wall_ms;
-            e.term = p.term;
-            e.lsid = p.lsid;
-            e.txn_number = p.txn_number;
-            e.from_migrate = p.from_migrate;
-            e.offset = p.offset;
-            e.index = p.index;
-            e.depth = p.depth + 1;
-            ts = Some(p.ts);
-        }
-        for el in raw.iter_elements() {
+        let (mut ns, mut o, mut o2, mut lsid, mut prev) = (None, None, None, None, None);
+        let (mut ui, mut wall_ms, mut term, mut from_migrate, mut txn_number) = (None, None, None, None, None);
+        for el in Elements::new(raw.as_bytes()) {
             let el = el?;
-            let key = el.key();
-            // Cheap dispatch on the first byte: most keys are one or two letters.
-            match key {
-                "ts" => match el.value()? {
-                    RawBsonRef::Timestamp(t) => ts = Some(t.into()),
-                    other => return Err(wrong("ts", other.element_type(), "a Timestamp")),
+            let (kind, v) = (el.kind, el.value);
+            match el.key {
+                b"ts" => match kind {
+                    TIMESTAMP => ts = Some(read_ts(v)),
+                    _ => return Err(wrong("ts", kind, "a Timestamp")),
                 },
-                "op" => match el.value()? {
-                    RawBsonRef::String(s) => op = Some(Op::parse(s)),
-                    other => return Err(wrong("op", other.element_type(), "a string")),
+                b"op" => match (kind, str_value(v)) {
+                    (STRING, Some(s)) => op = Some(Op::parse(s)),
+                    (STRING, None) => return Err(EntryError::BadUtf8("op")),
+                    _ => return Err(wrong("op", kind, "a string")),
                 },
-                "ns" => match el.value()? {
-                    RawBsonRef::String(s) => e.ns = s,
-                    other => return Err(wrong("ns", other.element_type(), "a string")),
+                b"ns" => match kind {
+                    STRING => ns = Some(v),
+                    _ => return Err(wrong("ns", kind, "a string")),
                 },
-                "o" => {
-                    if let RawBsonRef::Document(d) = el.value()? {
-                        e.o = Some(d)
-                    }
+                b"o" => o = Some((kind, v)),
+                b"o2" => o2 = Some((kind, v)),
+                b"ui" if kind == BINARY => ui = v.get(5..),
+                b"wall" if kind == DATETIME => wall_ms = i64_value(kind, v),
+                b"t" => term = i64_value(kind, v),
+                b"fromMigrate" => {
+                    from_migrate = Some(match kind {
+                        BOOLEAN => v.first().is_some_and(|b| *b != 0),
+                        _ => i64_value(kind, v).is_some_and(|n| n != 0),
+                    })
                 }
-                "o2" => {
-                    if let RawBsonRef::Document(d) = el.value()? {
-                        e.o2 = Some(d)
-                    }
-                }
-                "ui" => {
-                    if let RawBsonRef::Binary(RawBinaryRef { bytes, .. }) = el.value()? {
-                        e.ui = Some(bytes)
-                    }
-                }
-                "wall" => {
-                    if let RawBsonRef::DateTime(d) = el.value()? {
-                        e.wall_ms = Some(d.timestamp_millis())
-                    }
-                }
-                "t" => e.term = as_i64(el.value()?),
-                "fromMigrate" => e.from_migrate = as_flag(el.value()?),
-                "lsid" => {
-                    if let RawBsonRef::Document(d) = el.value()? {
-                        e.lsid = Some(d)
-                    }
-                }
-                "txnNumber" => e.txn_number = as_i64(el.value()?),
-                "prevOpTime" => {
-                    if let RawBsonRef::Document(d) = el.value()? {
-                        if let Ok(Some(RawBsonRef::Timestamp(t))) = d.get("ts") {
-                            e.prev_op_time = Some(t.into());
-                        }
-                    }
-                }
+                b"lsid" => lsid = Some((kind, v)),
+                b"txnNumber" => txn_number = i64_value(kind, v),
+                b"prevOpTime" => prev = Some((kind, v)),
                 _ => {}
             }
+            if stop_at_insert {
+                if let (Some(t), Some(Op::Insert | Op::Noop)) = (ts, op) {
+                    return Ok(Parsed::InsertOrNoop(t));
+                }
+            }
         }
-        e.ts = ts.ok_or(EntryError::Missing("ts"))?;
-        e.op = op.ok_or(EntryError::Missing("op"))?;
-        Ok(e)
+        let doc = |f: Option<(u8, &'a [u8])>| -> Result<Option<&'a RawDocument>, EntryError> {
+            match f {
+                Some((kind, v)) => sub_document(kind, v),
+                None => Ok(None),
+            }
+        };
+        let prev_op_time = doc(prev)?.and_then(|d| {
+            Elements::new(d.as_bytes())
+                .flatten()
+                .find(|x| x.key == b"ts" && x.kind == TIMESTAMP)
+                .map(|x| read_ts(x.value))
+        });
+        let e = Entry {
+            raw,
+            ts: ts.ok_or(EntryError::Missing("ts"))?,
+            op: op.ok_or(EntryError::Missing("op"))?,
+            ns: match ns {
+                Some(v) => str_value(v).ok_or(EntryError::BadUtf8("ns"))?,
+                None => "",
+            },
+            o: doc(o)?,
+            o2: doc(o2)?,
+            ui,
+            wall_ms: wall_ms.or(parent.and_then(|p| p.wall_ms)),
+            term: term.or(parent.and_then(|p| p.term)),
+            from_migrate: from_migrate.unwrap_or(parent.is_some_and(|p| p.from_migrate)),
+            lsid: doc(lsid)?.or(parent.and_then(|p| p.lsid)),
+            txn_number: txn_number.or(parent.and_then(|p| p.txn_number)),
+            prev_op_time,
+            offset: parent.map_or(0, |p| p.offset),
+            index: parent.map_or(0, |p| p.index),
+            depth: parent.map_or(0, |p| p.depth + 1),
+        };
+        Ok(Parsed::Entry(e))
     }
 
     /// `wall` as a UTC instant.
@@ -266,6 +277,7 @@ impl<'a> Entry<'a> {
                 parent: *self,
                 arr: arr.into_iter(),
                 index: 0,
+                skip_inserts: false,
             }),
             Ok(Some(other)) => Err(wrong("applyOps", other.element_type(), "an array")),
             Ok(None) => Err(EntryError::Missing("applyOps")),
@@ -301,12 +313,48 @@ impl<'a> Entry<'a> {
     }
 }
 
-fn wrong(field: &'static str, found: ElementType, expected: &'static str) -> EntryError {
+fn wrong(field: &'static str, kind: impl Into<Kind>, expected: &'static str) -> EntryError {
     EntryError::WrongType {
         field,
-        found,
+        found: kind.into().0,
         expected,
     }
+}
+
+/// A BSON element type, from the raw type byte or the bson crate's enum.
+pub struct Kind(ElementType);
+
+impl From<u8> for Kind {
+    fn from(b: u8) -> Kind {
+        // The element walker rejects unknown type bytes before we get here.
+        Kind(ElementType::from(b).unwrap_or(ElementType::Undefined))
+    }
+}
+
+impl From<ElementType> for Kind {
+    fn from(t: ElementType) -> Kind {
+        Kind(t)
+    }
+}
+
+const STRING: u8 = 0x02;
+const DOCUMENT: u8 = 0x03;
+const BINARY: u8 = 0x05;
+const BOOLEAN: u8 = 0x08;
+const DATETIME: u8 = 0x09;
+const TIMESTAMP: u8 = 0x11;
+
+/// A Timestamp value (the walker guarantees its 8 bytes).
+fn read_ts(v: &[u8]) -> Ts {
+    ts_value(v).unwrap_or_default()
+}
+
+/// An embedded document value, or `None` when the field has another type.
+fn sub_document(kind: u8, v: &[u8]) -> Result<Option<&RawDocument>, EntryError> {
+    if kind != DOCUMENT {
+        return Ok(None);
+    }
+    Ok(Some(RawDocument::from_bytes(v)?))
 }
 
 /// The operations of one `applyOps`, in order.
@@ -314,25 +362,64 @@ pub struct ApplyOps<'a> {
     parent: Entry<'a>,
     arr: bson::raw::RawArrayIter<'a>,
     index: usize,
+    skip_inserts: bool,
+}
+
+impl<'a> ApplyOps<'a> {
+    /// Leaves out inner inserts and no-ops without parsing them (vectored inserts
+    /// make up most `applyOps` traffic, and a scan for destructive operations
+    /// does not need them).
+    pub fn skipping_inserts(mut self) -> Self {
+        self.skip_inserts = true;
+        self
+    }
 }
 
 impl<'a> Iterator for ApplyOps<'a> {
     type Item = Result<Entry<'a>, EntryError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.arr.next()?;
-        let index = self.index;
-        self.index += 1;
+        let (item, index) = loop {
+            let item = self.arr.next()?;
+            let index = self.index;
+            self.index += 1;
+            if self.skip_inserts {
+                if let Ok(RawBsonRef::Document(d)) = &item {
+                    if matches!(op_byte(d.as_bytes()), Some(b'i' | b'n')) {
+                        continue;
+                    }
+                }
+            }
+            break (item, index);
+        };
         let wrap = |e: EntryError| EntryError::Inner {
             index,
             source: Box::new(e),
         };
         Some(match item {
-            Ok(RawBsonRef::Document(d)) => Entry::parse_with(d, Some(&self.parent)).map_err(wrap),
+            Ok(RawBsonRef::Document(d)) => match Entry::parse_with(d, Some(&self.parent), false) {
+                Ok(Parsed::Entry(e)) => Ok(e),
+                Ok(Parsed::InsertOrNoop(_)) => unreachable!("not asked to stop early"),
+                Err(e) => Err(wrap(e)),
+            },
             Ok(other) => Err(wrap(wrong("applyOps element", other.element_type(), "a document"))),
             Err(e) => Err(wrap(e.into())),
         })
     }
+}
+
+/// The one-letter `op` of a document, found by walking only to that field.
+fn op_byte(doc: &[u8]) -> Option<u8> {
+    for el in Elements::new(doc) {
+        let el = el.ok()?;
+        if el.key == b"op" {
+            return match (el.kind, super::elements::str_bytes(el.value)?) {
+                (STRING, [c]) => Some(*c),
+                _ => None,
+            };
+        }
+    }
+    None
 }
 
 /// Formats 16 bytes as a canonical UUID; other lengths as hex.

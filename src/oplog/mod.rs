@@ -1,6 +1,7 @@
 //! Reading oplog dumps: BSON streams from files, `.gz` files, mongodump directories
 //! and stdin, viewed as typed zero-copy [`Entry`] values.
 
+pub mod elements;
 pub mod entry;
 pub mod error;
 pub mod reader;

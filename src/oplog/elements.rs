@@ -1,0 +1,261 @@
+//! A minimal, bounds-checked walk over the top-level elements of a BSON document.
+//!
+//! This is the hot loop of every scan: an oplog entry has about ten top-level
+//! fields and pitr needs a few of them. The walk reads each element's type byte and
+//! key, computes the value's extent from the BSON spec, and hands back the raw value
+//! bytes; nothing is decoded unless the caller asks. Every length is checked against
+//! the document's bounds, so corrupt input is an error, never a panic or an
+//! out-of-bounds read. Keys are compared as bytes and not UTF-8-validated (the
+//! values pitr uses, such as `ns`, are validated when read).
+
+use std::fmt;
+
+/// A framing problem inside a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElementError {
+    /// Byte offset inside the document.
+    pub at: usize,
+    pub what: &'static str,
+}
+
+impl fmt::Display for ElementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at byte {} of the entry", self.what, self.at)
+    }
+}
+
+impl std::error::Error for ElementError {}
+
+/// One top-level element: its key, BSON type byte, and raw value bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Element<'a> {
+    pub key: &'a [u8],
+    pub kind: u8,
+    pub value: &'a [u8],
+}
+
+/// Iterates over the elements of a whole BSON document (`doc` includes the 4-byte
+/// length and the trailing NUL, as `RawDocument::as_bytes` returns it).
+pub struct Elements<'a> {
+    doc: &'a [u8],
+    pos: usize,
+    end: usize,
+    failed: bool,
+}
+
+impl<'a> Elements<'a> {
+    pub fn new(doc: &'a [u8]) -> Elements<'a> {
+        // The caller's document is already framed (length matches, ends in NUL);
+        // elements live between the length prefix and the final NUL.
+        let end = doc.len().saturating_sub(1);
+        Elements {
+            doc,
+            pos: 4.min(end),
+            end,
+            failed: false,
+        }
+    }
+
+    fn fail(&mut self, at: usize, what: &'static str) -> Option<Result<Element<'a>, ElementError>> {
+        self.failed = true;
+        Some(Err(ElementError { at, what }))
+    }
+}
+
+#[inline]
+fn read_i32(b: &[u8], at: usize) -> Option<i32> {
+    let s = b.get(at..at + 4)?;
+    Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Result<Element<'a>, ElementError>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.end {
+            return None;
+        }
+        let b = self.doc;
+        let start = self.pos;
+        let kind = b[start];
+        // Key: a NUL-terminated C string.
+        let key_start = start + 1;
+        let key_len = match b[key_start..self.end].iter().position(|&c| c == 0) {
+            Some(n) => n,
+            None => return self.fail(start, "element key without its NUL terminator"),
+        };
+        let key = &b[key_start..key_start + key_len];
+        let v = key_start + key_len + 1;
+        let fixed = |n: usize| Some(n);
+        let len: Option<usize> = match kind {
+            0x01 | 0x09 | 0x11 | 0x12 => fixed(8), // double, datetime, timestamp, int64
+            0x10 => fixed(4),                      // int32
+            0x08 => fixed(1),                      // bool
+            0x07 => fixed(12),                     // ObjectId
+            0x13 => fixed(16),                     // decimal128
+            0x06 | 0x0A | 0xFF | 0x7F => fixed(0), // undefined, null, minKey, maxKey
+            // string, JavaScript, symbol: int32 length (incl. NUL) + bytes
+            0x02 | 0x0D | 0x0E => match read_i32(b, v) {
+                Some(n) if n >= 1 => Some(4 + n as usize),
+                _ => None,
+            },
+            // document, array, code with scope: int32 total length
+            0x03 | 0x04 | 0x0F => match read_i32(b, v) {
+                Some(n) if n >= 5 => Some(n as usize),
+                _ => None,
+            },
+            // binary: int32 length + subtype byte + bytes
+            0x05 => match read_i32(b, v) {
+                Some(n) if n >= 0 => Some(5 + n as usize),
+                _ => None,
+            },
+            // DBPointer: string + 12-byte id
+            0x0C => match read_i32(b, v) {
+                Some(n) if n >= 1 => Some(4 + n as usize + 12),
+                _ => None,
+            },
+            // regex: two C strings
+            0x0B => {
+                let first = b[v.min(self.end)..self.end].iter().position(|&c| c == 0);
+                first.and_then(|p1| {
+                    let s2 = v + p1 + 1;
+                    b[s2.min(self.end)..self.end]
+                        .iter()
+                        .position(|&c| c == 0)
+                        .map(|p2| p1 + 1 + p2 + 1)
+                })
+            }
+            _ => return self.fail(start, "unknown BSON element type"),
+        };
+        let Some(len) = len else {
+            return self.fail(start, "element with an impossible length");
+        };
+        let value_end = match v.checked_add(len) {
+            Some(e) if e <= self.end => e,
+            _ => return self.fail(start, "element runs past the end of its document"),
+        };
+        let value = &b[v..value_end];
+        // Strings and embedded documents must end with their NUL.
+        let nul_ok = match kind {
+            0x02 | 0x0D | 0x0E | 0x03 | 0x04 => value.last() == Some(&0),
+            _ => true,
+        };
+        if !nul_ok {
+            return self.fail(start, "string or document without its NUL terminator");
+        }
+        self.pos = value_end;
+        Some(Ok(Element { key, kind, value }))
+    }
+}
+
+/// The text of a string element's value (without length prefix and NUL).
+#[inline]
+pub fn str_value(value: &[u8]) -> Option<&str> {
+    let bytes = value.get(4..value.len().checked_sub(1)?)?;
+    // Namespaces and op codes are ASCII; the word-at-a-time ASCII check is much
+    // cheaper than full UTF-8 validation on the hot path.
+    if bytes.is_ascii() {
+        // SAFETY: every ASCII byte sequence is valid UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// The raw bytes of a string element's value (without length prefix and NUL).
+#[inline]
+pub fn str_bytes(value: &[u8]) -> Option<&[u8]> {
+    value.get(4..value.len().checked_sub(1)?)
+}
+
+/// A BSON Timestamp value: little-endian increment, then seconds.
+#[inline]
+pub fn ts_value(v: &[u8]) -> Option<crate::oplog::Ts> {
+    let b = v.get(0..8)?;
+    Some(crate::oplog::Ts {
+        i: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        t: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+    })
+}
+
+/// The two fields every scan needs first, found by walking only as far as needed:
+/// the entry's `ts` and the first byte of a one-letter `op` (`0` for longer op
+/// codes). `None` when either is missing or malformed: the caller then parses the
+/// entry fully, which reports the problem precisely.
+#[inline]
+pub fn peek_ts_op(doc: &[u8]) -> Option<(crate::oplog::Ts, u8)> {
+    let (mut ts, mut op) = (None, None);
+    for el in Elements::new(doc) {
+        let el = el.ok()?;
+        match el.key {
+            b"ts" if el.kind == 0x11 => ts = ts_value(el.value),
+            b"op" if el.kind == 0x02 => {
+                op = Some(match str_bytes(el.value)? {
+                    [c] => *c,
+                    _ => 0,
+                })
+            }
+            b"ts" | b"op" => return None,
+            _ => {}
+        }
+        if let (Some(t), Some(o)) = (ts, op) {
+            return Some((t, o));
+        }
+    }
+    None
+}
+
+#[inline]
+pub fn i64_value(kind: u8, value: &[u8]) -> Option<i64> {
+    match kind {
+        0x10 => read_i32(value, 0).map(i64::from),
+        0x12 | 0x09 => value.get(0..8).map(|s| i64::from_le_bytes(s.try_into().expect("8 bytes"))),
+        0x01 => {
+            let f = f64::from_le_bytes(value.get(0..8)?.try_into().ok()?);
+            (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Binary, Bson, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp};
+
+    #[test]
+    fn walks_every_bson_type_like_the_bson_crate() {
+        let d = doc! {
+            "d": 1.5, "s": "héllo", "doc": { "a": 1 }, "arr": [1, "x"], "bin": Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "u": Bson::Undefined, "oid": bson::oid::ObjectId::new(), "b": true, "dt": DateTime::from_millis(5), "n": Bson::Null,
+            "re": Regex { pattern: "a.*".into(), options: "i".into() }, "js": Bson::JavaScriptCode("f()".into()),
+            "sym": Bson::Symbol("sy".into()), "jsws": JavaScriptCodeWithScope { code: "g()".into(), scope: doc! { "x": 1 } },
+            "i32": 7i32, "ts": Timestamp { time: 9, increment: 2 }, "i64": 8i64, "dec": Decimal128::from_bytes([0; 16]),
+            "min": Bson::MinKey, "max": Bson::MaxKey,
+        };
+        let bytes = bson::to_vec(&d).unwrap();
+        let ours: Vec<(String, u8, usize)> = Elements::new(&bytes)
+            .map(|e| e.unwrap())
+            .map(|e| (String::from_utf8(e.key.to_vec()).unwrap(), e.kind, e.value.len()))
+            .collect();
+        let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
+        let theirs: Vec<(String, u8, usize)> = raw
+            .iter_elements()
+            .map(|e| e.unwrap())
+            .map(|e| (e.key().to_string(), e.element_type() as u8, e.len()))
+            .collect();
+        assert_eq!(ours.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>(), theirs.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>());
+        let s = Elements::new(&bytes).find(|e| e.as_ref().unwrap().key == b"s").unwrap().unwrap();
+        assert_eq!(str_value(s.value), Some("héllo"));
+    }
+
+    #[test]
+    fn corrupt_lengths_are_errors_not_panics() {
+        let mut bytes = bson::to_vec(&doc! { "s": "abc", "n": 1 }).unwrap();
+        // The string's length prefix sits after type byte + "s\0".
+        bytes[4 + 2..4 + 6].copy_from_slice(&1000i32.to_le_bytes());
+        let r: Vec<_> = Elements::new(&bytes).collect();
+        assert!(r[0].is_err());
+        assert_eq!(r.len(), 1, "stops after the first error");
+    }
+}
