@@ -1,5 +1,149 @@
-//! PLACEHOLDER: owned by the fixture-generator helper; replaced before commit.
-use crate::error::Failure;
+//! `pitr gen-fixtures` (hidden): writes synthetic backups and oplogs with planted
+//! incidents and their ground truth (see `crate::gen`).
+
+use std::path::PathBuf;
+
+use crate::error::{exit, Failure};
+use crate::gen::{
+    self as generator, Options, Scenario, DEFAULT_BENCH_BYTES, DEFAULT_START, MAX_START, MIN_START,
+};
+
 #[derive(Debug, clap::Args)]
-pub struct GenArgs { pub out: std::path::PathBuf }
-pub fn run(_a: GenArgs) -> Result<u8, Failure> { Err(Failure::new("not implemented yet")) }
+#[command(
+    after_long_help = "Writes DIR/backup/ (a mongodump --oplog directory), DIR/oplog.bson (the \
+        replica set's oplog, overlapping the backup's end) and DIR/truth.json (what was planted; \
+        schema in src/gen/truth.rs). The same seed always gives the same bytes.\n\n\
+        Examples:\n  \
+        pitr gen-fixtures --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
+        pitr gen-fixtures --out bench-data/1g --scenario bench --target-bytes 1GiB"
+)]
+pub struct GenArgs {
+    /// Output directory: created if missing; must be empty or hold a previous run's output
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Seed of the random stream
+    #[arg(long, value_name = "N", default_value_t = 7)]
+    pub seed: u64,
+    /// What to generate
+    #[arg(long, value_enum, default_value_t = Scenario::Incident)]
+    pub scenario: Scenario,
+    /// Bench only: approximate size of oplog.bson (bytes, or with K/M/G/KiB/MiB/GiB) [default: 256MiB]
+    #[arg(long, value_name = "BYTES")]
+    pub target_bytes: Option<String>,
+    /// When the simulated backup starts (RFC 3339)
+    #[arg(long, value_name = "RFC3339", default_value = DEFAULT_START)]
+    pub start: String,
+}
+
+/// Parses `1073741824`, `1GiB`, `500MB`, `64m`, ...
+pub fn parse_bytes(s: &str) -> Result<u64, Failure> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        Failure::new(format!("`{s}` is not a size"))
+            .with_hint("give --target-bytes as a number of bytes, optionally with K, M, G, KiB, MiB or GiB (e.g. 1073741824 or 1GiB)")
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
+fn parse_start(s: &str) -> Result<u32, Failure> {
+    let d = chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|e| {
+        Failure::new(format!("`{s}` is not an RFC 3339 time"))
+            .with_hint("give --start like 2026-11-21T01:00:00Z")
+            .with_cause(e)
+    })?;
+    let secs = d.timestamp();
+    if secs < MIN_START as i64 || secs > MAX_START as i64 {
+        return Err(
+            Failure::new(format!("--start `{s}` is out of range")).with_hint(
+                "give a time between 2000-01-01 and 2104 (oplog seconds are unsigned 32-bit)",
+            ),
+        );
+    }
+    Ok(secs as u32)
+}
+
+pub fn run(a: GenArgs) -> Result<u8, Failure> {
+    let target_bytes = match (&a.target_bytes, a.scenario) {
+        (Some(_), Scenario::Incident) => {
+            return Err(
+                Failure::new("--target-bytes only applies to --scenario bench")
+                    .with_hint("drop --target-bytes, or add --scenario bench"),
+            )
+        }
+        (Some(s), Scenario::Bench) => {
+            let n = parse_bytes(s)?;
+            if n < 1 << 20 {
+                return Err(Failure::new(format!("--target-bytes `{s}` is too small"))
+                    .with_hint("the bench scenario needs at least 1MiB (its incidents alone take a few hundred KB)"));
+            }
+            n
+        }
+        (None, _) => DEFAULT_BENCH_BYTES,
+    };
+    let opts = Options {
+        out: a.out,
+        seed: a.seed,
+        scenario: a.scenario,
+        target_bytes,
+        start: parse_start(&a.start)?,
+    };
+    let s = generator::generate(&opts)?;
+    let secs = s.elapsed.as_secs_f64();
+    let mbps = if secs > 0.0 {
+        s.oplog_bytes as f64 / 1e6 / secs
+    } else {
+        0.0
+    };
+    println!(
+        "wrote {}: backup/ ({} collections, {} documents, {} oplog entries), oplog.bson ({} entries, {} bytes), \
+         truth.json ({} incidents, {} decoys) in {:.2}s ({:.0} MB/s)",
+        s.out.display(),
+        s.backup_collections,
+        s.backup_documents,
+        s.backup_oplog_entries,
+        s.oplog_entries,
+        s.oplog_bytes,
+        s.incidents,
+        s.decoys,
+        secs,
+        mbps
+    );
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("1073741824").unwrap(), 1 << 30);
+        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_bytes("500MB").unwrap(), 500_000_000);
+        assert_eq!(parse_bytes("64m").unwrap(), 64_000_000);
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("12XB").is_err());
+        assert!(parse_bytes("99999999999999999999").is_err());
+        assert!(parse_bytes("18446744073709551615GiB").is_err());
+    }
+
+    #[test]
+    fn starts() {
+        assert_eq!(parse_start("2026-11-21T01:00:00Z").unwrap(), 1_795_222_800);
+        assert!(parse_start("yesterday").is_err());
+        assert!(parse_start("1969-01-01T00:00:00Z").is_err());
+    }
+}

@@ -1,1 +1,133 @@
-//! PLACEHOLDER: fixture generator (helper-owned).
+//! The fixture generator behind the hidden `pitr gen-fixtures` command.
+//!
+//! From a seed it writes, byte for byte reproducibly, what an on-call engineer
+//! would have in hand: a `mongodump --oplog` directory (`backup/`), the replica
+//! set's oplog dumped a while later (`oplog.bson`, overlapping the backup's end),
+//! with realistic modern (5.0-7.0) traffic and planted incidents, plus
+//! `truth.json` saying exactly what was planted and what a correct restore must
+//! contain (schema in [`truth`]).
+//!
+//! Files:
+//! - [`bsonw`]: fast BSON encoding into a reused buffer;
+//! - [`rng`], [`ids`]: seeded randomness, ObjectIds, UUIDs, sessions, live-id pools;
+//! - [`shapes`]: what documents and updates look like;
+//! - [`world`]: collections, counts, and the limits that keep normal traffic quiet;
+//! - [`emit`]: entry layout, timestamps, wall clocks, the oplog files;
+//! - [`traffic`]: background operations; [`script`]: incidents and decoys;
+//! - [`scenario`]: the timeline of a run; [`dump`]: the backup directory;
+//! - [`truth`]: `truth.json`; [`files`]: atomic output.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::Hint;
+
+pub mod bsonw;
+pub mod dump;
+pub mod emit;
+pub mod files;
+pub mod ids;
+pub mod rng;
+pub mod scenario;
+pub mod script;
+pub mod shapes;
+pub mod traffic;
+pub mod truth;
+pub mod world;
+
+/// What to generate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// A small oplog (a few hundred KB) with every kind of incident and decoy.
+    Incident,
+    /// About `--target-bytes` of heavy background traffic, the same incidents near the end.
+    Bench,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Incident => "incident",
+            Scenario::Bench => "bench",
+        }
+    }
+}
+
+/// Default `--start`: when the simulated backup begins.
+pub const DEFAULT_START: &str = "2026-11-21T01:00:00Z";
+/// Default `--target-bytes` of the bench scenario (256 MiB).
+pub const DEFAULT_BENCH_BYTES: u64 = 256 << 20;
+/// The earliest accepted start (documents are born up to 30 days before it).
+pub const MIN_START: u32 = 946_684_800; // 2000-01-01T00:00:00Z
+/// The latest accepted start: leaves room for a long bench run before 2106.
+pub const MAX_START: u32 = u32::MAX - 400 * 86_400;
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub out: PathBuf,
+    pub seed: u64,
+    pub scenario: Scenario,
+    /// Bench: approximate size of `oplog.bson` in bytes.
+    pub target_bytes: u64,
+    /// Seconds since the epoch when the backup starts.
+    pub start: u32,
+}
+
+/// What a run wrote.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub out: PathBuf,
+    pub backup_collections: usize,
+    pub backup_documents: u64,
+    pub backup_oplog_entries: u64,
+    pub oplog_entries: u64,
+    pub oplog_bytes: u64,
+    pub incidents: usize,
+    pub decoys: usize,
+    pub elapsed: Duration,
+}
+
+/// Why generation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GenError {
+    #[error("`{}` exists and is not a directory", .0.display())]
+    OutNotDir(PathBuf),
+    #[error("refusing to write into `{}`: it holds `{entry}`, which gen-fixtures did not write", dir.display())]
+    OutNotEmpty { dir: PathBuf, entry: String },
+    #[error("{what} `{}`", path.display())]
+    Io {
+        what: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("internal error in the fixture generator: {0}")]
+    Internal(String),
+}
+
+impl Hint for GenError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            GenError::OutNotDir(_) => {
+                Some("pass a directory to --out (it is created if missing)".into())
+            }
+            GenError::OutNotEmpty { .. } => Some(
+                "pass an empty or new directory to --out; a directory holding only a previous \
+                 run's backup/, oplog.bson and truth.json is replaced"
+                    .into(),
+            ),
+            GenError::Io { .. } => {
+                Some("check the path, its permissions and the free disk space".into())
+            }
+            GenError::Internal(_) => {
+                Some("please report this with the command line that caused it".into())
+            }
+        }
+    }
+}
+
+/// Writes `backup/`, `oplog.bson` and `truth.json` into `opts.out`.
+pub fn generate(opts: &Options) -> Result<Summary, GenError> {
+    scenario::run(opts)
+}
