@@ -1,0 +1,5 @@
+//! The stand-in `mongod` (see `tests/standins/README.md`).
+
+fn main() {
+    pitr_standins::mongod::main();
+}

@@ -1,0 +1,211 @@
+//! The `PITR_STANDIN_FAULT` knobs: which failure a stand-in should act out.
+//!
+//! Each binary reads its own variable first (`PITR_STANDIN_MONGOD_FAULT`,
+//! `PITR_STANDIN_MONGORESTORE_FAULT`, `PITR_STANDIN_MONGODUMP_FAULT`) and falls back to
+//! the shared `PITR_STANDIN_FAULT`. The value is a comma-separated list. In the shared
+//! variable an entry that belongs to another tool is ignored (pitr passes its whole
+//! environment to every child); an entry no tool knows is an error, so a typo in a
+//! test cannot silently test nothing.
+
+use std::fmt;
+
+/// Which stand-in is reading the knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    Mongod,
+    Mongorestore,
+    Mongodump,
+}
+
+impl Tool {
+    fn own_var(self) -> &'static str {
+        match self {
+            Tool::Mongod => "PITR_STANDIN_MONGOD_FAULT",
+            Tool::Mongorestore => "PITR_STANDIN_MONGORESTORE_FAULT",
+            Tool::Mongodump => "PITR_STANDIN_MONGODUMP_FAULT",
+        }
+    }
+}
+
+/// One fault. Names match the knob values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    // mongod
+    ExitAtStart,
+    NeverListen,
+    IgnoreSigterm,
+    CrashAfterMs(u64),
+    SlowStartMs(u64),
+    RolloverAfterGetmores(u64),
+    DropConnectionAfterGetmores(u64),
+    // mongorestore / mongodump
+    FailMidway,
+    Hang,
+    Crash,
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::ExitAtStart => write!(f, "exit-at-start"),
+            Fault::NeverListen => write!(f, "never-listen"),
+            Fault::IgnoreSigterm => write!(f, "ignore-sigterm"),
+            Fault::CrashAfterMs(n) => write!(f, "crash-after-ms={n}"),
+            Fault::SlowStartMs(n) => write!(f, "slow-start-ms={n}"),
+            Fault::RolloverAfterGetmores(n) => write!(f, "rollover-after-getmores={n}"),
+            Fault::DropConnectionAfterGetmores(n) => {
+                write!(f, "drop-connection-after-getmores={n}")
+            }
+            Fault::FailMidway => write!(f, "fail-midway"),
+            Fault::Hang => write!(f, "hang"),
+            Fault::Crash => write!(f, "crash"),
+        }
+    }
+}
+
+fn parse_one(entry: &str) -> Result<Fault, String> {
+    let (name, value) = match entry.split_once('=') {
+        Some((n, v)) => (n.trim(), Some(v.trim())),
+        None => (entry.trim(), None),
+    };
+    let number = || -> Result<u64, String> {
+        value
+            .ok_or_else(|| format!("`{name}` needs a value: `{name}=N`"))?
+            .parse::<u64>()
+            .map_err(|e| format!("`{entry}`: {e}"))
+    };
+    let no_value = |f: Fault| -> Result<Fault, String> {
+        match value {
+            None => Ok(f),
+            Some(_) => Err(format!("`{name}` takes no value")),
+        }
+    };
+    match name {
+        "exit-at-start" => no_value(Fault::ExitAtStart),
+        "never-listen" => no_value(Fault::NeverListen),
+        "ignore-sigterm" => no_value(Fault::IgnoreSigterm),
+        "crash-after-ms" => Ok(Fault::CrashAfterMs(number()?)),
+        "slow-start-ms" => Ok(Fault::SlowStartMs(number()?)),
+        "rollover-after-getmores" => Ok(Fault::RolloverAfterGetmores(number()?)),
+        "drop-connection-after-getmores" => Ok(Fault::DropConnectionAfterGetmores(number()?)),
+        "fail-midway" => no_value(Fault::FailMidway),
+        "hang" => no_value(Fault::Hang),
+        "crash" => no_value(Fault::Crash),
+        _ => Err(format!("unknown fault `{entry}`")),
+    }
+}
+
+fn applies_to(fault: &Fault, tool: Tool) -> bool {
+    use Fault::*;
+    match fault {
+        IgnoreSigterm => true,
+        ExitAtStart
+        | NeverListen
+        | CrashAfterMs(_)
+        | SlowStartMs(_)
+        | RolloverAfterGetmores(_)
+        | DropConnectionAfterGetmores(_) => tool == Tool::Mongod,
+        FailMidway | Hang | Crash => tool != Tool::Mongod,
+    }
+}
+
+/// Parse a knob value for `tool`. `shared` is true for `PITR_STANDIN_FAULT`, where
+/// other tools' entries are skipped instead of refused.
+pub fn parse(value: &str, tool: Tool, shared: bool) -> Result<Vec<Fault>, String> {
+    let mut out = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let fault = parse_one(entry)?;
+        if applies_to(&fault, tool) {
+            out.push(fault);
+        } else if !shared {
+            return Err(format!("fault `{entry}` does not apply to {tool:?}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The faults this tool should act out, from the environment.
+pub fn from_env(tool: Tool) -> Result<Vec<Fault>, String> {
+    if let Ok(v) = std::env::var(tool.own_var()) {
+        return parse(&v, tool, false).map_err(|e| format!("{}: {e}", tool.own_var()));
+    }
+    match std::env::var("PITR_STANDIN_FAULT") {
+        Ok(v) => parse(&v, tool, true).map_err(|e| format!("PITR_STANDIN_FAULT: {e}")),
+        Err(_) => Ok(Vec::new()),
+    }
+}
+
+/// Set of faults with lookups.
+#[derive(Clone, Debug, Default)]
+pub struct Faults(pub Vec<Fault>);
+
+impl Faults {
+    pub fn has(&self, f: &Fault) -> bool {
+        self.0.contains(f)
+    }
+    pub fn crash_after_ms(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::CrashAfterMs(n) => Some(*n),
+            _ => None,
+        })
+    }
+    pub fn slow_start_ms(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::SlowStartMs(n) => Some(*n),
+            _ => None,
+        })
+    }
+    pub fn rollover_after(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::RolloverAfterGetmores(n) => Some(*n),
+            _ => None,
+        })
+    }
+    pub fn drop_connection_after(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::DropConnectionAfterGetmores(n) => Some(*n),
+            _ => None,
+        })
+    }
+}
+
+/// Ignore SIGTERM and SIGINT for the rest of the process (the `ignore-sigterm` knob of
+/// the tools, which have no async runtime watching signals).
+pub fn ignore_termination_signals() {
+    // SAFETY: installing SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
+}
+
+/// Sleep until killed.
+pub fn hang_forever() -> ! {
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_variable_skips_other_tools_entries() {
+        let f = parse("fail-midway,never-listen", Tool::Mongod, true).unwrap();
+        assert_eq!(f, vec![Fault::NeverListen]);
+        let f = parse("fail-midway,never-listen", Tool::Mongorestore, true).unwrap();
+        assert_eq!(f, vec![Fault::FailMidway]);
+    }
+
+    #[test]
+    fn own_variable_refuses_other_tools_entries_and_typos() {
+        assert!(parse("fail-midway", Tool::Mongod, false).is_err());
+        assert!(parse("nevr-listen", Tool::Mongod, true).is_err());
+        assert!(parse("crash-after-ms", Tool::Mongod, true).is_err());
+        assert_eq!(
+            parse(" crash-after-ms=250 ", Tool::Mongod, false).unwrap(),
+            vec![Fault::CrashAfterMs(250)]
+        );
+    }
+}
