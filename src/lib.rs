@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod exec;
 pub mod forensics;
 pub mod gen;
 pub mod objectid;
