@@ -11,4 +11,5 @@ pub mod forensics;
 pub mod gen;
 pub mod objectid;
 pub mod oplog;
+pub mod plan;
 pub mod time;

@@ -11,6 +11,7 @@ pub mod find_drop;
 pub mod gen;
 pub mod oid;
 pub mod oplog_cmd;
+pub mod plan;
 pub mod progress;
 pub mod scan;
 pub mod stats;
@@ -47,6 +48,8 @@ pub enum Command {
     /// Decode ObjectIds, or make the boundary ObjectIds of a moment
     #[command(subcommand)]
     Oid(oid::OidCommand),
+    /// Check that a backup and an oplog cover a restore point; show the exact limit and every step
+    Plan(plan::PlanArgs),
     /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
     Ts(ts::TsArgs),
     /// Write realistic synthetic oplogs and mongodump directories with planted incidents
@@ -73,6 +76,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::FindDrop(a) => find_drop::run(a),
         Command::Oplog(c) => oplog_cmd::run(c),
         Command::Oid(c) => oid::run(c),
+        Command::Plan(a) => plan::run(a),
         Command::Ts(a) => ts::run(a),
         Command::GenFixtures(a) => gen::run(a),
     }

@@ -1,0 +1,556 @@
+//! `pitr plan`: check that a backup and an oplog cover a restore point, show the
+//! exact exclusive limit and every step, and write the oplog slice to replay.
+//! The work is in [`crate::plan`]; this file parses flags and renders the result.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use crate::error::{exit, Failure};
+use crate::oplog::reader::ByteCounter;
+use crate::oplog::Ts;
+use crate::plan::expect::DEFAULT_ID_CAP;
+use crate::plan::steps::shell_line;
+use crate::plan::{
+    self, parse_until, LintSeverity, Mode, NsKind, PlanRequest, Progress, RestorePlan, UntilSpec,
+};
+use crate::time::{parse_time, TimeValue};
+
+use super::progress::ScanProgress;
+
+// No doc comment here: the one-line about comes from `Command::Plan` in `cli/mod.rs`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+The limit is EXCLUSIVE, as mongorestore's --oplogLimit: entries with ts < limit are \
+applied, the entry at the limit and everything after it are not.
+
+--until forms:
+  T:I                    an exact oplog position, used as is
+  RFC 3339, epoch, T, T:, oid:<hex>
+                         a wall-clock second, mapped to the FIRST oplog entry at or after it;
+                         that entry's t:i is the limit (the plan names the entry)
+  auto                   just before the first critical or high-severity destructive operation
+                         after the backup's end (what `pitr find-drop` reports)
+  end                    just after the last entry of the backup's oplog and --oplog
+
+What it checks: the oplog reaches back to the backup's end (the last entry of the backup's \
+own oplog.bson, or --backup-end) and forward to the limit; a gap is an error naming both \
+sides. It lints the replayed range (commands mongorestore cannot apply, renames, \
+transactions cut by the limit, index builds it skips) and computes the document count of \
+every namespace after the replay.
+
+What it writes: OUT/oplog.bson, the entries with backup end < ts < limit, sorted, filtered \
+by --ns, minus --skip (a mongorestore-ready directory), and OUT/plan.json (the whole plan, \
+as --json prints it; schema in README.md). OUT defaults to ./pitr-plan-<t>-<i>. Nothing is \
+written when a check fails.
+
+Exit codes: 0 plan written; 1 plan written but the lint found errors (the replay would fail \
+or lose data); 2 no plan (bad input, coverage gap, ...).
+
+Examples:
+  pitr plan --backup dump/ --oplog oplog.bson --until auto
+  pitr plan --backup dump/ --oplog oplog.bson --until 2026-11-21T03:12:00Z --ns 'shop.*'
+  pitr plan --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3
+  pitr plan --backup nightly/ --backup-end 2026-11-21T01:00:00Z --oplog oplog.bson --until auto
+  pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit")]
+pub struct PlanArgs {
+    /// The backup: a directory written by `mongodump --oplog` (one folder per database)
+    #[arg(long, value_name = "DIR")]
+    pub backup: PathBuf,
+    /// The oplog to replay after the backup's end: .bson or .bson.gz file, or a dump directory
+    #[arg(long, value_name = "FILE|DIR")]
+    pub oplog: String,
+    /// Restore point, exclusive: T:I, RFC 3339, epoch, oid:<hex>, `auto` or `end`
+    #[arg(long, value_name = "V", value_parser = parse_until, allow_hyphen_values = true)]
+    pub until: UntilSpec,
+    /// Only replay entries touching namespaces matching this glob (`shop.orders`, `shop.*`); repeatable
+    #[arg(long = "ns", value_name = "GLOB")]
+    pub ns: Vec<String>,
+    /// Leave out the entry with exactly this ts (e.g. the bad operation) and keep later writes; repeatable
+    #[arg(long, value_name = "T:I", value_parser = parse_time)]
+    pub skip: Vec<TimeValue>,
+    /// Print the whole plan as JSON on stdout (schema in README.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Where to write oplog.bson and plan.json [default: ./pitr-plan-<t>-<i>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// For a backup without its own oplog: the position its data is complete up to
+    /// (for a dump made without --oplog, the time it STARTED)
+    #[arg(long, value_name = "V", value_parser = parse_time)]
+    pub backup_end: Option<TimeValue>,
+    /// Use the complete entries of a truncated oplog instead of failing
+    #[arg(long)]
+    pub allow_truncated: bool,
+    /// Do not compute expected counts (they keep every backup _id in memory, ~70 bytes each)
+    #[arg(long)]
+    pub no_expect: bool,
+    /// Leave expected counts out above this many backup documents
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ID_CAP)]
+    pub expect_max_ids: u64,
+    /// Memory for sorting an unsorted oplog before spilling sorted runs to disk
+    #[arg(long, value_name = "MIB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub sort_memory: u64,
+}
+
+struct CliProgress {
+    enabled: bool,
+}
+
+impl Progress for CliProgress {
+    fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
+        let bar = ScanProgress::new(counter, total, self.enabled);
+        bar.set_message(what.to_string());
+        Box::new(move || bar.tick())
+    }
+}
+
+pub fn run(a: PlanArgs) -> Result<u8, Failure> {
+    let req = PlanRequest {
+        backup: a.backup,
+        oplog: a.oplog,
+        until: a.until,
+        backup_end: a.backup_end,
+        ns: a.ns,
+        skip: a.skip,
+        out: a.out,
+        cwd: std::env::current_dir()?,
+        allow_truncated: a.allow_truncated,
+        expect: !a.no_expect,
+        id_cap: a.expect_max_ids,
+        sort_memory: (a.sort_memory as usize).saturating_mul(1 << 20),
+    };
+    let plan = plan::build(&req, &CliProgress { enabled: !a.json })?;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &plan).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        render(&mut out, &plan)?;
+    }
+    out.flush()?;
+    Ok(if plan.lint_errors() > 0 {
+        exit::NOT_FOUND
+    } else {
+        exit::OK
+    })
+}
+
+fn at(ts: Ts) -> String {
+    format!("{ts} ({})", ts.utc_string())
+}
+
+fn opt_at(ts: Option<Ts>) -> String {
+    ts.map_or_else(|| "-".to_string(), at)
+}
+
+/// Left-aligned columns, two spaces apart; the last column is not padded.
+fn table(
+    out: &mut impl Write,
+    indent: &str,
+    header: &[&str],
+    rows: &[Vec<String>],
+) -> io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let last = cells.len() - 1;
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == last {
+                    c.to_string()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    writeln!(out, "{indent}{}", line(header.to_vec()))?;
+    for r in rows {
+        writeln!(
+            out,
+            "{indent}{}",
+            line(r.iter().map(String::as_str).collect())
+        )?;
+    }
+    Ok(())
+}
+
+fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+    let b = &p.backup;
+    writeln!(out, "Backup    {}", b.dir)?;
+    let collections = b
+        .namespaces
+        .iter()
+        .filter(|n| n.kind == NsKind::Collection)
+        .count();
+    writeln!(
+        out,
+        "  {collections} collection(s), {} document(s){}",
+        b.documents,
+        if b.gzip { ", gzip-compressed" } else { "" }
+    )?;
+    let rows: Vec<Vec<String>> = b
+        .namespaces
+        .iter()
+        .map(|n| {
+            let kind = match n.kind {
+                NsKind::Collection if n.capped => "capped",
+                NsKind::Collection => "collection",
+                NsKind::View => "view",
+                NsKind::IndexCatalog => "index catalog (not restored)",
+                NsKind::NotRestored => "not restored",
+            };
+            vec![
+                n.ns.clone(),
+                kind.to_string(),
+                n.documents.to_string(),
+                if n.metadata_file.is_some() {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .to_string(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        "    ",
+        &["NAMESPACE", "KIND", "DOCUMENTS", "METADATA"],
+        &rows,
+    )?;
+    match &b.oplog {
+        Some(o) => writeln!(
+            out,
+            "  own oplog: {} entries, {} .. {}",
+            o.entries,
+            opt_at(o.first_ts),
+            opt_at(o.last_ts)
+        )?,
+        None => writeln!(out, "  own oplog: none")?,
+    }
+    writeln!(
+        out,
+        "  end: {} ({})",
+        at(b.end_ts),
+        if b.end_source == "flag" {
+            "from --backup-end"
+        } else {
+            "the last entry of its own oplog"
+        }
+    )?;
+    writeln!(out)?;
+
+    let o = &p.oplog;
+    writeln!(out, "Oplog     {}", o.path)?;
+    writeln!(
+        out,
+        "  {} entries, {} .. {}",
+        o.entries,
+        opt_at(o.first_ts),
+        opt_at(o.last_ts)
+    )?;
+    if o.sorted {
+        writeln!(out, "  in ts order")?;
+    } else {
+        writeln!(out, "  NOT in ts order: {} entries lower than the one before them; the slice is written sorted", o.out_of_order)?;
+    }
+    if let Some(t) = &o.truncated {
+        writeln!(out, "  truncated: {t}")?;
+    }
+    writeln!(out)?;
+
+    let u = &p.until;
+    writeln!(
+        out,
+        "Until     {} -> limit {} (exclusive)",
+        u.input,
+        at(u.limit)
+    )?;
+    writeln!(out, "  {}", u.explanation)?;
+    if let Some(f) = &u.finding {
+        writeln!(
+            out,
+            "  finding: {} {} of {} at {}: {}",
+            f.severity, f.kind, f.ns, f.ts, f.details
+        )?;
+    }
+    writeln!(out)?;
+
+    let c = &p.coverage;
+    match c.mode {
+        Mode::WithinBackupOplog => writeln!(
+            out,
+            "Coverage  ok: the limit lies inside the backup's own oplog; it is replayed up to {} and no slice is needed",
+            c.limit
+        )?,
+        Mode::AfterBackup if !c.oplog_needed => writeln!(
+            out,
+            "Coverage  ok: nothing can lie between the backup's end {} and the limit {}",
+            c.backup_end, c.limit
+        )?,
+        Mode::AfterBackup => {
+            writeln!(out, "Coverage  ok: the oplog reaches back to the backup's end and forward to the limit")?;
+            writeln!(out, "  oplog first {} <= backup end {}{}", opt_at(c.oplog_first), at(c.backup_end), match c.anchored {
+                Some(true) => " (it holds the entry at the backup's end)",
+                Some(false) => " (but it lacks the entry at the backup's end: see lint)",
+                None => "",
+            })?;
+            writeln!(out, "  oplog last  {} reaches the limit {}", opt_at(c.oplog_last), at(c.limit))?;
+        }
+    }
+    writeln!(out)?;
+
+    let count = |s: LintSeverity| p.lint.iter().filter(|l| l.severity == s).count();
+    writeln!(
+        out,
+        "Lint      {} error(s), {} warning(s), {} info",
+        count(LintSeverity::Error),
+        count(LintSeverity::Warning),
+        count(LintSeverity::Info)
+    )?;
+    for l in &p.lint {
+        let times = if l.count > 1 {
+            format!(" (x{})", l.count)
+        } else {
+            String::new()
+        };
+        let ts = l.ts.map_or_else(String::new, |t| format!(" {t}"));
+        let ns = if l.ns.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", l.ns)
+        };
+        writeln!(
+            out,
+            "  {:<7} {}{ts}{ns}{times}: {}",
+            l.severity.as_str(),
+            l.code,
+            l.message
+        )?;
+    }
+    writeln!(out)?;
+
+    match &p.expected {
+        Some(exp) => {
+            writeln!(
+                out,
+                "Expected  documents after the replay (limit {} exclusive)",
+                p.until.limit
+            )?;
+            let rows: Vec<Vec<String>> = exp
+                .iter()
+                .map(|e| {
+                    let note = match e.num_records {
+                        Some(n) if n >= 0 && e.exists && e.documents == n as u64 => {
+                            format!("= numRecords {n} of the entry at the limit")
+                        }
+                        Some(n) => format!("entry at the limit recorded numRecords {n}"),
+                        None => String::new(),
+                    };
+                    vec![
+                        e.ns.clone(),
+                        e.backup_documents
+                            .map_or_else(|| "-".to_string(), |n| n.to_string()),
+                        if e.exists {
+                            e.documents.to_string()
+                        } else {
+                            "absent".to_string()
+                        },
+                        note,
+                    ]
+                })
+                .collect();
+            table(
+                out,
+                "    ",
+                &["NAMESPACE", "BACKUP", "EXPECTED", "NOTE"],
+                &rows,
+            )?;
+        }
+        None => writeln!(
+            out,
+            "Expected  counts not computed: {}",
+            p.expected_note.as_deref().unwrap_or("-")
+        )?,
+    }
+    writeln!(out)?;
+
+    let s = &p.slice;
+    writeln!(out, "Slice     {}", s.oplog_file)?;
+    writeln!(
+        out,
+        "  {} entries ({} bytes): ts > {} (backup end) and < {} (limit, exclusive)",
+        s.entries, s.bytes, s.from_exclusive, s.to_exclusive
+    )?;
+    if s.entries > 0 {
+        writeln!(
+            out,
+            "  first {} .. last {}",
+            opt_at(s.first_ts),
+            opt_at(s.last_ts)
+        )?;
+    }
+    if s.reordered {
+        writeln!(out, "  sorted by pitr: the oplog was not in ts order")?;
+    }
+    if s.duplicates_dropped > 0 {
+        writeln!(
+            out,
+            "  {} duplicate entries written once",
+            s.duplicates_dropped
+        )?;
+    }
+    if s.same_ts_kept > 0 {
+        writeln!(
+            out,
+            "  {} entries share their ts with a different entry (all kept)",
+            s.same_ts_kept
+        )?;
+    }
+    if !p.ns_filter.is_empty() {
+        writeln!(
+            out,
+            "  --ns {}: {} entries filtered out",
+            p.ns_filter.join(" "),
+            s.filtered_out
+        )?;
+    }
+    for k in &p.skips {
+        let what = if k.outcome == "skipped" {
+            "skipped"
+        } else {
+            "already filtered out by --ns"
+        };
+        writeln!(out, "  --skip {}: {what}: {}", k.ts, k.entry.describe())?;
+    }
+    if p.restore.slice_dir.is_none() {
+        writeln!(
+            out,
+            "  nothing to replay after the backup's end: step 3 is not needed"
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(
+        out,
+        "Steps     (replace <PORT>, <DBPATH>, <DUMP_DIR>; `pitr replay` runs them for you)"
+    )?;
+    for st in &p.steps {
+        writeln!(out, "  {}. {}", st.number, st.title)?;
+        for cmd in &st.commands {
+            writeln!(out, "       {}", shell_line(cmd))?;
+        }
+        if let Some(n) = &st.note {
+            writeln!(out, "       # {n}")?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "Plan written to {}", p.restore.plan_file)?;
+    if p.lint_errors() > 0 {
+        writeln!(
+            out,
+            "The lint found {} error(s): the replay would fail or lose data as planned.",
+            p.lint_errors()
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+    use crate::plan::UntilSpec;
+
+    fn parse(args: &[&str]) -> Result<super::PlanArgs, String> {
+        let mut all = vec!["pitr", "plan"];
+        all.extend_from_slice(args);
+        match Cli::try_parse_from(all) {
+            Ok(Cli {
+                command: Command::Plan(a),
+            }) => Ok(a),
+            Ok(other) => Err(format!("not plan: {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let base = ["--backup", "b", "--oplog", "o.bson"];
+        let ok = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            parse(&v).unwrap_or_else(|e| panic!("{extra:?}: {e}"))
+        };
+        assert_eq!(ok(&["--until", "auto"]).until, UntilSpec::Auto);
+        assert_eq!(ok(&["--until", "end"]).until, UntilSpec::End);
+        let a = ok(&[
+            "--until",
+            "1700000000:3",
+            "--ns",
+            "shop.*",
+            "--ns",
+            "crm.leads",
+            "--skip",
+            "1700000000:1",
+            "--json",
+        ]);
+        assert_eq!(
+            (a.ns.len(), a.skip.len(), a.json, a.sort_memory),
+            (2, 1, true, 256)
+        );
+        assert!(ok(&[
+            "--until",
+            "2026-11-21T03:12:00+01:00",
+            "--backup-end",
+            "oid:47cc67093475061e3d95369d"
+        ])
+        .backup_end
+        .is_some());
+        assert!(
+            ok(&[
+                "--until",
+                "auto",
+                "--no-expect",
+                "--expect-max-ids",
+                "10",
+                "--sort-memory",
+                "1"
+            ])
+            .no_expect
+        );
+
+        let bad = |args: &[&str], needle: &str| {
+            let err = parse(args)
+                .err()
+                .unwrap_or_else(|| panic!("{args:?} parsed"));
+            assert!(err.contains(needle), "{args:?}: {err}");
+        };
+        bad(&["--oplog", "o", "--until", "auto"], "--backup");
+        bad(&["--backup", "b", "--until", "auto"], "--oplog");
+        bad(&base, "--until");
+        let with = |extra: &[&str]| -> Vec<String> {
+            base.iter().chain(extra).map(|s| s.to_string()).collect()
+        };
+        let check = |extra: &[&str], needle: &str| {
+            let v = with(extra);
+            let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+            bad(&refs, needle);
+        };
+        check(&["--until", "yesterday"], "`yesterday`");
+        check(&["--until", "1:2:3"], "more than one `:`");
+        check(&["--until", "auto", "--skip", "x"], "`x`");
+        check(&["--until", "auto", "--sort-memory", "0"], "--sort-memory");
+        check(&["--until", "2026-11-21T03:12:00"], "no UTC offset");
+    }
+}

@@ -1,0 +1,405 @@
+//! Walking entries the way `mongorestore --oplogReplay` applies them, so that the
+//! expected counts ([`super::expect`]) and the preflight lint ([`super::lint`]) see
+//! exactly what the replay will do.
+//!
+//! Mirrors mongo-tools `mongorestore/oplog.go` (`HandleOp`, `HandleNonTxnOp`,
+//! `HandleTxnOp`) and `common/txn`: namespaces it ignores, op types and commands it
+//! skips, `applyOps` walked op by op, and transactions buffered per
+//! (lsid, txnNumber) and applied at their commit: the final `applyOps` of an
+//! unprepared transaction or `commitTransaction`; an abort discards them.
+//! The limit is the caller's business: feed only entries with `ts < limit`.
+
+use std::collections::HashMap;
+
+use bson::RawDocumentBuf;
+use serde::{Deserialize, Serialize};
+
+use crate::oplog::{Entry, EntryError, Op, Ts};
+
+/// `config.*` collections whose oplog entries mongorestore applies
+/// (mongo-tools `dumprestore.ConfigCollectionsToKeep`); all other `config.*` are skipped.
+const CONFIG_COLLECTIONS_TO_KEEP: &[&str] = &[
+    "chunks",
+    "collections",
+    "databases",
+    "settings",
+    "shards",
+    "tags",
+    "version",
+];
+
+/// Op types mongorestore skips (`ignoredOps`): no-ops, and record-id bookkeeping
+/// seen with replicated record ids.
+const IGNORED_OPS: &[&str] = &["n", "cd", "ci", "cu", "km"];
+
+/// Commands mongorestore skips (`ignoredCEntries`): the restored server rebuilds
+/// this state itself.
+const IGNORED_COMMANDS: &[&str] = &["startIndexBuild", "abortIndexBuild", "setMultikeyMetadata"];
+
+/// Where an entry comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The backup's own `oplog.bson` (replayed by the backup restore, step 2).
+    BackupOplog,
+    /// The slice pitr wrote (replayed by step 3).
+    Slice,
+}
+
+/// Why mongorestore skips an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ignored {
+    /// `__mdb_internal*`, or `config.*` outside the collections it keeps.
+    Namespace,
+    /// `n` or record-id bookkeeping.
+    OpType,
+    /// `startIndexBuild`, `abortIndexBuild`, `setMultikeyMetadata`.
+    Command,
+}
+
+/// A transaction that never committed before the end of the input.
+#[derive(Clone, Debug)]
+pub struct OpenTxn {
+    pub first: Ts,
+    pub last: Ts,
+    pub parts: usize,
+    pub prepared: bool,
+    /// Namespaces its operations write, sorted.
+    pub namespaces: Vec<String>,
+}
+
+/// Receives what the replay does.
+pub trait Visitor {
+    /// One operation applied at `at` (a transaction's commit ts for its operations).
+    fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, in_txn: bool);
+    /// One operation mongorestore skips.
+    fn ignored(&mut self, _op: &Entry<'_>, _why: Ignored, _src: Source) {}
+    /// A transaction committed at `at`; `parts_from` lists where its parts came from.
+    fn committed(&mut self, _at: Ts, _first: Ts, _parts_from: &[Source], _src: Source) {}
+}
+
+struct Buffered {
+    parts: Vec<(RawDocumentBuf, Source)>,
+    prepared: bool,
+}
+
+/// The transaction buffer and the routing; see the module documentation.
+#[derive(Default)]
+pub struct Applier {
+    txns: HashMap<Vec<u8>, Buffered>,
+}
+
+/// True when mongorestore skips every entry on `ns` (`shouldIgnoreNamespace`).
+pub fn ignores_namespace(ns: &str) -> bool {
+    if ns.starts_with("__mdb_internal") {
+        return true;
+    }
+    match ns.strip_prefix("config.") {
+        Some(coll) => !CONFIG_COLLECTIONS_TO_KEEP.contains(&coll),
+        None => false,
+    }
+}
+
+/// The transaction key (lsid bytes + txnNumber) when mongorestore treats `e` as a
+/// transaction entry (`txn.NewMeta`): a command with `lsid` and `txnNumber` whose
+/// `o` holds `applyOps`, `commitTransaction` or `abortTransaction`.
+pub fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
+    if e.op != Op::Command {
+        return None;
+    }
+    let (lsid, txn) = (e.lsid?, e.txn_number?);
+    let o = e.o?;
+    let real = o.iter_elements().filter_map(|el| el.ok()).any(|el| {
+        matches!(
+            el.key(),
+            "applyOps" | "commitTransaction" | "abortTransaction"
+        )
+    });
+    if !real {
+        return None;
+    }
+    let mut k = lsid.as_bytes().to_vec();
+    k.extend_from_slice(&txn.to_le_bytes());
+    Some(k)
+}
+
+impl Applier {
+    pub fn new() -> Applier {
+        Applier::default()
+    }
+
+    /// Applies one top-level entry.
+    pub fn feed(
+        &mut self,
+        e: &Entry<'_>,
+        src: Source,
+        v: &mut impl Visitor,
+    ) -> Result<(), EntryError> {
+        self.handle_op(e, src, None, v)
+    }
+
+    /// `HandleOp`: skips, then transactions, then everything else. `txn_at` is the
+    /// commit ts when `e` sits inside a committing transaction.
+    fn handle_op(
+        &mut self,
+        e: &Entry<'_>,
+        src: Source,
+        txn_at: Option<Ts>,
+        v: &mut impl Visitor,
+    ) -> Result<(), EntryError> {
+        if ignores_namespace(e.ns) {
+            v.ignored(e, Ignored::Namespace, src);
+            return Ok(());
+        }
+        if IGNORED_OPS.contains(&e.op.as_str()) {
+            v.ignored(e, Ignored::OpType, src);
+            return Ok(());
+        }
+        if e.command_name()
+            .is_some_and(|c| IGNORED_COMMANDS.contains(&c))
+        {
+            v.ignored(e, Ignored::Command, src);
+            return Ok(());
+        }
+        // Only top-level entries carry a session; nested ones inherit it from their
+        // parent in our view, but mongorestore reads their own fields (none).
+        if e.depth == 0 && txn_at.is_none() {
+            if let Some(key) = txn_key(e) {
+                return self.handle_txn(e, key, src, v);
+            }
+        }
+        self.non_txn(e, src, txn_at, v)
+    }
+
+    /// `HandleNonTxnOp`: an `applyOps` is walked op by op through `HandleOp`.
+    fn non_txn(
+        &mut self,
+        e: &Entry<'_>,
+        src: Source,
+        txn_at: Option<Ts>,
+        v: &mut impl Visitor,
+    ) -> Result<(), EntryError> {
+        match e.apply_ops() {
+            Some(ops) => {
+                for inner in ops? {
+                    self.handle_op(&inner?, src, txn_at, v)?;
+                }
+                Ok(())
+            }
+            None => {
+                v.applied(e, txn_at.unwrap_or(e.ts), src, txn_at.is_some());
+                Ok(())
+            }
+        }
+    }
+
+    fn handle_txn(
+        &mut self,
+        e: &Entry<'_>,
+        key: Vec<u8>,
+        src: Source,
+        v: &mut impl Visitor,
+    ) -> Result<(), EntryError> {
+        let name = e.command_name().unwrap_or("");
+        if name == "abortTransaction" {
+            self.txns.remove(&key);
+            return Ok(());
+        }
+        let is_data = name == "applyOps";
+        let partial = e.o_flag("partialTxn");
+        let prepare = e.o_flag("prepare");
+        let buf = self.txns.entry(key.clone()).or_insert_with(|| Buffered {
+            parts: Vec::new(),
+            prepared: false,
+        });
+        buf.prepared |= prepare;
+        if is_data {
+            buf.parts.push((
+                RawDocumentBuf::from_bytes(e.raw.as_bytes().to_vec()).map_err(EntryError::from)?,
+                src,
+            ));
+        }
+        let commit = name == "commitTransaction" || (is_data && !partial && !prepare);
+        if !commit {
+            return Ok(());
+        }
+        let Some(buf) = self.txns.remove(&key) else {
+            return Ok(());
+        };
+        let first = buf
+            .parts
+            .first()
+            .and_then(|(raw, _)| Entry::parse(raw).ok())
+            .map_or(e.ts, |p| p.ts);
+        let sources: Vec<Source> = buf.parts.iter().map(|(_, s)| *s).collect();
+        for (raw, psrc) in &buf.parts {
+            let part = Entry::parse(raw)?;
+            if let Some(ops) = part.apply_ops() {
+                for inner in ops? {
+                    // The buffer holds the inner operations; each goes to HandleNonTxnOp.
+                    self.non_txn(&inner?, *psrc, Some(e.ts), v)?;
+                }
+            }
+        }
+        v.committed(e.ts, first, &sources, src);
+        Ok(())
+    }
+
+    /// Transactions still buffered (never committed), oldest first.
+    pub fn open_transactions(&self) -> Vec<OpenTxn> {
+        let mut out: Vec<OpenTxn> = self
+            .txns
+            .values()
+            .filter(|b| !b.parts.is_empty())
+            .map(|b| {
+                let mut namespaces = Vec::new();
+                let mut ts = Vec::new();
+                for (raw, _) in &b.parts {
+                    if let Ok(p) = Entry::parse(raw) {
+                        ts.push(p.ts);
+                        let _ = p.for_each_leaf(&mut |l: &Entry<'_>| -> Result<(), EntryError> {
+                            if !l.ns.is_empty() && !namespaces.iter().any(|n: &String| n == l.ns) {
+                                namespaces.push(l.ns.to_string());
+                            }
+                            Ok(())
+                        });
+                    }
+                }
+                namespaces.sort();
+                OpenTxn {
+                    first: ts.iter().copied().min().unwrap_or(Ts::ZERO),
+                    last: ts.iter().copied().max().unwrap_or(Ts::ZERO),
+                    parts: b.parts.len(),
+                    prepared: b.prepared,
+                    namespaces,
+                }
+            })
+            .collect();
+        out.sort_by_key(|t| t.first);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp};
+
+    #[derive(Default)]
+    struct Log {
+        applied: Vec<(String, String, Ts, bool)>,
+        ignored: Vec<(String, Ignored)>,
+        commits: Vec<(Ts, Ts, Vec<Source>)>,
+    }
+
+    impl Visitor for Log {
+        fn applied(&mut self, op: &Entry<'_>, at: Ts, _src: Source, in_txn: bool) {
+            self.applied
+                .push((op.op.as_str().to_string(), op.ns.to_string(), at, in_txn));
+        }
+        fn ignored(&mut self, op: &Entry<'_>, why: Ignored, _src: Source) {
+            self.ignored.push((op.ns.to_string(), why));
+        }
+        fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], _src: Source) {
+            self.commits.push((at, first, parts_from.to_vec()));
+        }
+    }
+
+    fn ts(t: u32, i: u32) -> Bson {
+        Bson::Timestamp(Timestamp {
+            time: t,
+            increment: i,
+        })
+    }
+
+    fn run(docs: &[Document]) -> (Log, Applier) {
+        let mut a = Applier::new();
+        let mut log = Log::default();
+        for d in docs {
+            let raw = bson::RawDocumentBuf::from_document(d).unwrap();
+            a.feed(&Entry::parse(&raw).unwrap(), Source::Slice, &mut log)
+                .unwrap();
+        }
+        (log, a)
+    }
+
+    fn part(t: u32, txn: i64, ns: &str, extra: Document) -> Document {
+        let mut o = doc! { "applyOps": [ { "op": "i", "ns": ns, "o": { "_id": t as i64 } } ] };
+        o.extend(extra);
+        doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } }, "txnNumber": txn, "o": o }
+    }
+
+    #[test]
+    fn skips_what_mongorestore_skips() {
+        let (log, _) = run(&[
+            doc! { "ts": ts(1, 1), "op": "n", "ns": "", "o": { "msg": "noop" } },
+            doc! { "ts": ts(1, 2), "op": "d", "ns": "config.system.sessions", "o": { "_id": 1 } },
+            doc! { "ts": ts(1, 3), "op": "i", "ns": "config.settings", "o": { "_id": 1 } },
+            doc! { "ts": ts(1, 4), "op": "c", "ns": "shop.$cmd", "o": { "startIndexBuild": "orders" } },
+            doc! { "ts": ts(1, 5), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [
+                { "op": "d", "ns": "shop.orders", "o": { "_id": 1 } },
+                { "op": "d", "ns": "__mdb_internal_x.y", "o": { "_id": 1 } },
+            ] } },
+        ]);
+        assert_eq!(
+            log.applied,
+            vec![
+                ("i".into(), "config.settings".into(), Ts::new(1, 3), false),
+                ("d".into(), "shop.orders".into(), Ts::new(1, 5), false),
+            ]
+        );
+        assert_eq!(
+            log.ignored.iter().map(|i| i.1).collect::<Vec<_>>(),
+            vec![
+                Ignored::OpType,
+                Ignored::Namespace,
+                Ignored::Command,
+                Ignored::Namespace
+            ]
+        );
+    }
+
+    #[test]
+    fn transactions_apply_at_commit_and_aborts_vanish() {
+        let (log, a) = run(&[
+            part(10, 1, "shop.a", doc! { "partialTxn": true }),
+            part(11, 1, "shop.b", doc! {}),
+            part(12, 2, "shop.c", doc! { "prepare": true }),
+            doc! { "ts": ts(13, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } }, "txnNumber": 2i64, "o": { "abortTransaction": 1 } },
+            part(14, 3, "shop.d", doc! { "partialTxn": true }),
+        ]);
+        assert_eq!(
+            log.applied,
+            vec![
+                ("i".into(), "shop.a".into(), Ts::new(11, 1), true),
+                ("i".into(), "shop.b".into(), Ts::new(11, 1), true),
+            ]
+        );
+        assert_eq!(
+            log.commits,
+            vec![(
+                Ts::new(11, 1),
+                Ts::new(10, 1),
+                vec![Source::Slice, Source::Slice]
+            )]
+        );
+        let open = a.open_transactions();
+        assert_eq!(open.len(), 1);
+        assert_eq!(
+            (open[0].first, open[0].parts, open[0].namespaces.clone()),
+            (Ts::new(14, 1), 1, vec!["shop.d".to_string()])
+        );
+    }
+
+    #[test]
+    fn prepared_commit() {
+        let (log, _) = run(&[
+            part(20, 5, "shop.p", doc! { "prepare": true }),
+            doc! { "ts": ts(21, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } }, "txnNumber": 5i64, "o": { "commitTransaction": 1, "commitTimestamp": ts(20, 9) } },
+        ]);
+        assert_eq!(
+            log.applied,
+            vec![("i".into(), "shop.p".into(), Ts::new(21, 1), true)]
+        );
+    }
+}

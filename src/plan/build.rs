@@ -1,0 +1,872 @@
+//! Putting a plan together: parse-then-validate, as in ripgrep's low/high args.
+//!
+//! Order matters for "no partial output": everything that can refuse the plan
+//! (inventory, both oplog first passes, the limit, coverage, `--skip` checks) runs
+//! before the output directory is touched; the slice and `plan.json` are written
+//! under temporary names and renamed into place only at the very end.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::forensics::{Kind, Severity};
+use crate::oplog::reader::not_an_entry;
+use crate::oplog::{self, Entry, ReadOptions, Ts};
+use crate::time::TimeValue;
+
+use super::apply::{Applier, Ignored, Source, Visitor};
+use super::coverage::{self, CoverageInput, Mode};
+use super::error::PlanError;
+use super::expect::{Model, Seed};
+use super::filter::{ns_include_literal, NsFilter};
+use super::inventory::{inventory, Inventory, InventoryOptions, NsKind};
+use super::lint::{LintSeverity, Linter};
+use super::scan::{self, EntryRef, OplogScan, Probe};
+use super::slice::{self, SliceOutcome, SliceRequest};
+use super::steps::{self, CommandValues, RestoreSpec};
+use super::until::{self, UntilSpec};
+use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
+
+/// The files `pitr plan` writes into its output directory.
+pub const OUT_FILES: [&str; 2] = ["oplog.bson", "plan.json"];
+
+/// Everything `pitr plan` was asked (the CLI's flags, already parsed).
+#[derive(Clone, Debug)]
+pub struct PlanRequest {
+    pub backup: PathBuf,
+    /// A file or directory (`-` is refused: the oplog is read more than once).
+    pub oplog: String,
+    pub until: UntilSpec,
+    /// For backups without their own oplog.
+    pub backup_end: Option<TimeValue>,
+    pub ns: Vec<String>,
+    pub skip: Vec<TimeValue>,
+    /// None: `pitr-plan-<t>-<i>` in `cwd`.
+    pub out: Option<PathBuf>,
+    pub cwd: PathBuf,
+    pub allow_truncated: bool,
+    /// Compute expected counts (keeps every backup `_id` in memory).
+    pub expect: bool,
+    pub id_cap: u64,
+    pub sort_memory: usize,
+}
+
+/// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
+pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, PlanError> {
+    if req.oplog == "-" {
+        return Err(PlanError::OplogStdin);
+    }
+    let filter = NsFilter::new(&req.ns)?;
+    let skips = skip_positions(&req.skip)?;
+    let opts = ReadOptions {
+        allow_truncated: req.allow_truncated,
+    };
+
+    // The backup, and where its data is complete up to.
+    let mut inv = inventory(
+        &req.backup,
+        InventoryOptions {
+            collect_ids: req.expect,
+            id_cap: req.id_cap,
+        },
+    )?;
+    let (target, exact) = match &req.until {
+        UntilSpec::Time(tv) if tv.is_exact_position() => (None, Some(tv.ts)),
+        UntilSpec::Time(tv) => (Some(tv.ts), None),
+        _ => (None, None),
+    };
+    let backup_scan = match &inv.oplog_file {
+        Some(p) => {
+            let probe = Probe {
+                target,
+                ..Probe::default()
+            };
+            Some(scan::scan(
+                &p.to_string_lossy(),
+                opts,
+                &probe,
+                progress,
+                "reading the backup's oplog",
+            )?)
+        }
+        None => None,
+    };
+    let backup_range = backup_scan.as_ref().and_then(OplogScan::range);
+    let (backup_end, end_source) = match (backup_range, &req.backup_end) {
+        (Some((_, last)), None) => (last, "backup_oplog"),
+        (Some((_, last)), Some(v)) if v.ts == last => (last, "backup_oplog"),
+        (Some((_, last)), Some(v)) => {
+            return Err(PlanError::BackupEndConflict {
+                given: v.input.clone(),
+                oplog_end: last,
+            })
+        }
+        (None, Some(v)) => (v.ts, "flag"),
+        (None, None) => {
+            return Err(PlanError::NoBackupEnd {
+                dir: req.backup.clone(),
+                why: if inv.oplog_file.is_some() {
+                    "its oplog.bson is empty"
+                } else {
+                    "no oplog.bson"
+                },
+            })
+        }
+    };
+    let backup_oplog_replay = backup_range.is_some();
+
+    // First pass over the replay oplog.
+    let mut positions: HashSet<Ts> = skips.iter().copied().collect();
+    positions.insert(backup_end);
+    positions.extend(exact);
+    let probe = Probe {
+        target,
+        positions,
+        ns_filter: filter.as_ref(),
+        findings: true,
+    };
+    let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
+
+    // The limit, coverage, and the --skip positions.
+    let known_ns: Vec<String> = inv.namespaces.iter().map(|n| n.ns.clone()).collect();
+    let mut until = until::resolve(
+        &req.until,
+        backup_end,
+        backup_scan.as_ref(),
+        &oplog_scan,
+        filter.as_ref(),
+        &known_ns,
+    )?;
+    let limit = until.limit;
+    let coverage = coverage::check(&CoverageInput {
+        backup_end,
+        end_from_flag: end_source == "flag",
+        backup_oplog: backup_range,
+        oplog: oplog_scan.range(),
+        oplog_name: oplog_scan.name.clone(),
+        limit,
+        anchor_found: oplog_scan.found.contains_key(&backup_end),
+    })?;
+    for &s in &skips {
+        if s <= backup_end {
+            return Err(PlanError::SkipInBackup { ts: s, backup_end });
+        }
+        if s >= limit {
+            return Err(PlanError::SkipAfterLimit { ts: s, limit });
+        }
+        if !oplog_scan.found.contains_key(&s) {
+            return Err(PlanError::SkipUnmatched {
+                ts: s,
+                oplog: oplog_scan.name.clone(),
+            });
+        }
+    }
+
+    // From here on, files are written.
+    let out_path = req
+        .out
+        .clone()
+        .unwrap_or_else(|| req.cwd.join(format!("pitr-plan-{}-{}", limit.t, limit.i)));
+    let out = OutDir::prepare(out_path)?;
+    let skip_set: HashSet<Ts> = skips.iter().copied().collect();
+    let slice = if coverage.mode == Mode::AfterBackup && coverage.oplog_needed {
+        slice::write(
+            &SliceRequest {
+                oplog: &req.oplog,
+                opts,
+                from_exclusive: backup_end,
+                to_exclusive: limit,
+                filter: filter.as_ref(),
+                known_ns: &known_ns,
+                ns_txn_keys: &oplog_scan.ns_txn_keys,
+                skips: &skip_set,
+                input_sorted: oplog_scan.out_of_order == 0,
+                dir: &out.path,
+                sort_memory: req.sort_memory,
+            },
+            progress,
+        )?
+    } else {
+        slice::empty(&out.path)?
+    };
+
+    // Replay model and lint over exactly what the two mongorestore runs apply.
+    let restore_all = backup_oplog_replay || filter.is_none();
+    let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
+    let counting = inv.ids.is_some();
+    let mut ids = inv.ids.take().unwrap_or_default();
+    let seeds: Vec<Seed> = inv
+        .namespaces
+        .iter()
+        .filter(|n| n.kind == NsKind::Collection && restored(&n.ns))
+        .map(|n| Seed {
+            ns: n.ns.clone(),
+            documents: n.documents,
+            no_id: n.no_id_documents,
+            ids: ids.remove(&n.ns),
+        })
+        .collect();
+    drop(ids);
+    let mut model = Model::new(seeds, counting);
+    let mut linter = Linter::new();
+    let mut applier = Applier::new();
+    let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
+    at_or_after.extend(oplog_scan.found.get(&limit).cloned());
+    if backup_oplog_replay {
+        if let Some(p) = &inv.oplog_file {
+            let found = replay_backup_oplog(p, opts, limit, &mut applier, &mut linter, &mut model)?;
+            at_or_after.extend(found);
+        }
+    }
+    replay_slice(
+        &slice,
+        backup_end,
+        limit,
+        &mut applier,
+        &mut linter,
+        &mut model,
+    )?;
+    linter.open_at_end(&applier.open_transactions(), limit);
+    let union_last = backup_end.max(oplog_scan.last_ts.unwrap_or(backup_end));
+    let first_not_applied = at_or_after
+        .into_iter()
+        .filter(|e| e.ts >= limit)
+        .min_by_key(|e| e.ts);
+    until::explain(&mut until, first_not_applied, union_last);
+
+    let mut expected = model.finish();
+    let expected_note = if !req.expect {
+        Some("not computed (--no-expect)".to_string())
+    } else if expected.is_none() {
+        inv.ids_note.clone()
+    } else {
+        None
+    };
+    cross_check_num_records(
+        &mut expected,
+        until.entry_at_limit.as_ref(),
+        limit,
+        &mut linter,
+    );
+
+    let ctx = LintContext {
+        inv: &inv,
+        oplog: &oplog_scan,
+        backup: backup_scan.as_ref(),
+        backup_end,
+        limit,
+        mode: coverage.mode,
+        anchored: coverage.anchored,
+        filter: filter.as_ref(),
+        known_ns: &known_ns,
+        skips: &skip_set,
+        slice: &slice,
+        backup_oplog_replay,
+    };
+    plan_lints(&ctx, &mut linter);
+    let lint = linter.finish();
+
+    // The restore commands.
+    let backup_dir = absolute(&req.backup);
+    let out_dir = absolute(&out.path);
+    let ns_include = if restore_all {
+        Vec::new()
+    } else {
+        let matching: Vec<String> = inv
+            .namespaces
+            .iter()
+            .filter(|n| restored(&n.ns) && n.kind != NsKind::IndexCatalog)
+            .map(|n| ns_include_literal(&n.ns))
+            .collect();
+        if matching.is_empty() {
+            req.ns.clone()
+        } else {
+            matching
+        }
+    };
+    let dump_namespaces: Vec<String> = match &filter {
+        None => Vec::new(),
+        Some(f) => {
+            let mut v: Vec<String> = match &expected {
+                Some(exp) => exp
+                    .iter()
+                    .filter(|e| e.exists && f.matches(&e.ns))
+                    .map(|e| e.ns.clone())
+                    .collect(),
+                None => known_ns
+                    .iter()
+                    .filter(|ns| f.matches(ns))
+                    .cloned()
+                    .collect(),
+            };
+            v.sort();
+            v.dedup();
+            v
+        }
+    };
+    let restore = RestoreSpec {
+        backup_dir: backup_dir.clone(),
+        gzip: inv.gzip,
+        backup_oplog_replay,
+        backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog).then_some(limit),
+        ns_include,
+        slice_dir: (coverage.mode == Mode::AfterBackup && slice.entries > 0)
+            .then(|| out_dir.clone()),
+        limit,
+        plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
+        dump_namespaces,
+    };
+    let steps = steps::steps(&restore, &CommandValues::placeholders());
+
+    let mut skips_out: Vec<SkipOutcome> = slice
+        .skipped
+        .iter()
+        .map(|e| SkipOutcome {
+            ts: e.ts,
+            entry: e.clone(),
+            outcome: "skipped".into(),
+        })
+        .chain(slice.skipped_filtered.iter().map(|e| SkipOutcome {
+            ts: e.ts,
+            entry: e.clone(),
+            outcome: "filtered_by_ns".into(),
+        }))
+        .collect();
+    skips_out.sort_by_key(|s| s.ts);
+
+    let plan = RestorePlan {
+        format: FORMAT.to_string(),
+        pitr_version: env!("CARGO_PKG_VERSION").to_string(),
+        backup: BackupSection {
+            dir: backup_dir,
+            gzip: inv.gzip,
+            documents: inv
+                .namespaces
+                .iter()
+                .filter(|n| n.kind == NsKind::Collection)
+                .map(|n| n.documents)
+                .sum(),
+            namespaces: inv.namespaces.clone(),
+            oplog: backup_scan.as_ref().map(range_of),
+            end_ts: backup_end,
+            end_utc: backup_end.utc_string(),
+            end_source: end_source.to_string(),
+            ignored_files: inv.ignored_files.clone(),
+        },
+        oplog: range_of(&oplog_scan),
+        until,
+        coverage,
+        ns_filter: req.ns.clone(),
+        skips: skips_out,
+        lint,
+        slice: SliceSection {
+            dir: out_dir.clone(),
+            oplog_file: Path::new(&out_dir).join("oplog.bson").display().to_string(),
+            entries: slice.entries,
+            bytes: slice.bytes,
+            first_ts: slice.first_ts,
+            last_ts: slice.last_ts,
+            from_exclusive: backup_end,
+            to_exclusive: limit,
+            reordered: slice.reordered,
+            duplicates_dropped: slice.duplicates_dropped,
+            same_ts_kept: slice.same_ts_kept,
+            filtered_out: slice.filtered_out,
+            skipped: slice.skipped.len() as u64,
+        },
+        expected,
+        expected_note,
+        restore,
+        steps,
+    };
+    out.commit(slice, &plan)?;
+    Ok(plan)
+}
+
+fn skip_positions(skip: &[TimeValue]) -> Result<Vec<Ts>, PlanError> {
+    let mut v = Vec::new();
+    for s in skip {
+        if !s.is_exact_position() {
+            return Err(PlanError::SkipNotExact {
+                input: s.input.clone(),
+            });
+        }
+        v.push(s.ts);
+    }
+    v.sort();
+    v.dedup();
+    Ok(v)
+}
+
+fn range_of(s: &OplogScan) -> OplogRange {
+    OplogRange {
+        path: absolute(Path::new(&s.name)),
+        entries: s.entries,
+        first_ts: s.first_ts,
+        last_ts: s.last_ts,
+        out_of_order: s.out_of_order,
+        duplicates: s.duplicates,
+        sorted: s.out_of_order == 0,
+        truncated: s.truncation.as_ref().map(|t| t.to_string()),
+    }
+}
+
+fn absolute(p: &Path) -> String {
+    fs::canonicalize(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Feeds the lint before the model, so the lint sees the state just before each op.
+struct Both<'a> {
+    lint: &'a mut Linter,
+    model: &'a mut Model,
+}
+
+impl Visitor for Both<'_> {
+    fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, in_txn: bool) {
+        self.lint.applied(op, at, src, self.model);
+        self.model.applied(op, at, src, in_txn);
+    }
+    fn ignored(&mut self, op: &Entry<'_>, why: Ignored, src: Source) {
+        self.lint.ignored(op, why, src);
+    }
+    fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
+        self.lint.committed(at, first, parts_from, src);
+    }
+}
+
+/// Step 2's replay of the backup's own oplog, in file order, stopping where
+/// mongorestore stops (the first entry at or past the limit). Returns the first
+/// entry at or after the limit.
+fn replay_backup_oplog(
+    path: &Path,
+    opts: ReadOptions,
+    limit: Ts,
+    applier: &mut Applier,
+    linter: &mut Linter,
+    model: &mut Model,
+) -> Result<Option<EntryRef>, PlanError> {
+    let name = path.display().to_string();
+    let mut r = oplog::open(&name, opts)?;
+    let mut stopped = false;
+    let mut first: Option<EntryRef> = None;
+    while let Some(e) = r.next_entry()? {
+        if e.ts >= limit {
+            stopped = true;
+            if first.as_ref().is_none_or(|f| e.ts < f.ts) {
+                first = Some(EntryRef::of(&e));
+            }
+            continue;
+        }
+        if stopped {
+            continue;
+        }
+        linter.entry(&e, Source::BackupOplog);
+        let (offset, index) = (e.offset, e.index);
+        applier
+            .feed(
+                &e,
+                Source::BackupOplog,
+                &mut Both {
+                    lint: linter,
+                    model,
+                },
+            )
+            .map_err(|err| not_an_entry(name.clone(), offset, index, err))?;
+    }
+    Ok(first)
+}
+
+/// Step 3's replay: reads the slice just written (which also checks it).
+fn replay_slice(
+    slice: &SliceOutcome,
+    backup_end: Ts,
+    limit: Ts,
+    applier: &mut Applier,
+    linter: &mut Linter,
+    model: &mut Model,
+) -> Result<(), PlanError> {
+    let name = slice.file.path().display().to_string();
+    let mut r = oplog::open(&name, ReadOptions::default())?;
+    let mut prev: Option<Ts> = None;
+    while let Some(e) = r.next_entry()? {
+        if e.ts <= backup_end || e.ts >= limit || prev.is_some_and(|p| e.ts < p) {
+            return Err(PlanError::Changed {
+                name,
+                what: format!(
+                    "the slice just written holds {} out of order or out of range",
+                    e.ts
+                ),
+            });
+        }
+        prev = Some(e.ts);
+        linter.entry(&e, Source::Slice);
+        let (offset, index) = (e.offset, e.index);
+        applier
+            .feed(
+                &e,
+                Source::Slice,
+                &mut Both {
+                    lint: linter,
+                    model,
+                },
+            )
+            .map_err(|err| not_an_entry(name.clone(), offset, index, err))?;
+    }
+    Ok(())
+}
+
+/// When the limit is a drop (or a rename over a collection) that recorded how many
+/// documents it removed, that count is what the restored collection must hold.
+fn cross_check_num_records(
+    expected: &mut Option<Vec<super::ExpectedNs>>,
+    at_limit: Option<&EntryRef>,
+    limit: Ts,
+    linter: &mut Linter,
+) {
+    let Some(e) = at_limit.filter(|e| e.ts == limit) else {
+        return;
+    };
+    if !matches!(
+        e.command.as_deref(),
+        Some("drop") | Some("renameCollection")
+    ) {
+        return;
+    }
+    let (Some(n), Some(ns)) = (e.num_records, e.target.as_deref()) else {
+        return;
+    };
+    let Some(exp) = expected
+        .as_mut()
+        .and_then(|v| v.iter_mut().find(|x| x.ns == ns))
+    else {
+        return;
+    };
+    exp.num_records = Some(n);
+    if n >= 0 && (!exp.exists || exp.documents != n as u64) {
+        linter.push(
+            LintSeverity::Warning,
+            "num-records-mismatch",
+            Some(e.ts),
+            ns,
+            format!(
+                "the {} at the limit recorded {n} documents in `{ns}`, but the backup and the replay give {}: \
+                 the backup or the oplog may be incomplete",
+                e.command.as_deref().unwrap_or("entry"),
+                exp.documents
+            ),
+        );
+    }
+}
+
+struct LintContext<'a> {
+    inv: &'a Inventory,
+    oplog: &'a OplogScan,
+    backup: Option<&'a OplogScan>,
+    backup_end: Ts,
+    limit: Ts,
+    mode: Mode,
+    anchored: Option<bool>,
+    filter: Option<&'a NsFilter>,
+    known_ns: &'a [String],
+    skips: &'a HashSet<Ts>,
+    slice: &'a SliceOutcome,
+    backup_oplog_replay: bool,
+}
+
+/// Checks the planner adds to what the replay walk found.
+fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Error, Info, Warning};
+    if c.mode == Mode::WithinBackupOplog {
+        l.push(
+            Warning,
+            "fuzzy-restore-point",
+            Some(c.limit),
+            "",
+            format!(
+                "the restore point {} lies inside the backup's own oplog (which ends at {}): the collection files were copied while \
+                 writes went on, so documents written between the limit and the backup's end may already be in them; a \
+                 `mongodump --oplog` is consistent only at its end",
+                c.limit, c.backup_end
+            ),
+        );
+        if c.backup.is_some_and(|b| b.out_of_order > 0) {
+            l.push(
+                Error,
+                "backup-oplog-unsorted",
+                None,
+                "",
+                "the backup's own oplog is not in ts order: mongorestore stops at the first entry at or past --oplogLimit and \
+                 would skip the entries after it",
+            );
+        }
+    }
+    if c.anchored == Some(false) {
+        l.push(
+            Warning,
+            "no-anchor",
+            Some(c.backup_end),
+            "",
+            format!(
+                "the oplog covers the backup's end {} but has no entry at exactly that ts: it may come from another replica set, \
+                 or the backup's last entries were rolled back",
+                c.backup_end
+            ),
+        );
+    }
+    if c.oplog.out_of_order > 0 {
+        l.push(
+            Info,
+            "unsorted-oplog",
+            None,
+            "",
+            format!(
+                "`{}` has {} entries out of ts order; mongorestore stops at the first entry at or past the limit, so pitr wrote \
+                 the slice sorted{}",
+                c.oplog.name,
+                c.oplog.out_of_order,
+                if c.slice.reordered { " (its entries were reordered)" } else { " (its entries happened to be in order)" }
+            ),
+        );
+    }
+    if c.slice.duplicates_dropped > 0 {
+        l.push(
+            Warning,
+            "duplicate-entries",
+            None,
+            "",
+            format!(
+                "{} entries repeat an earlier entry exactly (overlapping dumps concatenated?) and were written once",
+                c.slice.duplicates_dropped
+            ),
+        );
+    }
+    if c.slice.same_ts_kept > 0 {
+        l.push(
+            Warning,
+            "same-ts-entries",
+            None,
+            "",
+            format!(
+                "{} entries share their ts with a different entry; all are kept, as mongorestore would apply them all, but a \
+                 real oplog never does this: the file may mix two histories",
+                c.slice.same_ts_kept
+            ),
+        );
+    }
+    if let Some(t) = &c.oplog.truncation {
+        l.push(
+            Warning,
+            "truncated-oplog",
+            None,
+            "",
+            format!("{t}; only the complete entries before it were used (--allow-truncated)"),
+        );
+    }
+    for f in &c.oplog.findings {
+        if f.ts <= c.backup_end || f.ts >= c.limit || c.skips.contains(&f.ts) {
+            continue;
+        }
+        if let Some(nf) = c.filter {
+            if !(nf.matches(&f.ns) || f.collections.iter().any(|x| nf.matches(x))) {
+                continue;
+            }
+        }
+        // One entry can be left out with --skip; a burst or a database drop is many.
+        let skip = match f.kind {
+            Kind::Drop | Kind::RenameDropTarget | Kind::Emptycapped | Kind::DropIndexes
+                if f.count == 1 =>
+            {
+                format!("; to leave out just that entry, --skip {}", f.ts)
+            }
+            _ => String::new(),
+        };
+        l.push(
+            if f.severity >= Severity::High { Warning } else { Info },
+            "destructive-before-limit",
+            Some(f.ts),
+            &f.ns,
+            format!(
+                "the replay includes a {} of `{}` at {} ({}): to stop before it use --until {}{skip}",
+                f.kind.as_str(),
+                f.ns,
+                f.ts,
+                f.details,
+                f.oplog_limit,
+            ),
+        );
+    }
+    for e in &c.slice.skipped {
+        if e.transaction {
+            l.push(
+                Warning,
+                "skip-transaction-part",
+                Some(e.ts),
+                &e.ns,
+                format!("--skip {} leaves out one entry of a transaction; mongorestore applies its other parts at the commit", e.ts),
+            );
+        }
+    }
+    if let Some(f) = c.filter {
+        if c.backup_oplog_replay {
+            l.push(
+                Info,
+                "ns-backup-restored-whole",
+                None,
+                "",
+                "--ns filters the replay after the backup's end; the backup itself is restored whole with its own oplog \
+                 (mongorestore refuses --nsInclude with --oplogReplay), so other namespaces are on the spare as of the backup's end",
+            );
+        } else if !c.known_ns.iter().any(|ns| f.matches(ns)) {
+            l.push(
+                Warning,
+                "ns-not-in-backup",
+                None,
+                "",
+                format!(
+                    "no namespace of the backup matches --ns {}",
+                    f.globs().join(" ")
+                ),
+            );
+        }
+        if c.slice.mixed_transactions > 0 {
+            l.push(
+                Info,
+                "txn-kept-whole",
+                None,
+                "",
+                format!(
+                    "{} transaction entries also write namespaces outside --ns; transactions are kept whole",
+                    c.slice.mixed_transactions
+                ),
+            );
+        }
+    }
+    if c.inv.mixed_compression {
+        l.push(
+            Warning,
+            "mixed-compression",
+            None,
+            "",
+            "the backup mixes gzip-compressed and plain files; mongorestore reads either all compressed (--gzip) or all plain",
+        );
+    }
+    for n in &c.inv.namespaces {
+        if n.no_id_documents > 0 && n.kind == NsKind::Collection {
+            l.push(
+                Info,
+                "documents-without-id",
+                None,
+                &n.ns,
+                format!("{} documents of `{}` have no _id: counted, but no later delete can be matched to them", n.no_id_documents, n.ns),
+            );
+        }
+    }
+}
+
+/// The output directory: created if missing, refused if it holds anything pitr plan
+/// did not write. Files are renamed into place by [`OutDir::commit`]; until then a
+/// failure leaves nothing behind (a directory pitr created is removed again).
+struct OutDir {
+    path: PathBuf,
+    created: bool,
+    done: bool,
+}
+
+impl OutDir {
+    fn prepare(path: PathBuf) -> Result<OutDir, PlanError> {
+        if path.exists() {
+            if !path.is_dir() {
+                return Err(PlanError::OutNotDir(path));
+            }
+            let io = |source| PlanError::Io {
+                path: path.clone(),
+                source,
+            };
+            for e in fs::read_dir(&path).map_err(io)? {
+                let name = e.map_err(io)?.file_name().to_string_lossy().into_owned();
+                // `.pitr-*` are temporary files of an interrupted run.
+                if !OUT_FILES.contains(&name.as_str()) && !name.starts_with(".pitr-") {
+                    return Err(PlanError::OutNotEmpty {
+                        dir: path,
+                        entry: name,
+                    });
+                }
+            }
+            return Ok(OutDir {
+                path,
+                created: false,
+                done: false,
+            });
+        }
+        fs::create_dir_all(&path).map_err(|source| PlanError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(OutDir {
+            path,
+            created: true,
+            done: false,
+        })
+    }
+
+    /// Renames the slice into place and writes `plan.json`. A stale `plan.json` is
+    /// removed first so it can never describe the new slice.
+    fn commit(mut self, slice: SliceOutcome, plan: &RestorePlan) -> Result<(), PlanError> {
+        let plan_path = self.path.join("plan.json");
+        let oplog_path = self.path.join("oplog.bson");
+        let write_err = |path: &Path, source| PlanError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut json =
+            serde_json::to_string_pretty(plan).map_err(|e| write_err(&plan_path, e.into()))?;
+        json.push('\n');
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".pitr-plan-")
+            .suffix(".json.tmp")
+            .tempfile_in(&self.path)
+            .map_err(|e| write_err(&self.path, e))?;
+        {
+            use std::io::Write;
+            tmp.write_all(json.as_bytes())
+                .map_err(|e| write_err(&plan_path, e))?;
+            tmp.as_file()
+                .sync_all()
+                .map_err(|e| write_err(&plan_path, e))?;
+        }
+        // Plain data files, readable like anything mongodump writes (tempfile makes 0600).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for f in [slice.file.as_file(), tmp.as_file()] {
+                f.set_permissions(fs::Permissions::from_mode(0o644))
+                    .map_err(|e| write_err(&self.path, e))?;
+            }
+        }
+        match fs::remove_file(&plan_path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(write_err(&plan_path, e)),
+        }
+        slice
+            .file
+            .persist(&oplog_path)
+            .map_err(|e| write_err(&oplog_path, e.error))?;
+        tmp.persist(&plan_path)
+            .map_err(|e| write_err(&plan_path, e.error))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if !self.done && self.created {
+            // Only succeeds when empty: temporary files remove themselves first.
+            let _ = fs::remove_dir(&self.path);
+        }
+    }
+}

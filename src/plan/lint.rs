@@ -1,0 +1,527 @@
+//! Preflight lint: what in the replayed range mongorestore cannot apply, applies
+//! differently from the original server, or skips.
+//!
+//! Fed by [`super::apply`] with the operations the replay will apply (so a command
+//! inside a transaction is judged where mongorestore judges it: at the commit) plus
+//! checks the planner adds itself. Items repeat per (code, namespace): the first
+//! occurrence is kept with a count, so a million index builds make one line.
+//!
+//! Severities: `error` = the replay will fail or silently lose data; `warning` =
+//! the result may differ from the original server; `info` = worth knowing.
+
+use std::collections::HashMap;
+
+use bson::RawBsonRef;
+use serde::{Deserialize, Serialize};
+
+use crate::oplog::{Entry, Op, Ts};
+
+use super::apply::{Ignored, OpenTxn, Source};
+use super::expect::Model;
+use super::ts_json;
+
+/// Commands mongorestore applies (mongo-tools `knownCommands` in
+/// `mongorestore/oplog.go`); any other command makes it stop with
+/// `unknown oplog command name`. Transaction control (`commitTransaction`,
+/// `abortTransaction`) is routed before this check.
+pub const KNOWN_COMMANDS: &[&str] = &[
+    "renameCollection",
+    "dropDatabase",
+    "applyOps",
+    "dbCheck",
+    "create",
+    "convertToCapped",
+    "emptycapped",
+    "drop",
+    "createIndexes",
+    "deleteIndex",
+    "deleteIndexes",
+    "dropIndex",
+    "dropIndexes",
+    "collMod",
+    "startIndexBuild",
+    "abortIndexBuild",
+    "commitIndexBuild",
+];
+
+/// How serious a lint item is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LintSeverity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl LintSeverity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LintSeverity::Info => "info",
+            LintSeverity::Warning => "warning",
+            LintSeverity::Error => "error",
+        }
+    }
+}
+
+/// One finding of the lint. JSON: `severity` (`error`/`warning`/`info`), `code`
+/// (stable kebab-case name), `ts` (`"t:i"` of the first occurrence, or null),
+/// `ns` (may be empty), `count` (occurrences folded into this item), `message`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LintItem {
+    pub severity: LintSeverity,
+    pub code: String,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub ts: Option<Ts>,
+    pub ns: String,
+    pub count: u64,
+    pub message: String,
+}
+
+/// Collects lint items; see the module documentation.
+#[derive(Default)]
+pub struct Linter {
+    items: Vec<LintItem>,
+    index: HashMap<(String, String), usize>,
+}
+
+impl Linter {
+    pub fn new() -> Linter {
+        Linter::default()
+    }
+
+    /// Adds an item, or counts one more occurrence of the same (code, ns).
+    pub fn push(
+        &mut self,
+        severity: LintSeverity,
+        code: &str,
+        ts: Option<Ts>,
+        ns: &str,
+        message: impl Into<String>,
+    ) {
+        let key = (code.to_string(), ns.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            self.items[i].count += 1;
+            return;
+        }
+        self.index.insert(key, self.items.len());
+        self.items.push(LintItem {
+            severity,
+            code: code.to_string(),
+            ts,
+            ns: ns.to_string(),
+            count: 1,
+            message: message.into(),
+        });
+    }
+
+    /// Every top-level entry that will be replayed.
+    pub fn entry(&mut self, e: &Entry<'_>, _src: Source) {
+        if e.ui.is_some() {
+            self.push(
+                LintSeverity::Info,
+                "ui-stripped",
+                Some(e.ts),
+                "",
+                "entries carry collection UUIDs (`ui`); mongorestore strips them unless --preserveUUID (which needs --drop), \
+                 so operations are applied by namespace name",
+            );
+        }
+    }
+
+    /// An operation the replay applies (`model` is the state just before it).
+    pub fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, model: &Model) {
+        match op.op {
+            Op::Insert | Op::Update | Op::Delete => {
+                if !model.exists(op.ns) {
+                    let restore = match src {
+                        Source::BackupOplog => "the backup",
+                        Source::Slice => "the backup or an earlier entry of the slice",
+                    };
+                    self.push(
+                        LintSeverity::Warning,
+                        "missing-namespace",
+                        Some(at),
+                        op.ns,
+                        format!(
+                            "writes to `{}`, which neither {restore} creates: on a standalone mongod, applyOps does not create \
+                             missing collections, so these writes may fail or be lost",
+                            op.ns
+                        ),
+                    );
+                }
+            }
+            Op::Command => self.command(op, at),
+            Op::Noop => {}
+            Op::Other(t) => self.push(
+                LintSeverity::Warning,
+                "unknown-op",
+                Some(at),
+                op.ns,
+                format!("op type `{t}` is not one mongorestore skips; the server may reject it in applyOps"),
+            ),
+        }
+    }
+
+    fn command(&mut self, op: &Entry<'_>, at: Ts) {
+        let Some(name) = op.command_name() else {
+            return;
+        };
+        let target = || {
+            op.o.and_then(|o| o.get_str(name).ok())
+                .map_or_else(|| op.ns.to_string(), |c| format!("{}.{c}", op.db()))
+        };
+        if name == "upgradeDowngradeViewlessTimeseries" {
+            self.push(
+                LintSeverity::Error,
+                "timeseries-conversion",
+                Some(at),
+                op.ns,
+                "a time-series format conversion (FCV change between 8.x and 9.0): mongorestore refuses to replay across it; \
+                 choose a limit before it",
+            );
+            return;
+        }
+        if !KNOWN_COMMANDS.contains(&name) {
+            self.push(
+                LintSeverity::Error,
+                "unknown-command",
+                Some(at),
+                op.ns,
+                format!(
+                    "command `{name}` is not in mongorestore's known list: the replay stops with `unknown oplog command name {name}`; \
+                     choose a limit before it, or --skip it"
+                ),
+            );
+            return;
+        }
+        match name {
+            "renameCollection" => self.rename(op, at),
+            "createIndexes" | "commitIndexBuild" => {
+                let ns = target();
+                self.push(
+                    LintSeverity::Info,
+                    "index-build-deferred",
+                    Some(at),
+                    &ns,
+                    format!("index builds on `{ns}` are not replayed as they happen: mongorestore builds them after the replay"),
+                );
+            }
+            "dropIndexes" | "deleteIndexes" | "deleteIndex" | "dropIndex" => {
+                let ns = target();
+                self.push(
+                    LintSeverity::Info,
+                    "index-drop-not-applied",
+                    Some(at),
+                    &ns,
+                    format!(
+                        "index drops on `{ns}` only edit mongorestore's own list of indexes to build; an index already \
+                         restored from the backup's metadata stays"
+                    ),
+                );
+            }
+            "convertToCapped" => {
+                let ns = target();
+                self.push(
+                    LintSeverity::Warning,
+                    "convert-to-capped",
+                    Some(at),
+                    &ns,
+                    format!("convertToCapped of `{ns}`: documents that do not fit the cap are lost, so its expected count is an upper bound"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    fn rename(&mut self, op: &Entry<'_>, at: Ts) {
+        let Some(o) = op.o else { return };
+        let (from, to) = (
+            o.get_str("renameCollection").unwrap_or("?"),
+            o.get_str("to").unwrap_or("?"),
+        );
+        let mut msg = format!("renameCollection `{from}` -> `{to}`");
+        match o.get("dropTarget") {
+            Ok(Some(RawBsonRef::Binary(_))) => msg.push_str(
+                " with dropTarget by UUID, replacing the existing target; mongorestore strips `ui` but not this UUID, \
+                 and the spare's collections have new UUIDs, so the server may refuse or not drop the target",
+            ),
+            Ok(Some(RawBsonRef::Boolean(true))) => msg.push_str(" with dropTarget: the existing target is replaced"),
+            _ => {}
+        }
+        let db = |ns: &str| {
+            ns.split_once('.')
+                .map_or(ns.to_string(), |(d, _)| d.to_string())
+        };
+        if db(from) != db(to) {
+            msg.push_str("; a cross-database rename");
+        }
+        msg.push_str("; later entries address the collection by its new name");
+        self.push(LintSeverity::Warning, "rename", Some(at), to, msg);
+    }
+
+    /// An operation the replay skips.
+    pub fn ignored(&mut self, op: &Entry<'_>, why: Ignored, _src: Source) {
+        match why {
+            Ignored::Command => {
+                let name = op.command_name().unwrap_or("?");
+                let ns =
+                    op.o.and_then(|o| o.get_str(name).ok())
+                        .map_or_else(|| op.ns.to_string(), |c| format!("{}.{c}", op.db()));
+                self.push(
+                    LintSeverity::Info,
+                    "index-build-skipped",
+                    Some(op.ts),
+                    &ns,
+                    format!("`{name}` entries are skipped by mongorestore (the server rebuilds this state itself)"),
+                );
+            }
+            Ignored::Namespace => self.push(
+                LintSeverity::Info,
+                "ignored-namespace",
+                Some(op.ts),
+                op.ns,
+                format!(
+                    "entries on `{}` are skipped by mongorestore (server-internal namespace)",
+                    op.ns
+                ),
+            ),
+            Ignored::OpType => {}
+        }
+    }
+
+    /// A transaction committed.
+    pub fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
+        if src == Source::Slice && parts_from.contains(&Source::BackupOplog) {
+            self.push(
+                LintSeverity::Warning,
+                "txn-spans-backup-end",
+                Some(at),
+                "",
+                format!(
+                    "the transaction committed at {at} began at {first}, inside the backup's own oplog: mongorestore replays that \
+                     oplog in a separate run (step 2), so the parts there are not applied"
+                ),
+            );
+        }
+    }
+
+    /// Transactions with parts before the limit and no commit before it.
+    pub fn open_at_end(&mut self, open: &[OpenTxn], limit: Ts) {
+        for t in open {
+            self.push(
+                LintSeverity::Warning,
+                "txn-open-at-limit",
+                Some(t.first),
+                &t.namespaces.join(","),
+                format!(
+                    "a {}transaction ({} part(s) from {} to {}, writing {}) does not commit before the limit {limit}: none of it is \
+                     replayed",
+                    if t.prepared { "prepared " } else { "" },
+                    t.parts,
+                    t.first,
+                    t.last,
+                    if t.namespaces.is_empty() { "nothing".to_string() } else { t.namespaces.join(", ") }
+                ),
+            );
+        }
+    }
+
+    /// The items: errors first, then warnings, then info; by ts within each.
+    pub fn finish(mut self) -> Vec<LintItem> {
+        self.items
+            .sort_by(|a, b| b.severity.cmp(&a.severity).then(a.ts.cmp(&b.ts)));
+        self.items
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::apply::{Applier, Visitor};
+    use crate::plan::expect::Seed;
+    use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp};
+
+    struct Both<'a> {
+        lint: &'a mut Linter,
+        model: &'a mut Model,
+    }
+
+    impl Visitor for Both<'_> {
+        fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, in_txn: bool) {
+            self.lint.applied(op, at, src, self.model);
+            self.model.applied(op, at, src, in_txn);
+        }
+        fn ignored(&mut self, op: &Entry<'_>, why: Ignored, src: Source) {
+            self.lint.ignored(op, why, src);
+        }
+        fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
+            self.lint.committed(at, first, parts_from, src);
+        }
+    }
+
+    fn ts(t: u32, i: u32) -> Bson {
+        Bson::Timestamp(Timestamp {
+            time: t,
+            increment: i,
+        })
+    }
+
+    fn lint(docs: &[(Document, Source)]) -> Vec<LintItem> {
+        let mut l = Linter::new();
+        let mut m = Model::new(
+            vec![Seed {
+                ns: "shop.orders".into(),
+                documents: 0,
+                no_id: 0,
+                ids: None,
+            }],
+            false,
+        );
+        let mut a = Applier::new();
+        for (d, src) in docs {
+            let raw = bson::RawDocumentBuf::from_document(d).unwrap();
+            let e = Entry::parse(&raw).unwrap();
+            l.entry(&e, *src);
+            a.feed(
+                &e,
+                *src,
+                &mut Both {
+                    lint: &mut l,
+                    model: &mut m,
+                },
+            )
+            .unwrap();
+        }
+        l.open_at_end(&a.open_transactions(), Ts::new(99, 0));
+        l.finish()
+    }
+
+    fn codes(items: &[LintItem]) -> Vec<(&str, &str, u64)> {
+        items
+            .iter()
+            .map(|i| (i.code.as_str(), i.severity.as_str(), i.count))
+            .collect()
+    }
+
+    #[test]
+    fn unknown_commands_renames_and_index_builds() {
+        let s = Source::Slice;
+        let uuid = Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![3; 16],
+        };
+        let items = lint(&[
+            (
+                doc! { "ts": ts(1, 1), "op": "c", "ns": "shop.$cmd", "ui": uuid.clone(), "o": { "createIndexes": "orders", "v": 2, "key": { "a": 1 }, "name": "a_1" } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 2), "op": "c", "ns": "shop.$cmd", "o": { "createIndexes": "orders", "v": 2, "key": { "b": 1 }, "name": "b_1" } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 3), "op": "c", "ns": "shop.$cmd", "o": { "startIndexBuild": "orders" } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 4), "op": "c", "ns": "shop.$cmd", "o": { "renameCollection": "shop.orders", "to": "arch.orders", "dropTarget": uuid.clone() } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 5), "op": "c", "ns": "shop.$cmd", "o": { "setFeatureCompatibilityVersion": "7.0" } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 6), "op": "i", "ns": "shop.nowhere", "o": { "_id": 1 } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 7), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ { "op": "c", "ns": "shop.$cmd", "o": { "weirdCmd": 1 } } ] } },
+                s,
+            ),
+        ]);
+        assert_eq!(
+            codes(&items),
+            vec![
+                ("unknown-command", "error", 2),
+                ("rename", "warning", 1),
+                ("missing-namespace", "warning", 1),
+                ("ui-stripped", "info", 1),
+                ("index-build-deferred", "info", 2),
+                ("index-build-skipped", "info", 1),
+            ]
+        );
+        assert!(
+            items[0].message.contains("setFeatureCompatibilityVersion"),
+            "{}",
+            items[0].message
+        );
+        assert!(
+            items[1].message.contains("UUID") && items[1].message.contains("cross-database"),
+            "{}",
+            items[1].message
+        );
+    }
+
+    fn txn(t: u32, n: i64, o: Document) -> Document {
+        doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": 1 }, "txnNumber": n, "o": o }
+    }
+
+    #[test]
+    fn transactions_across_the_backup_end_and_the_limit() {
+        let items = lint(&[
+            (
+                txn(
+                    1,
+                    1,
+                    doc! { "applyOps": [ { "op": "i", "ns": "shop.orders", "o": { "_id": 1 } } ], "partialTxn": true },
+                ),
+                Source::BackupOplog,
+            ),
+            (
+                txn(
+                    2,
+                    1,
+                    doc! { "applyOps": [ { "op": "i", "ns": "shop.orders", "o": { "_id": 2 } } ] },
+                ),
+                Source::Slice,
+            ),
+            (
+                txn(
+                    3,
+                    2,
+                    doc! { "applyOps": [ { "op": "d", "ns": "shop.orders", "o": { "_id": 2 } } ], "partialTxn": true },
+                ),
+                Source::Slice,
+            ),
+            // A commitTransaction without a session is not a transaction to mongorestore.
+            (
+                doc! { "ts": ts(4, 1), "op": "c", "ns": "admin.$cmd", "o": { "commitTransaction": 1 } },
+                Source::Slice,
+            ),
+        ]);
+        assert_eq!(
+            codes(&items),
+            vec![
+                ("unknown-command", "error", 1),
+                ("txn-spans-backup-end", "warning", 1),
+                ("txn-open-at-limit", "warning", 1)
+            ]
+        );
+        assert!(
+            items[2]
+                .message
+                .contains("does not commit before the limit 99:0"),
+            "{}",
+            items[2].message
+        );
+        assert_eq!(items[2].ns, "shop.orders");
+    }
+
+    #[test]
+    fn known_list_matches_mongo_tools() {
+        assert_eq!(KNOWN_COMMANDS.len(), 17);
+        assert!(!KNOWN_COMMANDS.contains(&"commitTransaction"));
+        let _ = Op::Noop;
+    }
+}

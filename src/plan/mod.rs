@@ -1,0 +1,203 @@
+//! `pitr plan`: check that a backup and an oplog cover a restore point, compute the
+//! exact limit, write the oplog slice to replay, and list every step. Pure: no
+//! processes, no network; it reads files and writes one output directory.
+//!
+//! Files: [`inventory`] (the backup directory), [`scan`] (first pass over an
+//! oplog), [`until`] (the limit), [`coverage`] (gaps), [`slice`] (writing the
+//! sorted, filtered slice), [`apply`] (what mongorestore applies, in which order),
+//! [`expect`] (expected counts), [`lint`] (preflight checks), [`steps`] (the
+//! commands), [`build`] (putting it together), [`error`].
+//!
+//! # `plan.json` (format `pitr-plan/1`)
+//!
+//! [`RestorePlan`] is written to `<out>/plan.json` and printed by `--json`. Every
+//! oplog position is the string `"t:i"`; every limit is EXCLUSIVE (entries with
+//! `ts < limit` are applied). Top-level keys:
+//!
+//! - `format`: `"pitr-plan/1"`; `pitr_version`;
+//! - `backup`: `dir` (absolute), `gzip`, `documents` (total in collections), `namespaces` (array of
+//!   `{ns, kind: collection|view|index_catalog|not_restored, documents,
+//!   no_id_documents, data_file, metadata_file, capped}`), `oplog` (the backup's own
+//!   oplog as an [`OplogRange`], or null), `end_ts` (`"t:i"`: what the backup's data
+//!   is complete up to), `end_source` (`backup_oplog` or `flag`), `ignored_files`;
+//! - `oplog`: the replay oplog as an [`OplogRange`]: `path`, `entries`, `first_ts`,
+//!   `last_ts`, `out_of_order`, `duplicates`, `sorted`, `truncated` (message or null);
+//! - `until`: see [`until::UntilSection`] (`limit`, `exclusive: true`,
+//!   `entry_at_limit`, `explanation`, ...);
+//! - `coverage`: see [`coverage::Coverage`] (`mode`: `after_backup` or
+//!   `within_backup_oplog`, `backup_end`, `limit`, `oplog_first`, `oplog_last`,
+//!   `oplog_needed`, `anchored`);
+//! - `ns_filter`: the `--ns` globs; `skips`: array of `{ts, entry, outcome:
+//!   skipped|filtered_by_ns}`;
+//! - `lint`: array of [`lint::LintItem`] (`severity`, `code`, `ts`, `ns`, `count`,
+//!   `message`), errors first;
+//! - `slice`: [`SliceSection`]: `dir`, `oplog_file`, `entries`, `bytes`, `first_ts`,
+//!   `last_ts`, `from_exclusive` (= backup end), `to_exclusive` (= limit),
+//!   `reordered` (pitr sorted it), `duplicates_dropped` (identical repeats),
+//!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`;
+//! - `expected`: array of [`expect::ExpectedNs`] (`ns`, `exists`, `documents`,
+//!   `backup_documents`, `num_records`), or null with `expected_note` saying why;
+//! - `restore`: [`steps::RestoreSpec`], the inputs of the step commands;
+//! - `steps`: array of [`steps::Step`] (`number`, `title`, `commands` as argv
+//!   arrays with placeholders `<PORT>`, `<DBPATH>`, `<DUMP_DIR>`, `note`).
+//!
+//! New keys may be added; existing ones keep their meaning within `pitr-plan/1`.
+
+pub mod apply;
+pub mod build;
+pub mod coverage;
+pub mod error;
+pub mod expect;
+pub mod filter;
+pub mod inventory;
+pub mod lint;
+pub mod scan;
+pub mod slice;
+pub mod steps;
+pub mod ts_json;
+pub mod until;
+
+use serde::{Deserialize, Serialize};
+
+use crate::oplog::reader::ByteCounter;
+use crate::oplog::Ts;
+
+pub use build::{build, PlanRequest, OUT_FILES};
+pub use coverage::{Coverage, Mode};
+pub use error::PlanError;
+pub use expect::ExpectedNs;
+pub use inventory::{BackupNs, NsKind};
+pub use lint::{LintItem, LintSeverity};
+pub use scan::EntryRef;
+pub use steps::{CommandValues, RestoreSpec, Step};
+pub use until::{parse_until, UntilSection, UntilSpec};
+
+/// The `format` value of this version of the plan.
+pub const FORMAT: &str = "pitr-plan/1";
+
+/// Progress reporting for the long passes (the CLI draws a bar; tests stay quiet).
+pub trait Progress {
+    /// A pass over one file begins; the returned ticker is called every few
+    /// thousand entries and dropped when the pass ends.
+    fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_>;
+}
+
+/// No progress output.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn pass(
+        &self,
+        _what: &str,
+        _counter: ByteCounter,
+        _total: Option<u64>,
+    ) -> Box<dyn FnMut() + '_> {
+        Box::new(|| {})
+    }
+}
+
+/// A restore plan; see the module documentation for the JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestorePlan {
+    pub format: String,
+    pub pitr_version: String,
+    pub backup: BackupSection,
+    pub oplog: OplogRange,
+    pub until: UntilSection,
+    pub coverage: Coverage,
+    pub ns_filter: Vec<String>,
+    pub skips: Vec<SkipOutcome>,
+    pub lint: Vec<LintItem>,
+    pub slice: SliceSection,
+    pub expected: Option<Vec<ExpectedNs>>,
+    pub expected_note: Option<String>,
+    pub restore: RestoreSpec,
+    pub steps: Vec<Step>,
+}
+
+impl RestorePlan {
+    /// The exclusive limit.
+    pub fn limit(&self) -> Ts {
+        self.until.limit
+    }
+
+    /// Lint items of severity error: the replay would fail or lose data.
+    pub fn lint_errors(&self) -> usize {
+        self.lint
+            .iter()
+            .filter(|l| l.severity == LintSeverity::Error)
+            .count()
+    }
+
+    /// Reads a `plan.json` back (for `pitr verify --expect` and `pitr replay`).
+    pub fn from_json(text: &str) -> Result<RestorePlan, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+/// The backup. See the module documentation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupSection {
+    pub dir: String,
+    pub gzip: bool,
+    pub documents: u64,
+    pub namespaces: Vec<BackupNs>,
+    pub oplog: Option<OplogRange>,
+    #[serde(deserialize_with = "ts_json::de")]
+    pub end_ts: Ts,
+    pub end_utc: String,
+    /// `backup_oplog` (its own oplog's last entry) or `flag` (`--backup-end`).
+    pub end_source: String,
+    pub ignored_files: Vec<String>,
+}
+
+/// One oplog file: range and order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OplogRange {
+    pub path: String,
+    pub entries: u64,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub first_ts: Option<Ts>,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub last_ts: Option<Ts>,
+    /// Entries whose ts is lower than their predecessor's.
+    pub out_of_order: u64,
+    /// Entries whose ts equals their predecessor's.
+    pub duplicates: u64,
+    /// `out_of_order == 0`.
+    pub sorted: bool,
+    /// With --allow-truncated: what was dropped at the end.
+    pub truncated: Option<String>,
+}
+
+/// What happened to one `--skip`. `outcome`: `skipped` (left out of the slice) or
+/// `filtered_by_ns` (`--ns` already left it out).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkipOutcome {
+    #[serde(deserialize_with = "ts_json::de")]
+    pub ts: Ts,
+    pub entry: EntryRef,
+    pub outcome: String,
+}
+
+/// The slice written. See the module documentation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SliceSection {
+    pub dir: String,
+    pub oplog_file: String,
+    pub entries: u64,
+    pub bytes: u64,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub first_ts: Option<Ts>,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub last_ts: Option<Ts>,
+    #[serde(deserialize_with = "ts_json::de")]
+    pub from_exclusive: Ts,
+    #[serde(deserialize_with = "ts_json::de")]
+    pub to_exclusive: Ts,
+    pub reordered: bool,
+    pub duplicates_dropped: u64,
+    pub same_ts_kept: u64,
+    pub filtered_out: u64,
+    pub skipped: u64,
+}

@@ -1,0 +1,258 @@
+//! The first pass over an oplog: its range and sortedness, the entries the plan
+//! needs to look up (the restore point, `--skip` positions, the backup's end), the
+//! transactions `--ns` selects, and the destructive operations (for `--until auto`
+//! and the lint). Memory is constant apart from those few lookups.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::forensics::{BurstRule, Finding, Scanner};
+use crate::oplog::entry::as_i64;
+use crate::oplog::reader::not_an_entry;
+use crate::oplog::{self, Entry, EntryError, ReadOptions, Truncation, Ts};
+
+use super::apply::txn_key;
+use super::error::PlanError;
+use super::filter::{target, NsFilter, Target};
+use super::{ts_json, Progress};
+
+/// One oplog entry, as the plan names it. JSON: `ts`, `op`, `ns`, `command` (first
+/// key of `o` for commands, else null), `target` (the namespace a command acts on:
+/// `db.coll`, a rename's destination, the database of a dropDatabase), `num_records`
+/// (`o2.numRecords`, or null), `wall` (RFC 3339 UTC with milliseconds, or null),
+/// `transaction` (part of a multi-document transaction).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryRef {
+    #[serde(deserialize_with = "ts_json::de")]
+    pub ts: Ts,
+    pub op: String,
+    pub ns: String,
+    pub command: Option<String>,
+    pub target: Option<String>,
+    pub num_records: Option<i64>,
+    pub wall: Option<String>,
+    pub transaction: bool,
+}
+
+impl EntryRef {
+    pub fn of(e: &Entry<'_>) -> EntryRef {
+        EntryRef {
+            ts: e.ts,
+            op: e.op.as_str().to_string(),
+            ns: e.ns.to_string(),
+            command: e.command_name().map(str::to_string),
+            target: match target(e) {
+                Target::Ns(ns) => Some(ns),
+                Target::Rename(_, to) => Some(to),
+                Target::Database(db) => Some(db),
+                Target::Other => None,
+            },
+            num_records: e
+                .o2
+                .and_then(|o2| o2.get("numRecords").ok().flatten())
+                .and_then(as_i64),
+            wall: e
+                .wall()
+                .map(|w| w.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+            transaction: txn_key(e).is_some(),
+        }
+    }
+
+    /// `ts op ns` plus the command, for messages: `1700000000:3 c shop.$cmd drop shop.orders`.
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.ts, self.what())
+    }
+
+    /// [`EntryRef::describe`] without the ts: `c shop.$cmd drop shop.orders`.
+    pub fn what(&self) -> String {
+        let mut s = format!(
+            "{} {}",
+            self.op,
+            if self.ns.is_empty() { "\"\"" } else { &self.ns }
+        );
+        if let Some(c) = &self.command {
+            s.push(' ');
+            s.push_str(c);
+            if let Some(t) = &self.target {
+                s.push(' ');
+                s.push_str(t);
+            }
+        }
+        s
+    }
+}
+
+/// What to look for during the pass.
+#[derive(Default)]
+pub struct Probe<'a> {
+    /// Find the first entry (lowest ts) with `ts >= target`.
+    pub target: Option<Ts>,
+    /// Positions to look up exactly.
+    pub positions: HashSet<Ts>,
+    /// Collect the transactions touching these namespaces.
+    pub ns_filter: Option<&'a NsFilter>,
+    /// Run the destructive-operation scanner.
+    pub findings: bool,
+}
+
+/// The result of [`scan`].
+#[derive(Debug, Default)]
+pub struct OplogScan {
+    pub name: String,
+    pub entries: u64,
+    pub first_ts: Option<Ts>,
+    pub last_ts: Option<Ts>,
+    /// Entries whose ts is lower than their predecessor's.
+    pub out_of_order: u64,
+    /// Entries whose ts equals their predecessor's (overlapping dumps concatenated).
+    pub duplicates: u64,
+    pub at_or_after_target: Option<EntryRef>,
+    pub found: HashMap<Ts, EntryRef>,
+    /// Keys (lsid + txnNumber) of transactions with an operation on a `--ns` namespace.
+    pub ns_txn_keys: HashSet<Vec<u8>>,
+    pub findings: Vec<Finding>,
+    pub truncation: Option<Truncation>,
+}
+
+impl OplogScan {
+    /// First and last ts, when there are entries.
+    pub fn range(&self) -> Option<(Ts, Ts)> {
+        Some((self.first_ts?, self.last_ts?))
+    }
+}
+
+/// Reads the whole oplog at `spec` once.
+pub fn scan(
+    spec: &str,
+    opts: ReadOptions,
+    probe: &Probe<'_>,
+    progress: &dyn Progress,
+    what: &str,
+) -> Result<OplogScan, PlanError> {
+    let mut r = oplog::open(spec, opts)?;
+    let (counter, total) = r.progress();
+    let mut tick = progress.pass(what, counter, total);
+    let mut scanner = probe.findings.then(|| Scanner::new(BurstRule::default()));
+    let mut s = OplogScan {
+        name: r.name().to_string(),
+        ..OplogScan::default()
+    };
+    let mut prev: Option<Ts> = None;
+    while let Some(e) = r.next_entry()? {
+        s.entries += 1;
+        if s.entries % 8192 == 0 {
+            tick();
+        }
+        let ts = e.ts;
+        s.first_ts = Some(s.first_ts.map_or(ts, |f| f.min(ts)));
+        s.last_ts = Some(s.last_ts.map_or(ts, |l| l.max(ts)));
+        match prev {
+            Some(p) if ts < p => s.out_of_order += 1,
+            Some(p) if ts == p => s.duplicates += 1,
+            _ => {}
+        }
+        prev = Some(ts);
+        if let Some(t) = probe.target {
+            if ts >= t && s.at_or_after_target.as_ref().is_none_or(|b| ts < b.ts) {
+                s.at_or_after_target = Some(EntryRef::of(&e));
+            }
+        }
+        if probe.positions.contains(&ts) && !s.found.contains_key(&ts) {
+            s.found.insert(ts, EntryRef::of(&e));
+        }
+        let (offset, index) = (e.offset, e.index);
+        let fail =
+            |err: EntryError| PlanError::from(not_an_entry(s.name.clone(), offset, index, err));
+        if let Some(f) = probe.ns_filter {
+            if e.command_name() == Some("applyOps") {
+                if let Some(key) = txn_key(&e) {
+                    if !s.ns_txn_keys.contains(&key) && touches(&e, f).map_err(fail)? {
+                        s.ns_txn_keys.insert(key);
+                    }
+                }
+            }
+        }
+        if let Some(sc) = scanner.as_mut() {
+            sc.feed(&e).map_err(fail)?;
+        }
+    }
+    s.truncation = r.truncation().cloned();
+    if let Some(sc) = scanner {
+        s.findings = sc.finish().0;
+    }
+    Ok(s)
+}
+
+/// True when any leaf of `e` acts on a namespace `f` selects.
+pub fn touches(e: &Entry<'_>, f: &NsFilter) -> Result<bool, EntryError> {
+    let mut hit = false;
+    e.for_each_leaf(&mut |l: &Entry<'_>| -> Result<(), EntryError> {
+        if !hit && f.leaf_matches(l, std::iter::empty()) == Some(true) {
+            hit = true;
+        }
+        Ok(())
+    })?;
+    Ok(hit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Quiet;
+    use bson::{doc, Bson, Document, Timestamp};
+
+    fn ts(t: u32, i: u32) -> Bson {
+        Bson::Timestamp(Timestamp {
+            time: t,
+            increment: i,
+        })
+    }
+
+    fn write(dir: &std::path::Path, docs: &[Document]) -> String {
+        let p = dir.join("o.bson");
+        let mut b = Vec::new();
+        for d in docs {
+            b.extend(bson::to_vec(d).unwrap());
+        }
+        std::fs::write(&p, b).unwrap();
+        p.display().to_string()
+    }
+
+    #[test]
+    fn range_order_lookups_and_transactions() {
+        let d = tempfile::tempdir().unwrap();
+        let path = write(
+            d.path(),
+            &[
+                doc! { "ts": ts(10, 1), "op": "i", "ns": "a.b", "o": { "_id": 1 } },
+                doc! { "ts": ts(12, 1), "op": "i", "ns": "a.b", "o": { "_id": 2 } },
+                doc! { "ts": ts(11, 5), "op": "c", "ns": "a.$cmd", "o": { "drop": "b" }, "o2": { "numRecords": 2 } },
+                doc! { "ts": ts(11, 5), "op": "n", "ns": "", "o": {} },
+                doc! { "ts": ts(13, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": 1 }, "txnNumber": 1i64,
+                "o": { "applyOps": [ { "op": "i", "ns": "x.y", "o": { "_id": 1 } } ] } },
+                doc! { "ts": ts(14, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": 1 }, "txnNumber": 2i64,
+                "o": { "applyOps": [ { "op": "i", "ns": "a.b", "o": { "_id": 1 } } ] } },
+            ],
+        );
+        let f = NsFilter::new(&["a.*".into()]).unwrap().unwrap();
+        let probe = Probe {
+            target: Some(Ts::new(11, 0)),
+            positions: [Ts::new(12, 1), Ts::new(99, 1)].into_iter().collect(),
+            ns_filter: Some(&f),
+            findings: true,
+        };
+        let s = scan(&path, ReadOptions::default(), &probe, &Quiet, "test").unwrap();
+        assert_eq!(
+            (s.entries, s.range()),
+            (6, Some((Ts::new(10, 1), Ts::new(14, 1))))
+        );
+        assert_eq!((s.out_of_order, s.duplicates), (1, 1));
+        let at = s.at_or_after_target.unwrap();
+        assert_eq!(at.describe(), "11:5 c a.$cmd drop a.b");
+        assert_eq!(at.num_records, Some(2));
+        assert!(s.found.contains_key(&Ts::new(12, 1)) && !s.found.contains_key(&Ts::new(99, 1)));
+        assert_eq!(s.ns_txn_keys.len(), 1);
+        assert_eq!(s.findings.len(), 1);
+    }
+}

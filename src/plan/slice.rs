@@ -1,0 +1,678 @@
+//! Writing the oplog slice: the entries with `backup_end < ts < limit`, filtered by
+//! `--ns`, minus `--skip`, in ts order, as `oplog.bson` of a mongorestore-ready
+//! directory.
+//!
+//! mongorestore stops at the first entry at or past `--oplogLimit`, so an unsorted
+//! file silently loses what follows: the slice is always written sorted. When the
+//! first pass found the oplog in order, entries stream straight to the file
+//! (constant memory). Otherwise they are sorted: in memory up to `sort_memory`
+//! bytes, beyond that as sorted runs in a temporary directory beside the output,
+//! merged at the end (an external merge sort: memory stays bounded whatever the
+//! slice's size, `sort_memory` plus about 64 KiB per run while merging; disk use
+//! is about twice the slice; one open file per run, so a slice of N bytes needs
+//! N / sort_memory file descriptors). An entry identical to one
+//! already written with the same ts (overlapping dumps concatenated) is written
+//! once; different entries sharing a ts are all kept, in input order, as
+//! mongorestore would apply them all.
+//!
+//! The file is written under a temporary name in the output directory; the caller
+//! renames it into place only once the whole plan is complete.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::{NamedTempFile, TempDir};
+
+use crate::oplog::reader::not_an_entry;
+use crate::oplog::{self, Entry, EntryError, ReadOptions, Ts};
+
+use super::apply::txn_key;
+use super::error::PlanError;
+use super::filter::{NsFilter, Target};
+use super::scan::{touches, EntryRef};
+use super::Progress;
+
+/// Default memory for sorting an unsorted slice before spilling runs to disk.
+pub const DEFAULT_SORT_MEMORY: usize = 256 << 20;
+
+/// What goes into the slice.
+pub struct SliceRequest<'a> {
+    pub oplog: &'a str,
+    pub opts: ReadOptions,
+    /// `E`: entries at or before it are the backup's business.
+    pub from_exclusive: Ts,
+    /// `L`: the exclusive limit.
+    pub to_exclusive: Ts,
+    pub filter: Option<&'a NsFilter>,
+    /// Namespaces of the backup (for matching database drops against `--ns`).
+    pub known_ns: &'a [String],
+    /// Transactions `--ns` selects (from the first pass).
+    pub ns_txn_keys: &'a HashSet<Vec<u8>>,
+    pub skips: &'a HashSet<Ts>,
+    /// The first pass found the whole oplog in ts order.
+    pub input_sorted: bool,
+    /// Directory for the temporary output and sort runs.
+    pub dir: &'a Path,
+    pub sort_memory: usize,
+}
+
+/// What was written.
+pub struct SliceOutcome {
+    /// The slice, under a temporary name in the output directory.
+    pub file: NamedTempFile,
+    pub entries: u64,
+    pub bytes: u64,
+    pub first_ts: Option<Ts>,
+    pub last_ts: Option<Ts>,
+    /// The input order was not ts order: pitr sorted the slice.
+    pub reordered: bool,
+    /// Entries dropped because an identical entry (same ts, same bytes) came before.
+    pub duplicates_dropped: u64,
+    /// Entries kept although another, different entry has the same ts.
+    pub same_ts_kept: u64,
+    /// In range but not touching a `--ns` namespace.
+    pub filtered_out: u64,
+    /// `--skip` positions found in range and left out, with what they were.
+    pub skipped: Vec<EntryRef>,
+    /// `--skip` positions that `--ns` had already filtered out.
+    pub skipped_filtered: Vec<EntryRef>,
+    /// Kept transactions that also write namespaces outside `--ns`.
+    pub mixed_transactions: u64,
+    /// The first entry at or after the limit in the oplog.
+    pub at_or_after_limit: Option<EntryRef>,
+}
+
+/// Writes an empty slice (nothing to replay after the backup's end).
+pub fn empty(dir: &Path) -> Result<SliceOutcome, PlanError> {
+    let file = temp_in(dir)?;
+    Ok(outcome(file))
+}
+
+fn outcome(file: NamedTempFile) -> SliceOutcome {
+    SliceOutcome {
+        file,
+        entries: 0,
+        bytes: 0,
+        first_ts: None,
+        last_ts: None,
+        reordered: false,
+        duplicates_dropped: 0,
+        same_ts_kept: 0,
+        filtered_out: 0,
+        skipped: Vec::new(),
+        skipped_filtered: Vec::new(),
+        mixed_transactions: 0,
+        at_or_after_limit: None,
+    }
+}
+
+fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
+    tempfile::Builder::new()
+        .prefix(".pitr-slice-")
+        .suffix(".bson.tmp")
+        .tempfile_in(dir)
+        .map_err(|source| PlanError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// Reads the oplog a second time and writes the slice.
+pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
+    let mut r = oplog::open(req.oplog, req.opts)?;
+    let (counter, total) = r.progress();
+    let mut tick = progress.pass("writing the slice", counter, total);
+    let file = temp_in(req.dir)?;
+    let out_path = file.path().to_path_buf();
+    let mut out = outcome(file);
+    let writer = BufWriter::with_capacity(
+        1 << 20,
+        out.file
+            .as_file()
+            .try_clone()
+            .map_err(|source| PlanError::Write {
+                path: out_path.clone(),
+                source,
+            })?,
+    );
+    let mut sink = if req.input_sorted {
+        Sink::Stream(Dedup::new(writer, out_path.clone()))
+    } else {
+        Sink::Sort(Sorter::new(
+            req.dir,
+            req.sort_memory,
+            Dedup::new(writer, out_path.clone()),
+        ))
+    };
+    let mut selected: Vec<String> = req
+        .known_ns
+        .iter()
+        .filter(|ns| req.filter.is_none_or(|f| f.matches(ns)))
+        .cloned()
+        .collect();
+    let mut prev: Option<Ts> = None;
+    let mut n = 0u64;
+    while let Some(e) = r.next_entry()? {
+        n += 1;
+        if n % 8192 == 0 {
+            tick();
+        }
+        let ts = e.ts;
+        if ts >= req.to_exclusive {
+            if out.at_or_after_limit.as_ref().is_none_or(|b| ts < b.ts) {
+                out.at_or_after_limit = Some(EntryRef::of(&e));
+            }
+            continue;
+        }
+        if ts <= req.from_exclusive {
+            continue;
+        }
+        let (offset, index) = (e.offset, e.index);
+        let keep = match req.filter {
+            None => true,
+            Some(f) => keep_for_ns(
+                &e,
+                f,
+                req.ns_txn_keys,
+                &mut selected,
+                &mut out.mixed_transactions,
+            )
+            .map_err(|err| {
+                PlanError::from(not_an_entry(req.oplog.to_string(), offset, index, err))
+            })?,
+        };
+        if req.skips.contains(&ts) {
+            if keep {
+                out.skipped.push(EntryRef::of(&e));
+            } else {
+                out.skipped_filtered.push(EntryRef::of(&e));
+            }
+            continue;
+        }
+        if !keep {
+            out.filtered_out += 1;
+            continue;
+        }
+        if let Sink::Stream(_) = sink {
+            if prev.is_some_and(|p| ts < p) {
+                return Err(PlanError::Changed {
+                    name: req.oplog.to_string(),
+                    what: format!("entry {} at byte {offset} is out of order, but the first pass found the file sorted", index + 1),
+                });
+            }
+        }
+        prev = Some(prev.map_or(ts, |p| p.max(ts)));
+        sink.push(ts, e.raw.as_bytes())?;
+    }
+    drop(tick);
+    let stats = sink.finish()?;
+    out.entries = stats.entries;
+    out.bytes = stats.bytes;
+    out.first_ts = stats.first;
+    out.last_ts = stats.last;
+    out.reordered = stats.reordered;
+    out.duplicates_dropped = stats.duplicates;
+    out.same_ts_kept = stats.same_ts;
+    Ok(out)
+}
+
+/// The `--ns` decision for one in-range entry.
+fn keep_for_ns(
+    e: &Entry<'_>,
+    f: &NsFilter,
+    txn_keys: &HashSet<Vec<u8>>,
+    selected: &mut Vec<String>,
+    mixed: &mut u64,
+) -> Result<bool, EntryError> {
+    if let Some(key) = txn_key(e) {
+        // Transactions stay whole: every part and the commit, if any part matches.
+        let keep = txn_keys.contains(&key);
+        if keep && e.command_name() == Some("applyOps") && !all_leaves_match(e, f)? {
+            *mixed += 1;
+        }
+        return Ok(keep);
+    }
+    if e.command_name() == Some("applyOps") {
+        return touches(e, f);
+    }
+    let keep = f.leaf_matches(e, selected.iter().map(String::as_str)) == Some(true);
+    if keep {
+        if let Target::Ns(ns) | Target::Rename(_, ns) = super::filter::target(e) {
+            if !selected.contains(&ns) {
+                selected.push(ns);
+            }
+        }
+    }
+    Ok(keep)
+}
+
+fn all_leaves_match(e: &Entry<'_>, f: &NsFilter) -> Result<bool, EntryError> {
+    let mut all = true;
+    e.for_each_leaf(&mut |l: &Entry<'_>| -> Result<(), EntryError> {
+        if f.leaf_matches(l, std::iter::empty()) == Some(false) {
+            all = false;
+        }
+        Ok(())
+    })?;
+    Ok(all)
+}
+
+struct SinkStats {
+    entries: u64,
+    bytes: u64,
+    first: Option<Ts>,
+    last: Option<Ts>,
+    reordered: bool,
+    duplicates: u64,
+    same_ts: u64,
+}
+
+/// The final writer, fed in ts order: drops an entry identical to one already
+/// written with the same ts.
+struct Dedup {
+    w: BufWriter<File>,
+    path: PathBuf,
+    group_ts: Option<Ts>,
+    /// The entries written with `group_ts` (almost always one).
+    group: Vec<Vec<u8>>,
+    stats: SinkStats,
+}
+
+impl Dedup {
+    fn new(w: BufWriter<File>, path: PathBuf) -> Dedup {
+        Dedup {
+            w,
+            path,
+            group_ts: None,
+            group: Vec::new(),
+            stats: SinkStats {
+                entries: 0,
+                bytes: 0,
+                first: None,
+                last: None,
+                reordered: false,
+                duplicates: 0,
+                same_ts: 0,
+            },
+        }
+    }
+
+    fn put(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
+        if self.group_ts == Some(ts) {
+            if self.group.iter().any(|g| g == bytes) {
+                self.stats.duplicates += 1;
+                return Ok(());
+            }
+            self.stats.same_ts += 1;
+        } else {
+            self.group_ts = Some(ts);
+            self.group.clear();
+        }
+        self.w.write_all(bytes).map_err(|source| PlanError::Write {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.group.push(bytes.to_vec());
+        self.stats.entries += 1;
+        self.stats.bytes += bytes.len() as u64;
+        self.stats.first.get_or_insert(ts);
+        self.stats.last = Some(ts);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<SinkStats, PlanError> {
+        let io = |source| PlanError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        self.w.flush().map_err(io)?;
+        self.w.get_ref().sync_all().map_err(io)?;
+        Ok(self.stats)
+    }
+}
+
+enum Sink {
+    Stream(Dedup),
+    Sort(Sorter),
+}
+
+impl Sink {
+    fn push(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
+        match self {
+            Sink::Stream(d) => d.put(ts, bytes),
+            Sink::Sort(s) => s.push(ts, bytes),
+        }
+    }
+
+    fn finish(self) -> Result<SinkStats, PlanError> {
+        match self {
+            Sink::Stream(d) => d.finish(),
+            Sink::Sort(s) => s.finish(),
+        }
+    }
+}
+
+/// External merge sort by ts, stable (equal ts keep input order).
+struct Sorter {
+    dir: PathBuf,
+    budget: usize,
+    arena: Vec<u8>,
+    /// (ts, start, len) into `arena`, in input order.
+    index: Vec<(Ts, usize, usize)>,
+    runs: Vec<NamedTempFile>,
+    runs_dir: Option<TempDir>,
+    out: Dedup,
+    last_in: Option<Ts>,
+    reordered: bool,
+}
+
+impl Sorter {
+    fn new(dir: &Path, budget: usize, out: Dedup) -> Sorter {
+        Sorter {
+            dir: dir.to_path_buf(),
+            budget: budget.max(1),
+            arena: Vec::new(),
+            index: Vec::new(),
+            runs: Vec::new(),
+            runs_dir: None,
+            out,
+            last_in: None,
+            reordered: false,
+        }
+    }
+
+    fn push(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
+        if self.last_in.is_some_and(|p| ts < p) {
+            self.reordered = true;
+        }
+        self.last_in = Some(ts);
+        self.index.push((ts, self.arena.len(), bytes.len()));
+        self.arena.extend_from_slice(bytes);
+        if self.arena.len() >= self.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn sorted_index(&mut self) -> Vec<(Ts, usize, usize)> {
+        let mut idx = std::mem::take(&mut self.index);
+        idx.sort_by_key(|&(ts, start, _)| (ts, start));
+        idx
+    }
+
+    fn spill(&mut self) -> Result<(), PlanError> {
+        let write_err = |path: &Path, source| PlanError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if self.runs_dir.is_none() {
+            let d = tempfile::Builder::new()
+                .prefix(".pitr-sort-")
+                .tempdir_in(&self.dir)
+                .map_err(|e| write_err(&self.dir, e))?;
+            self.runs_dir = Some(d);
+        }
+        let runs_dir = self
+            .runs_dir
+            .as_ref()
+            .map(|d| d.path().to_path_buf())
+            .unwrap_or_default();
+        let run = NamedTempFile::new_in(&runs_dir).map_err(|e| write_err(&runs_dir, e))?;
+        let idx = self.sorted_index();
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, run.as_file());
+            for &(_, start, len) in &idx {
+                w.write_all(&self.arena[start..start + len])
+                    .map_err(|e| write_err(run.path(), e))?;
+            }
+            w.flush().map_err(|e| write_err(run.path(), e))?;
+        }
+        self.arena.clear();
+        self.runs.push(run);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<SinkStats, PlanError> {
+        if self.runs.is_empty() {
+            let idx = self.sorted_index();
+            for &(ts, start, len) in &idx {
+                let (arena, out) = (&self.arena, &mut self.out);
+                out.put(ts, &arena[start..start + len])?;
+            }
+        } else {
+            if !self.index.is_empty() {
+                self.spill()?;
+            }
+            self.merge()?;
+        }
+        let mut stats = self.out.finish()?;
+        stats.reordered = self.reordered;
+        Ok(stats)
+    }
+
+    fn merge(&mut self) -> Result<(), PlanError> {
+        let mut readers: Vec<RunReader> = Vec::with_capacity(self.runs.len());
+        for run in &self.runs {
+            readers.push(RunReader::open(run.path())?);
+        }
+        let mut heads: Vec<Option<Vec<u8>>> = vec![None; readers.len()];
+        let mut heap = BinaryHeap::new();
+        for (k, r) in readers.iter_mut().enumerate() {
+            if let Some((ts, bytes)) = r.next()? {
+                heads[k] = Some(bytes);
+                heap.push(Reverse((ts, k)));
+            }
+        }
+        while let Some(Reverse((ts, k))) = heap.pop() {
+            if let Some(bytes) = heads[k].take() {
+                self.out.put(ts, &bytes)?;
+            }
+            if let Some((ts, bytes)) = readers[k].next()? {
+                heads[k] = Some(bytes);
+                heap.push(Reverse((ts, k)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads back a sort run pitr wrote itself (entries already validated), with a
+/// small buffer: the merge holds one reader per run, so memory is about
+/// 64 KiB per run plus one entry each.
+struct RunReader {
+    r: std::io::BufReader<File>,
+    path: PathBuf,
+}
+
+impl RunReader {
+    fn open(path: &Path) -> Result<RunReader, PlanError> {
+        let f = File::open(path).map_err(|source| PlanError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(RunReader {
+            r: std::io::BufReader::with_capacity(64 << 10, f),
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn next(&mut self) -> Result<Option<(Ts, Vec<u8>)>, PlanError> {
+        use std::io::Read;
+        let io = |source| PlanError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut len = [0u8; 4];
+        match self.r.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(io(e)),
+        }
+        let n = (i32::from_le_bytes(len).max(5) as usize).min(oplog::MAX_ENTRY_BYTES);
+        let mut doc = vec![0u8; n];
+        doc[..4].copy_from_slice(&len);
+        self.r.read_exact(&mut doc[4..]).map_err(io)?;
+        let ts = bson::RawDocument::from_bytes(&doc)
+            .ok()
+            .and_then(|d| d.get_timestamp("ts").ok())
+            .map(Ts::from)
+            .ok_or_else(|| PlanError::Changed {
+                name: self.path.display().to_string(),
+                what: "a sort run no longer holds the entries pitr wrote".into(),
+            })?;
+        Ok(Some((ts, doc)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Quiet;
+    use bson::{doc, Bson, Document, Timestamp};
+
+    fn ts(t: u32, i: u32) -> Bson {
+        Bson::Timestamp(Timestamp {
+            time: t,
+            increment: i,
+        })
+    }
+
+    fn ins(t: u32, i: u32, ns: &str) -> Document {
+        doc! { "ts": ts(t, i), "op": "i", "ns": ns, "o": { "_id": (t * 100 + i) as i64 } }
+    }
+
+    fn write_oplog(dir: &Path, docs: &[Document]) -> String {
+        let p = dir.join("in.bson");
+        let mut b = Vec::new();
+        for d in docs {
+            b.extend(bson::to_vec(d).unwrap());
+        }
+        std::fs::write(&p, b).unwrap();
+        p.display().to_string()
+    }
+
+    fn read_ts(path: &Path) -> Vec<(u32, u32)> {
+        let mut r = oplog::open(&path.to_string_lossy(), ReadOptions::default()).unwrap();
+        let mut v = Vec::new();
+        while let Some(e) = r.next_entry().unwrap() {
+            v.push((e.ts.t, e.ts.i));
+        }
+        v
+    }
+
+    fn req<'a>(
+        path: &'a str,
+        dir: &'a Path,
+        sorted: bool,
+        memory: usize,
+        empty: &'a HashSet<Vec<u8>>,
+        skips: &'a HashSet<Ts>,
+    ) -> SliceRequest<'a> {
+        SliceRequest {
+            oplog: path,
+            opts: ReadOptions::default(),
+            from_exclusive: Ts::new(10, 1),
+            to_exclusive: Ts::new(20, 0),
+            filter: None,
+            known_ns: &[],
+            ns_txn_keys: empty,
+            skips,
+            input_sorted: sorted,
+            dir,
+            sort_memory: memory,
+        }
+    }
+
+    #[test]
+    fn bounds_sorting_duplicates_and_skips() {
+        let d = tempfile::tempdir().unwrap();
+        let docs = vec![
+            ins(10, 1, "a.b"),
+            ins(15, 1, "a.b"),
+            ins(12, 1, "a.b"),
+            ins(12, 1, "a.b"),
+            ins(19, 9, "a.b"),
+            ins(13, 1, "a.b"),
+            ins(20, 0, "a.b"),
+            ins(11, 1, "a.b"),
+            ins(25, 1, "a.b"),
+        ];
+        let path = write_oplog(d.path(), &docs);
+        let none = HashSet::new();
+        let skips: HashSet<Ts> = [Ts::new(13, 1)].into_iter().collect();
+        // In memory, then with a tiny budget that forces one run per entry.
+        for memory in [DEFAULT_SORT_MEMORY, 1] {
+            let out = write(&req(&path, d.path(), false, memory, &none, &skips), &Quiet).unwrap();
+            assert_eq!(
+                read_ts(out.file.path()),
+                vec![(11, 1), (12, 1), (15, 1), (19, 9)],
+                "memory {memory}"
+            );
+            assert!(out.reordered);
+            assert_eq!(
+                (out.entries, out.duplicates_dropped, out.same_ts_kept),
+                (4, 1, 0)
+            );
+            assert_eq!(
+                out.skipped.iter().map(|e| e.ts).collect::<Vec<_>>(),
+                vec![Ts::new(13, 1)]
+            );
+            assert_eq!(out.at_or_after_limit.unwrap().ts, Ts::new(20, 0));
+        }
+        // Streaming refuses a file that turns out unsorted.
+        let err = write(
+            &req(&path, d.path(), true, DEFAULT_SORT_MEMORY, &none, &skips),
+            &Quiet,
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(err, PlanError::Changed { .. }), "{err:?}");
+        // Nothing but the input is left behind in the directory.
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("in.bson")]);
+    }
+
+    #[test]
+    fn ns_filter_keeps_whole_transactions_and_matching_commands() {
+        let d = tempfile::tempdir().unwrap();
+        let txn = |t: u32, ns: &str| {
+            doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": 1 }, "txnNumber": t as i64,
+            "o": { "applyOps": [ { "op": "i", "ns": ns, "o": { "_id": 1 } }, { "op": "i", "ns": "other.x", "o": { "_id": 1 } } ] } }
+        };
+        let docs = vec![
+            ins(11, 1, "shop.orders"),
+            ins(11, 2, "shop.users"),
+            doc! { "ts": ts(12, 1), "op": "c", "ns": "shop.$cmd", "o": { "drop": "orders" } },
+            doc! { "ts": ts(12, 2), "op": "c", "ns": "shop.$cmd", "o": { "drop": "users" } },
+            doc! { "ts": ts(12, 3), "op": "c", "ns": "shop.$cmd", "o": { "dropDatabase": 1 } },
+            txn(13, "shop.orders"),
+            txn(14, "shop.users"),
+            doc! { "ts": ts(15, 1), "op": "n", "ns": "", "o": { "msg": "noop" } },
+        ];
+        let path = write_oplog(d.path(), &docs);
+        let f = NsFilter::new(&["shop.orders".into()]).unwrap().unwrap();
+        let keys: HashSet<Vec<u8>> = {
+            let mut k = bson::to_vec(&doc! { "id": 1 }).unwrap();
+            k.extend_from_slice(&13i64.to_le_bytes());
+            [k].into_iter().collect()
+        };
+        let skips = HashSet::new();
+        let known = vec!["shop.orders".to_string(), "shop.users".to_string()];
+        let mut r = req(&path, d.path(), true, DEFAULT_SORT_MEMORY, &keys, &skips);
+        r.filter = Some(&f);
+        r.known_ns = &known;
+        let out = write(&r, &Quiet).unwrap();
+        assert_eq!(
+            read_ts(out.file.path()),
+            vec![(11, 1), (12, 1), (12, 3), (13, 1)]
+        );
+        assert_eq!((out.filtered_out, out.mixed_transactions), (4, 1));
+        assert!(!out.reordered);
+    }
+}

@@ -1,0 +1,815 @@
+//! `pitr plan` as a user runs it: the real binary in a temp dir, checking stdout,
+//! stderr, exit codes and the files it writes (or, after a failure, does not write).
+//!
+//! Three sources of truth: mongo-tools' own restore test data (peer data, skipped
+//! when absent), the project's generated fixtures with their truth.json, and small
+//! scenarios built here entry by entry.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp};
+use common::*;
+use serde_json::Value;
+
+use pitr::oplog::{self, ReadOptions, Ts};
+use pitr::plan::RestorePlan;
+
+// ---------------------------------------------------------------- helpers
+
+fn ts(t: u32, i: u32) -> Bson {
+    Bson::Timestamp(Timestamp {
+        time: t,
+        increment: i,
+    })
+}
+
+/// Seconds of the synthetic scenarios: 2023-11-14T22:13:20Z + s.
+fn at(s: u32) -> u32 {
+    1_700_000_000 + s
+}
+
+fn write_bson(path: &Path, docs: &[Document]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut b = Vec::new();
+    for d in docs {
+        b.extend(bson::to_vec(d).unwrap());
+    }
+    fs::write(path, b).unwrap();
+}
+
+fn ins(s: u32, i: u32, ns: &str, id: i64) -> Document {
+    doc! { "ts": ts(at(s), i), "t": 1i64, "v": 2, "op": "i", "ns": ns, "ui": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] },
+    "wall": bson::DateTime::from_millis(at(s) as i64 * 1000), "o": { "_id": id, "n": id } }
+}
+
+fn del(s: u32, i: u32, ns: &str, id: i64) -> Document {
+    doc! { "ts": ts(at(s), i), "t": 1i64, "v": 2, "op": "d", "ns": ns, "o": { "_id": id } }
+}
+
+fn cmd(s: u32, i: u32, db: &str, o: Document) -> Document {
+    doc! { "ts": ts(at(s), i), "t": 1i64, "v": 2, "op": "c", "ns": format!("{db}.$cmd"), "o": o }
+}
+
+fn drop_cmd(s: u32, i: u32, db: &str, coll: &str, n: i64) -> Document {
+    let mut d = cmd(s, i, db, doc! { "drop": coll });
+    d.insert("o2", doc! { "numRecords": n });
+    d
+}
+
+/// A small incident: `shop.orders` (ids 1-5) and `shop.users` (ids 1-2) backed up
+/// with their own oplog (100:1-100:3), then traffic, the drop of shop.orders at
+/// 150:1, its re-creation and two inserts, and more traffic up to 200:1.
+struct Scenario {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Scenario {
+    fn new() -> Scenario {
+        Scenario::with_oplog(Scenario::main_oplog())
+    }
+
+    fn main_oplog() -> Vec<Document> {
+        vec![
+            ins(90, 1, "shop.orders", 5),
+            ins(100, 1, "shop.orders", 6),
+            del(100, 2, "shop.orders", 1),
+            ins(100, 3, "shop.users", 3),
+            ins(120, 1, "shop.orders", 7),
+            ins(121, 1, "shop.users", 4),
+            del(130, 1, "shop.users", 1),
+            ins(140, 1, "shop.orders", 8),
+            drop_cmd(150, 1, "shop", "orders", 7),
+            cmd(
+                160,
+                1,
+                "shop",
+                doc! { "create": "orders", "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } },
+            ),
+            ins(160, 2, "shop.orders", 100),
+            ins(170, 1, "shop.orders", 101),
+            ins(180, 1, "shop.users", 5),
+            doc! { "ts": ts(at(200), 1), "t": 1i64, "op": "n", "ns": "", "o": { "msg": "periodic noop" } },
+        ]
+    }
+
+    fn with_oplog(oplog: Vec<Document>) -> Scenario {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let b = root.join("backup");
+        write_bson(
+            &b.join("shop/orders.bson"),
+            &(1..=5)
+                .map(|i| doc! { "_id": i as i64, "n": i })
+                .collect::<Vec<_>>(),
+        );
+        fs::write(b.join("shop/orders.metadata.json"), r#"{"options":{},"indexes":[{"v":2,"key":{"_id":1},"name":"_id_"}],"type":"collection"}"#).unwrap();
+        write_bson(
+            &b.join("shop/users.bson"),
+            &[doc! { "_id": 1i64 }, doc! { "_id": 2i64 }],
+        );
+        // The backup's own oplog: the last entries before and during the dump.
+        write_bson(
+            &b.join("oplog.bson"),
+            &[
+                ins(100, 1, "shop.orders", 6),
+                del(100, 2, "shop.orders", 1),
+                ins(100, 3, "shop.users", 3),
+            ],
+        );
+        write_bson(&root.join("oplog.bson"), &oplog);
+        Scenario { _tmp: tmp, root }
+    }
+
+    fn plan(&self, extra: &[&str]) -> std::process::Output {
+        let mut args = vec!["plan", "--backup", "backup", "--oplog", "oplog.bson"];
+        args.extend_from_slice(extra);
+        pitr_in(&self.root, &args)
+    }
+
+    fn plan_json(&self, extra: &[&str]) -> Value {
+        let mut args = extra.to_vec();
+        args.push("--json");
+        let o = self.plan(&args);
+        assert_eq!(code(&o), 0, "pitr plan {extra:?}:\n{}", stderr(&o));
+        assert!(o.stderr.is_empty(), "stderr: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&o)))
+    }
+
+    /// Entries in the root directory other than the inputs.
+    fn outputs(&self) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(&self.root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "backup" && n != "oplog.bson")
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn expected(plan: &Value, ns: &str) -> Option<u64> {
+    plan["expected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ns"] == ns && e["exists"] == true)
+        .map(|e| e["documents"].as_u64().unwrap())
+}
+
+fn read_ts(path: &Path) -> Vec<Ts> {
+    let mut r = oplog::open(&path.to_string_lossy(), ReadOptions::default()).unwrap();
+    let mut v = Vec::new();
+    while let Some(e) = r.next_entry().unwrap() {
+        v.push(e.ts);
+    }
+    v
+}
+
+fn lint_codes(plan: &Value) -> Vec<String> {
+    plan["lint"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// ---------------------------------------------------------------- synthetic
+
+#[test]
+fn auto_stops_just_before_the_drop_and_writes_a_sorted_bounded_slice() {
+    let s = Scenario::new();
+    let p = s.plan_json(&["--until", "auto", "--out", "plan"]);
+    let limit = format!("{}:1", at(150));
+    assert_eq!(p["format"], "pitr-plan/1");
+    assert_eq!(p["until"]["limit"], limit.as_str());
+    assert_eq!(p["until"]["exclusive"], true);
+    assert_eq!(p["until"]["finding"]["kind"], "drop");
+    assert_eq!(p["until"]["entry_at_limit"]["command"], "drop");
+    assert_eq!(p["backup"]["end_ts"], format!("{}:3", at(100)).as_str());
+    assert_eq!(p["coverage"]["mode"], "after_backup");
+    assert_eq!(p["coverage"]["anchored"], true);
+    // Backup 1-5, its oplog +6 -1, then +7 +8: the 7 documents the drop recorded.
+    assert_eq!(expected(&p, "shop.orders"), Some(7));
+    assert_eq!(expected(&p, "shop.users"), Some(3));
+    let orders = p["expected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ns"] == "shop.orders")
+        .unwrap();
+    assert_eq!(orders["num_records"], 7);
+    assert_eq!(orders["backup_documents"], 5);
+
+    // The slice: exactly the entries after the backup's end and before the limit.
+    let slice = s.root.join("plan/oplog.bson");
+    assert_eq!(
+        read_ts(&slice),
+        vec![
+            Ts::new(at(120), 1),
+            Ts::new(at(121), 1),
+            Ts::new(at(130), 1),
+            Ts::new(at(140), 1)
+        ]
+    );
+    assert_eq!(p["slice"]["entries"], 4);
+    // plan.json is the same plan, and reads back as a RestorePlan.
+    let text = fs::read_to_string(s.root.join("plan/plan.json")).unwrap();
+    let back = RestorePlan::from_json(&text).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), p);
+    assert_eq!(back.limit(), Ts::new(at(150), 1));
+    // The steps name the real directories and the exact limit.
+    let steps = p["steps"].as_array().unwrap();
+    let argv = |n: usize| -> Vec<String> {
+        steps[n]["commands"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(argv(0).contains(&"ttlMonitorEnabled=false".to_string()));
+    assert_eq!(
+        &argv(1)[5..],
+        &[
+            "--oplogReplay".to_string(),
+            p["backup"]["dir"].as_str().unwrap().to_string()
+        ]
+    );
+    assert_eq!(
+        &argv(2)[5..8],
+        &[
+            "--oplogReplay".to_string(),
+            "--oplogLimit".to_string(),
+            limit.clone()
+        ]
+    );
+    assert_eq!(argv(2)[8], p["slice"]["dir"].as_str().unwrap());
+}
+
+#[test]
+fn human_output_has_every_section_and_says_the_limit_is_exclusive() {
+    let s = Scenario::new();
+    let o = s.plan(&["--until", "auto"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    for section in [
+        "Backup ",
+        "Oplog ",
+        "Until ",
+        "Coverage ",
+        "Lint ",
+        "Expected ",
+        "Slice ",
+        "Steps ",
+    ] {
+        assert!(
+            out.contains(&format!("\n{section}")) || out.starts_with(section),
+            "missing {section}:\n{out}"
+        );
+    }
+    assert!(
+        out.contains(&format!(
+            "limit {}:1 (2023-11-14T22:15:50Z) (exclusive)",
+            at(150)
+        )),
+        "{out}"
+    );
+    assert!(out.contains("--oplogLimit 1700000150:1"), "{out}");
+    assert!(
+        out.contains("= numRecords 7 of the entry at the limit"),
+        "{out}"
+    );
+    // The default output directory is named after the limit, in the cwd.
+    assert_eq!(s.outputs(), vec!["pitr-plan-1700000150-1".to_string()]);
+    assert!(s.root.join("pitr-plan-1700000150-1/plan.json").is_file());
+}
+
+#[test]
+fn skipping_the_drop_keeps_the_later_writes() {
+    let s = Scenario::new();
+    let p = s.plan_json(&["--until", "end", "--skip", "1700000150:1"]);
+    assert_eq!(p["until"]["limit"], "1700000200:2");
+    assert_eq!(p["skips"][0]["outcome"], "skipped");
+    assert_eq!(p["skips"][0]["entry"]["command"], "drop");
+    // 7 before the drop, the create changes nothing, then +100 +101.
+    assert_eq!(expected(&p, "shop.orders"), Some(9));
+    assert_eq!(expected(&p, "shop.users"), Some(4));
+    let slice = PathBuf::from(p["slice"]["oplog_file"].as_str().unwrap());
+    assert!(!read_ts(&slice).contains(&Ts::new(at(150), 1)));
+    // Without the skip, the drop happens and only the re-created collection remains.
+    let p = s.plan_json(&["--until", "end", "--out", "noskip"]);
+    assert_eq!(expected(&p, "shop.orders"), Some(2));
+    assert!(
+        lint_codes(&p).contains(&"destructive-before-limit".to_string()),
+        "{:?}",
+        lint_codes(&p)
+    );
+}
+
+#[test]
+fn a_skip_that_matches_nothing_is_an_error_and_writes_nothing() {
+    let s = Scenario::new();
+    for (skip, needle) in [
+        ("1700000150:2", "no entry of"),
+        ("1700000100:2", "not after the backup's end"),
+        ("1700000160:1", "at or after the limit"),
+        ("1700000150", "not an exact oplog position"),
+    ] {
+        let o = s.plan(&["--until", "1700000160:1", "--skip", skip]);
+        assert_eq!(code(&o), 2, "--skip {skip}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "--skip {skip}: {err}"
+        );
+        assert!(err.contains("\nhint: "), "{err}");
+        assert!(o.stdout.is_empty());
+        assert_eq!(
+            s.outputs(),
+            Vec::<String>::new(),
+            "--skip {skip} left files behind"
+        );
+    }
+}
+
+#[test]
+fn a_gap_after_the_backup_is_an_error_naming_both_sides() {
+    // The oplog starts 20 s after the backup's end.
+    let late: Vec<Document> = Scenario::main_oplog()
+        .into_iter()
+        .filter(|d| d.get_timestamp("ts").unwrap().time >= at(120))
+        .collect();
+    let s = Scenario::with_oplog(late);
+    let o = s.plan(&["--until", "auto"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("coverage gap"), "{err}");
+    assert!(
+        err.contains("1700000100:3 (2023-11-14T22:15:00Z)")
+            && err.contains("1700000120:1 (2023-11-14T22:15:20Z)"),
+        "{err}"
+    );
+    assert!(err.contains("hint: "), "{err}");
+    assert_eq!(s.outputs(), Vec::<String>::new());
+
+    // Past the end of the oplog: a gap too, and the hint offers `--until end`.
+    let s = Scenario::new();
+    let o = s.plan(&["--until", "1700000300:0"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("ends at 1700000200:1") && err.contains("--until end` (= 1700000200:2)"),
+        "{err}"
+    );
+    let o = s.plan(&["--until", "2023-11-14T22:20:00Z"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("after the last entry 1700000200:1"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(s.outputs(), Vec::<String>::new());
+}
+
+#[test]
+fn a_wall_clock_until_maps_to_the_first_entry_at_or_after_it() {
+    let s = Scenario::new();
+    // 22:15:45Z = 1700000145: nothing in that second before the drop at 150:1.
+    let p = s.plan_json(&["--until", "2023-11-14T22:15:45Z"]);
+    assert_eq!(p["until"]["mapped"], true);
+    assert_eq!(p["until"]["requested"], "1700000145:0");
+    assert_eq!(p["until"]["limit"], "1700000150:1");
+    assert_eq!(p["until"]["entry_at_limit"]["ts"], "1700000150:1");
+    assert_eq!(p["until"]["entry_at_limit"]["op"], "c");
+    assert_eq!(p["until"]["entry_at_limit"]["ns"], "shop.$cmd");
+    assert!(p["until"]["explanation"]
+        .as_str()
+        .unwrap()
+        .contains("exclusive"));
+    // Epoch seconds and an ObjectId's second are mapped the same way.
+    for v in ["1700000145", "oid:6553f1910000000000000000"] {
+        let p = s.plan_json(&["--until", v, "--out", "x"]);
+        assert_eq!(p["until"]["limit"], "1700000150:1", "{v}");
+    }
+    // An exact t:i is used as is, and the plan says there is no entry there.
+    let p = s.plan_json(&["--until", "1700000145:7", "--out", "exact"]);
+    assert_eq!(
+        (
+            p["until"]["limit"].as_str(),
+            p["until"]["mapped"].as_bool(),
+            p["until"]["exact_entry"].as_bool()
+        ),
+        (Some("1700000145:7"), Some(false), Some(false))
+    );
+    assert_eq!(p["until"]["entry_at_limit"]["ts"], "1700000150:1");
+    assert_eq!(expected(&p, "shop.orders"), Some(7));
+}
+
+#[test]
+fn ns_filtering_replays_only_the_selected_namespaces() {
+    let s = Scenario::new();
+    let p = s.plan_json(&["--until", "end", "--ns", "shop.users"]);
+    let slice = PathBuf::from(p["slice"]["oplog_file"].as_str().unwrap());
+    assert_eq!(
+        read_ts(&slice),
+        vec![
+            Ts::new(at(121), 1),
+            Ts::new(at(130), 1),
+            Ts::new(at(180), 1)
+        ]
+    );
+    assert_eq!(p["slice"]["filtered_out"], 7);
+    assert_eq!(expected(&p, "shop.users"), Some(4));
+    // The backup (with its own oplog) is restored whole: orders as of its end.
+    assert_eq!(expected(&p, "shop.orders"), Some(5));
+    assert!(lint_codes(&p).contains(&"ns-backup-restored-whole".to_string()));
+    assert_eq!(
+        p["restore"]["dump_namespaces"],
+        serde_json::json!(["shop.users"])
+    );
+}
+
+#[test]
+fn an_unsorted_oplog_is_sorted_into_the_slice() {
+    let mut entries = Scenario::main_oplog();
+    entries.swap(4, 7); // 140:1 before 120:1
+    entries.push(ins(121, 1, "shop.users", 4)); // a duplicate, out of place
+    let s = Scenario::with_oplog(entries);
+    let p = s.plan_json(&["--until", "auto"]);
+    assert_eq!(p["oplog"]["sorted"], false);
+    assert_eq!(p["oplog"]["out_of_order"], 3);
+    assert_eq!(p["slice"]["reordered"], true);
+    assert_eq!(p["slice"]["duplicates_dropped"], 1);
+    assert!(lint_codes(&p).contains(&"unsorted-oplog".to_string()));
+    let got = read_ts(Path::new(p["slice"]["oplog_file"].as_str().unwrap()));
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(got, sorted);
+    assert_eq!(got.len(), 4);
+    assert!(got
+        .iter()
+        .all(|t| *t > Ts::new(at(100), 3) && *t < Ts::new(at(150), 1)));
+    assert_eq!(expected(&p, "shop.orders"), Some(7));
+}
+
+#[test]
+fn a_command_mongorestore_cannot_apply_makes_a_lint_error_and_exit_1() {
+    let mut entries = Scenario::main_oplog();
+    entries.insert(
+        5,
+        cmd(
+            125,
+            1,
+            "admin",
+            doc! { "setFeatureCompatibilityVersion": "7.0" },
+        ),
+    );
+    let s = Scenario::with_oplog(entries);
+    let o = s.plan(&["--until", "auto"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("error   unknown-command 1700000125:1 admin.$cmd"),
+        "{out}"
+    );
+    assert!(out.contains("The lint found 1 error(s)"), "{out}");
+    assert!(s.root.join("pitr-plan-1700000150-1/plan.json").is_file());
+}
+
+#[test]
+fn backups_without_their_own_oplog_need_backup_end() {
+    let s = Scenario::new();
+    fs::remove_file(s.root.join("backup/oplog.bson")).unwrap();
+    let o = s.plan(&["--until", "auto"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("has no oplog of its own") && err.contains("--backup-end"),
+        "{err}"
+    );
+    // Told where it starts, it replays from there (idempotently).
+    let p = s.plan_json(&["--until", "auto", "--backup-end", "1700000095:0"]);
+    assert_eq!(p["backup"]["end_source"], "flag");
+    assert_eq!(p["restore"]["backup_oplog_replay"], false);
+    assert_eq!(expected(&p, "shop.orders"), Some(7));
+    assert_eq!(expected(&p, "shop.users"), Some(3));
+    // With --ns and no oplog of its own, the backup restore itself is narrowed.
+    let p = s.plan_json(&[
+        "--until",
+        "1700000150:1",
+        "--backup-end",
+        "1700000095:0",
+        "--ns",
+        "shop.users",
+        "--out",
+        "n",
+    ]);
+    assert_eq!(
+        p["restore"]["ns_include"],
+        serde_json::json!(["shop.users"])
+    );
+    assert_eq!(expected(&p, "shop.orders"), None);
+    // --backup-end cannot override a backup's own oplog.
+    let s = Scenario::new();
+    let o = s.plan(&["--until", "auto", "--backup-end", "1700000095:0"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("conflicts with the backup's own oplog"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn out_dir_is_refused_when_it_holds_other_files_and_replaced_when_it_is_a_plan() {
+    let s = Scenario::new();
+    fs::create_dir(s.root.join("busy")).unwrap();
+    fs::write(s.root.join("busy/notes.txt"), "mine").unwrap();
+    let o = s.plan(&["--until", "auto", "--out", "busy"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("`notes.txt`"), "{}", stderr(&o));
+    assert_eq!(fs::read_dir(s.root.join("busy")).unwrap().count(), 1);
+    // A previous plan's directory is replaced.
+    s.plan_json(&["--until", "auto", "--out", "p"]);
+    let p = s.plan_json(&["--until", "end", "--out", "p"]);
+    let mut names: Vec<String> = fs::read_dir(s.root.join("p"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["oplog.bson", "plan.json"]);
+    let on_disk: Value =
+        serde_json::from_str(&fs::read_to_string(s.root.join("p/plan.json")).unwrap()).unwrap();
+    assert_eq!(on_disk, p);
+}
+
+#[test]
+fn bad_command_lines() {
+    let s = Scenario::new();
+    for (args, needle) in [
+        (vec!["--until", "soon"], "`soon`"),
+        (
+            vec!["--until", "auto", "--ns", "shop.{x"],
+            "not a valid namespace pattern",
+        ),
+        (vec!["--until", "auto", "--oplog", "-"], "stdin"),
+    ] {
+        let mut all = vec!["plan", "--backup", "backup"];
+        if !args.contains(&"--oplog") {
+            all.extend(["--oplog", "oplog.bson"]);
+        }
+        all.extend(args.iter());
+        let o = pitr_in(&s.root, &all);
+        assert_eq!(code(&o), 2, "{all:?}");
+        assert!(stderr(&o).contains(needle), "{all:?}: {}", stderr(&o));
+    }
+    let o = pitr_in(
+        &s.root,
+        &[
+            "plan",
+            "--backup",
+            "nope",
+            "--oplog",
+            "oplog.bson",
+            "--until",
+            "auto",
+        ],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("`nope` is not a directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(s.outputs(), Vec::<String>::new());
+}
+
+// ---------------------------------------------------------------- peer data
+
+const DUMP_WITH_OPLOG: &str = "test/qa-tests/jstests/restore/testdata/dump_with_oplog";
+
+/// mongo-tools' own test: the dump's oplog inserts _id 10-13 at 1416342265:2..5 and
+/// _id 14 at 1500000000:1, so `--oplogLimit 1416342266:0` gives 14 documents and
+/// no limit 15. Here the backup's own oplog IS the oplog to replay: the limit lies
+/// inside the backup's oplog window, so the plan replays it with --oplogLimit and
+/// needs no slice; `--until end` replays all of it.
+#[test]
+fn peer_dump_with_oplog_matches_mongo_tools_known_counts() {
+    let Some(peer) = peer_dir("peer_dump_with_oplog_matches_mongo_tools_known_counts") else {
+        return;
+    };
+    let dump = peer.join(DUMP_WITH_OPLOG);
+    let dump = dump.to_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |until: &str, out: &str| -> Value {
+        let o = pitr_in(
+            tmp.path(),
+            &[
+                "plan", "--backup", dump, "--oplog", dump, "--until", until, "--json", "--out", out,
+            ],
+        );
+        assert_eq!(code(&o), 0, "--until {until}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let p = run("1416342266:0", "a");
+    assert_eq!(expected(&p, "test.data"), Some(14));
+    assert_eq!(p["coverage"]["mode"], "within_backup_oplog");
+    assert_eq!(p["restore"]["backup_oplog_limit"], "1416342266:0");
+    assert_eq!(p["restore"]["slice_dir"], Value::Null);
+    assert_eq!(p["until"]["exact_entry"], false);
+    assert_eq!(p["until"]["entry_at_limit"]["ts"], "1500000000:1");
+    assert!(lint_codes(&p).contains(&"fuzzy-restore-point".to_string()));
+    // The legacy system.indexes.bson is index definitions, not a collection.
+    assert_eq!(p["backup"]["documents"], 10);
+    let p = run("end", "b");
+    assert_eq!(expected(&p, "test.data"), Some(15));
+    assert_eq!(p["until"]["limit"], "1500000000:2");
+    assert_eq!(p["restore"]["backup_oplog_limit"], Value::Null);
+    assert_eq!(p["steps"].as_array().unwrap().len(), 5, "no slice step");
+    // Nothing was written into the peer data.
+    assert!(!Path::new(dump).join("plan.json").exists());
+}
+
+/// mongo-tools' create_indexes oplog ends with an entry repeated out of order.
+#[test]
+fn peer_unsorted_oplog_is_sorted_and_deduplicated() {
+    let Some(peer) = peer_dir("peer_unsorted_oplog_is_sorted_and_deduplicated") else {
+        return;
+    };
+    let oplog_path = peer.join("mongorestore/testdata/create_indexes/oplog.bson");
+    let tmp = tempfile::tempdir().unwrap();
+    fs::create_dir_all(tmp.path().join("backup/create_indexes")).unwrap();
+    fs::write(tmp.path().join("backup/create_indexes/other.bson"), []).unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            "backup",
+            "--backup-end",
+            "1589174730:1",
+            "--oplog",
+            oplog_path.to_str().unwrap(),
+            "--until",
+            "end",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let p: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["oplog"]["sorted"], false);
+    assert_eq!(p["slice"]["reordered"], true);
+    // Its repeated ts holds two different createIndexes: both are kept.
+    assert_eq!(p["slice"]["duplicates_dropped"], 0);
+    assert_eq!(p["slice"]["same_ts_kept"], 1);
+    assert!(lint_codes(&p).contains(&"same-ts-entries".to_string()));
+    let got = read_ts(Path::new(p["slice"]["oplog_file"].as_str().unwrap()));
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(got, sorted);
+    assert_eq!(got.len(), 15);
+    assert!(
+        lint_codes(&p).contains(&"index-build-deferred".to_string()),
+        "{:?}",
+        lint_codes(&p)
+    );
+    assert_eq!(expected(&p, "create_indexes.test"), Some(0));
+}
+
+// ---------------------------------------------------------------- generated fixtures
+
+const FIXTURE: &str = "fixtures/incident";
+
+/// For every incident of a generated fixture, `--until <its limit>` expects exactly
+/// truth.json's counts, and `--until auto` picks the first incident.
+fn assert_plan_matches_truth(dir: &Path) {
+    let truth: Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let run = |until: &str, name: &str| -> Value {
+        let target = out.path().join(name);
+        let o = pitr_in(
+            dir,
+            &[
+                "plan",
+                "--backup",
+                "backup",
+                "--oplog",
+                "oplog.bson",
+                "--until",
+                until,
+                "--json",
+                "--out",
+                target.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code(&o), 0, "--until {until}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let incidents = truth["incidents"].as_array().unwrap();
+    let counts = truth["expected_counts"].as_array().unwrap();
+    assert_eq!(incidents.len(), counts.len());
+    assert!(!incidents.is_empty());
+    for (n, (inc, want)) in incidents.iter().zip(counts).enumerate() {
+        let limit = inc["oplog_limit"].as_str().unwrap();
+        assert_eq!(want["oplog_limit"], limit);
+        let p = run(limit, &format!("p{n}"));
+        let got: serde_json::Map<String, Value> = p["expected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["exists"] == true)
+            .map(|e| {
+                (
+                    e["ns"].as_str().unwrap().to_string(),
+                    e["documents"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            Value::Object(got),
+            want["counts"],
+            "incident {n} ({} of {}) at {limit}",
+            inc["kind"],
+            inc["ns"]
+        );
+        // Where the incident recorded how many documents it removed, the plan
+        // carries that number as a cross-check on the namespace it hit.
+        if let (Some(n_rec), "drop") = (inc["num_records"].as_u64(), inc["kind"].as_str().unwrap())
+        {
+            let e = p["expected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["ns"] == inc["ns"])
+                .unwrap();
+            assert_eq!(
+                (e["num_records"].as_u64(), e["documents"].as_u64()),
+                (Some(n_rec), Some(n_rec))
+            );
+        }
+        let slice = PathBuf::from(p["slice"]["oplog_file"].as_str().unwrap());
+        let limit_ts = pitr::plan::ts_json::parse(limit).unwrap();
+        assert!(read_ts(&slice).iter().all(|t| *t < limit_ts));
+    }
+    let p = run("auto", "auto");
+    assert_eq!(p["until"]["limit"], incidents[0]["oplog_limit"]);
+    assert_eq!(p["until"]["finding"]["kind"], incidents[0]["kind"]);
+}
+
+#[test]
+fn generated_fixture_counts_match_truth_for_every_incident() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    if !dir.join("truth.json").is_file() {
+        eprintln!(
+            "SKIPPED generated_fixture_counts_match_truth_for_every_incident: {} not generated",
+            dir.display()
+        );
+        return;
+    }
+    assert_plan_matches_truth(&dir);
+}
+
+#[test]
+fn fresh_seeds_match_their_truth() {
+    for seed in ["1", "99"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = pitr_in(
+            dir.path(),
+            &["gen-fixtures", "--out", "gen", "--seed", seed],
+        );
+        assert_eq!(code(&o), 0, "gen-fixtures: {}", stderr(&o));
+        assert_plan_matches_truth(&dir.path().join("gen"));
+    }
+}
+
+#[test]
+fn a_truncated_oplog_fails_unless_allowed() {
+    let s = Scenario::new();
+    let path = s.root.join("oplog.bson");
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.truncate(bytes.len() - 9);
+    fs::write(&path, bytes).unwrap();
+    let o = s.plan(&["--until", "auto"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("is truncated at byte") && err.contains("--allow-truncated"),
+        "{err}"
+    );
+    assert_eq!(s.outputs(), Vec::<String>::new());
+    let p = s.plan_json(&["--until", "end", "--allow-truncated"]);
+    // The cut-off no-op at 200:1 is gone: the oplog now ends at 180:1.
+    assert_eq!(p["until"]["limit"], "1700000180:2");
+    assert!(p["oplog"]["truncated"]
+        .as_str()
+        .unwrap()
+        .contains("truncated"));
+    assert!(lint_codes(&p).contains(&"truncated-oplog".to_string()));
+}
