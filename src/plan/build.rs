@@ -419,9 +419,9 @@ fn absolute(p: &Path) -> String {
 }
 
 /// Feeds the lint before the model, so the lint sees the state just before each op.
-struct Both<'a> {
-    lint: &'a mut Linter,
-    model: &'a mut Model,
+pub(crate) struct Both<'a> {
+    pub(crate) lint: &'a mut Linter,
+    pub(crate) model: &'a mut Model,
 }
 
 impl Visitor for Both<'_> {

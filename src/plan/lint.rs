@@ -337,27 +337,11 @@ impl Linter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::apply::{Applier, Visitor};
+    use crate::plan::apply::Applier;
     use crate::plan::expect::Seed;
     use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp};
 
-    struct Both<'a> {
-        lint: &'a mut Linter,
-        model: &'a mut Model,
-    }
-
-    impl Visitor for Both<'_> {
-        fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, in_txn: bool) {
-            self.lint.applied(op, at, src, self.model);
-            self.model.applied(op, at, src, in_txn);
-        }
-        fn ignored(&mut self, op: &Entry<'_>, why: Ignored, src: Source) {
-            self.lint.ignored(op, why, src);
-        }
-        fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
-            self.lint.committed(at, first, parts_from, src);
-        }
-    }
+    use crate::plan::build::Both;
 
     fn ts(t: u32, i: u32) -> Bson {
         Bson::Timestamp(Timestamp {
