@@ -79,7 +79,7 @@ pub fn run(a: FindDropArgs) -> Result<u8, Failure> {
     let opts = ReadOptions {
         allow_truncated: a.allow_truncated,
     };
-    let summary = scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_raw(doc))?;
+    let summary = scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_bytes(doc))?;
     let out_of_order = scanner.stats().out_of_order;
     let (findings, _stats) = scanner.finish();
     let findings: Vec<Finding> = findings.into_iter().filter(|f| filter.keep(f)).collect();

@@ -6,6 +6,7 @@
 //! already read are skipped, so nothing is counted twice.
 
 use crate::error::Failure;
+#[allow(unused_imports)] // for the doc link
 use bson::RawDocument;
 
 use crate::oplog::elements::peek_ts_op;
@@ -25,13 +26,15 @@ pub struct SourcesSummary {
     pub truncations: Vec<Truncation>,
 }
 
-/// Calls `f` on every entry of every source, in order, as raw BSON (callers parse
-/// as much as they need; an error from `f` is reported with the entry's position).
+/// Calls `f` on every entry of every source, in order, as the bytes of one framed
+/// BSON document (callers parse as much as they need; see
+/// [`RawDocument::from_bytes`]; an error from `f` is reported with the entry's
+/// position).
 pub fn scan_sources(
     sources: &[String],
     opts: ReadOptions,
     show_progress: bool,
-    mut f: impl FnMut(&RawDocument) -> Result<(), EntryError>,
+    mut f: impl FnMut(&[u8]) -> Result<(), EntryError>,
 ) -> Result<SourcesSummary, Failure> {
     let mut summary = SourcesSummary::default();
     let mut newest_before: Option<Ts> = None;
@@ -47,14 +50,14 @@ pub fn scan_sources(
         // Positions matter only when another source follows or precedes this one.
         let track = sources.len() > 1;
         loop {
-            let Some((doc, offset, index)) = r.next_raw()? else { break };
+            let Some((doc, offset, index)) = r.next_bytes()? else { break };
             summary.entries += 1;
             if summary.entries % 8192 == 0 {
                 bar.tick();
             }
             // Overlap handling needs the position; a document without one is passed
             // on, and the callback's full parse reports it.
-            if let Some((ts, _)) = track.then(|| peek_ts_op(doc.as_bytes())).flatten() {
+            if let Some((ts, _)) = track.then(|| peek_ts_op(doc)).flatten() {
                 if floor.is_some_and(|fl| ts <= fl) {
                     summary.skipped_overlap += 1;
                     continue;

@@ -91,7 +91,7 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
         allow_truncated: a.allow_truncated,
     };
     let summary = scan_sources(&a.sources, opts, !a.json, |doc| {
-        let e = crate::oplog::Entry::parse(doc)?;
+        let e = crate::oplog::Entry::parse(bson::RawDocument::from_bytes(doc)?)?;
         stats.feed(&e);
         scanner.feed(&e)
     })?;

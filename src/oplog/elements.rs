@@ -68,6 +68,90 @@ fn read_i32(b: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
+/// Value sizes of the fixed-size BSON types, by type byte; `VAR` for types whose
+/// size is read from the value, `BAD` for bytes that are no BSON type.
+const VAR: u8 = 0xFE;
+const BAD: u8 = 0xFF;
+const FIXED: [u8; 256] = {
+    let mut t = [BAD; 256];
+    t[0x01] = 8; // double
+    t[0x09] = 8; // datetime
+    t[0x11] = 8; // timestamp
+    t[0x12] = 8; // int64
+    t[0x10] = 4; // int32
+    t[0x08] = 1; // bool
+    t[0x07] = 12; // ObjectId
+    t[0x13] = 16; // decimal128
+    t[0x06] = 0; // undefined
+    t[0x0A] = 0; // null
+    t[0xFF] = 0; // minKey
+    t[0x7F] = 0; // maxKey
+    t[0x02] = VAR; // string
+    t[0x0D] = VAR; // JavaScript
+    t[0x0E] = VAR; // symbol
+    t[0x03] = VAR; // document
+    t[0x04] = VAR; // array
+    t[0x0F] = VAR; // code with scope
+    t[0x05] = VAR; // binary
+    t[0x0C] = VAR; // DBPointer
+    t[0x0B] = VAR; // regex
+    t
+};
+
+impl<'a> Elements<'a> {
+    /// The extent of a variable-size value starting at `v`, checked to lie within
+    /// the document and, for strings and documents, to end with their NUL.
+    #[inline(always)]
+    fn var_len(&self, kind: u8, v: usize) -> Result<usize, &'static str> {
+        let b = self.doc;
+        let prefix = || read_i32(b, v).ok_or("element with an impossible length");
+        let (len, needs_nul) = match kind {
+            // string, JavaScript, symbol: int32 length (incl. NUL) + bytes
+            0x02 | 0x0D | 0x0E => match prefix()? {
+                n if n >= 1 => (4 + n as usize, true),
+                _ => return Err("element with an impossible length"),
+            },
+            // document, array: int32 total length, NUL-terminated
+            0x03 | 0x04 => match prefix()? {
+                n if n >= 5 => (n as usize, true),
+                _ => return Err("element with an impossible length"),
+            },
+            // code with scope: int32 total length
+            0x0F => match prefix()? {
+                n if n >= 5 => (n as usize, false),
+                _ => return Err("element with an impossible length"),
+            },
+            // binary: int32 length + subtype byte + bytes
+            0x05 => match prefix()? {
+                n if n >= 0 => (5 + n as usize, false),
+                _ => return Err("element with an impossible length"),
+            },
+            // DBPointer: string + 12-byte id
+            0x0C => match prefix()? {
+                n if n >= 1 => (4 + n as usize + 12, false),
+                _ => return Err("element with an impossible length"),
+            },
+            // regex: two C strings
+            _ => {
+                let end = self.end;
+                let p1 = b[v.min(end)..end].iter().position(|&c| c == 0).ok_or("regex without its NUL")?;
+                let s2 = v + p1 + 1;
+                let p2 = b[s2.min(end)..end].iter().position(|&c| c == 0).ok_or("regex without its NUL")?;
+                (p1 + 1 + p2 + 1, false)
+            }
+        };
+        match v.checked_add(len) {
+            Some(e) if e <= self.end => {
+                if needs_nul && b[e - 1] != 0 {
+                    return Err("string or document without its NUL terminator");
+                }
+                Ok(len)
+            }
+            _ => Err("element runs past the end of its document"),
+        }
+    }
+}
+
 impl<'a> Iterator for Elements<'a> {
     type Item = Result<Element<'a>, ElementError>;
 
@@ -79,72 +163,32 @@ impl<'a> Iterator for Elements<'a> {
         let b = self.doc;
         let start = self.pos;
         let kind = b[start];
-        // Key: a NUL-terminated C string.
+        // Key: a NUL-terminated C string, almost always a few bytes long.
         let key_start = start + 1;
-        let key_len = match b[key_start..self.end].iter().position(|&c| c == 0) {
-            Some(n) => n,
-            None => return self.fail(start, "element key without its NUL terminator"),
-        };
-        let key = &b[key_start..key_start + key_len];
-        let v = key_start + key_len + 1;
-        let fixed = |n: usize| Some(n);
-        let len: Option<usize> = match kind {
-            0x01 | 0x09 | 0x11 | 0x12 => fixed(8), // double, datetime, timestamp, int64
-            0x10 => fixed(4),                      // int32
-            0x08 => fixed(1),                      // bool
-            0x07 => fixed(12),                     // ObjectId
-            0x13 => fixed(16),                     // decimal128
-            0x06 | 0x0A | 0xFF | 0x7F => fixed(0), // undefined, null, minKey, maxKey
-            // string, JavaScript, symbol: int32 length (incl. NUL) + bytes
-            0x02 | 0x0D | 0x0E => match read_i32(b, v) {
-                Some(n) if n >= 1 => Some(4 + n as usize),
-                _ => None,
-            },
-            // document, array, code with scope: int32 total length
-            0x03 | 0x04 | 0x0F => match read_i32(b, v) {
-                Some(n) if n >= 5 => Some(n as usize),
-                _ => None,
-            },
-            // binary: int32 length + subtype byte + bytes
-            0x05 => match read_i32(b, v) {
-                Some(n) if n >= 0 => Some(5 + n as usize),
-                _ => None,
-            },
-            // DBPointer: string + 12-byte id
-            0x0C => match read_i32(b, v) {
-                Some(n) if n >= 1 => Some(4 + n as usize + 12),
-                _ => None,
-            },
-            // regex: two C strings
-            0x0B => {
-                let first = b[v.min(self.end)..self.end].iter().position(|&c| c == 0);
-                first.and_then(|p1| {
-                    let s2 = v + p1 + 1;
-                    b[s2.min(self.end)..self.end]
-                        .iter()
-                        .position(|&c| c == 0)
-                        .map(|p2| p1 + 1 + p2 + 1)
-                })
-            }
-            _ => return self.fail(start, "unknown BSON element type"),
-        };
-        let Some(len) = len else {
-            return self.fail(start, "element with an impossible length");
-        };
-        let value_end = match v.checked_add(len) {
-            Some(e) if e <= self.end => e,
-            _ => return self.fail(start, "element runs past the end of its document"),
-        };
-        let value = &b[v..value_end];
-        // Strings and embedded documents must end with their NUL.
-        let nul_ok = match kind {
-            0x02 | 0x0D | 0x0E | 0x03 | 0x04 => value.last() == Some(&0),
-            _ => true,
-        };
-        if !nul_ok {
-            return self.fail(start, "string or document without its NUL terminator");
+        let mut k = key_start;
+        while k < self.end && b[k] != 0 {
+            k += 1;
         }
-        self.pos = value_end;
+        if k >= self.end {
+            return self.fail(start, "element key without its NUL terminator");
+        }
+        let key = &b[key_start..k];
+        let v = k + 1;
+        let len = match FIXED[kind as usize] {
+            BAD => return self.fail(start, "unknown BSON element type"),
+            VAR => match self.var_len(kind, v) {
+                Ok(n) => n,
+                Err(what) => return self.fail(start, what),
+            },
+            n => {
+                if v + n as usize > self.end {
+                    return self.fail(start, "element runs past the end of its document");
+                }
+                n as usize
+            }
+        };
+        let value = &b[v..v + len];
+        self.pos = v + len;
         Some(Ok(Element { key, kind, value }))
     }
 }
@@ -176,6 +220,18 @@ pub fn ts_value(v: &[u8]) -> Option<crate::oplog::Ts> {
         i: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
         t: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
     })
+}
+
+/// The one-letter `op` of an entry whose FIRST element is `op` (the field order of
+/// MongoDB 4.4+ oplogs), read from fixed byte positions without walking; `None`
+/// for any other layout (older servers put `ts` first), and the caller walks.
+#[inline(always)]
+pub fn leading_op(doc: &[u8]) -> Option<u8> {
+    // int32 length | 0x02 'o' 'p' 0x00 | int32 2 | op byte | 0x00
+    match doc.get(4..14)? {
+        [0x02, b'o', b'p', 0, 2, 0, 0, 0, op, 0] => Some(*op),
+        _ => None,
+    }
 }
 
 /// The two fields every scan needs first, found by walking only as far as needed:

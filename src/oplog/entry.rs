@@ -8,10 +8,10 @@
 //! session fields, exactly as the server applies them.
 
 use bson::spec::ElementType;
-use bson::{RawArray, RawBsonRef, RawDocument};
+use bson::{RawBsonRef, RawDocument};
 use chrono::{DateTime, Utc};
 
-use super::elements::{i64_value, str_value, ts_value, ElementError, Elements};
+use super::elements::{i64_value, leading_op, str_value, ts_value, ElementError, Elements};
 use super::timestamp::Ts;
 
 /// Nested `applyOps` deeper than this is refused rather than recursed into.
@@ -129,13 +129,6 @@ pub fn as_i64(v: RawBsonRef<'_>) -> Option<i64> {
     }
 }
 
-/// Truthiness the way the server reads flags such as `fromMigrate`.
-fn as_flag(v: RawBsonRef<'_>) -> bool {
-    match v {
-        RawBsonRef::Boolean(b) => b,
-        other => as_i64(other).is_some_and(|n| n != 0),
-    }
-}
 
 impl<'a> Entry<'a> {
     /// Parses a top-level oplog entry. `ts` and `op` are required.
@@ -255,7 +248,8 @@ impl<'a> Entry<'a> {
         if self.op != Op::Command {
             return None;
         }
-        self.o?.iter_elements().next()?.ok().map(|el| el.key())
+        let first = Elements::new(self.o?.as_bytes()).next()?.ok()?;
+        std::str::from_utf8(first.key).ok()
     }
 
     /// `ui` formatted as a UUID string.
@@ -272,16 +266,19 @@ impl<'a> Entry<'a> {
         if self.depth as usize >= MAX_APPLY_OPS_DEPTH {
             return Some(Err(EntryError::TooDeep));
         }
-        Some(match self.o?.get("applyOps") {
-            Ok(Some(RawBsonRef::Array(arr))) => Ok(ApplyOps {
+        // command_name() saw `applyOps` as the first key of `o`.
+        let first = match Elements::new(self.o?.as_bytes()).next()? {
+            Ok(el) => el,
+            Err(e) => return Some(Err(e.into())),
+        };
+        Some(match first.kind {
+            ARRAY => Ok(ApplyOps {
                 parent: *self,
-                arr: arr.into_iter(),
+                arr: Elements::new(first.value),
                 index: 0,
                 skip_inserts: false,
             }),
-            Ok(Some(other)) => Err(wrong("applyOps", other.element_type(), "an array")),
-            Ok(None) => Err(EntryError::Missing("applyOps")),
-            Err(e) => Err(e.into()),
+            other => Err(wrong("applyOps", other, "an array")),
         })
     }
 
@@ -307,9 +304,14 @@ impl<'a> Entry<'a> {
 
     /// A boolean field of `o` (e.g. `partialTxn`, `prepare`), false when absent.
     pub fn o_flag(&self, key: &str) -> bool {
-        self.o
-            .and_then(|o| o.get(key).ok().flatten())
-            .is_some_and(as_flag)
+        let Some(o) = self.o else { return false };
+        Elements::new(o.as_bytes())
+            .flatten()
+            .find(|el| el.key == key.as_bytes())
+            .is_some_and(|el| match el.kind {
+                BOOLEAN => el.value.first().is_some_and(|b| *b != 0),
+                kind => i64_value(kind, el.value).is_some_and(|n| n != 0),
+            })
     }
 }
 
@@ -339,6 +341,7 @@ impl From<ElementType> for Kind {
 
 const STRING: u8 = 0x02;
 const DOCUMENT: u8 = 0x03;
+const ARRAY: u8 = 0x04;
 const BINARY: u8 = 0x05;
 const BOOLEAN: u8 = 0x08;
 const DATETIME: u8 = 0x09;
@@ -360,7 +363,8 @@ fn sub_document(kind: u8, v: &[u8]) -> Result<Option<&RawDocument>, EntryError> 
 /// The operations of one `applyOps`, in order.
 pub struct ApplyOps<'a> {
     parent: Entry<'a>,
-    arr: bson::raw::RawArrayIter<'a>,
+    /// The array's elements (an array is a document keyed "0", "1", ...).
+    arr: Elements<'a>,
     index: usize,
     skip_inserts: bool,
 }
@@ -384,8 +388,9 @@ impl<'a> Iterator for ApplyOps<'a> {
             let index = self.index;
             self.index += 1;
             if self.skip_inserts {
-                if let Ok(RawBsonRef::Document(d)) = &item {
-                    if matches!(op_byte(d.as_bytes()), Some(b'i' | b'n')) {
+                if let Ok(el) = &item {
+                    let op = leading_op(el.value).or_else(|| op_byte(el.value));
+                    if el.kind == DOCUMENT && matches!(op, Some(b'i' | b'n')) {
                         continue;
                     }
                 }
@@ -397,12 +402,17 @@ impl<'a> Iterator for ApplyOps<'a> {
             source: Box::new(e),
         };
         Some(match item {
-            Ok(RawBsonRef::Document(d)) => match Entry::parse_with(d, Some(&self.parent), false) {
-                Ok(Parsed::Entry(e)) => Ok(e),
-                Ok(Parsed::InsertOrNoop(_)) => unreachable!("not asked to stop early"),
-                Err(e) => Err(wrap(e)),
-            },
-            Ok(other) => Err(wrap(wrong("applyOps element", other.element_type(), "a document"))),
+            Ok(el) if el.kind == DOCUMENT => {
+                let parsed = RawDocument::from_bytes(el.value)
+                    .map_err(EntryError::from)
+                    .and_then(|d| Entry::parse_with(d, Some(&self.parent), false));
+                match parsed {
+                    Ok(Parsed::Entry(e)) => Ok(e),
+                    Ok(Parsed::InsertOrNoop(_)) => unreachable!("not asked to stop early"),
+                    Err(e) => Err(wrap(e)),
+                }
+            }
+            Ok(el) => Err(wrap(wrong("applyOps element", el.kind, "a document"))),
             Err(e) => Err(wrap(e.into())),
         })
     }
@@ -439,13 +449,6 @@ pub fn format_uuid(b: &[u8]) -> String {
     }
 }
 
-/// Convenience used by tests and tools: the raw array of `applyOps`, if any.
-pub fn apply_ops_array(o: &RawDocument) -> Option<&RawArray> {
-    match o.get("applyOps") {
-        Ok(Some(RawBsonRef::Array(a))) => Some(a),
-        _ => None,
-    }
-}
 
 #[cfg(test)]
 mod tests {

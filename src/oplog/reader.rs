@@ -162,6 +162,16 @@ impl OplogReader {
         }
     }
 
+    /// The next document's bytes (framing checked: a plausible length prefix and
+    /// the trailing NUL), with its stream offset and entry number. The cheapest way
+    /// through a file, for scans that look at most entries only briefly.
+    pub fn next_bytes(&mut self) -> Result<Option<(&[u8], u64, u64)>, ReadError> {
+        match self.advance()? {
+            None => Ok(None),
+            Some(f) => Ok(Some((&self.buf[f.start..f.start + f.len], f.offset, f.index))),
+        }
+    }
+
     /// The next entry as a typed view. A document without `ts` or `op` is an error
     /// naming its number and offset.
     pub fn next_entry(&mut self) -> Result<Option<Entry<'_>>, ReadError> {
