@@ -34,9 +34,6 @@ pub fn main() -> ! {
 
 fn print_version() {
     println!("db version v{}", crate::versions::MONGOD);
-    // pitr's binary lookup reads this marker so no report presents a stand-in run
-    // as a real-server result.
-    println!("(pitr stand-in mongod: a test double, not MongoDB)");
     let info = serde_json::to_string_pretty(&json!({
         "version": crate::versions::MONGOD,
         "gitVersion": "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188",
@@ -55,6 +52,9 @@ fn print_version() {
         })
         .collect();
     println!("Build Info: {}", info.join("\n"));
+    // After the real layout: pitr's binary lookup reads this marker so that no
+    // report presents a stand-in run as a real-server result.
+    println!("(pitr stand-in mongod: a test double, not MongoDB)");
 }
 
 fn is_loopback(ip: &str) -> bool {

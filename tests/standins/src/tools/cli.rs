@@ -360,13 +360,13 @@ pub fn read_config(path: &str) -> Result<ConfigFile, String> {
 /// `--version` output of a database tool.
 pub fn print_version(tool: &str) {
     println!("{tool} version: {}", crate::versions::TOOLS);
-    // Read by pitr's binary lookup (see mongod's print_version).
-    println!("(pitr stand-in {tool}: a test double, not MongoDB Database Tools)");
     println!("git version: 8fa3cfc8263b9cead37912d7b0447766143c3e3a");
     println!("Go version: go1.21.8");
     println!("   os: linux");
     println!("   arch: amd64");
     println!("   compiler: gc");
+    // After the real layout: read by pitr's binary lookup (see mongod's print_version).
+    println!("(pitr stand-in {tool}: a test double, not MongoDB Database Tools)");
 }
 
 /// Parse a tool command line, handling the refusals every tool shares. `Err` is
