@@ -1,0 +1,158 @@
+//! find-drop against generated oplogs with planted incidents: every incident in
+//! truth.json is found with its exact ts, limit and counts, every decoy stays
+//! silent, and the filters work. The generator and find-drop were written
+//! separately from the same rules (../shared/reference/oplog-format.md), so this
+//! cross-checks both.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+const FIXTURE: &str = "fixtures/incident";
+
+fn json(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+fn truth(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap()
+}
+
+/// The fields find-drop and truth.json share, per finding.
+fn key(f: &Value) -> Value {
+    let collections = match &f["collections"] {
+        Value::Null => Value::Array(vec![]),
+        other => other.clone(),
+    };
+    serde_json::json!({
+        "kind": f["kind"], "ns": f["ns"], "ts": f["ts"], "oplog_limit": f["oplog_limit"],
+        "count": f["count"], "num_records": f["num_records"], "in_transaction": f["in_transaction"],
+        "collections": collections,
+    })
+}
+
+fn assert_matches_truth(dir: &Path) {
+    let o = pitr_in(dir, &["find-drop", "--json", "oplog.bson"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "stderr must be empty: {}", stderr(&o));
+    let found: Vec<Value> = json(&o).as_array().unwrap().iter().map(key).collect();
+    let t = truth(dir);
+    let want: Vec<Value> = t["incidents"].as_array().unwrap().iter().map(key).collect();
+    assert_eq!(found.len(), want.len(), "found {found:#?}\nwant {want:#?}");
+    for (f, w) in found.iter().zip(&want) {
+        assert_eq!(f, w);
+    }
+    // Decoys: nothing reported on their namespace inside their time range.
+    let all = json(&o);
+    for d in t["decoys"].as_array().unwrap() {
+        let ns = d["ns"].as_str().unwrap();
+        let ts = |s: &Value| -> (u64, u64) {
+            let (a, b) = s.as_str().unwrap().split_once(':').unwrap();
+            (a.parse().unwrap(), b.parse().unwrap())
+        };
+        let (lo, hi) = (ts(&d["first_ts"]), ts(&d["last_ts"]));
+        for f in all.as_array().unwrap() {
+            let at = ts(&f["ts"]);
+            assert!(
+                !(f["ns"] == ns && at >= lo && at <= hi),
+                "decoy `{}` was reported: {f}",
+                d["what"]
+            );
+        }
+    }
+}
+
+#[test]
+fn committed_fixture_matches_its_truth() {
+    assert_matches_truth(&Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE));
+}
+
+#[test]
+fn fresh_seeds_match_their_truth() {
+    for seed in ["1", "2", "99"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = pitr_in(dir.path(), &["gen-fixtures", "--out", "gen", "--seed", seed]);
+        assert_eq!(code(&o), 0, "gen-fixtures: {}", stderr(&o));
+        assert_matches_truth(&dir.path().join("gen"));
+    }
+}
+
+#[test]
+fn filters_by_namespace_kind_and_time() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let t = truth(&dir);
+    let incidents = t["incidents"].as_array().unwrap();
+
+    let o = pitr_in(&dir, &["find-drop", "--json", "--kind", "deleteBurst", "oplog.bson"]);
+    let v = json(&o);
+    let want = incidents.iter().filter(|i| i["kind"] == "deleteBurst").count();
+    assert_eq!(v.as_array().unwrap().len(), want);
+
+    let o = pitr_in(&dir, &["find-drop", "--json", "--ns", "analytics.*", "oplog.bson"]);
+    let v = json(&o);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["kind"], "dropDatabase");
+
+    // --since is inclusive, --until exclusive, both on the incident's first ts.
+    let second = incidents[1]["ts"].as_str().unwrap();
+    let third = incidents[2]["ts"].as_str().unwrap();
+    let o = pitr_in(&dir, &["find-drop", "--json", "--since", second, "--until", third, "oplog.bson"]);
+    let v = json(&o);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["ts"], second);
+
+    // Nothing matches: exit 1, an empty array.
+    let o = pitr_in(&dir, &["find-drop", "--json", "--ns", "nosuch.*", "oplog.bson"]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(json(&o), serde_json::json!([]));
+}
+
+#[test]
+fn human_output_names_the_restore_point_and_zone() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let t = truth(&dir);
+    let first = &t["incidents"][0];
+    let o = pitr_in(&dir, &["find-drop", "--tz", "Europe/Berlin", "oplog.bson"]);
+    let out = stdout(&o);
+    assert_eq!(code(&o), 0);
+    assert!(out.starts_with("WHEN (Europe/Berlin)"), "{out}");
+    assert!(out.contains("+01:00"), "{out}");
+    assert!(
+        out.contains(&format!("--oplogLimit {}", first["oplog_limit"].as_str().unwrap())),
+        "{out}"
+    );
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+
+    let o = pitr_in(&dir, &["find-drop", "--tz", "Mars/Base", "oplog.bson"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("`Mars/Base`"), "{}", stderr(&o));
+}
+
+#[test]
+fn overlapping_sources_are_not_counted_twice() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let once = json(&pitr_in(&dir, &["find-drop", "--json", "oplog.bson"]));
+    let o = pitr_in(&dir, &["find-drop", "--json", "oplog.bson", "oplog.bson"]);
+    assert_eq!(json(&o), once);
+    assert!(stderr(&o).contains("already covered"), "{}", stderr(&o));
+}
+
+#[test]
+fn stats_marks_the_incidents_on_the_timeline() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let o = pitr_in(&dir, &["oplog", "stats", "--bucket", "1m", "oplog.bson"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("! drop shop.orders"), "{out}");
+    let o = pitr_in(&dir, &["oplog", "stats", "--json", "oplog.bson"]);
+    let v = json(&o);
+    let t = truth(&dir);
+    assert_eq!(v["entries"], t["oplog"]["entries"]);
+    assert_eq!(v["first_ts"], t["oplog"]["first_ts"]);
+    assert_eq!(v["last_ts"], t["oplog"]["last_ts"]);
+    assert_eq!(v["findings"].as_array().unwrap().len(), t["incidents"].as_array().unwrap().len());
+    let o = pitr_in(&dir, &["oplog", "stats", "--bucket", "0s", "oplog.bson"]);
+    assert_eq!(code(&o), 2);
+}
