@@ -8,6 +8,8 @@
 //! fake mongod that really listens, and a pitr-like process that installs the signal
 //! handlers, so SIGINT can be sent to it and never to the test runner.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -954,35 +956,9 @@ async fn cancelling_a_spare_start_cleans_up() {
 // ---------------------------------------------------------------------------------
 // the stand-in mongod built by tests/standins
 
-/// Builds the stand-in tools once and returns the directory holding them.
-fn standin_bin_dir() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            // target/<profile>/deps/exec_supervision-HASH → target/<profile>
-            let exe = this_test_binary();
-            let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-            let target_dir = profile_dir.parent().unwrap();
-            let mut cmd = std::process::Command::new(env!("CARGO"));
-            cmd.args(["build", "-p", "pitr-standins", "--bins", "--target-dir"])
-                .arg(target_dir);
-            if profile_dir.file_name().is_some_and(|n| n == "release") {
-                cmd.arg("--release");
-            }
-            let out = cmd.output().expect("run cargo");
-            assert!(
-                out.status.success(),
-                "building the stand-ins failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            profile_dir
-        })
-        .clone()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn spare_with_the_standin_mongod() {
-    let bin = standin_bin_dir();
+    let bin = common::standin_bin_dir();
     let search = ToolSearch {
         flag_dir: Some(bin.clone()),
         ..Default::default()

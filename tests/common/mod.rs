@@ -62,3 +62,55 @@ pub fn extjson_lines_to_bson(path: &Path) -> Vec<u8> {
     }
     out
 }
+
+/// Builds the test stand-ins (`tests/standins`: mongod, mongorestore, mongodump)
+/// once per test process and returns the directory holding them
+/// (`target/<profile>`).
+///
+/// The build runs with the environment of whoever started `cargo test`: cargo and
+/// rustup add variables for test processes (`CARGO_PKG_*`, `LD_LIBRARY_PATH`,
+/// `RUSTUP_TOOLCHAIN`, ...) that change build fingerprints, and with them the
+/// stand-ins and the whole driver would be recompiled inside the test (minutes)
+/// instead of found up to date (`.ci/run` builds them first).
+pub fn standin_bin_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // target/<profile>/deps/<test>-HASH -> target/<profile>
+            let exe = std::env::current_exe().expect("test binary path");
+            let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+            let target_dir = profile_dir.parent().unwrap().to_path_buf();
+            let mut cmd = Command::new(env!("CARGO"));
+            cmd.args(["build", "--quiet", "-p", "pitr-standins", "--bins", "--target-dir"])
+                .arg(&target_dir)
+                .current_dir(env!("CARGO_MANIFEST_DIR"));
+            for (k, _) in std::env::vars_os() {
+                let k = k.to_string_lossy().into_owned();
+                let injected = (k.starts_with("CARGO") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR")
+                    || matches!(
+                        k.as_str(),
+                        "LD_LIBRARY_PATH" | "RUSTUP_TOOLCHAIN" | "RUSTUP_TOOLCHAIN_SOURCE" | "RUST_RECURSION_COUNT"
+                    );
+                if injected {
+                    cmd.env_remove(&k);
+                }
+            }
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let started = std::time::Instant::now();
+            let out = cmd.output().expect("run cargo to build the stand-ins");
+            assert!(
+                out.status.success(),
+                "building the stand-ins failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!(
+                "stand-ins (test doubles, not MongoDB) ready in {} ({:.1} s)",
+                profile_dir.display(),
+                started.elapsed().as_secs_f64()
+            );
+            profile_dir
+        })
+        .clone()
+}
