@@ -9,6 +9,7 @@ pub mod error;
 pub mod exec;
 pub mod forensics;
 pub mod gen;
+pub mod mongo;
 pub mod objectid;
 pub mod oplog;
 pub mod plan;

@@ -35,11 +35,22 @@ Examples:
   pitr find-drop dump/ --ns 'shop.*' --kind drop --kind dropDatabase
   pitr find-drop oplog.bson.gz --since 2026-11-21T02:00:00Z --tz Europe/Berlin
   pitr find-drop oplog.bson --json | jq -r '.[0].oplog_limit'
-  mongodump -d local -c oplog.rs --out - | pitr find-drop -")]
+  mongodump -d local -c oplog.rs --out - | pitr find-drop -
+  pitr find-drop --uri 'mongodb://reader@db1,db2/?replicaSet=rs0' --since 2026-11-21T02:00:00Z
+
+With --uri (or PITR_URI and no OPLOG) the oplog of a running replica set is read, read-only \
+(`find` on local.oplog.rs, secondaryPreferred unless the URI says otherwise), up to its newest \
+entry at the start. --since/--until also bound what is read from the server, widened by 10 \
+minutes plus --window so that incidents crossing a bound are seen as on a whole file; \
+--kind limited to dropIndexes/renameDropTarget/emptycapped reads command entries only.")]
 pub struct FindDropArgs {
     /// Oplog sources: .bson or .bson.gz files, mongodump directories, or `-` for stdin
-    #[arg(required = true, value_name = "OPLOG")]
+    #[arg(value_name = "OPLOG")]
     pub sources: Vec<String>,
+    /// Read the oplog of a running replica set instead (read-only); PITR_URI is used when
+    /// neither OPLOG nor --uri is given
+    #[arg(long, value_name = "URI", conflicts_with_all = ["sources", "allow_truncated"])]
+    pub uri: Option<String>,
     /// Only namespaces matching this glob (`shop.orders`, `shop.*`, `*.orders`); repeatable
     #[arg(long = "ns", value_name = "GLOB")]
     pub ns: Vec<String>,
@@ -69,7 +80,16 @@ pub struct FindDropArgs {
     pub allow_truncated: bool,
 }
 
-pub fn run(a: FindDropArgs) -> Result<u8, Failure> {
+pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
+    if a.uri.is_none() && a.sources.is_empty() {
+        // Only when no OPLOG is given: an exported PITR_URI must not turn a file scan
+        // into a server read (clap's `env` would make --uri conflict with OPLOG).
+        a.uri = std::env::var("PITR_URI").ok().filter(|u| !u.is_empty());
+        if a.uri.is_none() {
+            return Err(Failure::new("no oplog to read: give OPLOG files or directories, or --uri")
+                .with_hint("e.g. `pitr find-drop dump/oplog.bson`, `pitr find-drop --uri mongodb://host/?replicaSet=rs0`, or set PITR_URI"));
+        }
+    }
     let filter = Filter::new(&a)?;
     let rule = BurstRule {
         threshold: a.min_count,
@@ -79,12 +99,17 @@ pub fn run(a: FindDropArgs) -> Result<u8, Failure> {
     let opts = ReadOptions {
         allow_truncated: a.allow_truncated,
     };
-    let summary = scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_bytes(doc))?;
+    let mut live_notes = Vec::new();
+    let summary = match &a.uri {
+        Some(uri) => live::scan(uri, &a, &mut scanner, &mut live_notes)?,
+        None => scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_bytes(doc))?,
+    };
     let out_of_order = scanner.stats().out_of_order;
     let (findings, _stats) = scanner.finish();
     let findings: Vec<Finding> = findings.into_iter().filter(|f| filter.keep(f)).collect();
 
-    let notes = notes(&summary, out_of_order);
+    let mut notes = notes(&summary, out_of_order);
+    notes.extend(live_notes);
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
@@ -266,4 +291,176 @@ fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, su
         )?;
     }
     Ok(())
+}
+
+/// `find-drop --uri`: the same scan over a live server's oplog.
+mod live {
+    use bson::RawDocument;
+
+    use crate::error::Failure;
+    use crate::forensics::{Kind, Scanner};
+    use crate::mongo::oplog_source::{
+        covers, stream, window, Lower, OplogQuery, OplogSink, Progress, RetryNotice, RetryPolicy, StreamError,
+    };
+    use crate::mongo as mongo;
+    use crate::oplog::{EntryError, Ts};
+
+    use super::super::dump_oplog::{retry_line, TsProgress};
+    use super::super::scan::SourcesSummary;
+    use super::FindDropArgs;
+
+    /// How far beyond --since/--until the server read reaches, in seconds (plus the
+    /// burst window). See [`server_query`].
+    pub const MARGIN_SECS: u32 = 600;
+
+    /// Kinds found from command entries alone, with no state carried over from other
+    /// entries: for these a server-side `op: "c"` filter gives exactly the findings
+    /// of a full scan.
+    ///
+    /// Not in the list: `deleteBurst` and `wipingUpdate` (they are `d`/`u` entries);
+    /// `drop` and `dropDatabase`, because the scanner groups a run of collection
+    /// drops into one dropDatabase finding only while no other entry touches that
+    /// database, so an insert between a user's drops and a later dropDatabase
+    /// changes the findings, and a commands-only read cannot see it.
+    const COMMAND_ONLY_KINDS: [Kind; 3] = [Kind::RenameDropTarget, Kind::DropIndexes, Kind::Emptycapped];
+
+    /// The server-side part of the filters.
+    ///
+    /// - `ts` bounds from --since/--until, widened by [`MARGIN_SECS`] plus the burst
+    ///   window on each side: a burst, transaction or drop run that starts shortly
+    ///   before --since is still seen to start before it (and filtered out, as on a
+    ///   file), and one starting before --until is counted to its end. Only an
+    ///   incident reaching across a bound by more than the margin can differ from a
+    ///   scan of the whole oplog (its count or start); findings themselves are
+    ///   filtered by the exact bounds afterwards, as on files.
+    /// - `op: "c"` only when every requested kind is in [`COMMAND_ONLY_KINDS`].
+    /// - `--ns` stays client-side: finding namespaces (`db.coll`) are not entry
+    ///   namespaces (`db.$cmd`, `admin.$cmd` for transactions), and globs would need
+    ///   `$regex`.
+    pub fn server_query(a: &FindDropArgs) -> OplogQuery {
+        let margin = MARGIN_SECS.saturating_add(a.window);
+        OplogQuery {
+            lower: a.since.as_ref().map(|s| Lower::Inclusive(Ts::new(s.ts.t.saturating_sub(margin), 0))),
+            upper_inclusive: None,
+            upper_exclusive: a.until.as_ref().map(|u| Ts::new(u.ts.t.saturating_add(margin), 0)),
+            only_commands: !a.kind.is_empty() && a.kind.iter().all(|k| COMMAND_ONLY_KINDS.contains(k)),
+            batch_size: None,
+            // A --since older than the oplog is a note, not an error, for find-drop.
+            allow_start_gap: true,
+        }
+    }
+
+    struct ScanSink<'a> {
+        scanner: &'a mut Scanner,
+        bar: TsProgress,
+    }
+
+    impl OplogSink for ScanSink<'_> {
+        type Error = (Ts, EntryError);
+
+        fn entry(&mut self, doc: &RawDocument, ts: Ts) -> Result<(), Self::Error> {
+            self.scanner.feed_raw(doc).map_err(|e| (ts, e))
+        }
+
+        fn progress(&mut self, p: &Progress) -> Result<(), Self::Error> {
+            self.bar.update(p);
+            Ok(())
+        }
+
+        fn retrying(&mut self, n: &RetryNotice<'_>) -> Result<(), Self::Error> {
+            self.bar.println(&retry_line(n));
+            Ok(())
+        }
+    }
+
+    /// Reads the server's oplog into `scanner`; notes for the user go to `notes`.
+    pub fn scan(
+        uri: &str,
+        a: &FindDropArgs,
+        scanner: &mut Scanner,
+        notes: &mut Vec<String>,
+    ) -> Result<SourcesSummary, Failure> {
+        let mut q = server_query(a);
+        let show = !a.json;
+        mongo::block_on(async {
+            let (client, _topology) = mongo::connect(uri).await?;
+            let target = client.target().display.clone();
+            let name = format!(
+                "local.oplog.rs of {target}{}",
+                if q.only_commands { " (command entries only)" } else { "" }
+            );
+            let Some(win) = window(&client).await? else {
+                client.close().await;
+                return Ok(SourcesSummary {
+                    names: vec![name],
+                    ..Default::default()
+                });
+            };
+            if let Some(s) = &a.since {
+                if !covers(win.oldest.ts, Lower::Inclusive(s.ts)) {
+                    notes.push(format!(
+                        "the oplog starts at {} ({}), after --since {}: destructive operations before it cannot be seen here",
+                        win.oldest.ts,
+                        win.oldest.ts.utc_string(),
+                        s.ts
+                    ));
+                }
+            }
+            // End at the newest entry present now, so the scan ends on a busy server.
+            q.upper_inclusive = Some(win.newest.ts);
+            let from = q.lower.map_or(win.oldest.ts, |l| l.ts().max(win.oldest.ts));
+            let end = q.upper_exclusive.map_or(win.newest.ts, |u| u.min(win.newest.ts));
+            let mut sink = ScanSink {
+                scanner,
+                bar: TsProgress::new(from, end, show),
+            };
+            sink.bar.set_prefix("scanning");
+            let r = stream(&client, &q, &RetryPolicy::default(), Progress::default(), &mut sink).await;
+            sink.bar.finish();
+            client.close().await;
+            match r {
+                Ok(p) => Ok(SourcesSummary {
+                    names: vec![name],
+                    entries: p.entries,
+                    ..Default::default()
+                }),
+                Err(StreamError::Source(e)) => Err(Failure::from(e)),
+                Err(StreamError::Sink((ts, e))) => Err(Failure::new(format!(
+                    "the entry at {ts} ({}) read from `{target}` is not an oplog entry pitr understands",
+                    ts.utc_string()
+                ))
+                .with_cause(e)),
+            }
+        })?
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::cli::{Cli, Command};
+        use clap::Parser;
+
+        fn args(line: &str) -> FindDropArgs {
+            match Cli::try_parse_from(line.split_whitespace()).unwrap().command {
+                Command::FindDrop(a) => a,
+                other => panic!("{other:?}"),
+            }
+        }
+
+        #[test]
+        fn server_side_filters_are_only_used_where_they_are_exact() {
+            let q = server_query(&args("pitr find-drop --uri u"));
+            assert_eq!((q.lower, q.upper_exclusive, q.only_commands), (None, None, false));
+            // Commands only for kinds that need nothing but commands.
+            assert!(server_query(&args("pitr find-drop --uri u --kind dropIndexes --kind emptycapped")).only_commands);
+            assert!(!server_query(&args("pitr find-drop --uri u --kind drop")).only_commands);
+            assert!(!server_query(&args("pitr find-drop --uri u --kind dropIndexes --kind deleteBurst")).only_commands);
+            // ts bounds widened by the margin plus the burst window.
+            let q = server_query(&args("pitr find-drop --uri u --since 1000000:5 --until 2000000:1 --window 20"));
+            assert_eq!(q.lower, Some(Lower::Inclusive(Ts::new(1_000_000 - 620, 0))));
+            assert_eq!(q.upper_exclusive, Some(Ts::new(2_000_000 + 620, 0)));
+            let q = server_query(&args("pitr find-drop --uri u --since 5"));
+            assert_eq!(q.lower, Some(Lower::Inclusive(Ts::new(0, 0))));
+        }
+    }
 }

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{exit, Failure};
 
+pub mod dump_oplog;
 pub mod find_drop;
 pub mod gen;
 pub mod oid;
@@ -15,6 +16,7 @@ pub mod plan;
 pub mod progress;
 pub mod scan;
 pub mod stats;
+pub mod status;
 pub mod ts;
 pub mod zone;
 
@@ -50,6 +52,10 @@ pub enum Command {
     Oid(oid::OidCommand),
     /// Check that a backup and an oplog cover a restore point; show the exact limit and every step
     Plan(plan::PlanArgs),
+    /// Show a server's version, topology and oplog window (read-only)
+    Status(status::StatusArgs),
+    /// Dump local.oplog.rs from a replica set to a file, read-only, resumable
+    DumpOplog(dump_oplog::DumpOplogArgs),
     /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
     Ts(ts::TsArgs),
     /// Write realistic synthetic oplogs and mongodump directories with planted incidents
@@ -77,6 +83,8 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Oplog(c) => oplog_cmd::run(c),
         Command::Oid(c) => oid::run(c),
         Command::Plan(a) => plan::run(a),
+        Command::Status(a) => status::run(a),
+        Command::DumpOplog(a) => dump_oplog::run(a),
         Command::Ts(a) => ts::run(a),
         Command::GenFixtures(a) => gen::run(a),
     }

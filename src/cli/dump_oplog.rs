@@ -1,0 +1,335 @@
+//! `pitr dump-oplog`: copy `local.oplog.rs` of a replica set to `DIR/oplog.bson`
+//! (or `.bson.gz`), read-only and resumable. The work is in [`crate::mongo::dump`];
+//! this file parses flags, shows progress and renders the result.
+//!
+//! It also holds [`TsProgress`], the progress bar over an oplog `ts` range that
+//! every live read (`dump-oplog`, `find-drop --uri`) shows on stderr.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::error::{exit, Failure};
+use crate::mongo::dump::{self, DumpObserver, DumpPlan, DumpRequest};
+use crate::mongo::oplog_source::{Progress, RetryNotice, RetryPolicy};
+use crate::mongo::{self as live};
+use crate::oplog::Ts;
+use crate::time::{parse_time, TimeValue};
+
+// No doc comment here: the one-line about comes from `Command::DumpOplog` in `cli/mod.rs`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+Writes DIR/oplog.bson (or DIR/oplog.bson.gz with --gzip), the entries of local.oplog.rs \
+with --since <= ts < --until, in oplog order, byte for byte as the server stores them: \
+ready for `mongorestore --oplogReplay` (copy it next to a mongodump backup as oplog.bson, \
+or pass it with --oplogFile). Without --until the dump ends at the newest entry present \
+when it starts, so it ends even on a busy server.
+
+Read-only: pitr runs only `find` on local.oplog.rs (plus hello/buildInfo); the minimal \
+role is in README.md. The read preference is the URI's, secondaryPreferred by default.
+
+Safety: entries go to oplog.bson.partial (the plan to oplog.bson.partial.json) and the file \
+is renamed only when the dump is complete. If the dump stops (network, Ctrl-C, a crash), run \
+the same command with --resume: it keeps the complete entries of the partial file and \
+continues after the last one; the result is byte-identical to an uninterrupted dump. \
+Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up.
+
+Rollover: if the oplog no longer reaches back to --since (or to where an interrupted dump \
+stopped), the dump fails with both positions; --allow-gap continues with a warning. If the \
+capped oplog overtakes the dump (CappedPositionLost), it stops and says where.
+
+Time values: T:I, T, epoch seconds, RFC 3339 with Z or an offset, oid:<hex>.
+
+Examples:
+  pitr dump-oplog --uri 'mongodb://backup@db1,db2,db3/?replicaSet=rs0&authSource=admin' --out dump/
+  PITR_URI='mongodb://...' pitr dump-oplog --out dump/ --since 1795741200:1 --gzip
+  pitr dump-oplog --out dump/ --resume")]
+pub struct DumpOplogArgs {
+    /// MongoDB connection string of a replica set member (password inside it, never on its own)
+    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
+    pub uri: String,
+    /// Directory to write oplog.bson into (created if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// First position to dump, inclusive
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub since: Option<TimeValue>,
+    /// Stop before this position (exclusive)
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub until: Option<TimeValue>,
+    /// Write oplog.bson.gz (gzip, as `mongodump --gzip`)
+    #[arg(long)]
+    pub gzip: bool,
+    /// Continue an interrupted dump in DIR after its last complete entry
+    #[arg(long)]
+    pub resume: bool,
+    /// Continue when the oplog no longer reaches back to the start point (the dump then has a gap)
+    #[arg(long)]
+    pub allow_gap: bool,
+    /// Entries per server batch (default: the server's choice)
+    #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_size: Option<u32>,
+}
+
+pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
+    let req = DumpRequest {
+        out_dir: a.out.clone(),
+        since: a.since.as_ref().map(|v| v.ts),
+        until: a.until.as_ref().map(|v| v.ts),
+        gzip: a.gzip,
+        resume: a.resume,
+        allow_gap: a.allow_gap,
+        batch_size: a.batch_size,
+        retry: RetryPolicy::default(),
+    };
+    let uri = a.uri.clone();
+    let result = live::block_on(async move {
+        let (client, topology) = live::connect(&uri).await?;
+        let mut obs = CliObserver::default();
+        let outcome = tokio::select! {
+            r = dump::dump(&client, &topology, &req, &mut obs) => r.map_err(Failure::from),
+            _ = tokio::signal::ctrl_c() => Err(interrupted(&req)),
+        };
+        obs.finish();
+        drop(obs);
+        client.close().await;
+        outcome
+    })?;
+    let outcome = result?;
+    let p = &outcome.plan;
+    println!(
+        "wrote {}: {} entries ({} of BSON{}), {}",
+        outcome.path.display(),
+        outcome.entries,
+        human_bytes(outcome.bson_bytes),
+        if a.gzip {
+            format!(", {} compressed", human_bytes(outcome.file_bytes))
+        } else {
+            String::new()
+        },
+        match (outcome.first, outcome.last) {
+            (Some(f), Some(l)) =>
+                format!("ts {f} ({}) to {l} ({})", f.utc_string(), l.utc_string()),
+            _ => "no entries in the range".to_string(),
+        }
+    );
+    println!(
+        "range: from {}{}, up to {} (inclusive, the newest entry when the dump started)",
+        p.since.map_or_else(
+            || "the oldest entry".to_string(),
+            |s| format!("{s} (inclusive)")
+        ),
+        p.until
+            .map_or_else(String::new, |u| format!(" to before {u} (exclusive)")),
+        p.end
+    );
+    if let Some(rp) = &p.resumed {
+        println!(
+            "resumed after {} entries already in the partial file",
+            rp.entries
+        );
+    }
+    Ok(exit::OK)
+}
+
+fn interrupted(req: &DumpRequest) -> Failure {
+    Failure::new(format!(
+        "interrupted; the complete entries so far are in `{}`",
+        dump::DumpPaths::new(&req.out_dir, req.gzip)
+            .partial
+            .display()
+    ))
+    .with_hint("run the same command again with `--resume` to continue")
+    .with_exit_code(130)
+}
+
+/// `12.3 MiB`.
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Progress and warnings of a dump on stderr.
+#[derive(Default)]
+struct CliObserver {
+    bar: Option<TsProgress>,
+}
+
+impl CliObserver {
+    fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish();
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+impl DumpObserver for CliObserver {
+    fn planned(&mut self, plan: &DumpPlan) {
+        self.bar = Some(TsProgress::new(plan.from, plan.end, true));
+        if let Some(b) = &self.bar {
+            b.set_prefix("dumping");
+        }
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        if let Some(b) = &mut self.bar {
+            b.update(p);
+        }
+    }
+
+    fn retrying(&mut self, n: &RetryNotice<'_>) {
+        self.say(&retry_line(n));
+    }
+
+    fn warning(&mut self, msg: &str) {
+        self.say(&format!("warning: {msg}"));
+    }
+}
+
+/// The stderr line for a retry, shared by every live read.
+pub(crate) fn retry_line(n: &RetryNotice<'_>) -> String {
+    format!(
+        "warning: reading the oplog failed ({}); {}; retry {}/{} in {}",
+        n.error,
+        n.progress.reached(),
+        n.attempt,
+        n.max_attempts,
+        humantime::format_duration(Duration::from_millis(n.delay.as_millis() as u64))
+    )
+}
+
+/// A progress bar over an oplog `ts` range on stderr: position is seconds of oplog
+/// covered, with entries, bytes and rate in the message and an ETA. Hidden when
+/// stderr is not a terminal or `enabled` is false.
+pub(crate) struct TsProgress {
+    bar: Option<ProgressBar>,
+    start: u32,
+    started: Instant,
+}
+
+impl TsProgress {
+    pub(crate) fn new(from: Ts, end: Ts, enabled: bool) -> TsProgress {
+        let show = enabled && std::io::stderr().is_terminal();
+        let total = end.t.saturating_sub(from.t).max(1) as u64;
+        let bar = show.then(|| {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} {prefix} [{bar:30}] {percent:>3}% {msg} eta {eta}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        TsProgress {
+            bar,
+            start: from.t,
+            started: Instant::now(),
+        }
+    }
+
+    pub(crate) fn set_prefix(&self, p: &'static str) {
+        if let Some(b) = &self.bar {
+            b.set_prefix(p);
+        }
+    }
+
+    pub(crate) fn update(&mut self, p: &Progress) {
+        let Some(b) = &self.bar else { return };
+        if let Some(last) = p.last {
+            b.set_position(last.t.saturating_sub(self.start) as u64);
+        }
+        let secs = self.started.elapsed().as_secs_f64().max(0.001);
+        b.set_message(format!(
+            "{} entries, {}, {:.0} entries/s{}",
+            p.entries,
+            human_bytes(p.bytes),
+            p.entries as f64 / secs,
+            p.last
+                .map(|l| format!(", at {}", l.utc_string()))
+                .unwrap_or_default()
+        ));
+    }
+
+    /// Prints a line above the bar (or plainly when there is none).
+    pub(crate) fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for TsProgress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// Valid and invalid command lines of the live-source commands.
+    #[test]
+    fn command_lines() {
+        let uri_in_env = std::env::var_os("PITR_URI").is_some();
+        let cases: &[(&str, bool)] = &[
+            ("pitr dump-oplog --uri mongodb://h/ --out d", true),
+            ("pitr dump-oplog --uri mongodb://h/ --out d --since 1700000000:3 --until 2026-11-21T03:12:00Z --gzip --resume --allow-gap", true),
+            ("pitr dump-oplog --uri mongodb://h/", false),
+            ("pitr dump-oplog --uri mongodb://h/ --out d --since yesterday", false),
+            ("pitr dump-oplog --uri mongodb://h/ --out d --batch-size 0", false),
+            ("pitr status --uri mongodb://h/", true),
+            ("pitr status --uri mongodb://h/ --min-window 90m --json", true),
+            ("pitr status --uri mongodb://h/ --min-window soon", false),
+            ("pitr find-drop --uri mongodb://h/ --kind drop", true),
+            ("pitr find-drop", true),
+            ("pitr find-drop oplog.bson --uri mongodb://h/", false),
+            ("pitr find-drop --uri mongodb://h/ --allow-truncated", false),
+        ];
+        for (line, valid) in cases {
+            let r = Cli::try_parse_from(line.split_whitespace());
+            assert_eq!(r.is_ok(), *valid, "{line}: {r:?}");
+        }
+        if !uri_in_env {
+            assert!(Cli::try_parse_from(["pitr", "status"]).is_err());
+            assert!(Cli::try_parse_from(["pitr", "dump-oplog", "--out", "d"]).is_err());
+        }
+    }
+
+    #[test]
+    fn bytes_are_human() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024 * 1024), "5.0 GiB");
+    }
+}

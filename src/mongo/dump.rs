@@ -1,0 +1,631 @@
+//! `dump-oplog`: copying `local.oplog.rs` to `DIR/oplog.bson` (or `.bson.gz`),
+//! ready for `mongorestore --oplogReplay`.
+//!
+//! **Never a file that looks complete but is not.** The entries go to
+//! `oplog.bson[.gz].partial`; only a dump that reached its planned end is synced
+//! and renamed to `oplog.bson[.gz]`. Next to the partial file,
+//! `oplog.bson[.gz].partial.json` records the plan (bounds, planned end, replica
+//! set) so that `--resume` finishes exactly the dump that was started.
+//!
+//! **Resume is byte-exact.** The partial file is read back with the oplog reader,
+//! cut after its last complete entry, and the read continues with `ts > last`.
+//! Compressed dumps are written as a series of gzip members, each closed after
+//! [`GZIP_MEMBER_BYTES`] of entries (a boundary that depends only on the data, so
+//! an interrupted and resumed dump ends byte-identical to an uninterrupted one);
+//! resuming keeps the complete members and drops the one being written.
+//! `mongorestore` reads multi-member gzip like any other.
+//!
+//! **Bounds.** `--since` is inclusive, `--until` exclusive (as everywhere in pitr);
+//! the upper end is also capped at the newest entry when the dump was planned, so a
+//! dump of a busy server ends.
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bson::RawDocument;
+use serde::{Deserialize, Serialize};
+
+use super::connect::Topology;
+use super::dump_file::OutFile;
+pub use super::dump_file::{scan_partial, ResumePoint, GZIP_MEMBER_BYTES};
+use super::error::{MongoError, Reached};
+use super::oplog_source::{
+    covers, stream, window, Lower, OplogQuery, OplogSink, Progress, RetryNotice, RetryPolicy,
+    StreamError, Window,
+};
+use super::readonly::ReadOnlyClient;
+use crate::error::Hint;
+use crate::oplog::{ReadError, Ts};
+
+/// How often the output is flushed to the OS while streaming.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+
+/// The files of one dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpPaths {
+    /// `DIR/oplog.bson` or `DIR/oplog.bson.gz`.
+    pub complete: PathBuf,
+    /// The same with `.partial`.
+    pub partial: PathBuf,
+    /// The same with `.partial.json`: the plan.
+    pub state: PathBuf,
+}
+
+impl DumpPaths {
+    pub fn new(dir: &Path, gzip: bool) -> DumpPaths {
+        let name = if gzip { "oplog.bson.gz" } else { "oplog.bson" };
+        DumpPaths {
+            complete: dir.join(name),
+            partial: dir.join(format!("{name}.partial")),
+            state: dir.join(format!("{name}.partial.json")),
+        }
+    }
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug)]
+pub struct DumpRequest {
+    pub out_dir: PathBuf,
+    /// Inclusive.
+    pub since: Option<Ts>,
+    /// Exclusive.
+    pub until: Option<Ts>,
+    pub gzip: bool,
+    pub resume: bool,
+    /// Continue (with a warning) when the oplog no longer reaches back to the start.
+    pub allow_gap: bool,
+    pub batch_size: Option<u32>,
+    pub retry: RetryPolicy,
+}
+
+/// The plan recorded next to a partial dump.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DumpState {
+    pub format: u32,
+    /// The redacted connection string (for the user; never used to connect).
+    pub source: String,
+    pub replica_set: Option<String>,
+    /// `t:i`, inclusive.
+    pub since: Option<String>,
+    /// `t:i`, exclusive.
+    pub until: Option<String>,
+    /// `t:i`, inclusive: the newest entry when the dump was planned.
+    pub end: String,
+    pub gzip: bool,
+    pub started: String,
+}
+
+const STATE_FORMAT: u32 = 1;
+
+fn ts_text(t: Ts) -> String {
+    t.to_string()
+}
+
+fn parse_ts_text(s: &str) -> Option<Ts> {
+    let (t, i) = s.split_once(':')?;
+    Some(Ts::new(t.parse().ok()?, i.parse().ok()?))
+}
+
+/// The dump about to run, for progress and messages.
+#[derive(Clone, Debug)]
+pub struct DumpPlan {
+    pub paths: DumpPaths,
+    pub window: Window,
+    pub since: Option<Ts>,
+    pub until: Option<Ts>,
+    /// Inclusive upper end.
+    pub end: Ts,
+    pub resumed: Option<ResumePoint>,
+    /// Where progress starts (resume point, `--since`, or the oldest entry).
+    pub from: Ts,
+}
+
+/// The finished dump.
+#[derive(Clone, Debug)]
+pub struct DumpOutcome {
+    pub path: PathBuf,
+    pub entries: u64,
+    /// Uncompressed BSON bytes.
+    pub bson_bytes: u64,
+    /// Size of the file written.
+    pub file_bytes: u64,
+    pub first: Option<Ts>,
+    pub last: Option<Ts>,
+    pub plan: DumpPlan,
+}
+
+/// Hooks for progress display and warnings.
+pub trait DumpObserver {
+    fn planned(&mut self, _plan: &DumpPlan) {}
+    fn progress(&mut self, _p: &Progress) {}
+    fn retrying(&mut self, _n: &RetryNotice<'_>) {}
+    fn warning(&mut self, _msg: &str) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl DumpObserver for Quiet {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error(transparent)]
+    Source(#[from] MongoError),
+
+    #[error("{cause}; the {} entries read so far are kept in `{}`", reached.entries, partial.display())]
+    Interrupted {
+        partial: PathBuf,
+        reached: Reached,
+        #[source]
+        cause: Box<MongoError>,
+    },
+
+    #[error(
+        "cannot resume `{}` without a possible gap: it ends at {last} ({}), but the oplog's oldest entry is now {oldest} ({})",
+        partial.display(), last.utc_string(), oldest.utc_string()
+    )]
+    ResumeGap {
+        partial: PathBuf,
+        last: Ts,
+        oldest: Ts,
+    },
+
+    #[error("`{}` already exists", path.display())]
+    Exists { path: PathBuf },
+
+    #[error("an interrupted dump is in `{}`", partial.display())]
+    PartialExists { partial: PathBuf },
+
+    #[error("`--resume` found `{}`, which is the other format (--gzip {})", found.display(), if *found_gzip { "on" } else { "off" })]
+    OtherFormatPartial { found: PathBuf, found_gzip: bool },
+
+    #[error("{flag} `{given}` differs from the interrupted dump's `{recorded}` (in `{}`)", state.display())]
+    ResumeMismatch {
+        flag: &'static str,
+        given: String,
+        recorded: String,
+        state: PathBuf,
+    },
+
+    #[error("the interrupted dump in `{}` came from replica set `{recorded}`, this server is {now}", partial.display())]
+    ResumeOtherSet {
+        partial: PathBuf,
+        recorded: String,
+        now: String,
+    },
+
+    #[error("`{}` is not a dump plan pitr wrote: {detail}", path.display())]
+    BadState { path: PathBuf, detail: String },
+
+    #[error("cannot read the interrupted dump `{}`", path.display())]
+    PartialUnreadable {
+        path: PathBuf,
+        #[source]
+        source: ReadError,
+    },
+
+    #[error("--since `{since}` is not before --until `{until}`")]
+    BadRange { since: Ts, until: Ts },
+
+    #[error("the oplog of `{target}` is empty")]
+    EmptyOplog { target: String },
+
+    #[error("cannot {what} `{}`", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Hint for DumpError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            DumpError::Source(e) => return e.hint(),
+            DumpError::Interrupted { cause, .. } => match cause.as_ref() {
+                MongoError::PositionLost { .. } => "run the same command again with `--resume` to continue after the last \
+                    entry written; entries after it may already have been lost from the oplog window, and --resume checks \
+                    that (it refuses to leave a silent gap). Read from a less busy member or grow the oplog \
+                    (`replSetResizeOplog`) if this repeats"
+                    .into(),
+                _ => {
+                    let more = cause.hint().map(|h| format!("; {h}")).unwrap_or_default();
+                    format!("fix the cause, then run the same command with `--resume` to continue after the last entry written{more}")
+                }
+            },
+            DumpError::ResumeGap { last, oldest, .. } => format!(
+                "anything written after {last} and before {oldest} was dropped by the capped oplog before it \
+                 was read (pitr cannot tell whether there was anything); pass `--allow-gap` to complete the dump \
+                 anyway, or delete the partial files and dump again from a point still in the window (`--since {oldest}`)"
+            ),
+            DumpError::Exists { .. } => {
+                "pitr never overwrites a complete dump: choose another --out directory, or move the old file away".into()
+            }
+            DumpError::PartialExists { partial } => format!(
+                "pass `--resume` to continue it, or delete `{}` (and its `.json`) to start over",
+                partial.display()
+            ),
+            DumpError::OtherFormatPartial { found_gzip, .. } => format!(
+                "resume with the same format as the interrupted dump ({}), or delete the partial files",
+                if *found_gzip { "add --gzip" } else { "without --gzip" }
+            ),
+            DumpError::ResumeMismatch { .. } => {
+                "resume with the same bounds (or leave them out: the recorded ones are used), or delete the partial files to start a new dump".into()
+            }
+            DumpError::ResumeOtherSet { .. } => {
+                "point --uri at the replica set the dump came from, or delete the partial files to start a new dump".into()
+            }
+            DumpError::BadState { .. } => "delete it; `--resume` then uses the bounds on the command line".into(),
+            DumpError::PartialUnreadable { .. } => "delete the partial files and dump again".into(),
+            DumpError::BadRange { .. } => {
+                "--since is inclusive and --until exclusive; swap them or widen the range".into()
+            }
+            DumpError::EmptyOplog { .. } => "nothing to dump: is this the right server?".into(),
+            DumpError::Io { .. } => "check free space and permissions of the --out directory".into(),
+        })
+    }
+}
+
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> DumpError {
+    let path = path.to_path_buf();
+    move |source| DumpError::Io { what, path, source }
+}
+
+struct FileSink<'a> {
+    out: OutFile,
+    obs: &'a mut dyn DumpObserver,
+    first: Option<Ts>,
+    last_flush: Instant,
+}
+
+impl OplogSink for FileSink<'_> {
+    type Error = io::Error;
+
+    fn entry(&mut self, doc: &RawDocument, ts: Ts) -> io::Result<()> {
+        self.first.get_or_insert(ts);
+        self.out.write_entry(doc.as_bytes())
+    }
+
+    fn progress(&mut self, p: &Progress) -> io::Result<()> {
+        if self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.out.flush()?;
+            self.last_flush = Instant::now();
+        }
+        self.obs.progress(p);
+        Ok(())
+    }
+
+    fn retrying(&mut self, n: &RetryNotice<'_>) -> io::Result<()> {
+        self.out.flush()?;
+        self.obs.retrying(n);
+        Ok(())
+    }
+}
+
+fn read_state(path: &Path) -> Result<Option<DumpState>, DumpError> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("read", path)(e)),
+    };
+    let st: DumpState = serde_json::from_str(&text).map_err(|e| DumpError::BadState {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    if st.format != STATE_FORMAT {
+        return Err(DumpError::BadState {
+            path: path.to_path_buf(),
+            detail: format!("format {} (this pitr writes {STATE_FORMAT})", st.format),
+        });
+    }
+    Ok(Some(st))
+}
+
+fn write_state(path: &Path, st: &DumpState) -> Result<(), DumpError> {
+    let text =
+        serde_json::to_string_pretty(st).map_err(|e| io_err("write", path)(io::Error::other(e)))?;
+    fs::write(path, text + "\n").map_err(io_err("write", path))
+}
+
+/// A bound from the command line against the recorded one: equal, or only one given.
+fn reconcile(
+    flag: &'static str,
+    given: Option<Ts>,
+    recorded: Option<&Option<String>>,
+    state: &Path,
+) -> Result<Option<Ts>, DumpError> {
+    let Some(recorded) = recorded else {
+        return Ok(given);
+    };
+    let rec = match recorded {
+        Some(s) => Some(parse_ts_text(s).ok_or_else(|| DumpError::BadState {
+            path: state.to_path_buf(),
+            detail: format!("{flag} `{s}` is not t:i"),
+        })?),
+        None => None,
+    };
+    match (given, rec) {
+        (Some(g), r) if Some(g) != r => Err(DumpError::ResumeMismatch {
+            flag,
+            given: g.to_string(),
+            recorded: r.map_or_else(|| "(none)".to_string(), |r| r.to_string()),
+            state: state.to_path_buf(),
+        }),
+        _ => Ok(rec),
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    // Best effort: makes the rename durable on filesystems that need it.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Runs a dump (see the module comment).
+pub async fn dump(
+    client: &ReadOnlyClient,
+    topology: &Topology,
+    req: &DumpRequest,
+    obs: &mut dyn DumpObserver,
+) -> Result<DumpOutcome, DumpError> {
+    let paths = DumpPaths::new(&req.out_dir, req.gzip);
+    if paths.complete.exists() {
+        return Err(DumpError::Exists {
+            path: paths.complete,
+        });
+    }
+    let have_partial = paths.partial.exists();
+    if !have_partial && req.resume {
+        let other = DumpPaths::new(&req.out_dir, !req.gzip);
+        if other.partial.exists() {
+            return Err(DumpError::OtherFormatPartial {
+                found: other.partial,
+                found_gzip: !req.gzip,
+            });
+        }
+        obs.warning(&format!(
+            "--resume: no interrupted dump in `{}`; starting a new one",
+            req.out_dir.display()
+        ));
+    }
+    if have_partial && !req.resume {
+        return Err(DumpError::PartialExists {
+            partial: paths.partial,
+        });
+    }
+    if let (Some(s), Some(u)) = (req.since, req.until) {
+        if s >= u {
+            return Err(DumpError::BadRange { since: s, until: u });
+        }
+    }
+    fs::create_dir_all(&req.out_dir).map_err(io_err("create directory", &req.out_dir))?;
+
+    let resuming = req.resume && have_partial;
+    let recorded = if resuming {
+        read_state(&paths.state)?
+    } else {
+        None
+    };
+    if resuming && recorded.is_none() {
+        obs.warning(&format!(
+            "no plan recorded next to `{}`; resuming with the bounds on the command line",
+            paths.partial.display()
+        ));
+    }
+    let since = reconcile(
+        "--since",
+        req.since,
+        recorded.as_ref().map(|r| &r.since),
+        &paths.state,
+    )?;
+    let until = reconcile(
+        "--until",
+        req.until,
+        recorded.as_ref().map(|r| &r.until),
+        &paths.state,
+    )?;
+    if let Some(rec) = &recorded {
+        if rec.replica_set.as_deref() != topology.set_name() {
+            return Err(DumpError::ResumeOtherSet {
+                partial: paths.partial.clone(),
+                recorded: rec
+                    .replica_set
+                    .clone()
+                    .unwrap_or_else(|| "(standalone)".into()),
+                now: topology.set_name().map_or_else(
+                    || "a standalone".to_string(),
+                    |n| format!("replica set `{n}`"),
+                ),
+            });
+        }
+    }
+
+    let win = window(client).await?.ok_or_else(|| DumpError::EmptyOplog {
+        target: client.target().display.clone(),
+    })?;
+    let end = match recorded.as_ref().map(|r| r.end.as_str()) {
+        Some(e) => parse_ts_text(e).ok_or_else(|| DumpError::BadState {
+            path: paths.state.clone(),
+            detail: format!("end `{e}` is not t:i"),
+        })?,
+        None => win.newest.ts,
+    };
+
+    let resume_point = if resuming {
+        let rp = scan_partial(&paths.partial, req.gzip)?;
+        if rp.cut_bytes > 0 {
+            obs.warning(&format!(
+                "`{}`: dropping the last {} byte(s) (an incomplete {}); {} complete entries kept",
+                paths.partial.display(),
+                rp.cut_bytes,
+                if req.gzip { "gzip member" } else { "entry" },
+                rp.entries
+            ));
+        }
+        Some(rp)
+    } else {
+        None
+    };
+    let start = resume_point
+        .as_ref()
+        .map(|rp| Progress {
+            entries: rp.entries,
+            bytes: rp.bson_bytes,
+            last: rp.last,
+        })
+        .unwrap_or_default();
+
+    // Is everything we still need in the window? Only matters when something is
+    // left to read.
+    let from = match start.last {
+        Some(l) => Some(Lower::Exclusive(l)),
+        None => since.map(Lower::Inclusive),
+    };
+    if let Some(from) = from {
+        let wanted_more = from.ts() < end && until.is_none_or(|u| from.ts() < u);
+        if wanted_more && !covers(win.oldest.ts, from) {
+            let err = match from {
+                Lower::Exclusive(last) => DumpError::ResumeGap {
+                    partial: paths.partial.clone(),
+                    last,
+                    oldest: win.oldest.ts,
+                },
+                Lower::Inclusive(s) => DumpError::Source(MongoError::SinceRolledOff {
+                    wanted: s,
+                    oldest: win.oldest.ts,
+                }),
+            };
+            if !req.allow_gap {
+                return Err(err);
+            }
+            obs.warning(&format!(
+                "{err}; continuing with the oldest entry (--allow-gap): the dump has a gap before {}",
+                win.oldest.ts
+            ));
+        }
+    }
+
+    if !resuming || recorded.is_none() {
+        let st = DumpState {
+            format: STATE_FORMAT,
+            source: client.target().display.clone(),
+            replica_set: topology.set_name().map(str::to_string),
+            since: since.map(ts_text),
+            until: until.map(ts_text),
+            end: ts_text(end),
+            gzip: req.gzip,
+            started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        };
+        write_state(&paths.state, &st)?;
+    }
+    let keep = resume_point.as_ref().map_or(0, |rp| rp.keep_bytes);
+    let out = OutFile::open(&paths.partial, keep, req.gzip)?;
+
+    let plan = DumpPlan {
+        paths: paths.clone(),
+        window: win,
+        since,
+        until,
+        end,
+        resumed: resume_point.clone(),
+        from: start
+            .last
+            .or(since)
+            .unwrap_or(win.oldest.ts)
+            .max(win.oldest.ts)
+            .min(end),
+    };
+    obs.planned(&plan);
+
+    let q = OplogQuery {
+        lower: since.map(Lower::Inclusive),
+        upper_inclusive: Some(end),
+        upper_exclusive: until,
+        only_commands: false,
+        batch_size: req.batch_size,
+        // Checked above (and refused unless --allow-gap).
+        allow_start_gap: req.allow_gap,
+    };
+    let mut sink = FileSink {
+        out,
+        obs,
+        first: None,
+        last_flush: Instant::now(),
+    };
+    match stream(client, &q, &req.retry, start, &mut sink).await {
+        Ok(p) => {
+            let file_bytes = sink.out.finish().map_err(io_err("write", &paths.partial))?;
+            fs::rename(&paths.partial, &paths.complete)
+                .map_err(io_err("rename", &paths.partial))?;
+            let _ = fs::remove_file(&paths.state);
+            sync_dir(&req.out_dir);
+            Ok(DumpOutcome {
+                path: paths.complete.clone(),
+                entries: p.entries,
+                bson_bytes: p.bytes,
+                file_bytes,
+                first: resume_point.as_ref().and_then(|rp| rp.first).or(sink.first),
+                last: p.last,
+                plan,
+            })
+        }
+        Err(StreamError::Sink(e)) => Err(io_err("write", &paths.partial)(e)),
+        Err(StreamError::Source(cause)) => {
+            // Keep what is complete: the resume starts after it.
+            let _ = sink.out.sync_complete();
+            let reached = match &cause {
+                MongoError::PositionLost { reached, .. }
+                | MongoError::RetriesExhausted { reached, .. }
+                | MongoError::Read { reached, .. } => *reached,
+                _ => start.reached(),
+            };
+            Err(DumpError::Interrupted {
+                partial: paths.partial.clone(),
+                reached,
+                cause: Box::new(cause),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_bounds_win_unless_contradicted() {
+        let st = Path::new("s.json");
+        let rec = Some("10:1".to_string());
+        assert_eq!(
+            reconcile("--since", None, Some(&rec), st).unwrap(),
+            Some(Ts::new(10, 1))
+        );
+        assert_eq!(
+            reconcile("--since", Some(Ts::new(10, 1)), Some(&rec), st).unwrap(),
+            Some(Ts::new(10, 1))
+        );
+        assert!(matches!(
+            reconcile("--since", Some(Ts::new(10, 2)), Some(&rec), st),
+            Err(DumpError::ResumeMismatch { .. })
+        ));
+        assert_eq!(
+            reconcile("--since", Some(Ts::new(3, 0)), None, st).unwrap(),
+            Some(Ts::new(3, 0))
+        );
+        assert!(matches!(
+            reconcile("--since", None, Some(&Some("x".into())), st),
+            Err(DumpError::BadState { .. })
+        ));
+    }
+
+    #[test]
+    fn paths_are_named_after_the_format() {
+        let p = DumpPaths::new(Path::new("/d"), true);
+        assert_eq!(p.complete, Path::new("/d/oplog.bson.gz"));
+        assert_eq!(p.partial, Path::new("/d/oplog.bson.gz.partial"));
+        assert_eq!(p.state, Path::new("/d/oplog.bson.gz.partial.json"));
+    }
+}

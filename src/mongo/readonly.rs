@@ -1,0 +1,148 @@
+//! The only door to the server, and it opens one way: reads.
+//!
+//! [`ReadOnlyClient`] owns the driver's `Client` and never hands it (or a
+//! `Database`/`Collection`) out. What it can do is the whole list of what pitr ever
+//! asks a source server:
+//!
+//! - `find` on `local.oplog.rs` (a range scan, or the oldest/newest entry);
+//! - the read-only commands of [`ReadCommand`]: `hello`, `ping`, `buildInfo`,
+//!   `replSetGetStatus`, `collStats` of `local.oplog.rs`.
+//!
+//! There is no write helper here, nor a way to send an arbitrary command: anything
+//! else needs a change to this file, where review will see it.
+
+use bson::{doc, Document, RawDocumentBuf};
+use mongodb::options::{ClientOptions, SelectionCriteria};
+use mongodb::{Client, Cursor};
+
+use super::connect::Target;
+use super::error::{DriverError, MongoError};
+
+/// The read-only commands pitr runs. `find` on the oplog has its own methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadCommand {
+    /// Topology: replica set name, hosts, `isdbgrid` for mongos. Needs no privilege.
+    Hello,
+    /// Liveness. Needs no privilege.
+    Ping,
+    /// Server version. Needs no privilege.
+    BuildInfo,
+    /// Members and their states. Needs `replSetGetStatus` (clusterMonitor); optional.
+    ReplSetGetStatus,
+    /// Size and configured maximum of `local.oplog.rs`. Needs `collStats`; optional.
+    OplogCollStats,
+}
+
+impl ReadCommand {
+    fn database_and_body(self) -> (&'static str, Document) {
+        match self {
+            ReadCommand::Hello => ("admin", doc! {"hello": 1}),
+            ReadCommand::Ping => ("admin", doc! {"ping": 1}),
+            ReadCommand::BuildInfo => ("admin", doc! {"buildInfo": 1}),
+            ReadCommand::ReplSetGetStatus => ("admin", doc! {"replSetGetStatus": 1}),
+            ReadCommand::OplogCollStats => ("local", doc! {"collStats": "oplog.rs"}),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadCommand::Hello => "hello",
+            ReadCommand::Ping => "ping",
+            ReadCommand::BuildInfo => "buildInfo",
+            ReadCommand::ReplSetGetStatus => "replSetGetStatus",
+            ReadCommand::OplogCollStats => "collStats",
+        }
+    }
+}
+
+/// Which end of the oplog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edge {
+    Oldest,
+    Newest,
+}
+
+/// A connection that can only read (see the module comment).
+pub struct ReadOnlyClient {
+    client: Client,
+    criteria: SelectionCriteria,
+    target: Target,
+}
+
+impl ReadOnlyClient {
+    /// Wraps driver options (see [`super::connect::client_options`]); nothing is
+    /// contacted until the first command.
+    pub fn new(opts: ClientOptions, target: Target) -> Result<ReadOnlyClient, MongoError> {
+        let criteria =
+            opts.selection_criteria
+                .clone()
+                .unwrap_or(SelectionCriteria::ReadPreference(
+                    mongodb::options::ReadPreference::SecondaryPreferred { options: None },
+                ));
+        let client = Client::with_options(opts).map_err(|e| MongoError::InvalidUri {
+            target: target.display.clone(),
+            source: target.driver_error(&e),
+        })?;
+        Ok(ReadOnlyClient {
+            client,
+            criteria,
+            target,
+        })
+    }
+
+    /// How messages name this server (redacted).
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Runs one of the read-only commands, routed by the read preference.
+    pub async fn command(&self, c: ReadCommand) -> Result<Document, DriverError> {
+        let (db, body) = c.database_and_body();
+        self.client
+            .database(db)
+            .run_command(body)
+            .selection_criteria(self.criteria.clone())
+            .await
+            .map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// `find` on `local.oplog.rs` with `filter`, in natural (= ts) order. Never a
+    /// sort on `ts`: the oplog has no index on it, and natural order is ts order.
+    pub async fn oplog_cursor(
+        &self,
+        filter: Document,
+        batch_size: Option<u32>,
+    ) -> Result<Cursor<RawDocumentBuf>, DriverError> {
+        let coll = self
+            .client
+            .database("local")
+            .collection::<RawDocumentBuf>("oplog.rs");
+        let mut find = coll
+            .find(filter)
+            .hint(mongodb::options::Hint::Keys(doc! {"$natural": 1}));
+        if let Some(n) = batch_size {
+            find = find.batch_size(n);
+        }
+        find.await.map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// The oldest or newest oplog entry, or `None` when there is no oplog.
+    pub async fn oplog_edge(&self, edge: Edge) -> Result<Option<RawDocumentBuf>, DriverError> {
+        let dir = match edge {
+            Edge::Oldest => 1,
+            Edge::Newest => -1,
+        };
+        self.client
+            .database("local")
+            .collection::<RawDocumentBuf>("oplog.rs")
+            .find_one(doc! {})
+            .sort(doc! {"$natural": dir})
+            .await
+            .map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// Closes the connections (best effort).
+    pub async fn close(self) {
+        self.client.shutdown().await;
+    }
+}

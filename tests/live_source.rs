@@ -1,0 +1,860 @@
+//! The live source (`status`, `dump-oplog`, `find-drop --uri`) against the stand-in
+//! `mongod` of tests/standins, speaking the wire protocol to the real driver and
+//! serving the committed incident oplog (fixtures/incident/oplog.bson) as
+//! `local.oplog.rs`. Each test starts its own stand-in on a free loopback port with a
+//! temp dbpath; a guard kills it on every path.
+//!
+//! Faults come from the stand-in's knobs: `rollover-after-getmores=N` (the capped
+//! oplog overtakes the cursor: code 136), `drop-connection-after-getmores=N` (a
+//! network error; used both to test retries and to catch pitr in its backoff so it
+//! can be SIGKILLed mid-dump), `PITR_STANDIN_MODE=mongos|auth`.
+//!
+//! Against a real replica set: `PITR_TEST_URI='mongodb://...' cargo test --test
+//! live_source real_` runs the `real_*` tests (read-only); without it they print
+//! that they skipped.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pitr::oplog::{OplogReader, ReadOptions, Ts};
+
+// ---------------------------------------------------------------------------------
+// helpers
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/incident/oplog.bson")
+}
+
+fn fixture_bytes() -> Vec<u8> {
+    std::fs::read(fixture()).expect("fixtures/incident/oplog.bson")
+}
+
+/// Every entry of the fixture: (ts, bytes).
+fn fixture_entries() -> Vec<(Ts, Vec<u8>)> {
+    let mut r = OplogReader::new(
+        "fixture",
+        std::fs::File::open(fixture()).unwrap(),
+        ReadOptions::default(),
+    );
+    let mut out = Vec::new();
+    while let Some(e) = r.next_entry().unwrap() {
+        out.push((e.ts, e.raw.as_bytes().to_vec()));
+    }
+    out
+}
+
+/// The stand-ins (built once per test process by the shared helper).
+fn standin_bin_dir() -> PathBuf {
+    common::standin_bin_dir()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A stand-in mongod, SIGKILLed and reaped when dropped.
+struct Mongod {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Mongod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mongod {
+    fn uri(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/", self.port)
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mongod.log")).unwrap_or_default()
+    }
+}
+
+/// Starts the stand-in (a one-member replica set `rs0` serving the fixture unless
+/// `env` says otherwise) and waits until it listens.
+fn mongod(env: &[(&str, &str)], replset: bool) -> Mongod {
+    let bin = standin_bin_dir().join("mongod");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("db")).unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .args(["--bind_ip", "127.0.0.1", "--dbpath"])
+        .arg(dir.path().join("db"))
+        .arg("--logpath")
+        .arg(dir.path().join("mongod.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if replset {
+        cmd.args(["--replSet", "rs0"]);
+    }
+    for k in [
+        "PITR_STANDIN_MODE",
+        "PITR_STANDIN_FAULT",
+        "PITR_STANDIN_MONGOD_FAULT",
+        "PITR_STANDIN_OPLOG",
+    ] {
+        cmd.env_remove(k);
+    }
+    if replset && !env.iter().any(|(k, _)| *k == "PITR_STANDIN_OPLOG") {
+        cmd.env("PITR_STANDIN_OPLOG", fixture());
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("spawn the stand-in mongod");
+    let mut m = Mongod { child, port, dir };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(100))
+            .is_ok()
+        {
+            return m;
+        }
+        if let Ok(Some(st)) = m.child.try_wait() {
+            panic!("the stand-in mongod exited early ({st}); log:\n{}", m.log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!(
+        "the stand-in mongod did not listen within 10 s; log:\n{}",
+        m.log()
+    );
+}
+
+fn replset() -> Mongod {
+    mongod(&[], true)
+}
+
+fn pitr_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pitr"));
+    c.args(args).env_remove("PITR_URI").stdin(Stdio::null());
+    c
+}
+
+fn pitr(args: &[&str]) -> Output {
+    pitr_cmd(args).output().expect("run pitr")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("pitr exited by a signal")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) -> &Output {
+    assert_eq!(code(o), 0, "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
+    o
+}
+
+fn dump(m: &Mongod, out: &Path, extra: &[&str]) -> Output {
+    let uri = m.uri();
+    let mut args = vec!["dump-oplog", "--uri", &uri, "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    pitr(&args)
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+/// Runs a dump that hits `drop-connection-after-getmores` and SIGKILLs pitr while
+/// it waits to retry (after it has flushed what it has). Returns its stderr.
+fn dump_killed_in_backoff(m: &Mongod, out: &Path, extra: &[&str]) -> String {
+    let uri = m.uri();
+    let mut args = vec![
+        "dump-oplog",
+        "--uri",
+        &uri,
+        "--out",
+        out.to_str().unwrap(),
+        "--batch-size",
+        "100",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = pitr_cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let st = child.wait().unwrap();
+            panic!("pitr ended ({st}) before retrying; stderr:\n{seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("retry 1/5") {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let st = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&st),
+        Some(libc::SIGKILL),
+        "{seen}"
+    );
+    seen
+}
+
+// ---------------------------------------------------------------------------------
+// dump-oplog
+
+#[test]
+fn dump_round_trip_is_byte_identical() {
+    let m = replset();
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &[]);
+    ok(&o);
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+    assert!(stdout(&o).contains("1522 entries"), "{}", stdout(&o));
+    // Nothing else is left behind: no partial file, no plan.
+    let names: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["oplog.bson"]);
+
+    // Compressed: several gzip members, decompressing to exactly the same bytes.
+    let gz = tmp.path().join("gz");
+    ok(&dump(&m, &gz, &["--gzip"]));
+    let bytes = std::fs::read(gz.join("oplog.bson.gz")).unwrap();
+    assert_eq!(gunzip(&bytes), fixture_bytes());
+    assert!(bytes.len() < fixture_bytes().len() / 2);
+    // pitr reads it back like any .gz dump.
+    let o = pitr(&["oplog", "stats", gz.join("oplog.bson.gz").to_str().unwrap()]);
+    ok(&o);
+}
+
+#[test]
+fn since_is_inclusive_and_until_exclusive() {
+    let m = replset();
+    let entries = fixture_entries();
+    let (since, until) = (entries[100].0, entries[900].0);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(
+        &m,
+        tmp.path(),
+        &["--since", &since.to_string(), "--until", &until.to_string()],
+    );
+    ok(&o);
+    let want: Vec<u8> = entries[100..900]
+        .iter()
+        .flat_map(|(_, b)| b.clone())
+        .collect();
+    assert_eq!(std::fs::read(tmp.path().join("oplog.bson")).unwrap(), want);
+    assert!(
+        stdout(&o).contains("(inclusive)") && stdout(&o).contains("(exclusive)"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A bare second means ordinal 0: the whole second is in (since) or out (until).
+    let t = entries[500].0.t;
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&dump(
+        &m,
+        tmp.path(),
+        &["--since", &t.to_string(), "--until", &(t + 1).to_string()],
+    ));
+    let want: Vec<u8> = entries
+        .iter()
+        .filter(|(ts, _)| ts.t == t)
+        .flat_map(|(_, b)| b.clone())
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(std::fs::read(tmp.path().join("oplog.bson")).unwrap(), want);
+
+    // RFC 3339 is the same second.
+    let rfc = Ts::new(t, 0).utc_string();
+    let tmp2 = tempfile::tempdir().unwrap();
+    ok(&dump(
+        &m,
+        tmp2.path(),
+        &["--since", &rfc, "--until", &(t + 1).to_string()],
+    ));
+    assert_eq!(std::fs::read(tmp2.path().join("oplog.bson")).unwrap(), want);
+
+    // --since not before --until is refused before anything is written.
+    let tmp3 = tempfile::tempdir().unwrap();
+    let o = dump(
+        &m,
+        &tmp3.path().join("x"),
+        &["--since", &until.to_string(), "--until", &since.to_string()],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("is not before --until"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!tmp3.path().join("x").exists());
+}
+
+#[test]
+fn transient_network_errors_are_retried() {
+    let m = mongod(
+        &[("PITR_STANDIN_FAULT", "drop-connection-after-getmores=2")],
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &["--batch-size", "100"]);
+    ok(&o);
+    let err = stderr(&o);
+    assert!(err.contains("retry 1/5"), "{err}");
+    assert!(err.contains("after 300 entries"), "{err}");
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+}
+
+#[test]
+fn killed_dump_resumes_to_the_same_file() {
+    let m = mongod(
+        &[("PITR_STANDIN_FAULT", "drop-connection-after-getmores=5")],
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let err = dump_killed_in_backoff(&m, tmp.path(), &[]);
+    assert!(err.contains("after 600 entries"), "{err}");
+    let partial = tmp.path().join("oplog.bson.partial");
+    assert!(
+        !tmp.path().join("oplog.bson").exists(),
+        "an interrupted dump must not look complete"
+    );
+    let len = std::fs::metadata(&partial).unwrap().len();
+    assert!(len > 0 && len < fixture_bytes().len() as u64);
+    assert!(tmp.path().join("oplog.bson.partial.json").exists());
+
+    // Without --resume the partial dump is not silently replaced.
+    let o = dump(&m, tmp.path(), &[]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+
+    // A torn last write: half an entry at the end.
+    let entry = &fixture_entries()[0].1;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&partial)
+        .unwrap()
+        .write_all(&entry[..entry.len() / 2])
+        .unwrap();
+    let o = dump(&m, tmp.path(), &["--resume"]);
+    ok(&o);
+    assert!(stderr(&o).contains("dropping the last"), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("resumed after 600 entries"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+    assert!(!partial.exists() && !tmp.path().join("oplog.bson.partial.json").exists());
+}
+
+#[test]
+fn killed_compressed_dump_resumes_to_the_same_file() {
+    let plain = replset();
+    let reference = tempfile::tempdir().unwrap();
+    ok(&dump(&plain, reference.path(), &["--gzip"]));
+    let want = std::fs::read(reference.path().join("oplog.bson.gz")).unwrap();
+
+    // 1300 entries (> one 256 KiB gzip member) before the connection drops.
+    let m = mongod(
+        &[("PITR_STANDIN_FAULT", "drop-connection-after-getmores=12")],
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    dump_killed_in_backoff(&m, tmp.path(), &["--gzip"]);
+    let partial = tmp.path().join("oplog.bson.gz.partial");
+    let len = std::fs::metadata(&partial).unwrap().len() as usize;
+    assert!(
+        len > 0 && len < want.len(),
+        "one complete member expected, partial has {len} bytes"
+    );
+    // Resuming in the other format is refused.
+    let o = dump(&m, tmp.path(), &["--resume"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("other format"), "{}", stderr(&o));
+    // A torn write in the middle of the next member.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&partial)
+        .unwrap()
+        .write_all(&want[len..len + 100])
+        .unwrap();
+    ok(&dump(&m, tmp.path(), &["--gzip", "--resume"]));
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson.gz")).unwrap(),
+        want
+    );
+}
+
+#[test]
+fn resume_keeps_the_recorded_bounds() {
+    let m = mongod(
+        &[("PITR_STANDIN_FAULT", "drop-connection-after-getmores=3")],
+        true,
+    );
+    let entries = fixture_entries();
+    let (since, until) = (entries[50].0.to_string(), entries[1200].0.to_string());
+    let tmp = tempfile::tempdir().unwrap();
+    dump_killed_in_backoff(&m, tmp.path(), &["--since", &since, "--until", &until]);
+    // Different bounds on resume are refused; none means "as recorded".
+    let o = dump(
+        &m,
+        tmp.path(),
+        &["--resume", "--since", &entries[51].0.to_string()],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("differs from the interrupted dump"),
+        "{}",
+        stderr(&o)
+    );
+    ok(&dump(&m, tmp.path(), &["--resume"]));
+    let want: Vec<u8> = entries[50..1200]
+        .iter()
+        .flat_map(|(_, b)| b.clone())
+        .collect();
+    assert_eq!(std::fs::read(tmp.path().join("oplog.bson")).unwrap(), want);
+}
+
+#[test]
+fn a_complete_dump_is_never_overwritten() {
+    let m = replset();
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&dump(&m, tmp.path(), &[]));
+    let o = dump(&m, tmp.path(), &[]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// rollover
+
+#[test]
+fn since_already_rolled_off_is_refused_with_both_positions() {
+    let m = replset();
+    let first = fixture_entries()[0].0;
+    let since = Ts::new(first.t - 100, 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &["--since", &since.to_string()]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("no longer reaches back"), "{err}");
+    assert!(
+        err.contains(&since.to_string()) && err.contains(&first.to_string()),
+        "{err}"
+    );
+    assert!(err.contains("1 min 40 s later"), "{err}");
+    assert!(err.contains("--allow-gap"), "{err}");
+    assert!(
+        !tmp.path().join("oplog.bson").exists() && !tmp.path().join("oplog.bson.partial").exists()
+    );
+
+    // --allow-gap: a warning, then what is left.
+    let o = dump(
+        &m,
+        tmp.path(),
+        &["--since", &since.to_string(), "--allow-gap"],
+    );
+    ok(&o);
+    assert!(
+        stderr(&o).contains("warning:") && stderr(&o).contains("gap"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+
+    // The oldest entry's own position, or its second with ordinal 0, is no gap.
+    for s in [first.to_string(), format!("{}:0", first.t)] {
+        let tmp = tempfile::tempdir().unwrap();
+        ok(&dump(&m, tmp.path(), &["--since", &s]));
+    }
+}
+
+#[test]
+fn rollover_mid_dump_stops_with_the_position_and_resume_checks_the_gap() {
+    let m = mongod(&[("PITR_STANDIN_FAULT", "rollover-after-getmores=3")], true);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &["--batch-size", "100"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    let entries = fixture_entries();
+    assert!(err.contains("rolled over"), "{err}");
+    assert!(err.contains("after 400 entries"), "{err}");
+    assert!(err.contains(&entries[399].0.to_string()), "{err}");
+    assert!(err.contains("CappedPositionLost"), "{err}");
+    assert!(err.contains("--resume") && err.contains("lost"), "{err}");
+    assert!(!tmp.path().join("oplog.bson").exists());
+    let partial = std::fs::read(tmp.path().join("oplog.bson.partial")).unwrap();
+    let want_prefix: Vec<u8> = entries[..400].iter().flat_map(|(_, b)| b.clone()).collect();
+    assert_eq!(partial, want_prefix);
+
+    // The stand-in dropped everything up to the last entry read: the oldest entry is
+    // now newer than the last one written, so a gap cannot be ruled out.
+    let o = dump(&m, tmp.path(), &["--resume"]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("possible gap"), "{err}");
+    assert!(
+        err.contains(&entries[399].0.to_string()) && err.contains(&entries[400].0.to_string()),
+        "{err}"
+    );
+
+    let o = dump(&m, tmp.path(), &["--resume", "--allow-gap"]);
+    ok(&o);
+    assert!(stderr(&o).contains("--allow-gap"), "{}", stderr(&o));
+    // Nothing was really lost (the entry after the last one written is the oldest).
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// topology and credentials
+
+#[test]
+fn mongos_is_refused() {
+    let m = mongod(&[("PITR_STANDIN_MODE", "mongos")], false);
+    let tmp = tempfile::tempdir().unwrap();
+    for o in [
+        pitr(&["status", "--uri", &m.uri()]),
+        dump(&m, tmp.path(), &[]),
+    ] {
+        assert_eq!(code(&o), 2);
+        let err = stderr(&o);
+        assert!(
+            err.contains("is a mongos") && err.contains("per-shard"),
+            "{err}"
+        );
+        assert!(
+            err.contains("hint:") && err.contains("shard's replica set"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn standalone_without_oplog_is_refused() {
+    let m = mongod(&[], false);
+    let o = pitr(&["status", "--uri", &m.uri()]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("standalone mongod without an oplog"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn authentication_failure_is_clear_and_never_shows_the_password() {
+    let m = mongod(&[("PITR_STANDIN_MODE", "auth")], true);
+    let secret = "Sup3r-S3cret%21pw";
+    let uri = format!(
+        "mongodb://alice:{secret}@127.0.0.1:{}/?authSource=admin",
+        m.port
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = [
+        pitr(&["status", "--uri", &uri]),
+        pitr_cmd(&["dump-oplog", "--out", tmp.path().to_str().unwrap()])
+            .env("PITR_URI", &uri)
+            .output()
+            .unwrap(),
+        pitr(&["find-drop", "--uri", &uri]),
+    ];
+    for o in &runs {
+        assert_eq!(code(o), 2);
+        let err = stderr(o);
+        assert!(
+            err.contains("authentication failed for user `alice`"),
+            "{err}"
+        );
+        assert!(
+            err.contains("mongodb://alice:<redacted>@127.0.0.1"),
+            "{err}"
+        );
+        assert!(err.contains("authSource"), "{err}");
+        for s in [secret, "Sup3r-S3cret!pw", "Sup3r"] {
+            assert!(
+                !err.contains(s) && !stdout(o).contains(s),
+                "password leaked: {err}"
+            );
+        }
+    }
+    // --help never shows PITR_URI's value.
+    let o = pitr_cmd(&["dump-oplog", "--help"])
+        .env("PITR_URI", &uri)
+        .output()
+        .unwrap();
+    assert!(!stdout(&o).contains("Sup3r"), "{}", stdout(&o));
+
+    // No credentials at all: the server refuses the read, and the hint names the role.
+    let o = pitr(&["status", "--uri", &m.uri()]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("not authorized to read `local.oplog.rs`"),
+        "{err}"
+    );
+    assert!(err.contains("pitrOplogReader"), "{err}");
+}
+
+#[test]
+fn a_bad_uri_is_rejected_without_echoing_secrets() {
+    let o = pitr(&[
+        "status",
+        "--uri",
+        "mongodb://bob:hunter2hunter2@h:notaport/",
+    ]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("not a usable MongoDB connection string"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// find-drop --uri
+
+fn find_drop_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["find-drop", "--json"];
+    all.extend_from_slice(args);
+    let o = pitr(&all);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+}
+
+#[test]
+fn find_drop_uri_gives_the_same_findings_as_the_file() {
+    let m = replset();
+    let uri = m.uri();
+    let file = fixture();
+    let file = file.to_str().unwrap();
+    let entries = fixture_entries();
+    let (since, until) = (entries[300].0.to_string(), entries[1300].0.to_string());
+    let filters: Vec<Vec<&str>> = vec![
+        vec![],
+        vec!["--since", &since],
+        vec!["--until", &until],
+        vec!["--since", &since, "--until", &until],
+        vec!["--kind", "drop", "--kind", "dropDatabase"],
+        // Narrowed to command entries on the server.
+        vec!["--kind", "dropIndexes", "--kind", "renameDropTarget"],
+        vec![
+            "--kind",
+            "deleteBurst",
+            "--ns",
+            "shop.*",
+            "--min-count",
+            "50",
+        ],
+    ];
+    for f in &filters {
+        let mut on_file = vec![file];
+        on_file.extend_from_slice(f);
+        let mut on_server = vec!["--uri", uri.as_str()];
+        on_server.extend_from_slice(f);
+        let a = find_drop_json(&on_file);
+        assert!(
+            !a.as_array().unwrap().is_empty() || f.len() > 2,
+            "no findings for {f:?}"
+        );
+        assert_eq!(a, find_drop_json(&on_server), "filters {f:?}");
+    }
+
+    // The table names the server (redacted) and says when only commands were read.
+    let o = pitr(&["find-drop", "--uri", &uri, "--kind", "dropIndexes"]);
+    ok(&o);
+    assert!(
+        stdout(&o).contains("local.oplog.rs of mongodb://127.0.0.1"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("command entries only"),
+        "{}",
+        stdout(&o)
+    );
+
+    // PITR_URI is used only when no file is given.
+    let o = pitr_cmd(&["find-drop", "--json"])
+        .env("PITR_URI", &uri)
+        .output()
+        .unwrap();
+    ok(&o);
+    let o = pitr_cmd(&["find-drop", file])
+        .env("PITR_URI", "mongodb://127.0.0.1:1/")
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(stdout(&o).contains("oplog.bson"), "{}", stdout(&o));
+    // Files and --uri together are a usage error.
+    let o = pitr(&["find-drop", file, "--uri", &uri]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+    let o = pitr(&["find-drop"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no oplog to read"), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------------------------
+// status
+
+#[test]
+fn status_shows_version_topology_and_window() {
+    let m = replset();
+    let entries = fixture_entries();
+    let (first, last) = (entries[0].0, entries[entries.len() - 1].0);
+    // The fixture covers under half an hour: shorter than the default 24 h.
+    let o = pitr(&["status", "--uri", &m.uri()]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = stdout(&o);
+    for want in [
+        "version   7.0.14",
+        "replica set `rs0`, 1 member(s)",
+        "PRIMARY",
+        &first.to_string(),
+        &last.to_string(),
+        "window 28 min 44 s (0.5 hours)",
+        "of maximum unknown",
+    ] {
+        assert!(out.contains(want), "missing `{want}` in:\n{out}");
+    }
+    assert!(
+        stderr(&o).contains("shorter than --min-window"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = pitr(&["status", "--uri", &m.uri(), "--min-window", "20m", "--json"]);
+    ok(&o);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["replica_set"], "rs0");
+    assert_eq!(j["topology"], "replicaSet");
+    assert_eq!(j["oplog"]["oldest"]["ts"], first.to_string());
+    assert_eq!(j["oplog"]["newest"]["ts"], last.to_string());
+    assert_eq!(j["oplog"]["seconds"], (last.t - first.t) as u64);
+    assert_eq!(j["oplog_size_bytes"], fixture_bytes().len() as u64);
+    assert!(j["oplog_max_bytes"].is_null());
+    assert!(j["warning"].is_null());
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------------------------
+// a real replica set (PITR_TEST_URI), read-only
+
+fn real_uri(test: &str) -> Option<String> {
+    match std::env::var("PITR_TEST_URI") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            eprintln!("SKIPPED {test}: set PITR_TEST_URI to a replica set's URI to run it against a real server");
+            None
+        }
+    }
+}
+
+#[test]
+fn real_replica_set_status() {
+    let Some(uri) = real_uri("real_replica_set_status") else {
+        return;
+    };
+    let o = pitr(&["status", "--uri", &uri, "--json", "--min-window", "1s"]);
+    ok(&o);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(j["oplog"]["oldest"]["ts"].is_string(), "{j}");
+    assert!(
+        !j["server"].as_str().unwrap().contains("@")
+            || j["server"].as_str().unwrap().contains("<redacted>")
+    );
+}
+
+#[test]
+fn real_replica_set_dump_is_bounded_and_readable() {
+    let Some(uri) = real_uri("real_replica_set_dump_is_bounded_and_readable") else {
+        return;
+    };
+    let o = pitr(&["status", "--uri", &uri, "--json", "--min-window", "1s"]);
+    ok(&o);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let newest = j["oplog"]["newest"]["ts"].as_str().unwrap().to_string();
+    let (t, i) = newest.split_once(':').unwrap();
+    let newest_ts = Ts::new(t.parse().unwrap(), i.parse().unwrap());
+    let since = Ts::new(newest_ts.t.saturating_sub(120), 0);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr(&[
+        "dump-oplog",
+        "--uri",
+        &uri,
+        "--out",
+        tmp.path().to_str().unwrap(),
+        "--since",
+        &since.to_string(),
+        "--until",
+        &newest,
+    ]);
+    ok(&o);
+    let mut r = OplogReader::new(
+        "dump",
+        std::fs::File::open(tmp.path().join("oplog.bson")).unwrap(),
+        ReadOptions::default(),
+    );
+    let mut prev = None;
+    while let Some(e) = r.next_entry().unwrap() {
+        assert!(e.ts >= since && e.ts < newest_ts, "{} out of bounds", e.ts);
+        assert!(prev.is_none_or(|p| p < e.ts), "not in ts order at {}", e.ts);
+        prev = Some(e.ts);
+    }
+}
