@@ -13,4 +13,6 @@ pub mod mongo;
 pub mod objectid;
 pub mod oplog;
 pub mod plan;
+pub mod replay;
 pub mod time;
+pub mod verify;

@@ -14,10 +14,12 @@ pub mod oid;
 pub mod oplog_cmd;
 pub mod plan;
 pub mod progress;
+pub mod replay;
 pub mod scan;
 pub mod stats;
 pub mod status;
 pub mod ts;
+pub mod verify;
 pub mod zone;
 
 /// Point-in-time recovery for MongoDB: find the operation that destroyed data, and
@@ -52,6 +54,10 @@ pub enum Command {
     Oid(oid::OidCommand),
     /// Check that a backup and an oplog cover a restore point; show the exact limit and every step
     Plan(plan::PlanArgs),
+    /// Restore a backup onto a spare mongod, rolled forward to just before the incident, and verify it
+    Replay(replay::ReplayArgs),
+    /// Check a restored server's document counts against a plan
+    Verify(verify::VerifyArgs),
     /// Show a server's version, topology and oplog window (read-only)
     Status(status::StatusArgs),
     /// Dump local.oplog.rs from a replica set to a file, read-only, resumable
@@ -83,6 +89,8 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Oplog(c) => oplog_cmd::run(c),
         Command::Oid(c) => oid::run(c),
         Command::Plan(a) => plan::run(a),
+        Command::Replay(a) => replay::run(a),
+        Command::Verify(a) => verify::run(a),
         Command::Status(a) => status::run(a),
         Command::DumpOplog(a) => dump_oplog::run(a),
         Command::Ts(a) => ts::run(a),

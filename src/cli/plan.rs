@@ -53,6 +53,20 @@ Examples:
   pitr plan --backup nightly/ --backup-end 2026-11-21T01:00:00Z --oplog oplog.bson --until auto
   pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit")]
 pub struct PlanArgs {
+    #[command(flatten)]
+    pub input: PlanInputArgs,
+    /// Print the whole plan as JSON on stdout (schema in README.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Where to write oplog.bson and plan.json [default: ./pitr-plan-<t>-<i>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The flags that say what to plan, shared by `pitr plan` and `pitr replay` so the
+/// two accept exactly the same plan.
+#[derive(Debug, clap::Args)]
+pub struct PlanInputArgs {
     /// The backup: a directory written by `mongodump --oplog` (one folder per database)
     #[arg(long, value_name = "DIR")]
     pub backup: PathBuf,
@@ -68,12 +82,6 @@ pub struct PlanArgs {
     /// Leave out the entry with exactly this ts (e.g. the bad operation) and keep later writes; repeatable
     #[arg(long, value_name = "T:I", value_parser = parse_time)]
     pub skip: Vec<TimeValue>,
-    /// Print the whole plan as JSON on stdout (schema in README.md)
-    #[arg(long)]
-    pub json: bool,
-    /// Where to write oplog.bson and plan.json [default: ./pitr-plan-<t>-<i>]
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
     /// For a backup without its own oplog: the position its data is complete up to
     /// (for a dump made without --oplog, the time it STARTED)
     #[arg(long, value_name = "V", value_parser = parse_time)]
@@ -92,8 +100,29 @@ pub struct PlanArgs {
     pub sort_memory: u64,
 }
 
-struct CliProgress {
-    enabled: bool,
+impl PlanInputArgs {
+    /// The plan request, writing into `out` (None: the default beside `cwd`).
+    pub fn request(self, out: Option<PathBuf>, cwd: PathBuf) -> PlanRequest {
+        PlanRequest {
+            backup: self.backup,
+            oplog: self.oplog,
+            until: self.until,
+            backup_end: self.backup_end,
+            ns: self.ns,
+            skip: self.skip,
+            out,
+            cwd,
+            allow_truncated: self.allow_truncated,
+            expect: !self.no_expect,
+            id_cap: self.expect_max_ids,
+            sort_memory: (self.sort_memory as usize).saturating_mul(1 << 20),
+        }
+    }
+}
+
+/// Scan progress bars for the plan's passes (hidden when `enabled` is false).
+pub(crate) struct CliProgress {
+    pub(crate) enabled: bool,
 }
 
 impl Progress for CliProgress {
@@ -105,20 +134,7 @@ impl Progress for CliProgress {
 }
 
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
-    let req = PlanRequest {
-        backup: a.backup,
-        oplog: a.oplog,
-        until: a.until,
-        backup_end: a.backup_end,
-        ns: a.ns,
-        skip: a.skip,
-        out: a.out,
-        cwd: std::env::current_dir()?,
-        allow_truncated: a.allow_truncated,
-        expect: !a.no_expect,
-        id_cap: a.expect_max_ids,
-        sort_memory: (a.sort_memory as usize).saturating_mul(1 << 20),
-    };
+    let req = a.input.request(a.out, std::env::current_dir()?);
     let plan = plan::build(&req, &CliProgress { enabled: !a.json })?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -183,7 +199,8 @@ fn table(
     Ok(())
 }
 
-fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+/// The plan as `pitr plan` prints it.
+pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let b = &p.backup;
     writeln!(out, "Backup    {}", b.dir)?;
     let collections = b
@@ -492,8 +509,8 @@ mod tests {
             v.extend_from_slice(extra);
             parse(&v).unwrap_or_else(|e| panic!("{extra:?}: {e}"))
         };
-        assert_eq!(ok(&["--until", "auto"]).until, UntilSpec::Auto);
-        assert_eq!(ok(&["--until", "end"]).until, UntilSpec::End);
+        assert_eq!(ok(&["--until", "auto"]).input.until, UntilSpec::Auto);
+        assert_eq!(ok(&["--until", "end"]).input.until, UntilSpec::End);
         let a = ok(&[
             "--until",
             "1700000000:3",
@@ -506,7 +523,12 @@ mod tests {
             "--json",
         ]);
         assert_eq!(
-            (a.ns.len(), a.skip.len(), a.json, a.sort_memory),
+            (
+                a.input.ns.len(),
+                a.input.skip.len(),
+                a.json,
+                a.input.sort_memory
+            ),
             (2, 1, true, 256)
         );
         assert!(ok(&[
@@ -515,6 +537,7 @@ mod tests {
             "--backup-end",
             "oid:47cc67093475061e3d95369d"
         ])
+        .input
         .backup_end
         .is_some());
         assert!(
@@ -527,6 +550,7 @@ mod tests {
                 "--sort-memory",
                 "1"
             ])
+            .input
             .no_expect
         );
 

@@ -1,0 +1,382 @@
+//! `pitr replay`: plan, restore onto a spare mongod, roll forward to the limit,
+//! verify, optionally dump, report. The work is in [`crate::replay`]; this file
+//! parses flags, builds the plan (same flags and code as `pitr plan`), starts
+//! tokio, and prints.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{exit, Failure};
+use crate::exec::binaries::ToolSearch;
+use crate::exec::signals::{listen_for_signals, CancelLevel, SignalNotice};
+use crate::exec::Cancel;
+use crate::plan;
+use crate::replay::dry_run;
+use crate::replay::progress::{seconds, Console};
+use crate::replay::report::{ReplayReport, ResultKind, Timing};
+use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
+use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
+use crate::verify::DEFAULT_CONNECT_TIMEOUT;
+
+use super::plan::{CliProgress, PlanInputArgs};
+
+// No doc comment here: the one-line about comes from `Command::Replay` in `cli/mod.rs`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+What it does, in order (the steps `pitr plan` lists, run with real values):
+  1. start a spare standalone mongod: 127.0.0.1 only, a free port, a new dbpath in the \
+work dir, TTL monitor off; ready when its log says so, the port answers and a driver \
+`ping` reaches this very process
+  2. mongorestore the backup (with --oplogReplay of its own oplog when it has one)
+  3. mongorestore --oplogReplay --oplogLimit <limit> of the plan's oplog slice; the limit \
+is EXCLUSIVE: the entry at the limit and everything after it are not applied
+  4. verify: every expected namespace holds the plan's document count (and the drop's \
+numRecords where recorded); the backup's namespaces exist
+  5. with --out: mongodump the restored namespaces (into a temporary directory beside \
+DIR, renamed to DIR when complete)
+  6. stop the spare (SIGTERM, the --grace period, then SIGKILL) and remove its dbpath, \
+also after a failure and on Ctrl-C (a second Ctrl-C kills at once); --keep leaves it \
+running instead (not after Ctrl-C) and prints how to connect
+
+The programs are looked up in --mongodb-bin, then $PITR_MONGODB_BIN, then PATH. \
+Progress goes to stderr; the summary (or --json: report.json) to stdout. The work dir \
+keeps plan/ (plan.json and the slice), logs/ (mongod.log and one log per step), \
+report.md and report.json.
+
+Exit codes: 0 replayed and verified; 1 verification failed; 2 error (a step failed: its \
+exit code, or 128+n for a signal, and its last stderr lines are shown); 130 interrupted \
+by Ctrl-C.
+
+Examples:
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --dry-run
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --out restored/
+  pitr replay --backup dump/ --oplog oplog.bson --until 1795223165:1 --keep
+  pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
+      --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq .verify.passed")]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub plan: PlanInputArgs,
+    /// Print the plan and the exact commands (with the programs found); start nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave the spare mongod running at the end and print how to connect and stop it
+    #[arg(long)]
+    pub keep: bool,
+    /// Hand the restored data over: mongodump it into this new directory
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Directory holding mongod, mongorestore and mongodump [default: $PITR_MONGODB_BIN, then PATH]
+    #[arg(long, value_name = "DIR")]
+    pub mongodb_bin: Option<PathBuf>,
+    /// New or empty directory for the plan, the logs, the report and the spare's data
+    /// [default: ./pitr-replay-YYYYMMDDTHHMMSSZ]
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Stop a restore, replay, verify or dump step running longer than this (e.g. `90m`) [default: no limit]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub step_timeout: Option<Duration>,
+    /// How long the spare mongod may take to become ready
+    #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = parse_duration)]
+    pub start_timeout: Duration,
+    /// Time a program gets between SIGTERM and SIGKILL when it is stopped
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub grace: Duration,
+    /// Run the spare on this port of 127.0.0.1 instead of a free one
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+    /// Replay even though the plan's lint found errors (the replay may fail or lose data)
+    #[arg(long)]
+    pub ignore_lint_errors: bool,
+    /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// clap value parser for durations: `500ms`, `30s`, `90m`, `2h`.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| {
+        format!("`{s}` is not a duration ({e}); use e.g. `500ms`, `30s`, `90m`, `2h`")
+    })?;
+    if d.is_zero() {
+        return Err(format!("`{s}`: the duration must be more than zero"));
+    }
+    Ok(d)
+}
+
+fn absolute(cwd: &Path, p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        p
+    } else {
+        cwd.join(p)
+    }
+}
+
+/// `--out` must be new or an empty directory; checked before anything runs.
+fn check_out(out: &Path) -> Result<(), ReplayError> {
+    if !out.exists() {
+        return Ok(());
+    }
+    let empty = out.is_dir()
+        && std::fs::read_dir(out)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+    if empty {
+        Ok(())
+    } else {
+        Err(ReplayError::OutNotEmpty(out.to_path_buf()))
+    }
+}
+
+pub(crate) fn runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+fn notice(console: Arc<Console>, grace: Duration) -> SignalNotice {
+    Box::new(move |sig, level| {
+        let name = if sig == libc::SIGINT {
+            "Ctrl-C"
+        } else {
+            "SIGTERM"
+        };
+        match level {
+            CancelLevel::Kill => {
+                console.line(&format!("pitr: {name} again: killing the running programs now (SIGKILL)"))
+            }
+            _ => console.line(&format!(
+                "pitr: {name}: stopping the running step and the spare mongod (SIGTERM, then SIGKILL after {}); \
+                 press Ctrl-C again to kill them at once",
+                seconds(grace)
+            )),
+        }
+    })
+}
+
+pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    let started = Instant::now();
+    let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let cwd = std::env::current_dir()?;
+    let out = a.out.clone().map(|o| absolute(&cwd, o));
+    if let Some(o) = &out {
+        check_out(o)?;
+    }
+    let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
+    let req = a.plan.request(Some(work.plan_dir()), cwd.clone());
+    let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
+        Ok(p) => p,
+        Err(e) => {
+            work.discard_if_unused();
+            return Err(e.into());
+        }
+    };
+    let search = ToolSearch::from_env(a.mongodb_bin.clone());
+    let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
+
+    if a.dry_run {
+        let d = dry_run::prepare(&plan, &work, &search, out.as_deref(), a.port, &pitr);
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::new(stdout.lock());
+        if a.json {
+            serde_json::to_writer_pretty(&mut w, &d).map_err(io::Error::from)?;
+            writeln!(w)?;
+        } else {
+            let mut rendered = Vec::new();
+            super::plan::render(&mut rendered, &plan)?;
+            write!(
+                w,
+                "{}",
+                dry_run::plan_text(&String::from_utf8_lossy(&rendered))
+            )?;
+            writeln!(w)?;
+            write!(w, "{}", dry_run::text(&d))?;
+        }
+        w.flush()?;
+        return Ok(exit::OK);
+    }
+
+    if plan.lint_errors() > 0 && !a.ignore_lint_errors {
+        let mut codes: Vec<&str> = plan
+            .lint
+            .iter()
+            .filter(|l| l.severity == plan::LintSeverity::Error)
+            .map(|l| l.code.as_str())
+            .collect();
+        codes.dedup();
+        return Err(ReplayError::LintErrors {
+            count: plan.lint_errors(),
+            codes: codes.join(", "),
+        }
+        .into());
+    }
+
+    let console = Console::for_stderr(a.json);
+    let settings = Settings {
+        keep: a.keep,
+        out,
+        step_timeout: a.step_timeout,
+        start_timeout: a.start_timeout,
+        grace: a.grace,
+        port: a.port,
+        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        pitr,
+    };
+    console.line(&format!(
+        "pitr replay: limit {} (exclusive), work dir {}",
+        plan.limit(),
+        work.root.display()
+    ));
+    let rt = runtime()?;
+    let ran = rt.block_on(async {
+        let cancel = Cancel::new();
+        listen_for_signals(&cancel, Some(notice(console.clone(), settings.grace)))?;
+        let tools = match Tools::find(&search, settings.out.is_some(), &cancel).await {
+            Ok(t) => t,
+            Err(e) if cancel.is_cancelled() => {
+                return Err(
+                    Failure::new(format!("interrupted while checking the programs: {e}"))
+                        .with_exit_code(cancel.exit_code().unwrap_or(130)),
+                )
+            }
+            Err(e) => return Err(Failure::from(e)),
+        };
+        for b in tools.all() {
+            console.line(&format!("  {}", describe(b)));
+        }
+        let standins = tools.standins();
+        if !standins.is_empty() {
+            console.line(&format!(
+                "*** {STANDIN_BANNER}: {} {} pitr's test stand-in(s) ***",
+                standins.join(", "),
+                if standins.len() == 1 { "is" } else { "are" }
+            ));
+        }
+        let ex = execute(&plan, &work, &tools, &settings, &cancel, &console).await;
+        let interrupted =
+            (ex.interrupted || cancel.is_cancelled()).then(|| cancel.exit_code().unwrap_or(130));
+        Ok::<_, Failure>((tools, ex, interrupted))
+    });
+    drop(rt);
+    let (tools, mut ex, interrupted) = ran?;
+    let report = ReplayReport::build(
+        &plan,
+        &work,
+        &tools,
+        &ex,
+        Timing {
+            started_utc,
+            duration_ms: started.elapsed().as_millis() as u64,
+        },
+        interrupted,
+    );
+    if let Err(e) = report.write(&work) {
+        let f = Failure::from(e);
+        eprint!("warning: {}", f.render());
+    }
+    {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::new(stdout.lock());
+        if a.json {
+            serde_json::to_writer_pretty(&mut w, &report).map_err(io::Error::from)?;
+            writeln!(w)?;
+        } else {
+            write!(w, "{}", summary::text(&report))?;
+        }
+        w.flush()?;
+    }
+    match report.result {
+        ResultKind::Passed => Ok(exit::OK),
+        ResultKind::VerifyFailed => Ok(exit::NOT_FOUND),
+        ResultKind::Error => Err(ex
+            .error
+            .take()
+            .unwrap_or_else(|| Failure::new("the replay failed"))
+            .with_exit_code(exit::ERROR)),
+        ResultKind::Interrupted => Err(Failure::new(format!(
+            "interrupted: the running step and the spare mongod were stopped{}; the report is in `{}`",
+            if report.kept.is_some() { "" } else { " and its data directory removed" },
+            work.report_md().display()
+        ))
+        .with_exit_code(report.exit_code)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+    use crate::plan::UntilSpec;
+
+    fn parse(args: &[&str]) -> Result<super::ReplayArgs, String> {
+        let mut all = vec!["pitr", "replay"];
+        all.extend_from_slice(args);
+        match Cli::try_parse_from(all) {
+            Ok(Cli {
+                command: Command::Replay(a),
+            }) => Ok(a),
+            Ok(other) => Err(format!("not replay: {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let base = ["--backup", "b", "--oplog", "o.bson", "--until", "auto"];
+        let ok = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            parse(&v).unwrap_or_else(|e| panic!("{extra:?}: {e}"))
+        };
+        let a = ok(&[]);
+        assert_eq!(a.plan.until, UntilSpec::Auto);
+        assert!(!a.dry_run && !a.keep && a.out.is_none() && a.step_timeout.is_none());
+        assert_eq!(a.grace, std::time::Duration::from_secs(10));
+        let a = ok(&[
+            "--dry-run",
+            "--keep",
+            "--out",
+            "d",
+            "--mongodb-bin",
+            "/opt/m",
+            "--workdir",
+            "w",
+            "--step-timeout",
+            "90m",
+            "--grace",
+            "500ms",
+            "--port",
+            "28017",
+            "--ns",
+            "shop.*",
+            "--skip",
+            "1700000000:1",
+            "--json",
+        ]);
+        assert!(a.dry_run && a.keep && a.json);
+        assert_eq!(a.step_timeout, Some(std::time::Duration::from_secs(5400)));
+        assert_eq!(a.grace, std::time::Duration::from_millis(500));
+        assert_eq!(
+            (a.port, a.plan.ns.len(), a.plan.skip.len()),
+            (Some(28017), 1, 1)
+        );
+
+        let bad = |extra: &[&str], needle: &str| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            let err = parse(&v)
+                .err()
+                .unwrap_or_else(|| panic!("{extra:?} parsed"));
+            assert!(err.contains(needle), "{extra:?}: {err}");
+        };
+        bad(&["--step-timeout", "soon"], "`soon` is not a duration");
+        bad(&["--grace", "0s"], "more than zero");
+        bad(&["--port", "0"], "--port");
+        bad(&["--port", "70000"], "--port");
+        assert!(parse(&["--backup", "b", "--oplog", "o"]).is_err());
+    }
+}

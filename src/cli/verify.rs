@@ -1,0 +1,83 @@
+//! `pitr verify`: compare a server's document counts with a plan's expectations.
+//! The work is in [`crate::verify`]; this file parses flags and prints.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{exit, Failure};
+use crate::exec::signals::listen_for_signals;
+use crate::exec::Cancel;
+use crate::plan::RestorePlan;
+use crate::verify::{self, render, VerifyError};
+
+use super::replay::{parse_duration, runtime};
+
+// No doc comment here: the one-line about comes from `Command::Verify` in `cli/mod.rs`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+Checks, read-only (listDatabases, listCollections, countDocuments):
+  - every namespace the plan expects holds exactly the expected number of documents, and \
+where the entry at the limit recorded numRecords (a drop), exactly that many too;
+  - a namespace the replay dropped is absent (or empty);
+  - without expected counts in the plan (--no-expect), the backup's collections exist.
+Namespaces on the server that the plan does not mention are listed, not failed.
+
+The URI can come from PITR_URI; its user and password are never printed.
+
+Exit codes: 0 every check passed; 1 a check failed; 2 error (no connection, bad plan).
+
+Examples:
+  pitr verify --uri mongodb://127.0.0.1:28017/ --expect pitr-plan-1795223165-1/plan.json
+  PITR_URI='mongodb://restore:secret@spare:27017/?authSource=admin' pitr verify --expect plan.json --json")]
+pub struct VerifyArgs {
+    /// The server to check (e.g. mongodb://127.0.0.1:28017/)
+    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
+    pub uri: String,
+    /// The plan.json written by `pitr plan` or `pitr replay` (in the work dir's plan/)
+    #[arg(long, value_name = "PLAN.json")]
+    pub expect: PathBuf,
+    /// Print the result as JSON (format pitr-verify/1)
+    #[arg(long)]
+    pub json: bool,
+    /// How long to wait for the server
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+}
+
+pub fn run(a: VerifyArgs) -> Result<u8, Failure> {
+    let text = std::fs::read_to_string(&a.expect).map_err(|source| VerifyError::ReadPlan {
+        path: a.expect.clone(),
+        source,
+    })?;
+    let plan = RestorePlan::from_json(&text).map_err(|source| VerifyError::ParsePlan {
+        path: a.expect.clone(),
+        source,
+    })?;
+    let plan_file = a.expect.display().to_string();
+    let rt = runtime()?;
+    let report = rt.block_on(async {
+        let cancel = Cancel::new();
+        listen_for_signals(&cancel, None)?;
+        tokio::select! {
+            r = verify::verify(&a.uri, &plan, Some(&plan_file), a.connect_timeout) => r.map_err(Failure::from),
+            _ = cancel.cancelled() => Err(Failure::from(VerifyError::Cancelled)
+                .with_exit_code(cancel.exit_code().unwrap_or(130))),
+        }
+    })?;
+    drop(rt);
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if a.json {
+        serde_json::to_writer_pretty(&mut w, &report).map_err(io::Error::from)?;
+        writeln!(w)?;
+    } else {
+        write!(w, "{}", render::text(&report))?;
+    }
+    w.flush()?;
+    Ok(if report.passed {
+        exit::OK
+    } else {
+        exit::NOT_FOUND
+    })
+}

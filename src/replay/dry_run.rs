@@ -1,0 +1,226 @@
+//! `pitr replay --dry-run`: the exact commands the replay would run, with the real
+//! binary paths (located without running them: a dry run starts no process at all),
+//! or a clear note for each program that is missing.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::Hint;
+use crate::exec::binaries::{Origin, Tool, ToolSearch};
+use crate::plan::steps::{self, shell_line, Step};
+use crate::plan::RestorePlan;
+
+use super::commands::{self, Values};
+use super::record::StepKind;
+use super::tools::locate;
+use super::workdir::WorkDir;
+
+/// The `format` of `--dry-run --json`.
+pub const FORMAT: &str = "pitr-replay-dry-run/1";
+
+/// One program. JSON: `tool`, `path` and `origin` (null when missing), `error` and
+/// `hint` (why it is missing).
+#[derive(Clone, Debug, Serialize)]
+pub struct DryBinary {
+    pub tool: Tool,
+    pub path: Option<PathBuf>,
+    pub origin: Option<Origin>,
+    pub error: Option<String>,
+    pub hint: Option<String>,
+}
+
+/// What a dry run shows. JSON: `format`, `workdir`, `binaries`, `steps` (as in the
+/// plan, with real paths: `number`, `title`, `commands` as argv arrays, `note`),
+/// `ready` (every program was found), `plan` (the whole plan).
+#[derive(Clone, Debug, Serialize)]
+pub struct DryRun<'a> {
+    pub format: &'static str,
+    pub workdir: String,
+    pub binaries: Vec<DryBinary>,
+    pub ready: bool,
+    pub steps: Vec<Step>,
+    pub plan: &'a RestorePlan,
+}
+
+/// The commands of `plan` with the binaries `search` finds.
+pub fn prepare<'a>(
+    plan: &'a RestorePlan,
+    work: &WorkDir,
+    search: &ToolSearch,
+    out: Option<&Path>,
+    port: Option<u16>,
+    pitr: &Path,
+) -> DryRun<'a> {
+    let binaries: Vec<DryBinary> = locate(search, out.is_some())
+        .into_iter()
+        .map(|l| match l.found {
+            Ok((path, origin)) => DryBinary {
+                tool: l.tool,
+                path: Some(path),
+                origin: Some(origin),
+                error: None,
+                hint: None,
+            },
+            Err(e) => DryBinary {
+                tool: l.tool,
+                path: None,
+                origin: None,
+                hint: e.hint(),
+                error: Some(e.to_string()),
+            },
+        })
+        .collect();
+    let path_of = |t: Tool| -> PathBuf {
+        binaries
+            .iter()
+            .find(|b| b.tool == t)
+            .and_then(|b| b.path.clone())
+            .unwrap_or_else(|| PathBuf::from(format!("<{} not found>", t.name())))
+    };
+    let (mongod, mongorestore) = (path_of(Tool::Mongod), path_of(Tool::Mongorestore));
+    let mongodump = out.map(|_| path_of(Tool::Mongodump));
+    let log = work.mongod_log();
+    let dbpath = work.root.join("pitr-spare-XXXXXX").join("db");
+    let dump_tmp = out.map(|o| {
+        o.parent()
+            .unwrap_or(Path::new("."))
+            .join(".pitr-dump-XXXXXX")
+    });
+    let v = commands::values(&Values {
+        mongod: &mongod,
+        mongorestore: &mongorestore,
+        mongodump: mongodump.as_deref(),
+        pitr,
+        port,
+        dbpath: Some(&dbpath),
+        logpath: &log,
+        dump_dir: dump_tmp.as_deref(),
+    });
+    let kinds = StepKind::sequence(plan.restore.slice_dir.is_some());
+    let mut list = steps::steps(&plan.restore, &v);
+    for (st, kind) in list.iter_mut().zip(kinds) {
+        match kind {
+            StepKind::StartSpare => {
+                st.commands = vec![commands::spare_mongod_argv(&v)];
+                st.note = Some(format!(
+                    "started and watched by pitr: {} is a free loopback port{}; the dbpath is a new directory in the work dir, \
+                     removed at the end unless --keep; ready once its log says so, the port answers and a `ping` reaches this very process",
+                    commands::PORT_PLACEHOLDER,
+                    if port.is_some() { " (here: --port)" } else { "" }
+                ));
+            }
+            StepKind::Verify => {
+                st.note =
+                    Some("run inside pitr replay, with the same code as `pitr verify`".into());
+            }
+            StepKind::Dump if out.is_none() => {
+                st.commands.clear();
+                st.note = Some("skipped: no --out given".into());
+            }
+            StepKind::Dump => {
+                st.note = Some(format!(
+                    "into a new temporary directory beside --out (.pitr-dump-XXXXXX), renamed to `{}` once every dump succeeded",
+                    out.map(|o| o.display().to_string()).unwrap_or_default()
+                ));
+            }
+            StepKind::Shutdown => {
+                st.note = Some(
+                    "pitr sends SIGTERM to the spare's process group itself (what this command does), SIGKILL after the grace period, \
+                     then removes its directory; --keep leaves it running instead"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    DryRun {
+        format: FORMAT,
+        workdir: work.root.display().to_string(),
+        ready: binaries.iter().all(|b| b.path.is_some()),
+        binaries,
+        steps: list,
+        plan,
+    }
+}
+
+/// The plan as `pitr plan` prints it, minus its placeholder steps (the commands
+/// with real paths follow).
+pub fn plan_text(rendered: &str) -> String {
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in rendered.lines() {
+        if line.starts_with("Steps ") {
+            skipping = true;
+        } else if line.starts_with("Plan written to") {
+            skipping = false;
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The text after the plan: binaries, then the commands.
+pub fn text(d: &DryRun<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Binaries  (located only: --dry-run starts no process, not even `--version`)"
+    );
+    for b in &d.binaries {
+        match (&b.path, &b.error) {
+            (Some(p), _) => {
+                let _ = writeln!(
+                    s,
+                    "  {:<13} {} (from {})",
+                    b.tool.name(),
+                    p.display(),
+                    b.origin.map_or_else(String::new, |o| o.to_string())
+                );
+            }
+            (None, e) => {
+                let _ = writeln!(
+                    s,
+                    "  {:<13} MISSING: {}",
+                    b.tool.name(),
+                    e.as_deref().unwrap_or("not found")
+                );
+                if let Some(h) = &b.hint {
+                    let _ = writeln!(s, "                hint: {h}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Commands  pitr replay would run, in this order");
+    for st in &d.steps {
+        let _ = writeln!(s, "  {}. {}", st.number, st.title);
+        for c in &st.commands {
+            let _ = writeln!(s, "       {}", shell_line(c));
+        }
+        if let Some(n) = &st.note {
+            let _ = writeln!(s, "       # {n}");
+        }
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Work dir  {} (the plan is in plan/)", d.workdir);
+    if d.plan.lint_errors() > 0 {
+        let _ = writeln!(
+            s,
+            "The lint found {} error(s): pitr replay refuses to run this plan without --ignore-lint-errors.",
+            d.plan.lint_errors()
+        );
+    }
+    if !d.ready {
+        let _ = writeln!(
+            s,
+            "Some programs are missing: pitr replay would stop before starting anything."
+        );
+    }
+    let _ = writeln!(s, "Nothing was run (--dry-run).");
+    s
+}

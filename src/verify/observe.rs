@@ -1,0 +1,91 @@
+//! What a server holds: its user namespaces (collections, not views) and the exact
+//! document count of each namespace a check needs. Read-only commands only:
+//! `buildInfo`, `listDatabases`, `listCollections`, and `aggregate` for
+//! `countDocuments`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bson::{doc, Bson, Document};
+use mongodb::Client;
+
+use super::connect::driver_message;
+use super::error::VerifyError;
+use super::ServerInfo;
+
+/// The server's collections (`db.coll`, outside `admin`, `config` and `local`), and
+/// counts of the wanted ones that exist.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Observed {
+    pub namespaces: BTreeSet<String>,
+    pub counts: BTreeMap<String, u64>,
+    pub server: ServerInfo,
+}
+
+/// Lists every user namespace and counts the `wanted` ones. `uri` is only used to
+/// scrub credentials from error messages.
+pub async fn observe(
+    client: &Client,
+    uri: &str,
+    wanted: &[String],
+) -> Result<Observed, VerifyError> {
+    let err = |what: String| {
+        move |e: mongodb::error::Error| VerifyError::Command {
+            what,
+            uri: super::redact_uri(uri),
+            detail: driver_message(uri, &e),
+        }
+    };
+    client
+        .database("admin")
+        .run_command(doc! { "ping": 1 })
+        .await
+        .map_err(|e| VerifyError::Unreachable {
+            uri: super::redact_uri(uri),
+            detail: driver_message(uri, &e),
+        })?;
+    let build: Document = client
+        .database("admin")
+        .run_command(doc! { "buildInfo": 1 })
+        .await
+        .map_err(err("buildInfo".into()))?;
+    let server = ServerInfo {
+        version: build.get_str("version").ok().map(str::to_string),
+        standin: matches!(build.get("pitrStandIn"), Some(Bson::Boolean(true))),
+    };
+    let mut namespaces = BTreeSet::new();
+    let dbs = client
+        .list_database_names()
+        .await
+        .map_err(err("listDatabases".into()))?;
+    for db in dbs {
+        if matches!(db.as_str(), "admin" | "config" | "local") {
+            continue;
+        }
+        let names = client
+            .database(&db)
+            .list_collection_names()
+            .filter(doc! { "type": "collection" })
+            .await
+            .map_err(err(format!("listCollections on `{db}`")))?;
+        namespaces.extend(names.into_iter().map(|c| format!("{db}.{c}")));
+    }
+    let mut counts = BTreeMap::new();
+    for ns in wanted {
+        if !namespaces.contains(ns) {
+            continue;
+        }
+        let (db, coll) = ns.split_once('.').unwrap_or((ns.as_str(), ""));
+        let n = client
+            .database(db)
+            .collection::<Document>(coll)
+            .count_documents(doc! {})
+            .await
+            .map_err(err(format!("counting the documents of `{ns}`")))?;
+        counts.insert(ns.clone(), n);
+    }
+    Ok(Observed {
+        namespaces,
+        counts,
+        server,
+    })
+}

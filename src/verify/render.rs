@@ -1,0 +1,104 @@
+//! The pass/fail table, as the terminal and `report.md` show it.
+
+use std::fmt::Write as _;
+
+use super::compare::{Check, Row};
+use super::VerifyReport;
+
+/// The text cells of one row: namespace, expected, found, result, note.
+pub fn cells(r: &Row) -> [String; 5] {
+    let expected = match r.check {
+        Check::Count => r
+            .expected_documents
+            .map_or_else(|| "?".to_string(), |n| n.to_string()),
+        Check::Absent => "absent".to_string(),
+        Check::Exists => "exists".to_string(),
+    };
+    let found = match (r.found, r.documents) {
+        (false, _) => "missing".to_string(),
+        (true, Some(n)) => n.to_string(),
+        (true, None) => "exists".to_string(),
+    };
+    [
+        r.ns.clone(),
+        expected,
+        found,
+        r.status.as_str().to_string(),
+        r.note.clone(),
+    ]
+}
+
+pub const HEADER: [&str; 5] = ["NAMESPACE", "EXPECTED", "FOUND", "RESULT", "NOTE"];
+
+/// Left-aligned columns, two spaces apart, the last one unpadded; each line starts
+/// with `indent`.
+pub fn table(indent: &str, header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| -> String {
+        let last = cells.len() - 1;
+        let s: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if i == last {
+                    c.to_string()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
+            .collect();
+        s.join("  ").trim_end().to_string()
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{indent}{}", line(header.to_vec()));
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{indent}{}",
+            line(r.iter().map(String::as_str).collect())
+        );
+    }
+    out
+}
+
+/// The whole verification as text: heading, table, extra namespaces, verdict.
+pub fn text(v: &VerifyReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Verify    {} against the plan's counts at limit {} (exclusive)",
+        v.target, v.limit
+    );
+    if v.server.standin {
+        let _ = writeln!(
+            s,
+            "  STAND-IN: the server is pitr's test stand-in, not a real MongoDB result"
+        );
+    }
+    if let Some(n) = &v.note {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    let rows: Vec<Vec<String>> = v.rows.iter().map(|r| cells(r).to_vec()).collect();
+    s.push_str(&table("    ", &HEADER, &rows));
+    if !v.extra_namespaces.is_empty() {
+        let _ = writeln!(
+            s,
+            "  also on the server, not in the plan (not checked): {}",
+            v.extra_namespaces.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {}: {} check(s), {} passed, {} failed",
+        if v.passed { "PASSED" } else { "FAILED" },
+        v.checked,
+        v.checked - v.failed,
+        v.failed
+    );
+    s
+}

@@ -1,0 +1,561 @@
+//! `pitr replay` and `pitr verify` end to end, through the real `pitr` binary.
+//!
+//! By default against the stand-ins built from `tests/standins` (which really
+//! restore and replay into an in-memory server); with `PITR_E2E_BIN=DIR` (see
+//! `scripts/e2e-real.sh`) against real MongoDB programs. Each test prints which
+//! programs ran; assertions about stand-in-only facts (the record file of what
+//! mongorestore received, the STAND-IN banner) apply to stand-ins only.
+//!
+//! Expected counts come from `fixtures/incident/truth.json`, written by the
+//! generator that planted the incidents, not from pitr's own planner.
+
+mod common;
+mod replay_common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use replay_common::*;
+use serde_json::Value;
+
+fn truth() -> Value {
+    read_json(&Path::new(FIXTURE).join("truth.json"))
+}
+
+/// truth.json's `expected_counts` for one limit.
+fn truth_counts(limit: &str) -> BTreeMap<String, u64> {
+    let t = truth();
+    let entry = t["expected_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["oplog_limit"] == limit)
+        .unwrap_or_else(|| panic!("truth.json has no counts for {limit}"));
+    entry["counts"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect()
+}
+
+fn incident_limit(kind: &str, ns: &str) -> String {
+    let t = truth();
+    t["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == kind && i["ns"] == ns)
+        .unwrap_or_else(|| panic!("no {kind} of {ns} in truth.json"))["oplog_limit"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Runs `pitr replay` on the incident fixture in a fresh temp dir.
+struct Run {
+    tmp: tempfile::TempDir,
+    out: std::process::Output,
+}
+
+impl Run {
+    fn workdir(&self) -> std::path::PathBuf {
+        self.tmp.path().join("work")
+    }
+    fn report(&self) -> Value {
+        read_json(&self.workdir().join("report.json"))
+    }
+}
+
+fn replay(bins: &Bins, until: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    let tmp = tempfile::tempdir().unwrap();
+    let backup = format!("{FIXTURE}/backup");
+    let oplog = format!("{FIXTURE}/oplog.bson");
+    let bin = bins.dir.display().to_string();
+    let mut args = vec![
+        "replay",
+        "--backup",
+        &backup,
+        "--oplog",
+        &oplog,
+        "--until",
+        until,
+        "--mongodb-bin",
+        &bin,
+        "--workdir",
+        "work",
+        "--grace",
+        "3s",
+    ];
+    args.extend_from_slice(extra);
+    let out = run_pitr(tmp.path(), &args, env);
+    Run { tmp, out }
+}
+
+/// Every namespace truth.json lists has its count; nothing else holds documents.
+fn assert_counts_match_truth(report: &Value, limit: &str) {
+    let want = truth_counts(limit);
+    let rows = verify_rows(&report["verify"]);
+    for (ns, n) in &want {
+        let row = rows
+            .iter()
+            .find(|r| &r.0 == ns)
+            .unwrap_or_else(|| panic!("{limit}: no verify row for {ns}: {rows:?}"));
+        assert_eq!((row.1, row.2), (true, Some(*n)), "{limit}: {ns}: {row:?}");
+        assert_eq!(row.3, "pass", "{limit}: {ns}");
+    }
+    for r in &rows {
+        if r.1 && r.2.unwrap_or(0) > 0 {
+            assert!(
+                want.contains_key(&r.0),
+                "{limit}: {} is not in truth.json: {r:?}",
+                r.0
+            );
+        }
+    }
+}
+
+fn assert_clean(run: &Run, dump_parent: Option<&Path>) {
+    let report = run.report();
+    let mut pids = pids_in_report(&report);
+    pids.extend(pids_in(&stderr(&run.out)));
+    assert_nothing_running(&pids, &run.workdir());
+    assert_no_temp_dirs(&run.workdir(), dump_parent);
+}
+
+#[test]
+fn incident_drop_with_until_auto_restores_orders_and_hands_over_a_dump() {
+    let bins = bins("incident_drop_with_until_auto");
+    let rec_dir = tempfile::tempdir().unwrap();
+    let record = rec_dir.path().join("record.jsonl");
+    let record_s = record.display().to_string();
+    let run = replay(
+        &bins,
+        "auto",
+        &["--out", "handover"],
+        &[("PITR_STANDIN_RECORD", &record_s)],
+    );
+    assert_eq!(code(&run.out), 0, "{}", show(&run.out));
+    let limit = incident_limit("drop", "shop.orders");
+    let report = run.report();
+    assert_eq!(report["result"], "passed");
+    assert_eq!(report["restore_point"]["limit"], limit.as_str());
+    assert_eq!(report["restore_point"]["exclusive"], true);
+    assert_eq!(report["verify"]["passed"], true);
+    assert_counts_match_truth(&report, &limit);
+
+    // The dropped collection is back with the count the drop recorded.
+    let num_records = truth()["incidents"][0]["num_records"].as_u64().unwrap();
+    let orders = verify_rows(&report["verify"])
+        .into_iter()
+        .find(|r| r.0 == "shop.orders")
+        .unwrap();
+    assert_eq!(orders.2, Some(num_records));
+    let so = stdout(&run.out);
+    assert!(
+        so.contains("= numRecords 113 recorded by the entry at the limit"),
+        "{so}"
+    );
+    assert!(so.contains("PASSED"), "{so}");
+
+    // Every step ran and took measurable time; logs are where the report says.
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 6);
+    for st in steps {
+        assert_eq!(st["status"], "ok", "{st}");
+        if let Some(l) = st["log"].as_str() {
+            assert!(Path::new(l).is_file(), "{l}");
+        }
+    }
+    let replay_cmd = steps[2]["commands"][0].as_str().unwrap();
+    assert!(
+        replay_cmd.ends_with(&format!(
+            "--oplogReplay --oplogLimit {limit} {}/plan",
+            run.workdir().display()
+        )),
+        "{replay_cmd}"
+    );
+
+    // The hand-over dump: complete, renamed into place.
+    let dump = run.tmp.path().join("handover");
+    assert_eq!(
+        bson_docs(&dump.join("shop/orders.bson")),
+        num_records as usize
+    );
+    assert_eq!(bson_docs(&dump.join("shop/customers.bson")), 90);
+    assert_eq!(report["dump"]["dir"], dump.display().to_string());
+
+    // The report says what ran, and whether it was real.
+    let md = std::fs::read_to_string(run.workdir().join("report.md")).unwrap();
+    for needle in [
+        &limit,
+        "exclusive",
+        "shop.orders",
+        "## Verification",
+        "## Binaries",
+        "mongod.log",
+    ] {
+        assert!(md.contains(needle), "report.md lacks {needle}:\n{md}");
+    }
+    assert_eq!(report["standin"], bins.standin);
+    if bins.standin {
+        assert!(md.contains("STAND-IN: not a real MongoDB result"), "{md}");
+        assert!(so.contains("STAND-IN: not a real MongoDB result"), "{so}");
+        assert!(report["binaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["is_standin"] == true));
+
+        // What mongorestore really received: the exact limit, no secret on argv.
+        let text = std::fs::read_to_string(&record).unwrap();
+        let runs: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let restores: Vec<&Value> = runs
+            .iter()
+            .filter(|r| r["tool"] == "mongorestore")
+            .collect();
+        assert_eq!(restores.len(), 2, "{text}");
+        assert_eq!(restores[0]["oplog_limit"], Value::Null);
+        assert_eq!(restores[0]["oplog_replay"], true);
+        let (t, i) = limit.split_once(':').unwrap();
+        assert_eq!(restores[1]["oplog_limit"]["t"], t.parse::<u64>().unwrap());
+        assert_eq!(restores[1]["oplog_limit"]["i"], i.parse::<u64>().unwrap());
+        let argv: Vec<&str> = restores[1]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            argv.windows(2)
+                .any(|w| w == ["--oplogLimit", limit.as_str()]),
+            "{argv:?}"
+        );
+        for r in &runs {
+            assert_eq!(r["exit_code"], 0, "{r}");
+            let a = r["argv"].to_string().to_lowercase();
+            assert!(!a.contains("password") && !a.contains('@'), "{a}");
+        }
+        assert!(runs.iter().any(|r| r["tool"] == "mongodump"));
+    }
+    assert_clean(&run, Some(run.tmp.path()));
+}
+
+#[test]
+fn incident_other_limits_match_truth() {
+    let bins = bins("incident_other_limits_match_truth");
+    for (kind, ns) in [
+        ("dropDatabase", "analytics"),
+        ("deleteBurst", "shop.inventory"),
+    ] {
+        let limit = incident_limit(kind, ns);
+        let run = replay(&bins, &limit, &["--json"], &[]);
+        assert_eq!(code(&run.out), 0, "{kind}: {}", show(&run.out));
+        // --json prints report.json itself.
+        let printed: Value = serde_json::from_slice(&run.out.stdout).unwrap();
+        let report = run.report();
+        assert_eq!(printed, report);
+        assert_eq!(report["restore_point"]["limit"], limit.as_str());
+        assert_counts_match_truth(&report, &limit);
+        assert_eq!(report["steps"][4]["status"], "skipped", "no --out");
+        assert_clean(&run, None);
+    }
+}
+
+const PEER_DUMP: &str = "test/qa-tests/jstests/restore/testdata/dump_with_oplog";
+
+#[test]
+fn peer_dump_with_oplog_gives_14_then_15_documents() {
+    let Some(peer) = peer_dir() else {
+        eprintln!("SKIPPED peer_dump_with_oplog_gives_14_then_15_documents: peer data not found beside the repository");
+        return;
+    };
+    let bins = bins("peer_dump_with_oplog");
+    let dump = peer.join(PEER_DUMP).display().to_string();
+    for (until, want) in [("1416342266:0", 14), ("end", 15)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = bins.dir.display().to_string();
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--backup",
+                &dump,
+                "--oplog",
+                &dump,
+                "--until",
+                until,
+                "--mongodb-bin",
+                &bin,
+                "--workdir",
+                "w",
+                "--grace",
+                "3s",
+                "--json",
+            ],
+            &[],
+        );
+        assert_eq!(code(&o), 0, "--until {until}: {}", show(&o));
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = verify_rows(&report["verify"]);
+        let data = rows
+            .iter()
+            .find(|r| r.0 == "test.data")
+            .expect("test.data row");
+        assert_eq!(data.2, Some(want), "--until {until}: {rows:?}");
+        // The limit lies inside the backup's own oplog: no slice step.
+        assert_eq!(report["steps"].as_array().unwrap().len(), 5);
+        assert_clean_dir(&report, &tmp.path().join("w"));
+    }
+}
+
+fn assert_clean_dir(report: &Value, workdir: &Path) {
+    assert_nothing_running(&pids_in_report(report), workdir);
+    assert_no_temp_dirs(workdir, None);
+}
+
+fn peer_dir() -> Option<std::path::PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-data/mongo-tools");
+    d.is_dir().then_some(d)
+}
+
+#[test]
+fn dry_run_shows_real_paths_and_starts_nothing() {
+    let bins = bins("dry_run_shows_real_paths_and_starts_nothing");
+    let rec_dir = tempfile::tempdir().unwrap();
+    let record = rec_dir.path().join("record.jsonl");
+    let record_s = record.display().to_string();
+    let run = replay(
+        &bins,
+        "auto",
+        &["--dry-run", "--out", "handover"],
+        &[("PITR_STANDIN_RECORD", &record_s)],
+    );
+    assert_eq!(code(&run.out), 0, "{}", show(&run.out));
+    let so = stdout(&run.out);
+    let restore = bins.dir.join("mongorestore").display().to_string();
+    assert!(
+        so.contains(&format!(
+            "{restore} --host 127.0.0.1 --port <PORT> --oplogReplay --oplogLimit 1795223165:1"
+        )),
+        "{so}"
+    );
+    assert!(
+        so.contains(&bins.dir.join("mongodump").display().to_string()),
+        "{so}"
+    );
+    assert!(so.contains("Nothing was run (--dry-run)."), "{so}");
+    assert!(
+        !so.contains("<PORT>, <DBPATH>, <DUMP_DIR>"),
+        "the placeholder runbook is replaced: {so}"
+    );
+    // Nothing started: no record of any tool, no spare, no report, no dump.
+    assert!(!record.exists(), "a tool ran during --dry-run");
+    let work = run.workdir();
+    assert!(work.join("plan/plan.json").is_file());
+    assert!(!work.join("report.json").exists());
+    assert!(!run.tmp.path().join("handover").exists());
+    assert_no_temp_dirs(&work, Some(run.tmp.path()));
+    assert!(processes_mentioning(&work.display().to_string()).is_empty());
+    assert!(
+        std::fs::read_dir(work.join("logs"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "no log: nothing ran"
+    );
+
+    // The JSON form says the same.
+    let tmp = tempfile::tempdir().unwrap();
+    let backup = format!("{FIXTURE}/backup");
+    let oplog = format!("{FIXTURE}/oplog.bson");
+    let o = run_pitr(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup,
+            "--oplog",
+            &oplog,
+            "--until",
+            "auto",
+            "--mongodb-bin",
+            "/nonexistent",
+            "--dry-run",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["format"], "pitr-replay-dry-run/1");
+    assert_eq!(d["ready"], false);
+    assert!(d["binaries"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("/nonexistent"));
+    assert_eq!(d["plan"]["until"]["limit"], "1795223165:1");
+}
+
+#[test]
+fn keep_leaves_a_spare_that_pitr_verify_checks() {
+    let bins = bins("keep_leaves_a_spare_that_pitr_verify_checks");
+    let run = replay(&bins, "auto", &["--keep"], &[]);
+    assert_eq!(code(&run.out), 0, "{}", show(&run.out));
+    let report = run.report();
+    let port = report["kept"]["port"].as_u64().expect("kept.port") as u16;
+    let pid = report["kept"]["pid"].as_u64().unwrap() as u32;
+    let spare_dir = std::path::PathBuf::from(report["kept"]["dir"].as_str().unwrap());
+    // Stop it whatever happens below.
+    struct Stop(u32, std::path::PathBuf);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on the spare this test asked pitr to keep.
+            unsafe { libc::kill(self.0 as i32, libc::SIGTERM) };
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while pitr::exec::pgroup::is_running(self.0) && std::time::Instant::now() < end {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            // SAFETY: as above.
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+            let _ = std::fs::remove_dir_all(&self.1);
+        }
+    }
+    let stop = Stop(pid, spare_dir.clone());
+    assert!(pitr::exec::pgroup::is_running(pid), "the kept spare runs");
+    assert!(spare_dir.join("db").is_dir());
+    let so = stdout(&run.out);
+    assert!(
+        so.contains(&format!("mongosh 'mongodb://127.0.0.1:{port}/'")),
+        "{so}"
+    );
+    assert!(so.contains(&format!("kill {pid}")), "{so}");
+    assert_eq!(report["steps"][5]["status"], "kept");
+
+    // pitr verify alone, against the kept spare: passes.
+    let uri = format!("mongodb://127.0.0.1:{port}/");
+    let plan = run.workdir().join("plan/plan.json");
+    let plan_s = plan.display().to_string();
+    let o = run_pitr(
+        run.tmp.path(),
+        &["verify", "--uri", &uri, "--expect", &plan_s, "--json"],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "pitr-verify/1");
+    assert_eq!(
+        (v["passed"].as_bool(), v["failed"].as_u64()),
+        (Some(true), Some(0))
+    );
+    assert_eq!(v["server"]["standin"], bins.standin);
+    // The URI can come from PITR_URI; the table names every namespace.
+    let o = run_pitr(
+        run.tmp.path(),
+        &["verify", "--expect", &plan_s],
+        &[("PITR_URI", &uri)],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(stdout(&o).contains("shop.orders"), "{}", show(&o));
+
+    // Against a wrong plan: one count off, and a namespace that does not exist.
+    let mut p = read_json(&plan);
+    for e in p["expected"].as_array_mut().unwrap() {
+        if e["ns"] == "shop.customers" {
+            e["documents"] = Value::from(e["documents"].as_u64().unwrap() + 1);
+        }
+    }
+    p["expected"].as_array_mut().unwrap().push(serde_json::json!({
+        "ns": "shop.nowhere", "exists": true, "documents": 3, "backup_documents": null, "num_records": null
+    }));
+    let wrong = run.tmp.path().join("wrong-plan.json");
+    std::fs::write(&wrong, serde_json::to_string(&p).unwrap()).unwrap();
+    let o = run_pitr(
+        run.tmp.path(),
+        &[
+            "verify",
+            "--uri",
+            &uri,
+            "--expect",
+            &wrong.display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("FAILED: 13 check(s), 11 passed, 2 failed"),
+        "{text}"
+    );
+    assert!(text.contains("expected 91, found 90 (-1)"), "{text}");
+    assert!(
+        text.contains("missing: the plan expects 3 document(s)"),
+        "{text}"
+    );
+
+    drop(stop);
+    assert_nothing_running(&[pid].into_iter().collect(), &run.workdir());
+}
+
+#[test]
+fn verify_never_prints_a_password_and_fails_cleanly_without_a_server() {
+    // A port nobody listens on (bound, then released).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tmp = tempfile::tempdir().unwrap();
+    let plan_dir = tmp.path().join("p");
+    let backup = format!("{FIXTURE}/backup");
+    let oplog = format!("{FIXTURE}/oplog.bson");
+    let o = run_pitr(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup,
+            "--oplog",
+            &oplog,
+            "--until",
+            "auto",
+            "--out",
+            &plan_dir.display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let uri = format!("mongodb://admin:hunter2@127.0.0.1:{port}/?authSource=admin");
+    let o = run_pitr(
+        tmp.path(),
+        &[
+            "verify",
+            "--uri",
+            &uri,
+            "--expect",
+            &plan_dir.join("plan.json").display().to_string(),
+            "--connect-timeout",
+            "1s",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!all.contains("hunter2"), "{all}");
+    assert!(
+        all.contains("error: ") && all.contains("<redacted>@127.0.0.1"),
+        "{all}"
+    );
+    assert!(all.contains("hint: "), "{all}");
+    // And a file that is not a plan.
+    let o = run_pitr(
+        tmp.path(),
+        &["verify", "--uri", &uri, "--expect", &backup],
+        &[],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(stderr(&o).contains("cannot read the plan"), "{}", show(&o));
+}
