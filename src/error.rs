@@ -98,8 +98,10 @@ impl Failure {
     /// The causes, outermost first, as display strings.
     pub fn causes(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let mut next: Option<&(dyn StdError + 'static)> =
-            self.cause.as_deref().map(|e| e as &(dyn StdError + 'static));
+        let mut next: Option<&(dyn StdError + 'static)> = self
+            .cause
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static));
         while let Some(e) = next {
             out.push(e.to_string());
             next = e.source();

@@ -20,7 +20,11 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 
 /// Runs both a reading command and find-drop on the file and checks the error shape.
 fn assert_bad(dir: &Path, file: &str, expect_in_error: &[&str]) {
-    for args in [vec!["oplog", "cat", file], vec!["find-drop", file], vec!["find-drop", "--json", file]] {
+    for args in [
+        vec!["oplog", "cat", file],
+        vec!["find-drop", file],
+        vec!["find-drop", "--json", file],
+    ] {
         let o = pitr_in(dir, &args);
         let err = stderr(&o);
         assert_eq!(code(&o), 2, "{args:?}: {err}");
@@ -31,7 +35,11 @@ fn assert_bad(dir: &Path, file: &str, expect_in_error: &[&str]) {
             assert!(err.contains(want), "{args:?}: expected `{want}` in: {err}");
         }
         if args[0] == "find-drop" {
-            assert!(o.stdout.is_empty(), "{args:?}: no partial result: {}", stdout(&o));
+            assert!(
+                o.stdout.is_empty(),
+                "{args:?}: no partial result: {}",
+                stdout(&o)
+            );
         }
     }
 }
@@ -44,16 +52,32 @@ fn truncated_last_entry_names_offset_and_count_and_can_be_allowed() {
     let partial = entry(10, 3);
     bytes.extend(&partial[..partial.len() - 9]);
     let f = write(dir.path(), "oplog.bson", &bytes);
-    assert_bad(dir.path(), &f, &[&format!("truncated at byte {}", 2 * first), "2 complete entries", "--allow-truncated"]);
+    assert_bad(
+        dir.path(),
+        &f,
+        &[
+            &format!("truncated at byte {}", 2 * first),
+            "2 complete entries",
+            "--allow-truncated",
+        ],
+    );
 
     let o = pitr_in(dir.path(), &["oplog", "cat", "--allow-truncated", &f]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o).lines().count(), 2);
-    assert!(stderr(&o).contains("read the 2 complete entries"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("read the 2 complete entries"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = pitr_in(dir.path(), &["find-drop", "--allow-truncated", &f]);
     assert_eq!(code(&o), 1, "nothing destructive in it: {}", stderr(&o));
-    assert!(stdout(&o).contains("scanned the 2 complete entries"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("scanned the 2 complete entries"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -82,10 +106,18 @@ fn impossible_length_prefixes() {
 #[test]
 fn not_bson_at_all_says_what_it_looks_like() {
     let dir = tempfile::tempdir().unwrap();
-    let f = write(dir.path(), "oplog.json", br#"{"ts": {"$timestamp": {"t": 1, "i": 1}}, "op": "n", "ns": ""}"#);
+    let f = write(
+        dir.path(),
+        "oplog.json",
+        br#"{"ts": {"$timestamp": {"t": 1, "i": 1}}, "op": "n", "ns": ""}"#,
+    );
     assert_bad(dir.path(), &f, &["looks like JSON text"]);
 
-    let f = write(dir.path(), "notes.bson", b"this is a plain text file\nwith two lines\n");
+    let f = write(
+        dir.path(),
+        "notes.bson",
+        b"this is a plain text file\nwith two lines\n",
+    );
     assert_bad(dir.path(), &f, &["looks like text"]);
 
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -93,7 +125,9 @@ fn not_bson_at_all_says_what_it_looks_like() {
     let f = write(dir.path(), "oplog.bson", &enc.finish().unwrap());
     assert_bad(dir.path(), &f, &["gzip-compressed", "`.gz`"]);
 
-    let random: Vec<u8> = (0..300u32).map(|k| (k.wrapping_mul(2654435761) >> 13) as u8 | 0x80).collect();
+    let random: Vec<u8> = (0..300u32)
+        .map(|k| (k.wrapping_mul(2654435761) >> 13) as u8 | 0x80)
+        .collect();
     let f = write(dir.path(), "random.bson", &random);
     assert_bad(dir.path(), &f, &["not a BSON oplog dump"]);
 }
@@ -104,7 +138,11 @@ fn a_collection_dump_is_not_an_oplog() {
     let mut bytes = entry(1, 1);
     bytes.extend(bson::to_vec(&bson::doc! { "_id": 5, "name": "a customer" }).unwrap());
     let f = write(dir.path(), "orders.bson", &bytes);
-    assert_bad(dir.path(), &f, &["entry 2 at byte", "is not an oplog entry", "no `ts` field"]);
+    assert_bad(
+        dir.path(),
+        &f,
+        &["entry 2 at byte", "is not an oplog entry", "no `ts` field"],
+    );
 }
 
 #[test]
@@ -112,7 +150,10 @@ fn empty_file_is_valid_with_zero_entries() {
     let dir = tempfile::tempdir().unwrap();
     let f = write(dir.path(), "empty.bson", b"");
     let o = pitr_in(dir.path(), &["oplog", "cat", &f]);
-    assert_eq!((code(&o), stdout(&o).as_str(), stderr(&o).as_str()), (0, "", ""));
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
     let o = pitr_in(dir.path(), &["find-drop", "--json", &f]);
     assert_eq!(code(&o), 1);
     assert_eq!(stdout(&o).trim(), "[]");
@@ -121,9 +162,17 @@ fn empty_file_is_valid_with_zero_entries() {
 #[test]
 fn missing_paths_and_dirs_without_oplog() {
     let dir = tempfile::tempdir().unwrap();
-    assert_bad(dir.path(), "nope.bson", &["cannot open `nope.bson`", "check the path"]);
+    assert_bad(
+        dir.path(),
+        "nope.bson",
+        &["cannot open `nope.bson`", "check the path"],
+    );
     std::fs::create_dir(dir.path().join("dump")).unwrap();
-    assert_bad(dir.path(), "dump", &["directory without an oplog", "mongodump --oplog"]);
+    assert_bad(
+        dir.path(),
+        "dump",
+        &["directory without an oplog", "mongodump --oplog"],
+    );
 }
 
 #[test]
@@ -148,10 +197,18 @@ fn gz_stdin_and_dump_dirs_are_read() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(&[entry(7, 1), entry(7, 2), entry(7, 3)].concat()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&[entry(7, 1), entry(7, 2), entry(7, 3)].concat())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0);
-    let lines: Vec<serde_json::Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[2]["ts"]["$timestamp"]["i"], 3);
 }
@@ -159,11 +216,16 @@ fn gz_stdin_and_dump_dirs_are_read() {
 #[test]
 fn closed_stdout_is_not_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let bytes: Vec<u8> = (0..20000u32).flat_map(|i| entry(100 + i / 10, i % 10 + 1)).collect();
+    let bytes: Vec<u8> = (0..20000u32)
+        .flat_map(|i| entry(100 + i / 10, i % 10 + 1))
+        .collect();
     write(dir.path(), "big.bson", &bytes);
     let out = std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!("'{}' oplog cat big.bson | head -n 1; echo \"rc=${{PIPESTATUS[0]:-$?}}\"", pitr_bin().display()))
+        .arg(format!(
+            "'{}' oplog cat big.bson | head -n 1; echo \"rc=${{PIPESTATUS[0]:-$?}}\"",
+            pitr_bin().display()
+        ))
         .current_dir(dir.path())
         .output()
         .unwrap();

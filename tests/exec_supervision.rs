@@ -966,7 +966,10 @@ async fn spare_with_the_standin_mongod() {
     let cancel = Cancel::new();
     let mongod = search.find(Tool::Mongod, &cancel).await.unwrap();
     assert_eq!(mongod.version.as_deref(), Some("7.0.14"));
-    assert!(mongod.is_standin, "the stand-in says so in --version: {mongod:?}");
+    assert!(
+        mongod.is_standin,
+        "the stand-in says so in --version: {mongod:?}"
+    );
 
     let parent = tempfile::tempdir().unwrap();
     let mut opts = SpareOptions::new(&mongod.path);

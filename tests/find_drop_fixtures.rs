@@ -13,7 +13,8 @@ use std::path::Path;
 const FIXTURE: &str = "fixtures/incident";
 
 fn json(o: &std::process::Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
 }
 
 fn truth(dir: &Path) -> Value {
@@ -73,7 +74,10 @@ fn committed_fixture_matches_its_truth() {
 fn fresh_seeds_match_their_truth() {
     for seed in ["1", "2", "99"] {
         let dir = tempfile::tempdir().unwrap();
-        let o = pitr_in(dir.path(), &["gen-fixtures", "--out", "gen", "--seed", seed]);
+        let o = pitr_in(
+            dir.path(),
+            &["gen-fixtures", "--out", "gen", "--seed", seed],
+        );
         assert_eq!(code(&o), 0, "gen-fixtures: {}", stderr(&o));
         assert_matches_truth(&dir.path().join("gen"));
     }
@@ -85,12 +89,21 @@ fn filters_by_namespace_kind_and_time() {
     let t = truth(&dir);
     let incidents = t["incidents"].as_array().unwrap();
 
-    let o = pitr_in(&dir, &["find-drop", "--json", "--kind", "deleteBurst", "oplog.bson"]);
+    let o = pitr_in(
+        &dir,
+        &["find-drop", "--json", "--kind", "deleteBurst", "oplog.bson"],
+    );
     let v = json(&o);
-    let want = incidents.iter().filter(|i| i["kind"] == "deleteBurst").count();
+    let want = incidents
+        .iter()
+        .filter(|i| i["kind"] == "deleteBurst")
+        .count();
     assert_eq!(v.as_array().unwrap().len(), want);
 
-    let o = pitr_in(&dir, &["find-drop", "--json", "--ns", "analytics.*", "oplog.bson"]);
+    let o = pitr_in(
+        &dir,
+        &["find-drop", "--json", "--ns", "analytics.*", "oplog.bson"],
+    );
     let v = json(&o);
     assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v[0]["kind"], "dropDatabase");
@@ -98,13 +111,27 @@ fn filters_by_namespace_kind_and_time() {
     // --since is inclusive, --until exclusive, both on the incident's first ts.
     let second = incidents[1]["ts"].as_str().unwrap();
     let third = incidents[2]["ts"].as_str().unwrap();
-    let o = pitr_in(&dir, &["find-drop", "--json", "--since", second, "--until", third, "oplog.bson"]);
+    let o = pitr_in(
+        &dir,
+        &[
+            "find-drop",
+            "--json",
+            "--since",
+            second,
+            "--until",
+            third,
+            "oplog.bson",
+        ],
+    );
     let v = json(&o);
     assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v[0]["ts"], second);
 
     // Nothing matches: exit 1, an empty array.
-    let o = pitr_in(&dir, &["find-drop", "--json", "--ns", "nosuch.*", "oplog.bson"]);
+    let o = pitr_in(
+        &dir,
+        &["find-drop", "--json", "--ns", "nosuch.*", "oplog.bson"],
+    );
     assert_eq!(code(&o), 1);
     assert_eq!(json(&o), serde_json::json!([]));
 }
@@ -120,7 +147,10 @@ fn human_output_names_the_restore_point_and_zone() {
     assert!(out.starts_with("WHEN (Europe/Berlin)"), "{out}");
     assert!(out.contains("+01:00"), "{out}");
     assert!(
-        out.contains(&format!("--oplogLimit {}", first["oplog_limit"].as_str().unwrap())),
+        out.contains(&format!(
+            "--oplogLimit {}",
+            first["oplog_limit"].as_str().unwrap()
+        )),
         "{out}"
     );
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
@@ -152,7 +182,10 @@ fn stats_marks_the_incidents_on_the_timeline() {
     assert_eq!(v["entries"], t["oplog"]["entries"]);
     assert_eq!(v["first_ts"], t["oplog"]["first_ts"]);
     assert_eq!(v["last_ts"], t["oplog"]["last_ts"]);
-    assert_eq!(v["findings"].as_array().unwrap().len(), t["incidents"].as_array().unwrap().len());
+    assert_eq!(
+        v["findings"].as_array().unwrap().len(),
+        t["incidents"].as_array().unwrap().len()
+    );
     let o = pitr_in(&dir, &["oplog", "stats", "--bucket", "0s", "oplog.bson"]);
     assert_eq!(code(&o), 2);
 }

@@ -16,7 +16,9 @@ fn findings(o: &std::process::Output) -> Vec<Value> {
 
 #[test]
 fn drop_collection_gives_one_drop_with_num_records() {
-    let Some(peer) = peer_dir("drop_collection_gives_one_drop_with_num_records") else { return };
+    let Some(peer) = peer_dir("drop_collection_gives_one_drop_with_num_records") else {
+        return;
+    };
     let f = peer.join("mongorestore/testdata/oplogs/bson/drop_collection.bson");
     let o = pitr(&["find-drop", "--json", f.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -34,7 +36,9 @@ fn drop_collection_gives_one_drop_with_num_records() {
 
 #[test]
 fn drop_db_gives_a_drop_database_of_test() {
-    let Some(peer) = peer_dir("drop_db_gives_a_drop_database_of_test") else { return };
+    let Some(peer) = peer_dir("drop_db_gives_a_drop_database_of_test") else {
+        return;
+    };
     let f = peer.join("mongorestore/testdata/oplogs/bson/drop_db.bson");
     let o = pitr(&["find-drop", "--json", f.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -47,7 +51,10 @@ fn drop_db_gives_a_drop_database_of_test() {
 
 #[test]
 fn extended_json_session_limits_drop_database_at_its_first_drop() {
-    let Some(peer) = peer_dir("extended_json_session_limits_drop_database_at_its_first_drop") else { return };
+    let Some(peer) = peer_dir("extended_json_session_limits_drop_database_at_its_first_drop")
+    else {
+        return;
+    };
     let bytes = extjson_lines_to_bson(&peer.join("mongorestore/testdata/oplogs/oplog.json"));
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("oplog.bson"), bytes).unwrap();
@@ -84,13 +91,19 @@ fn extended_json_session_limits_drop_database_at_its_first_drop() {
 
 #[test]
 fn config_system_sessions_deletes_are_not_incidents() {
-    let Some(peer) = peer_dir("config_system_sessions_deletes_are_not_incidents") else { return };
+    let Some(peer) = peer_dir("config_system_sessions_deletes_are_not_incidents") else {
+        return;
+    };
     let f = peer.join("mongorestore/testdata/oplog_partial_skips/oplog.bson");
     // A burst rule low enough that the 9 deletes in one second would count if they
     // were user deletes.
     let o = pitr(&["find-drop", "--min-count", "2", f.to_str().unwrap()]);
     assert_eq!(code(&o), 1, "nothing found is exit 1: {}", stdout(&o));
-    assert!(stdout(&o).contains("No destructive operations found in 21 entries"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("No destructive operations found in 21 entries"),
+        "{}",
+        stdout(&o)
+    );
     let o = pitr(&["find-drop", "--json", f.to_str().unwrap()]);
     assert_eq!(code(&o), 1);
     assert_eq!(findings(&o).len(), 0);

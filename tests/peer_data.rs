@@ -20,7 +20,9 @@ fn count(path: &std::path::Path) -> u64 {
 
 #[test]
 fn every_peer_oplog_reads_without_error() {
-    let Some(peer) = peer_dir("every_peer_oplog_reads_without_error") else { return };
+    let Some(peer) = peer_dir("every_peer_oplog_reads_without_error") else {
+        return;
+    };
     let mut files = Vec::new();
     let mut stack = vec![peer.clone()];
     while let Some(d) = stack.pop() {
@@ -38,7 +40,11 @@ fn every_peer_oplog_reads_without_error() {
         }
     }
     files.sort();
-    assert!(files.len() >= 20, "found only {} peer oplog files", files.len());
+    assert!(
+        files.len() >= 20,
+        "found only {} peer oplog files",
+        files.len()
+    );
     for f in &files {
         count(f);
     }
@@ -46,7 +52,9 @@ fn every_peer_oplog_reads_without_error() {
 
 #[test]
 fn peer_entry_counts_match_the_readme() {
-    let Some(peer) = peer_dir("peer_entry_counts_match_the_readme") else { return };
+    let Some(peer) = peer_dir("peer_entry_counts_match_the_readme") else {
+        return;
+    };
     let rt = peer.join("mongorestore/testdata");
     for (path, n) in [
         ("oplogs/bson/drop_collection.bson", 1),
@@ -66,7 +74,11 @@ fn peer_entry_counts_match_the_readme() {
         5
     );
     // The 10 deletes of config.system.sessions are in a 21-entry oplog.
-    let mut r = oplog::open(rt.join("oplog_partial_skips/oplog.bson").to_str().unwrap(), ReadOptions::default()).unwrap();
+    let mut r = oplog::open(
+        rt.join("oplog_partial_skips/oplog.bson").to_str().unwrap(),
+        ReadOptions::default(),
+    )
+    .unwrap();
     let mut deletes = 0;
     while let Some(e) = r.next_entry().unwrap() {
         if e.op == oplog::Op::Delete && e.ns == "config.system.sessions" {
@@ -76,15 +88,24 @@ fn peer_entry_counts_match_the_readme() {
     assert_eq!(deletes, 9 + 1);
     // The extended-JSON session has 22 entries.
     let bytes = extjson_lines_to_bson(&rt.join("oplogs/oplog.json"));
-    let mut r = oplog::OplogReader::new("oplog.json", std::io::Cursor::new(bytes), ReadOptions::default());
+    let mut r = oplog::OplogReader::new(
+        "oplog.json",
+        std::io::Cursor::new(bytes),
+        ReadOptions::default(),
+    );
     while r.next_entry().unwrap().is_some() {}
     assert_eq!(r.entries_read(), 22);
 }
 
 #[test]
 fn unsorted_real_oplogs_read_in_file_order() {
-    let Some(peer) = peer_dir("unsorted_real_oplogs_read_in_file_order") else { return };
-    for p in ["commit_indexes_build/oplog.bson", "create_indexes/oplog.bson"] {
+    let Some(peer) = peer_dir("unsorted_real_oplogs_read_in_file_order") else {
+        return;
+    };
+    for p in [
+        "commit_indexes_build/oplog.bson",
+        "create_indexes/oplog.bson",
+    ] {
         let path = peer.join("mongorestore/testdata").join(p);
         let mut r = oplog::open(path.to_str().unwrap(), ReadOptions::default()).unwrap();
         let mut prev = None;

@@ -10,16 +10,19 @@ use proptest::prelude::*;
 
 /// A few realistic entries of different shapes.
 fn sample_entries() -> Vec<u8> {
-    let ui = Binary { subtype: BinarySubtype::Uuid, bytes: vec![7; 16] };
+    let ui = Binary {
+        subtype: BinarySubtype::Uuid,
+        bytes: vec![7; 16],
+    };
     let docs = vec![
         doc! { "op": "i", "ns": "shop.orders", "ui": ui.clone(), "o": { "_id": 1, "qty": 3, "items": ["a", "b"] },
-               "ts": Timestamp { time: 1_700_000_000, increment: 1 }, "t": 3i64, "v": 2i64, "wall": DateTime::from_millis(1_700_000_000_100) },
+        "ts": Timestamp { time: 1_700_000_000, increment: 1 }, "t": 3i64, "v": 2i64, "wall": DateTime::from_millis(1_700_000_000_100) },
         doc! { "op": "u", "ns": "shop.orders", "ui": ui.clone(), "o": { "$v": 2, "diff": { "u": { "qty": 4 }, "d": { "x": false } } },
-               "o2": { "_id": 1 }, "ts": Timestamp { time: 1_700_000_000, increment: 2 }, "t": 3i64, "v": 2i64 },
+        "o2": { "_id": 1 }, "ts": Timestamp { time: 1_700_000_000, increment: 2 }, "t": 3i64, "v": 2i64 },
         doc! { "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ { "op": "d", "ns": "shop.orders", "ui": ui.clone(), "o": { "_id": 1 } } ] },
-               "lsid": { "id": ui.clone() }, "txnNumber": 1i64, "ts": Timestamp { time: 1_700_000_001, increment: 1 }, "t": 3i64, "v": 2i64 },
+        "lsid": { "id": ui.clone() }, "txnNumber": 1i64, "ts": Timestamp { time: 1_700_000_001, increment: 1 }, "t": 3i64, "v": 2i64 },
         doc! { "op": "c", "ns": "shop.$cmd", "ui": ui, "o": { "drop": "orders" }, "o2": { "numRecords": 0 },
-               "ts": Timestamp { time: 1_700_000_002, increment: 1 }, "t": 3i64, "v": 2i64 },
+        "ts": Timestamp { time: 1_700_000_002, increment: 1 }, "t": 3i64, "v": 2i64 },
         doc! { "op": "n", "ns": "", "o": { "msg": "periodic noop" }, "ts": Timestamp { time: 1_700_000_003, increment: 1 }, "v": 2.0 },
     ];
     docs.iter().flat_map(|d| bson::to_vec(d).unwrap()).collect()
@@ -28,19 +31,28 @@ fn sample_entries() -> Vec<u8> {
 /// Reads everything, walking applyOps too. Returns the number of entries read.
 fn drain(bytes: Vec<u8>, allow_truncated: bool) -> Result<u64, String> {
     let len = bytes.len();
-    let mut r = OplogReader::new("prop.bson", Cursor::new(bytes), ReadOptions { allow_truncated });
+    let mut r = OplogReader::new(
+        "prop.bson",
+        Cursor::new(bytes),
+        ReadOptions { allow_truncated },
+    );
     let mut n = 0u64;
     loop {
         match r.next_entry() {
             Ok(Some(e)) => {
                 n += 1;
                 // Walking nested operations must not panic either.
-                let _ = e.for_each_leaf(&mut |l: &pitr::oplog::Entry<'_>| -> Result<(), pitr::oplog::EntryError> {
-                    let _ = (l.command_name(), l.db(), l.coll(), l.wall(), l.ui_string());
-                    Ok(())
-                });
+                let _ = e.for_each_leaf(
+                    &mut |l: &pitr::oplog::Entry<'_>| -> Result<(), pitr::oplog::EntryError> {
+                        let _ = (l.command_name(), l.db(), l.coll(), l.wall(), l.ui_string());
+                        Ok(())
+                    },
+                );
                 // Each entry is at least 5 bytes: more entries than that means a loop.
-                assert!(n <= (len / 5) as u64 + 1, "read {n} entries from {len} bytes");
+                assert!(
+                    n <= (len / 5) as u64 + 1,
+                    "read {n} entries from {len} bytes"
+                );
             }
             Ok(None) => return Ok(n),
             Err(e) => return Err(e.to_string()),

@@ -126,7 +126,11 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
         }
         out.flush()?;
     }
-    Ok(if findings.is_empty() { exit::NOT_FOUND } else { exit::OK })
+    Ok(if findings.is_empty() {
+        exit::NOT_FOUND
+    } else {
+        exit::OK
+    })
 }
 
 struct Filter {
@@ -150,7 +154,10 @@ impl Filter {
                 })?;
                 b.add(glob);
             }
-            Some(b.build().map_err(|e| Failure::new("invalid --ns patterns").with_cause(e))?)
+            Some(
+                b.build()
+                    .map_err(|e| Failure::new("invalid --ns patterns").with_cause(e))?,
+            )
         };
         if let (Some(s), Some(u)) = (&a.since, &a.until) {
             if s.ts >= u.ts {
@@ -158,7 +165,9 @@ impl Filter {
                     "--since `{}` is not before --until `{}`",
                     s.input, u.input
                 ))
-                .with_hint("--since is inclusive and --until exclusive; swap them or widen the range"));
+                .with_hint(
+                    "--since is inclusive and --until exclusive; swap them or widen the range",
+                ));
             }
         }
         Ok(Filter {
@@ -173,7 +182,9 @@ impl Filter {
         if !self.kinds.is_empty() && !self.kinds.contains(&f.kind) {
             return false;
         }
-        if self.since.as_ref().is_some_and(|s| f.ts < s.ts) || self.until.as_ref().is_some_and(|u| f.ts >= u.ts) {
+        if self.since.as_ref().is_some_and(|s| f.ts < s.ts)
+            || self.until.as_ref().is_some_and(|u| f.ts >= u.ts)
+        {
             return false;
         }
         match &self.ns {
@@ -190,7 +201,10 @@ impl Filter {
 fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
     let mut n = Vec::new();
     for t in &summary.truncations {
-        n.push(format!("{t}; scanned the {} complete entries before it (--allow-truncated)", t.complete_entries));
+        n.push(format!(
+            "{t}; scanned the {} complete entries before it (--allow-truncated)",
+            t.complete_entries
+        ));
     }
     if summary.skipped_overlap > 0 {
         n.push(format!(
@@ -217,7 +231,12 @@ pub fn restore_target(findings: &[Finding]) -> Option<&Finding> {
         .or_else(|| findings.first())
 }
 
-fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, summary: &SourcesSummary) -> io::Result<()> {
+fn render_table(
+    out: &mut impl Write,
+    findings: &[Finding],
+    a: &FindDropArgs,
+    summary: &SourcesSummary,
+) -> io::Result<()> {
     let sources = summary.names.join(", ");
     if findings.is_empty() {
         writeln!(
@@ -232,7 +251,9 @@ fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, su
         .iter()
         .map(|f| {
             [
-                f.wall.map(|w| a.tz.format(w)).unwrap_or_else(|| format!("{} (ts)", a.tz.format(f.ts.to_utc()))),
+                f.wall
+                    .map(|w| a.tz.format(w))
+                    .unwrap_or_else(|| format!("{} (ts)", a.tz.format(f.ts.to_utc()))),
                 f.ts.to_string(),
                 f.kind.as_str().to_string(),
                 f.severity.as_str().to_string(),
@@ -242,7 +263,15 @@ fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, su
             ]
         })
         .collect();
-    let header = [when.as_str(), "TS", "KIND", "SEVERITY", "NAMESPACE", "--oplogLimit", "DETAILS"];
+    let header = [
+        when.as_str(),
+        "TS",
+        "KIND",
+        "SEVERITY",
+        "NAMESPACE",
+        "--oplogLimit",
+        "DETAILS",
+    ];
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, c) in widths.iter_mut().zip(r.iter()) {
@@ -254,14 +283,23 @@ fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, su
         cells
             .iter()
             .enumerate()
-            .map(|(i, c)| if i == last { c.to_string() } else { format!("{c:<w$}", w = widths[i]) })
+            .map(|(i, c)| {
+                if i == last {
+                    c.to_string()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            })
             .collect::<Vec<_>>()
             .join("  ")
     };
     writeln!(out, "{}", line(header.to_vec()))?;
     for r in &rows {
         writeln!(out, "{}", line(r.iter().map(|s| s.as_str()).collect()))?;
-        if let Some(f) = findings.iter().find(|f| f.ts.to_string() == r[1] && f.ns == r[4]) {
+        if let Some(f) = findings
+            .iter()
+            .find(|f| f.ts.to_string() == r[1] && f.ns == r[4])
+        {
             if !f.collections.is_empty() {
                 writeln!(out, "    collections: {}", f.collections.join(", "))?;
             }
@@ -281,7 +319,9 @@ fn render_table(out: &mut impl Write, findings: &[Finding], a: &FindDropArgs, su
             t.severity.as_str(),
             t.kind.as_str(),
             t.ns,
-            t.wall.map(|w| a.tz.format(w)).unwrap_or_else(|| t.ts.utc_string()),
+            t.wall
+                .map(|w| a.tz.format(w))
+                .unwrap_or_else(|| t.ts.utc_string()),
             t.ts
         )?;
         writeln!(
@@ -299,10 +339,11 @@ mod live {
 
     use crate::error::Failure;
     use crate::forensics::{Kind, Scanner};
+    use crate::mongo;
     use crate::mongo::oplog_source::{
-        covers, stream, window, Lower, OplogQuery, OplogSink, Progress, RetryNotice, RetryPolicy, StreamError,
+        covers, stream, window, Lower, OplogQuery, OplogSink, Progress, RetryNotice, RetryPolicy,
+        StreamError,
     };
-    use crate::mongo as mongo;
     use crate::oplog::{EntryError, Ts};
 
     use super::super::dump_oplog::{retry_line, TsProgress};
@@ -322,7 +363,8 @@ mod live {
     /// drops into one dropDatabase finding only while no other entry touches that
     /// database, so an insert between a user's drops and a later dropDatabase
     /// changes the findings, and a commands-only read cannot see it.
-    const COMMAND_ONLY_KINDS: [Kind; 3] = [Kind::RenameDropTarget, Kind::DropIndexes, Kind::Emptycapped];
+    const COMMAND_ONLY_KINDS: [Kind; 3] =
+        [Kind::RenameDropTarget, Kind::DropIndexes, Kind::Emptycapped];
 
     /// The server-side part of the filters.
     ///
@@ -340,10 +382,17 @@ mod live {
     pub fn server_query(a: &FindDropArgs) -> OplogQuery {
         let margin = MARGIN_SECS.saturating_add(a.window);
         OplogQuery {
-            lower: a.since.as_ref().map(|s| Lower::Inclusive(Ts::new(s.ts.t.saturating_sub(margin), 0))),
+            lower: a
+                .since
+                .as_ref()
+                .map(|s| Lower::Inclusive(Ts::new(s.ts.t.saturating_sub(margin), 0))),
             upper_inclusive: None,
-            upper_exclusive: a.until.as_ref().map(|u| Ts::new(u.ts.t.saturating_add(margin), 0)),
-            only_commands: !a.kind.is_empty() && a.kind.iter().all(|k| COMMAND_ONLY_KINDS.contains(k)),
+            upper_exclusive: a
+                .until
+                .as_ref()
+                .map(|u| Ts::new(u.ts.t.saturating_add(margin), 0)),
+            only_commands: !a.kind.is_empty()
+                && a.kind.iter().all(|k| COMMAND_ONLY_KINDS.contains(k)),
             batch_size: None,
             // A --since older than the oplog is a note, not an error, for find-drop.
             allow_start_gap: true,
@@ -387,7 +436,11 @@ mod live {
             let target = client.target().display.clone();
             let name = format!(
                 "local.oplog.rs of {target}{}",
-                if q.only_commands { " (command entries only)" } else { "" }
+                if q.only_commands {
+                    " (command entries only)"
+                } else {
+                    ""
+                }
             );
             let Some(win) = window(&client).await? else {
                 client.close().await;
@@ -409,13 +462,22 @@ mod live {
             // End at the newest entry present now, so the scan ends on a busy server.
             q.upper_inclusive = Some(win.newest.ts);
             let from = q.lower.map_or(win.oldest.ts, |l| l.ts().max(win.oldest.ts));
-            let end = q.upper_exclusive.map_or(win.newest.ts, |u| u.min(win.newest.ts));
+            let end = q
+                .upper_exclusive
+                .map_or(win.newest.ts, |u| u.min(win.newest.ts));
             let mut sink = ScanSink {
                 scanner,
                 bar: TsProgress::new(from, end, show),
             };
             sink.bar.set_prefix("scanning");
-            let r = stream(&client, &q, &RetryPolicy::default(), Progress::default(), &mut sink).await;
+            let r = stream(
+                &client,
+                &q,
+                &RetryPolicy::default(),
+                Progress::default(),
+                &mut sink,
+            )
+            .await;
             sink.bar.finish();
             client.close().await;
             match r {
@@ -441,7 +503,10 @@ mod live {
         use clap::Parser;
 
         fn args(line: &str) -> FindDropArgs {
-            match Cli::try_parse_from(line.split_whitespace()).unwrap().command {
+            match Cli::try_parse_from(line.split_whitespace())
+                .unwrap()
+                .command
+            {
                 Command::FindDrop(a) => a,
                 other => panic!("{other:?}"),
             }
@@ -450,13 +515,28 @@ mod live {
         #[test]
         fn server_side_filters_are_only_used_where_they_are_exact() {
             let q = server_query(&args("pitr find-drop --uri u"));
-            assert_eq!((q.lower, q.upper_exclusive, q.only_commands), (None, None, false));
+            assert_eq!(
+                (q.lower, q.upper_exclusive, q.only_commands),
+                (None, None, false)
+            );
             // Commands only for kinds that need nothing but commands.
-            assert!(server_query(&args("pitr find-drop --uri u --kind dropIndexes --kind emptycapped")).only_commands);
+            assert!(
+                server_query(&args(
+                    "pitr find-drop --uri u --kind dropIndexes --kind emptycapped"
+                ))
+                .only_commands
+            );
             assert!(!server_query(&args("pitr find-drop --uri u --kind drop")).only_commands);
-            assert!(!server_query(&args("pitr find-drop --uri u --kind dropIndexes --kind deleteBurst")).only_commands);
+            assert!(
+                !server_query(&args(
+                    "pitr find-drop --uri u --kind dropIndexes --kind deleteBurst"
+                ))
+                .only_commands
+            );
             // ts bounds widened by the margin plus the burst window.
-            let q = server_query(&args("pitr find-drop --uri u --since 1000000:5 --until 2000000:1 --window 20"));
+            let q = server_query(&args(
+                "pitr find-drop --uri u --since 1000000:5 --until 2000000:1 --window 20",
+            ));
             assert_eq!(q.lower, Some(Lower::Inclusive(Ts::new(1_000_000 - 620, 0))));
             assert_eq!(q.upper_exclusive, Some(Ts::new(2_000_000 + 620, 0)));
             let q = server_query(&args("pitr find-drop --uri u --since 5"));

@@ -19,13 +19,15 @@ pub enum OplogCommand {
         cat oplog.bson | pitr oplog cat -")]
     Cat(CatArgs),
     /// Summarise oplogs: window covered, entries by op and namespace, activity timeline
-    #[command(after_long_help = "The timeline is by oplog time (ts), one row per bucket; empty buckets are \
+    #[command(
+        after_long_help = "The timeline is by oplog time (ts), one row per bucket; empty buckets are \
         shown because gaps matter. Rows holding a destructive operation (as find-drop reports them) \
         are marked with `!`.\n\n\
         Examples:\n  \
         pitr oplog stats fixtures/incident/oplog.bson\n  \
         pitr oplog stats oplog.bson.gz --bucket 5m --top 20\n  \
-        pitr oplog stats dump/ --json | jq .window_secs")]
+        pitr oplog stats dump/ --json | jq .window_secs"
+    )]
     Stats(super::stats::StatsArgs),
 }
 
@@ -90,7 +92,10 @@ fn cat(a: CatArgs) -> Result<u8, Failure> {
         bar.finish();
         if let Some(t) = r.truncation() {
             out.flush()?;
-            eprintln!("warning: {t}; read the {} complete entries before it (--allow-truncated)", t.complete_entries);
+            eprintln!(
+                "warning: {t}; read the {} complete entries before it (--allow-truncated)",
+                t.complete_entries
+            );
         }
     }
     out.flush()?;
@@ -104,7 +109,14 @@ pub fn summary_line(e: &Entry<'_>) -> String {
         .map(|w| w.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
         .unwrap_or_else(|| "-".into());
     let ns = if e.ns.is_empty() { "-" } else { e.ns };
-    format!("{:<22} {:<24} {:<2} {:<30} {}", e.ts.to_string(), wall, e.op.as_str(), ns, describe(e))
+    format!(
+        "{:<22} {:<24} {:<2} {:<30} {}",
+        e.ts.to_string(),
+        wall,
+        e.op.as_str(),
+        ns,
+        describe(e)
+    )
 }
 
 /// A short description of what an entry does.
@@ -118,11 +130,11 @@ pub fn describe(e: &Entry<'_>) -> String {
         Op::Insert => format!("_id={}", id(e.o)),
         Op::Delete => format!("_id={}", id(e.o)),
         Op::Update => format!("_id={}", id(e.o2)),
-        Op::Noop => e
-            .o
-            .and_then(|o| o.get_str("msg").ok())
-            .map(|m| format!("msg={m:?}"))
-            .unwrap_or_default(),
+        Op::Noop => {
+            e.o.and_then(|o| o.get_str("msg").ok())
+                .map(|m| format!("msg={m:?}"))
+                .unwrap_or_default()
+        }
         Op::Command => {
             let name = e.command_name().unwrap_or("?");
             match e.o.and_then(|o| o.get(name).ok().flatten()) {

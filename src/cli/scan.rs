@@ -50,7 +50,9 @@ pub fn scan_sources(
         // Positions matter only when another source follows or precedes this one.
         let track = sources.len() > 1;
         loop {
-            let Some((doc, offset, index)) = r.next_bytes()? else { break };
+            let Some((doc, offset, index)) = r.next_bytes()? else {
+                break;
+            };
             summary.entries += 1;
             if summary.entries % 8192 == 0 {
                 bar.tick();

@@ -43,7 +43,9 @@ fn parse_bucket(s: &str) -> Result<u32, String> {
         .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. `30s`, `1m`, `5m`, `1h`"))?;
     let secs = d.as_secs();
     if secs == 0 || secs > u32::MAX as u64 || d.subsec_nanos() != 0 {
-        return Err(format!("`{s}`: the bucket must be a whole number of seconds, at least 1s"));
+        return Err(format!(
+            "`{s}`: the bucket must be a whole number of seconds, at least 1s"
+        ));
     }
     Ok(secs as u32)
 }
@@ -101,7 +103,9 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
         (Some((f, _)), Some((l, _))) => (l.t - f.t) as u64,
         _ => 0,
     };
-    let bucket = a.bucket.unwrap_or_else(|| auto_bucket(window_secs, AUTO_ROWS));
+    let bucket = a
+        .bucket
+        .unwrap_or_else(|| auto_bucket(window_secs, AUTO_ROWS));
     let timeline = regroup(&stats, bucket);
     let wall = |w: Option<i64>| {
         w.and_then(chrono::DateTime::from_timestamp_millis)
@@ -180,15 +184,38 @@ fn render(
     writeln!(out, "  entries       {}", r.entries)?;
     if let (Some(f), Some(l)) = (r.first_ts, r.last_ts) {
         let w = |x: &Option<String>| x.clone().unwrap_or_else(|| "no wall".into());
-        writeln!(out, "  first         {f:<22} {} (wall {})", tz.format(f.to_utc()), w(&r.first_wall))?;
-        writeln!(out, "  last          {l:<22} {} (wall {})", tz.format(l.to_utc()), w(&r.last_wall))?;
-        writeln!(out, "  window        {} ({} s)", human_duration(r.window_secs), r.window_secs)?;
+        writeln!(
+            out,
+            "  first         {f:<22} {} (wall {})",
+            tz.format(f.to_utc()),
+            w(&r.first_wall)
+        )?;
+        writeln!(
+            out,
+            "  last          {l:<22} {} (wall {})",
+            tz.format(l.to_utc()),
+            w(&r.last_wall)
+        )?;
+        writeln!(
+            out,
+            "  window        {} ({} s)",
+            human_duration(r.window_secs),
+            r.window_secs
+        )?;
     }
     if r.out_of_order > 0 {
-        writeln!(out, "  out of order  {} entries (not sorted by ts)", r.out_of_order)?;
+        writeln!(
+            out,
+            "  out of order  {} entries (not sorted by ts)",
+            r.out_of_order
+        )?;
     }
     if r.skipped_overlap > 0 {
-        writeln!(out, "  overlap       {} entries skipped (already in an earlier source)", r.skipped_overlap)?;
+        writeln!(
+            out,
+            "  overlap       {} entries skipped (already in an earlier source)",
+            r.skipped_overlap
+        )?;
     }
     for t in truncations {
         writeln!(out, "  truncated     {t}")?;
@@ -200,9 +227,24 @@ fn render(
         o.inserts, o.updates, o.deletes, o.commands, o.noops, o.other
     )?;
     writeln!(out)?;
-    writeln!(out, "Busiest namespaces ({} of {}; applyOps expanded):", r.top_namespaces.len(), r.namespaces)?;
-    let w = r.top_namespaces.iter().map(|n| n.ns.len()).max().unwrap_or(9).max(9);
-    writeln!(out, "  {:<w$}  {:>9} {:>9} {:>9} {:>9} {:>9}", "NAMESPACE", "TOTAL", "INSERT", "UPDATE", "DELETE", "COMMAND")?;
+    writeln!(
+        out,
+        "Busiest namespaces ({} of {}; applyOps expanded):",
+        r.top_namespaces.len(),
+        r.namespaces
+    )?;
+    let w = r
+        .top_namespaces
+        .iter()
+        .map(|n| n.ns.len())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    writeln!(
+        out,
+        "  {:<w$}  {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "NAMESPACE", "TOTAL", "INSERT", "UPDATE", "DELETE", "COMMAND"
+    )?;
     for n in &r.top_namespaces {
         let c = n.counts;
         writeln!(
@@ -217,7 +259,13 @@ fn render(
         "Activity by oplog time, {} per row (D = deletes, C = commands, ! = destructive operation):",
         human_duration(r.bucket_secs as u64)
     )?;
-    let max = r.timeline.iter().map(|b| b.counts.total).max().unwrap_or(0).max(1);
+    let max = r
+        .timeline
+        .iter()
+        .map(|b| b.counts.total)
+        .max()
+        .unwrap_or(0)
+        .max(1);
     const BAR: usize = 40;
     for b in &r.timeline {
         let c = b.counts;
@@ -233,7 +281,11 @@ fn render(
             .filter(|f| (f.ts.t as u64) >= b.start_ts.t as u64 && (f.ts.t as u64) < end)
             .map(|f| format!("{} {}", f.kind.as_str(), f.ns))
             .collect();
-        let mark = if marks.is_empty() { String::new() } else { format!(" ! {}", marks.join(", ")) };
+        let mark = if marks.is_empty() {
+            String::new()
+        } else {
+            format!(" ! {}", marks.join(", "))
+        };
         writeln!(
             out,
             "  {}  {:<BAR$} {:>8}  D {:<6} C {:<4}{}",

@@ -32,7 +32,9 @@ impl Zone {
                     return Ok(Zone::Fixed(off));
                 }
             }
-            return Err(format!("`{s}` is not a UTC offset; use e.g. `+01:00` or `-05:30`"));
+            return Err(format!(
+                "`{s}` is not a UTC offset; use e.g. `+01:00` or `-05:30`"
+            ));
         }
         t.parse::<chrono_tz::Tz>().map(Zone::Named).map_err(|_| {
             format!("`{s}` is not a time zone; use `UTC`, `local`, an offset like `+01:00`, or an IANA name like `Europe/Berlin`")
@@ -80,11 +82,25 @@ mod tests {
     #[test]
     fn parses_and_formats_zones() {
         let t = DateTime::from_timestamp_millis(1_763_694_720_123).unwrap();
-        assert_eq!(Zone::parse("UTC").unwrap().format(t), "2025-11-21 03:12:00.123Z");
-        assert_eq!(Zone::parse("+01:00").unwrap().format(t), "2025-11-21 04:12:00.123 +01:00");
-        assert_eq!(Zone::parse("-0530").unwrap().format(t), "2025-11-20 21:42:00.123 -05:30");
-        assert_eq!(Zone::parse("Europe/Berlin").unwrap().format(t), "2025-11-21 04:12:00.123 +01:00");
-        assert!(Zone::parse("Mars/Olympus").unwrap_err().contains("`Mars/Olympus`"));
+        assert_eq!(
+            Zone::parse("UTC").unwrap().format(t),
+            "2025-11-21 03:12:00.123Z"
+        );
+        assert_eq!(
+            Zone::parse("+01:00").unwrap().format(t),
+            "2025-11-21 04:12:00.123 +01:00"
+        );
+        assert_eq!(
+            Zone::parse("-0530").unwrap().format(t),
+            "2025-11-20 21:42:00.123 -05:30"
+        );
+        assert_eq!(
+            Zone::parse("Europe/Berlin").unwrap().format(t),
+            "2025-11-21 04:12:00.123 +01:00"
+        );
+        assert!(Zone::parse("Mars/Olympus")
+            .unwrap_err()
+            .contains("`Mars/Olympus`"));
         assert!(Zone::parse("+25:00").is_err());
     }
 }

@@ -142,7 +142,10 @@ mod tests {
     use super::*;
 
     fn rule(threshold: u64, window_secs: u32) -> BurstRule {
-        BurstRule { threshold, window_secs }
+        BurstRule {
+            threshold,
+            window_secs,
+        }
     }
 
     #[test]
@@ -153,7 +156,10 @@ mod tests {
         }
         let b = d.finish();
         assert_eq!(b.len(), 1);
-        assert_eq!((b[0].first, b[0].last, b[0].count), (Ts::new(1000, 0), Ts::new(1009, 99), 100));
+        assert_eq!(
+            (b[0].first, b[0].last, b[0].count),
+            (Ts::new(1000, 0), Ts::new(1009, 99), 100)
+        );
     }
 
     #[test]

@@ -35,7 +35,9 @@ impl Kind {
     /// How bad this kind is by default.
     pub fn severity(self) -> Severity {
         match self {
-            Kind::Drop | Kind::DropDatabase | Kind::RenameDropTarget | Kind::Emptycapped => Severity::Critical,
+            Kind::Drop | Kind::DropDatabase | Kind::RenameDropTarget | Kind::Emptycapped => {
+                Severity::Critical
+            }
             Kind::DeleteBurst | Kind::WipingUpdate => Severity::High,
             // Data intact, indexes lost: slow queries and missing unique constraints.
             Kind::DropIndexes => Severity::Low,

@@ -8,9 +8,18 @@
 /// sharding metadata, migrations). Other `config.*` collections (e.g. `settings`,
 /// `tags`, or anything a user created) are treated as user-visible.
 const INTERNAL_CONFIG: &[(&str, &str)] = &[
-    ("system.sessions", "logical sessions: the server expires and deletes them"),
-    ("transactions", "retryable-write/transaction records, reaped by the server"),
-    ("image_collection", "pre/post images for retryable findAndModify"),
+    (
+        "system.sessions",
+        "logical sessions: the server expires and deletes them",
+    ),
+    (
+        "transactions",
+        "retryable-write/transaction records, reaped by the server",
+    ),
+    (
+        "image_collection",
+        "pre/post images for retryable findAndModify",
+    ),
     ("system.indexBuilds", "index build bookkeeping"),
     ("rangeDeletions", "orphan cleanup after chunk migrations"),
     ("migrationCoordinators", "chunk migration state"),
@@ -48,7 +57,9 @@ pub fn is_internal(ns: &str) -> bool {
         "local" => true,
         "config" => {
             INTERNAL_CONFIG.iter().any(|(c, _)| *c == coll)
-                || INTERNAL_CONFIG_PREFIXES.iter().any(|(p, _)| coll.starts_with(p))
+                || INTERNAL_CONFIG_PREFIXES
+                    .iter()
+                    .any(|(p, _)| coll.starts_with(p))
         }
         _ => {
             // Two-phase drop (3.6/4.0) renames doomed collections to
@@ -65,7 +76,8 @@ pub fn is_internal(ns: &str) -> bool {
 /// name `db.X`.
 pub fn timeseries_view(ns: &str) -> Option<String> {
     let (db, coll) = ns.split_once('.')?;
-    coll.strip_prefix("system.buckets.").map(|v| format!("{db}.{v}"))
+    coll.strip_prefix("system.buckets.")
+        .map(|v| format!("{db}.{v}"))
 }
 
 #[cfg(test)]
@@ -85,14 +97,23 @@ mod tests {
         ] {
             assert!(is_internal(ns), "{ns} should be internal");
         }
-        for ns in ["shop.orders", "config.settings", "config.myOwnThing", "admin.system.users", "shop.system.buckets.weather"] {
+        for ns in [
+            "shop.orders",
+            "config.settings",
+            "config.myOwnThing",
+            "admin.system.users",
+            "shop.system.buckets.weather",
+        ] {
             assert!(!is_internal(ns), "{ns} should be user-visible");
         }
     }
 
     #[test]
     fn timeseries_names() {
-        assert_eq!(timeseries_view("db.system.buckets.weather").as_deref(), Some("db.weather"));
+        assert_eq!(
+            timeseries_view("db.system.buckets.weather").as_deref(),
+            Some("db.weather")
+        );
         assert_eq!(timeseries_view("db.weather"), None);
     }
 }

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use bson::RawBsonRef;
 
-use crate::oplog::entry::as_i64;
 use crate::oplog::elements::leading_op;
+use crate::oplog::entry::as_i64;
 use crate::oplog::entry::Parsed;
 use crate::oplog::{Entry, EntryError, Op, Ts};
 
@@ -47,7 +47,11 @@ struct TxnBuffer {
 
 /// Where a leaf operation's effect goes: applied now, or buffered in a transaction.
 enum Sink<'k> {
-    Now { ts: Ts, wall_ms: Option<i64>, in_txn: bool },
+    Now {
+        ts: Ts,
+        wall_ms: Option<i64>,
+        in_txn: bool,
+    },
     Defer(&'k [u8]),
 }
 
@@ -137,7 +141,14 @@ impl Scanner {
             }
         }
         match e.op {
-            Op::Delete | Op::Update => self.leaf(e, Sink::Now { ts: e.ts, wall_ms: e.wall_ms, in_txn: false }),
+            Op::Delete | Op::Update => self.leaf(
+                e,
+                Sink::Now {
+                    ts: e.ts,
+                    wall_ms: e.wall_ms,
+                    in_txn: false,
+                },
+            ),
             Op::Command => self.command(e)?,
             _ => {}
         }
@@ -149,17 +160,25 @@ impl Scanner {
         for (_, run) in self.pending_drops.drain() {
             self.findings.extend(run);
         }
-        for (kind, det) in [(Kind::DeleteBurst, self.deletes), (Kind::WipingUpdate, self.wipes)] {
+        for (kind, det) in [
+            (Kind::DeleteBurst, self.deletes),
+            (Kind::WipingUpdate, self.wipes),
+        ] {
             for b in det.finish() {
                 let mut f = Finding::new(kind, b.ns.clone(), b.first, b.first_wall_ms);
                 f.last_ts = b.last;
                 f.count = b.count;
                 f.in_transaction = b.in_transaction;
-                let what = if kind == Kind::DeleteBurst { "deletes" } else { "content-wiping updates" };
+                let what = if kind == Kind::DeleteBurst {
+                    "deletes"
+                } else {
+                    "content-wiping updates"
+                };
                 let span = b.last.t - b.first.t;
                 f.details = format!("{} {what} in {span} s", b.count);
                 if let Some(view) = timeseries_view(&b.ns) {
-                    f.details.push_str(&format!(" (time-series collection {view})"));
+                    f.details
+                        .push_str(&format!(" (time-series collection {view})"));
                 }
                 if b.in_transaction {
                     f.details.push_str(", applied by a committed transaction");
@@ -167,7 +186,8 @@ impl Scanner {
                 self.findings.push(f);
             }
         }
-        self.findings.sort_by(|a, b| (a.ts, a.kind, &a.ns).cmp(&(b.ts, b.kind, &b.ns)));
+        self.findings
+            .sort_by(|a, b| (a.ts, a.kind, &a.ns).cmp(&(b.ts, b.kind, &b.ns)));
         self.stats.open_transactions = self.txns.len();
         (self.findings, self.stats)
     }
@@ -203,8 +223,16 @@ impl Scanner {
             return;
         }
         match sink {
-            Sink::Now { ts, wall_ms, in_txn } => {
-                let det = if is_delete { &mut self.deletes } else { &mut self.wipes };
+            Sink::Now {
+                ts,
+                wall_ms,
+                in_txn,
+            } => {
+                let det = if is_delete {
+                    &mut self.deletes
+                } else {
+                    &mut self.wipes
+                };
                 det.record(e.ns, ts, wall_ms, 1, in_txn);
             }
             Sink::Defer(key) => {
@@ -252,7 +280,9 @@ impl Scanner {
                 }
             }
             // `deleteIndex(es)` and `dropIndex` are legacy spellings of dropIndexes.
-            "dropIndexes" | "deleteIndexes" | "deleteIndex" | "dropIndex" => self.drop_indexes(e, name),
+            "dropIndexes" | "deleteIndexes" | "deleteIndex" | "dropIndex" => {
+                self.drop_indexes(e, name)
+            }
             _ => {}
         }
         Ok(())
@@ -286,7 +316,13 @@ impl Scanner {
         Ok(())
     }
 
-    fn apply_leaf(&mut self, leaf: &Entry<'_>, parent: &Entry<'_>, key: Option<&[u8]>, deferred: bool) {
+    fn apply_leaf(
+        &mut self,
+        leaf: &Entry<'_>,
+        parent: &Entry<'_>,
+        key: Option<&[u8]>,
+        deferred: bool,
+    ) {
         match (leaf.op, deferred, key) {
             (Op::Command, false, _) => {
                 // Commands inside a non-transaction applyOps (or a committing one) act now.
@@ -327,14 +363,21 @@ impl Scanner {
         let mut f = Finding::new(Kind::Drop, ns.clone(), e.ts, e.wall_ms);
         f.num_records = num_records(e);
         f.details = match f.num_records {
-            Some(n) if n >= 0 => format!("collection dropped with {n} document{}", if n == 1 { "" } else { "s" }),
+            Some(n) if n >= 0 => format!(
+                "collection dropped with {n} document{}",
+                if n == 1 { "" } else { "s" }
+            ),
             Some(_) => "collection dropped (document count overflowed)".into(),
             None => "collection dropped (no document count in this oplog version)".into(),
         };
         if let Some(view) = timeseries_view(&ns) {
-            f.details.push_str(&format!("; buckets of time-series collection {view}"));
+            f.details
+                .push_str(&format!("; buckets of time-series collection {view}"));
         }
-        self.pending_drops.entry(e.db().to_string()).or_default().push(f);
+        self.pending_drops
+            .entry(e.db().to_string())
+            .or_default()
+            .push(f);
     }
 
     fn drop_database(&mut self, e: &Entry<'_>) {
@@ -344,12 +387,18 @@ impl Scanner {
         }
         let run = self.pending_drops.remove(db).unwrap_or_default();
         // The data is gone from the first per-collection drop of the burst.
-        let (ts, wall_ms) = run.first().map_or((e.ts, e.wall_ms), |f| (f.ts, f.wall.map(|w| w.timestamp_millis())));
+        let (ts, wall_ms) = run.first().map_or((e.ts, e.wall_ms), |f| {
+            (f.ts, f.wall.map(|w| w.timestamp_millis()))
+        });
         let mut f = Finding::new(Kind::DropDatabase, db, ts, wall_ms);
         f.last_ts = e.ts;
         f.collections = run.iter().map(|d| d.ns.clone()).collect();
         f.count = f.collections.len().max(1) as u64;
-        let known: Vec<i64> = run.iter().filter_map(|d| d.num_records).filter(|n| *n >= 0).collect();
+        let known: Vec<i64> = run
+            .iter()
+            .filter_map(|d| d.num_records)
+            .filter(|n| *n >= 0)
+            .collect();
         if !run.is_empty() && known.len() == run.len() {
             f.num_records = Some(known.iter().sum());
         }
@@ -401,12 +450,19 @@ impl Scanner {
         }
         let index = match e.o.and_then(|o| o.get("index").ok().flatten()) {
             Some(RawBsonRef::String(s)) => s.to_string(),
-            Some(other) => other.to_raw_bson().try_into().map(|b: bson::Bson| b.to_string()).unwrap_or_default(),
+            Some(other) => other
+                .to_raw_bson()
+                .try_into()
+                .map(|b: bson::Bson| b.to_string())
+                .unwrap_or_default(),
             None => "?".into(),
         };
         // Consecutive dropIndexes on one collection are one operation.
         if let Some(last) = self.findings.last_mut() {
-            if last.kind == Kind::DropIndexes && last.ns == ns && e.ts.t.saturating_sub(last.last_ts.t) <= self.rule.window_secs {
+            if last.kind == Kind::DropIndexes
+                && last.ns == ns
+                && e.ts.t.saturating_sub(last.last_ts.t) <= self.rule.window_secs
+            {
                 last.count += 1;
                 last.last_ts = e.ts;
                 last.details.push_str(&format!(", {index}"));
@@ -463,11 +519,17 @@ mod tests {
     use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf, Timestamp};
 
     fn ts(t: u32, i: u32) -> Bson {
-        Bson::Timestamp(Timestamp { time: t, increment: i })
+        Bson::Timestamp(Timestamp {
+            time: t,
+            increment: i,
+        })
     }
 
     fn uuid(b: u8) -> Binary {
-        Binary { subtype: BinarySubtype::Uuid, bytes: vec![b; 16] }
+        Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![b; 16],
+        }
     }
 
     fn scan(docs: &[Document]) -> Vec<Finding> {
@@ -504,13 +566,26 @@ mod tests {
     #[test]
     fn partial_txn_chain_counts_at_the_final_part() {
         let docs = vec![
-            txn_part(100, dels("shop.payments", 50), 1, doc! { "partialTxn": true }),
-            txn_part(101, dels("shop.payments", 50), 1, doc! { "partialTxn": true }),
+            txn_part(
+                100,
+                dels("shop.payments", 50),
+                1,
+                doc! { "partialTxn": true },
+            ),
+            txn_part(
+                101,
+                dels("shop.payments", 50),
+                1,
+                doc! { "partialTxn": true },
+            ),
             txn_part(102, dels("shop.payments", 20), 1, doc! { "count": 120i64 }),
         ];
         let f = scan(&docs);
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].kind, f[0].count, f[0].ts, f[0].oplog_limit), (Kind::DeleteBurst, 120, Ts::new(102, 1), Ts::new(102, 1)));
+        assert_eq!(
+            (f[0].kind, f[0].count, f[0].ts, f[0].oplog_limit),
+            (Kind::DeleteBurst, 120, Ts::new(102, 1), Ts::new(102, 1))
+        );
         assert!(f[0].in_transaction);
     }
 
@@ -519,7 +594,7 @@ mod tests {
         let commit = vec![
             txn_part(100, dels("shop.a", 130), 1, doc! { "prepare": true }),
             doc! { "ts": ts(105, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(7) }, "txnNumber": 1i64,
-                   "o": { "commitTransaction": 1, "commitTimestamp": ts(104, 9) } },
+            "o": { "commitTransaction": 1, "commitTimestamp": ts(104, 9) } },
         ];
         let f = scan(&commit);
         assert_eq!(f.len(), 1);
@@ -528,7 +603,7 @@ mod tests {
         let abort = vec![
             txn_part(100, dels("shop.a", 130), 2, doc! { "prepare": true }),
             doc! { "ts": ts(101, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(7) }, "txnNumber": 2i64,
-                   "o": { "abortTransaction": 1 } },
+            "o": { "abortTransaction": 1 } },
         ];
         assert!(scan(&abort).is_empty());
     }
@@ -537,7 +612,10 @@ mod tests {
     fn batched_deletes_without_session_are_not_a_transaction() {
         let d = doc! { "ts": ts(50, 3), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": dels("shop.log", 110) } };
         let f = scan(&[d]);
-        assert_eq!((f[0].kind, f[0].count, f[0].in_transaction), (Kind::DeleteBurst, 110, false));
+        assert_eq!(
+            (f[0].kind, f[0].count, f[0].in_transaction),
+            (Kind::DeleteBurst, 110, false)
+        );
     }
 
     #[test]
@@ -565,8 +643,15 @@ mod tests {
         ];
         let f = scan(&docs);
         assert_eq!(f.len(), 2);
-        assert_eq!((f[0].kind, f[0].ns.as_str(), f[0].num_records), (Kind::RenameDropTarget, "shop.customers", Some(42)));
-        assert!(f[1].details.starts_with("convertToCapped"), "{}", f[1].details);
+        assert_eq!(
+            (f[0].kind, f[0].ns.as_str(), f[0].num_records),
+            (Kind::RenameDropTarget, "shop.customers", Some(42))
+        );
+        assert!(
+            f[1].details.starts_with("convertToCapped"),
+            "{}",
+            f[1].details
+        );
     }
 
     #[test]
@@ -579,7 +664,10 @@ mod tests {
         ];
         let f = scan(&docs);
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].kind, f[0].ts, f[0].last_ts), (Kind::DropDatabase, Ts::new(30, 1), Ts::new(30, 4)));
+        assert_eq!(
+            (f[0].kind, f[0].ts, f[0].last_ts),
+            (Kind::DropDatabase, Ts::new(30, 1), Ts::new(30, 4))
+        );
         assert_eq!(f[0].collections, vec!["an.a", "an.b"]);
         assert_eq!((f[0].count, f[0].num_records), (2, Some(7)));
     }
@@ -592,7 +680,10 @@ mod tests {
             doc! { "ts": ts(40, 1), "op": "c", "ns": "an.$cmd", "o": { "dropDatabase": 1 } },
         ];
         let f = scan(&docs);
-        assert_eq!(f.iter().map(|f| f.kind).collect::<Vec<_>>(), vec![Kind::Drop, Kind::DropDatabase]);
+        assert_eq!(
+            f.iter().map(|f| f.kind).collect::<Vec<_>>(),
+            vec![Kind::Drop, Kind::DropDatabase]
+        );
         assert_eq!(f[1].ts, Ts::new(40, 1));
         assert!(f[1].collections.is_empty());
     }
@@ -603,13 +694,23 @@ mod tests {
             .map(|k| doc! { "ts": ts(60, k + 1), "op": "u", "ns": "shop.profiles", "o2": { "_id": k as i64 },
                              "o": { "$v": 2, "diff": { "d": { "email": false } } } })
             .collect();
-        docs.extend((0..150u32).map(|k| doc! { "ts": ts(61, k + 1), "op": "u", "ns": "shop.other", "o2": { "_id": k as i64 },
-                             "o": { "$v": 2, "diff": { "u": { "n": 1 } } } }));
-        docs.push(doc! { "ts": ts(70, 1), "op": "c", "ns": "shop.$cmd", "o": { "emptycapped": "log" } });
+        docs.extend((0..150u32).map(|k| {
+            doc! { "ts": ts(61, k + 1), "op": "u", "ns": "shop.other", "o2": { "_id": k as i64 },
+            "o": { "$v": 2, "diff": { "u": { "n": 1 } } } }
+        }));
+        docs.push(
+            doc! { "ts": ts(70, 1), "op": "c", "ns": "shop.$cmd", "o": { "emptycapped": "log" } },
+        );
         let f = scan(&docs);
         assert_eq!(f.len(), 2);
-        assert_eq!((f[0].kind, f[0].count, f[0].ns.as_str()), (Kind::WipingUpdate, 120, "shop.profiles"));
-        assert_eq!((f[1].kind, f[1].ns.as_str()), (Kind::Emptycapped, "shop.log"));
+        assert_eq!(
+            (f[0].kind, f[0].count, f[0].ns.as_str()),
+            (Kind::WipingUpdate, 120, "shop.profiles")
+        );
+        assert_eq!(
+            (f[1].kind, f[1].ns.as_str()),
+            (Kind::Emptycapped, "shop.log")
+        );
     }
 
     #[test]
@@ -627,10 +728,15 @@ mod tests {
 
     #[test]
     fn plain_delete_burst_limit_is_its_first_delete() {
-        let docs: Vec<Document> = (0..300u32).map(|k| del(1000 + k / 100, k % 100 + 1, "shop.inventory", k as i64)).collect();
+        let docs: Vec<Document> = (0..300u32)
+            .map(|k| del(1000 + k / 100, k % 100 + 1, "shop.inventory", k as i64))
+            .collect();
         let f = scan(&docs);
         assert_eq!(f.len(), 1);
-        assert_eq!((f[0].ts, f[0].oplog_limit, f[0].last_ts, f[0].count), (Ts::new(1000, 1), Ts::new(1000, 1), Ts::new(1002, 100), 300));
+        assert_eq!(
+            (f[0].ts, f[0].oplog_limit, f[0].last_ts, f[0].count),
+            (Ts::new(1000, 1), Ts::new(1000, 1), Ts::new(1002, 100), 300)
+        );
     }
 }
 
@@ -688,14 +794,23 @@ mod fast_path_tests {
         let modern = fixture_docs();
         // Most entries are op-first; retryable writes lead with lsid/txnNumber and
         // take the walking path, so both paths are exercised.
-        let op_first = modern.iter().filter(|d| crate::oplog::elements::leading_op(d).is_some()).count();
-        assert!(op_first > modern.len() / 2 && op_first < modern.len(), "{op_first} of {}", modern.len());
+        let op_first = modern
+            .iter()
+            .filter(|d| crate::oplog::elements::leading_op(d).is_some())
+            .count();
+        assert!(
+            op_first > modern.len() / 2 && op_first < modern.len(),
+            "{op_first} of {}",
+            modern.len()
+        );
         let full = findings(&modern, false);
         assert_eq!(full.len(), 9);
         assert_eq!(findings(&modern, true), full);
 
         let legacy: Vec<Vec<u8>> = modern.iter().map(|d| legacy_order(d)).collect();
-        assert!(legacy.iter().all(|d| crate::oplog::elements::leading_op(d).is_none()));
+        assert!(legacy
+            .iter()
+            .all(|d| crate::oplog::elements::leading_op(d).is_none()));
         assert_eq!(findings(&legacy, true), full);
     }
 }

@@ -101,13 +101,19 @@ impl Stats {
 
     /// Every bucket from first to last, including empty ones (gaps matter).
     pub fn timeline(&self) -> Vec<(u32, Counts)> {
-        let (Some((&lo, _)), Some((&hi, _))) = (self.buckets.first_key_value(), self.buckets.last_key_value()) else {
+        let (Some((&lo, _)), Some((&hi, _))) = (
+            self.buckets.first_key_value(),
+            self.buckets.last_key_value(),
+        ) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         let mut b = lo as u64;
         while b <= hi as u64 {
-            out.push((b as u32, self.buckets.get(&(b as u32)).copied().unwrap_or_default()));
+            out.push((
+                b as u32,
+                self.buckets.get(&(b as u32)).copied().unwrap_or_default(),
+            ));
             b += self.bucket_secs as u64;
         }
         out
@@ -117,7 +123,9 @@ impl Stats {
 /// A bucket size giving at most `max_rows` rows for a window of `span_secs`,
 /// rounded to a readable size.
 pub fn auto_bucket(span_secs: u64, max_rows: u64) -> u32 {
-    const NICE: [u32; 14] = [1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+    const NICE: [u32; 14] = [
+        1, 5, 10, 30, 60, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400,
+    ];
     NICE.iter()
         .copied()
         .find(|b| span_secs / (*b as u64) < max_rows)
@@ -135,7 +143,7 @@ mod tests {
         let docs = [
             doc! { "ts": Timestamp { time: 120, increment: 1 }, "op": "i", "ns": "a.b", "o": { "_id": 1 } },
             doc! { "ts": Timestamp { time: 300, increment: 1 }, "op": "c", "ns": "admin.$cmd",
-                   "o": { "applyOps": [ { "op": "d", "ns": "a.b", "o": { "_id": 1 } }, { "op": "d", "ns": "a.c", "o": { "_id": 2 } } ] } },
+            "o": { "applyOps": [ { "op": "d", "ns": "a.b", "o": { "_id": 1 } }, { "op": "d", "ns": "a.c", "o": { "_id": 2 } } ] } },
         ];
         for d in docs {
             let raw = RawDocumentBuf::from_document(&d).unwrap();
@@ -145,8 +153,12 @@ mod tests {
         assert_eq!(s.by_op.commands, 1);
         assert_eq!(s.by_ns["a.b"].total, 2);
         let t = s.timeline();
-        assert_eq!(t.iter().map(|(b, c)| (*b, c.total, c.deletes)).collect::<Vec<_>>(),
-                   vec![(120, 1, 0), (180, 0, 0), (240, 0, 0), (300, 2, 2)]);
+        assert_eq!(
+            t.iter()
+                .map(|(b, c)| (*b, c.total, c.deletes))
+                .collect::<Vec<_>>(),
+            vec![(120, 1, 0), (180, 0, 0), (240, 0, 0), (300, 2, 2)]
+        );
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub fn wiping_reason(o: &RawDocument) -> Option<&'static str> {
         }
     }
     match version {
-        Some(2) => diff.filter(|d| diff_deletes(d, 0)).map(|_| "$v:2 diff deletes fields"),
+        Some(2) => diff
+            .filter(|d| diff_deletes(d, 0))
+            .map(|_| "$v:2 diff deletes fields"),
         _ => match first_key {
             // Modifier form ($v:1 or none).
             Some(k) if k.first() == Some(&b'$') => unset.then_some("$unset"),
@@ -59,22 +61,42 @@ mod tests {
 
     #[test]
     fn classifies_update_shapes() {
-        assert_eq!(wiping_reason(&rawdoc! { "_id": 1 }), Some("replacement leaves only _id"));
-        assert_eq!(wiping_reason(&rawdoc! {}), Some("replacement leaves only _id"));
+        assert_eq!(
+            wiping_reason(&rawdoc! { "_id": 1 }),
+            Some("replacement leaves only _id")
+        );
+        assert_eq!(
+            wiping_reason(&rawdoc! {}),
+            Some("replacement leaves only _id")
+        );
         assert_eq!(wiping_reason(&rawdoc! { "_id": 1, "name": "x" }), None);
         assert_eq!(wiping_reason(&rawdoc! { "$set": { "a": 1 } }), None);
-        assert_eq!(wiping_reason(&rawdoc! { "$v": 1, "$unset": { "a": true } }), Some("$unset"));
-        assert_eq!(wiping_reason(&rawdoc! { "$set": {"b": 1}, "$unset": { "a": true } }), Some("$unset"));
-        assert_eq!(wiping_reason(&rawdoc! { "$v": 2, "diff": { "u": { "a": 1 } } }), None);
+        assert_eq!(
+            wiping_reason(&rawdoc! { "$v": 1, "$unset": { "a": true } }),
+            Some("$unset")
+        );
+        assert_eq!(
+            wiping_reason(&rawdoc! { "$set": {"b": 1}, "$unset": { "a": true } }),
+            Some("$unset")
+        );
+        assert_eq!(
+            wiping_reason(&rawdoc! { "$v": 2, "diff": { "u": { "a": 1 } } }),
+            None
+        );
         assert_eq!(
             wiping_reason(&rawdoc! { "$v": 2i64, "diff": { "d": { "a": false } } }),
             Some("$v:2 diff deletes fields")
         );
         assert_eq!(
-            wiping_reason(&rawdoc! { "$v": 2.0, "diff": { "sprofile": { "d": { "email": false } } } }),
+            wiping_reason(
+                &rawdoc! { "$v": 2.0, "diff": { "sprofile": { "d": { "email": false } } } }
+            ),
             Some("$v:2 diff deletes fields")
         );
         // An array diff `a:true` with `l` is not treated as wiping by itself.
-        assert_eq!(wiping_reason(&rawdoc! { "$v": 2, "diff": { "sitems": { "a": true, "l": 1 } } }), None);
+        assert_eq!(
+            wiping_reason(&rawdoc! { "$v": 2, "diff": { "sitems": { "a": true, "l": 1 } } }),
+            None
+        );
     }
 }

@@ -134,9 +134,15 @@ impl<'a> Elements<'a> {
             // regex: two C strings
             _ => {
                 let end = self.end;
-                let p1 = b[v.min(end)..end].iter().position(|&c| c == 0).ok_or("regex without its NUL")?;
+                let p1 = b[v.min(end)..end]
+                    .iter()
+                    .position(|&c| c == 0)
+                    .ok_or("regex without its NUL")?;
                 let s2 = v + p1 + 1;
-                let p2 = b[s2.min(end)..end].iter().position(|&c| c == 0).ok_or("regex without its NUL")?;
+                let p2 = b[s2.min(end)..end]
+                    .iter()
+                    .position(|&c| c == 0)
+                    .ok_or("regex without its NUL")?;
                 (p1 + 1 + p2 + 1, false)
             }
         };
@@ -265,7 +271,9 @@ pub fn peek_ts_op(doc: &[u8]) -> Option<(crate::oplog::Ts, u8)> {
 pub fn i64_value(kind: u8, value: &[u8]) -> Option<i64> {
     match kind {
         0x10 => read_i32(value, 0).map(i64::from),
-        0x12 | 0x09 => value.get(0..8).map(|s| i64::from_le_bytes(s.try_into().expect("8 bytes"))),
+        0x12 | 0x09 => value
+            .get(0..8)
+            .map(|s| i64::from_le_bytes(s.try_into().expect("8 bytes"))),
         0x01 => {
             let f = f64::from_le_bytes(value.get(0..8)?.try_into().ok()?);
             (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
@@ -277,7 +285,9 @@ pub fn i64_value(kind: u8, value: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{doc, Binary, Bson, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp};
+    use bson::{
+        doc, Binary, Bson, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp,
+    };
 
     #[test]
     fn walks_every_bson_type_like_the_bson_crate() {
@@ -292,7 +302,13 @@ mod tests {
         let bytes = bson::to_vec(&d).unwrap();
         let ours: Vec<(String, u8, usize)> = Elements::new(&bytes)
             .map(|e| e.unwrap())
-            .map(|e| (String::from_utf8(e.key.to_vec()).unwrap(), e.kind, e.value.len()))
+            .map(|e| {
+                (
+                    String::from_utf8(e.key.to_vec()).unwrap(),
+                    e.kind,
+                    e.value.len(),
+                )
+            })
             .collect();
         let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
         let theirs: Vec<(String, u8, usize)> = raw
@@ -300,8 +316,14 @@ mod tests {
             .map(|e| e.unwrap())
             .map(|e| (e.key().to_string(), e.element_type() as u8, e.len()))
             .collect();
-        assert_eq!(ours.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>(), theirs.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>());
-        let s = Elements::new(&bytes).find(|e| e.as_ref().unwrap().key == b"s").unwrap().unwrap();
+        assert_eq!(
+            ours.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>(),
+            theirs.iter().map(|x| (&x.0, x.1)).collect::<Vec<_>>()
+        );
+        let s = Elements::new(&bytes)
+            .find(|e| e.as_ref().unwrap().key == b"s")
+            .unwrap()
+            .unwrap();
         assert_eq!(str_value(s.value), Some("héllo"));
     }
 

@@ -129,7 +129,6 @@ pub fn as_i64(v: RawBsonRef<'_>) -> Option<i64> {
     }
 }
 
-
 impl<'a> Entry<'a> {
     /// Parses a top-level oplog entry. `ts` and `op` are required.
     pub fn parse(raw: &'a RawDocument) -> Result<Entry<'a>, EntryError> {
@@ -146,13 +145,18 @@ impl<'a> Entry<'a> {
         Self::parse_with(raw, None, true)
     }
 
-    fn parse_with(raw: &'a RawDocument, parent: Option<&Entry<'a>>, stop_at_insert: bool) -> Result<Parsed<'a>, EntryError> {
+    fn parse_with(
+        raw: &'a RawDocument,
+        parent: Option<&Entry<'a>>,
+        stop_at_insert: bool,
+    ) -> Result<Parsed<'a>, EntryError> {
         // Fields are kept as raw element values during the walk and decoded after
         // it, so an insert that is abandoned early costs no decoding at all.
         let mut ts = parent.map(|p| p.ts);
         let mut op = None;
         let (mut ns, mut o, mut o2, mut lsid, mut prev) = (None, None, None, None, None);
-        let (mut ui, mut wall_ms, mut term, mut from_migrate, mut txn_number) = (None, None, None, None, None);
+        let (mut ui, mut wall_ms, mut term, mut from_migrate, mut txn_number) =
+            (None, None, None, None, None);
         for el in Elements::new(raw.as_bytes()) {
             let el = el?;
             let (kind, v) = (el.kind, el.value);
@@ -284,10 +288,7 @@ impl<'a> Entry<'a> {
 
     /// Calls `f` on this entry's leaf operations: the entry itself when it is not an
     /// `applyOps`, otherwise every operation inside it, recursively.
-    pub fn for_each_leaf<E>(
-        &self,
-        f: &mut impl FnMut(&Entry<'a>) -> Result<(), E>,
-    ) -> Result<(), E>
+    pub fn for_each_leaf<E>(&self, f: &mut impl FnMut(&Entry<'a>) -> Result<(), E>) -> Result<(), E>
     where
         E: From<EntryError>,
     {
@@ -449,14 +450,16 @@ pub fn format_uuid(b: &[u8]) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use bson::{doc, rawdoc, spec::BinarySubtype, Binary, DateTime as BDateTime, Timestamp};
 
     fn ts(t: u32, i: u32) -> Timestamp {
-        Timestamp { time: t, increment: i }
+        Timestamp {
+            time: t,
+            increment: i,
+        }
     }
 
     #[test]
@@ -475,7 +478,10 @@ mod tests {
         assert_eq!(e.command_name(), Some("drop"));
         assert_eq!(e.term, Some(2));
         assert_eq!(e.wall_ms, Some(1700000000123));
-        assert_eq!(e.ui_string().unwrap(), "01010101-0101-0101-0101-010101010101");
+        assert_eq!(
+            e.ui_string().unwrap(),
+            "01010101-0101-0101-0101-010101010101"
+        );
         assert_eq!(e.o2.unwrap().get_i64("numRecords").unwrap(), 3);
         assert_eq!(e.raw.get_str("someFutureField").unwrap(), "kept");
     }
@@ -491,10 +497,19 @@ mod tests {
 
     #[test]
     fn missing_or_mistyped_required_fields() {
-        assert!(matches!(Entry::parse(&rawdoc! { "op": "n" }), Err(EntryError::Missing("ts"))));
-        assert!(matches!(Entry::parse(&rawdoc! { "ts": ts(1, 1) }), Err(EntryError::Missing("op"))));
+        assert!(matches!(
+            Entry::parse(&rawdoc! { "op": "n" }),
+            Err(EntryError::Missing("ts"))
+        ));
+        assert!(matches!(
+            Entry::parse(&rawdoc! { "ts": ts(1, 1) }),
+            Err(EntryError::Missing("op"))
+        ));
         let err = Entry::parse(&rawdoc! { "ts": 5i32, "op": "n" }).unwrap_err();
-        assert_eq!(err.to_string(), "its `ts` field is Int32, expected a Timestamp");
+        assert_eq!(
+            err.to_string(),
+            "its `ts` field is Int32, expected a Timestamp"
+        );
     }
 
     #[test]
@@ -508,7 +523,12 @@ mod tests {
         };
         let e = Entry::parse(&raw).unwrap();
         assert!(e.o_flag("partialTxn"));
-        let inner: Vec<_> = e.apply_ops().unwrap().unwrap().map(|r| r.unwrap()).collect();
+        let inner: Vec<_> = e
+            .apply_ops()
+            .unwrap()
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(inner.len(), 2);
         assert_eq!(inner[0].ts, Ts::new(9, 2));
         assert_eq!(inner[0].txn_number, Some(4));
@@ -524,7 +544,8 @@ mod tests {
 
     #[test]
     fn bad_apply_ops_element_is_an_error_not_a_panic() {
-        let raw = rawdoc! { "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ 5 ] } };
+        let raw =
+            rawdoc! { "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ 5 ] } };
         let e = Entry::parse(&raw).unwrap();
         let err = e.apply_ops().unwrap().unwrap().next().unwrap().unwrap_err();
         assert!(err.to_string().starts_with("applyOps[0]"), "{err}");

@@ -78,7 +78,10 @@ pub enum ReadError {
     },
 
     #[error("`{name}` is not a BSON oplog dump: it looks like {looks_like}")]
-    NotBson { name: String, looks_like: &'static str },
+    NotBson {
+        name: String,
+        looks_like: &'static str,
+    },
 
     #[error("`{name}` is corrupt at byte {offset} (entry {}): {detail}", index + 1)]
     Malformed {

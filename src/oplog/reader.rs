@@ -99,9 +99,19 @@ pub struct OplogReader {
 
 impl OplogReader {
     /// Wraps a byte source. `name` is how errors refer to it (a path, or `<stdin>`).
-    pub fn new(name: impl Into<String>, src: impl Read + Send + 'static, opts: ReadOptions) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        src: impl Read + Send + 'static,
+        opts: ReadOptions,
+    ) -> Self {
         let counter = ByteCounter::default();
-        Self::with_counter(name, Box::new(CountingRead::new(src, counter.clone())), opts, counter, None)
+        Self::with_counter(
+            name,
+            Box::new(CountingRead::new(src, counter.clone())),
+            opts,
+            counter,
+            None,
+        )
     }
 
     pub(crate) fn with_counter(
@@ -168,7 +178,11 @@ impl OplogReader {
     pub fn next_bytes(&mut self) -> Result<Option<(&[u8], u64, u64)>, ReadError> {
         match self.advance()? {
             None => Ok(None),
-            Some(f) => Ok(Some((&self.buf[f.start..f.start + f.len], f.offset, f.index))),
+            Some(f) => Ok(Some((
+                &self.buf[f.start..f.start + f.len],
+                f.offset,
+                f.index,
+            ))),
         }
     }
 
@@ -190,11 +204,13 @@ impl OplogReader {
     }
 
     fn frame_doc(&self, f: &Frame) -> Result<&RawDocument, ReadError> {
-        RawDocument::from_bytes(&self.buf[f.start..f.start + f.len]).map_err(|e| ReadError::Malformed {
-            name: self.name.clone(),
-            offset: f.offset,
-            index: f.index,
-            detail: e.to_string(),
+        RawDocument::from_bytes(&self.buf[f.start..f.start + f.len]).map_err(|e| {
+            ReadError::Malformed {
+                name: self.name.clone(),
+                offset: f.offset,
+                index: f.index,
+                detail: e.to_string(),
+            }
         })
     }
 
@@ -217,7 +233,10 @@ impl OplogReader {
             if offset == 0 {
                 // The very first "length" runs past the end: most likely not BSON.
                 if let Some(what) = sniff::clearly_not_bson(&self.buf[self.pos..self.filled]) {
-                    return Err(ReadError::NotBson { name: self.name.clone(), looks_like: what });
+                    return Err(ReadError::NotBson {
+                        name: self.name.clone(),
+                        looks_like: what,
+                    });
                 }
             }
             let remaining = (self.filled - self.pos) as u64;
@@ -227,19 +246,29 @@ impl OplogReader {
         if self.buf[start + len - 1] != 0 {
             if offset == 0 {
                 if let Some(what) = sniff::clearly_not_bson(&self.buf[start..start + len]) {
-                    return Err(ReadError::NotBson { name: self.name.clone(), looks_like: what });
+                    return Err(ReadError::NotBson {
+                        name: self.name.clone(),
+                        looks_like: what,
+                    });
                 }
             }
             return Err(ReadError::Malformed {
                 name: self.name.clone(),
                 offset,
                 index,
-                detail: format!("it declares {len} bytes but does not end with the NUL byte BSON requires"),
+                detail: format!(
+                    "it declares {len} bytes but does not end with the NUL byte BSON requires"
+                ),
             });
         }
         self.pos += len;
         self.entries += 1;
-        Ok(Some(Frame { start, len, offset, index }))
+        Ok(Some(Frame {
+            start,
+            len,
+            offset,
+            index,
+        }))
     }
 
     /// Ensures at least `need` unconsumed bytes are buffered. Returns `false` when the
@@ -315,7 +344,10 @@ impl OplogReader {
         if offset == 0 {
             let avail = &self.buf[self.pos..self.filled];
             if let Some(what) = sniff::looks_like(avail) {
-                return ReadError::NotBson { name: self.name.clone(), looks_like: what };
+                return ReadError::NotBson {
+                    name: self.name.clone(),
+                    looks_like: what,
+                };
             }
         }
         ReadError::BadLength {
@@ -351,7 +383,11 @@ mod tests {
     }
 
     fn reader(bytes: Vec<u8>, allow_truncated: bool) -> OplogReader {
-        OplogReader::new("test.bson", io::Cursor::new(bytes), ReadOptions { allow_truncated })
+        OplogReader::new(
+            "test.bson",
+            io::Cursor::new(bytes),
+            ReadOptions { allow_truncated },
+        )
     }
 
     fn read_all(r: &mut OplogReader) -> Result<Vec<(u32, u32)>, ReadError> {
@@ -442,7 +478,11 @@ mod tests {
             let mut r = reader(bytes, true);
             r.next_entry().unwrap();
             match r.next_entry() {
-                Err(ReadError::BadLength { declared: d, index: 1, .. }) => assert_eq!(d, declared as i64),
+                Err(ReadError::BadLength {
+                    declared: d,
+                    index: 1,
+                    ..
+                }) => assert_eq!(d, declared as i64),
                 other => panic!("declared {declared}: unexpected {other:?}"),
             }
         }
@@ -469,7 +509,10 @@ mod tests {
         bytes.extend(entry_bytes(1, 2));
         let mut r = reader(entry_bytes(1, 0).into_iter().chain(bytes).collect(), false);
         r.next_entry().unwrap();
-        assert!(matches!(r.next_entry(), Err(ReadError::Malformed { index: 1, .. })));
+        assert!(matches!(
+            r.next_entry(),
+            Err(ReadError::Malformed { index: 1, .. })
+        ));
     }
 
     #[test]
@@ -482,14 +525,22 @@ mod tests {
         let err = r.next_entry().unwrap_err();
         assert!(matches!(err, ReadError::NotAnEntry { index: 1, offset, .. } if offset == off));
         let msg = err.to_string();
-        assert!(msg.contains("entry 2") && msg.contains(&format!("byte {off}")), "{msg}");
+        assert!(
+            msg.contains("entry 2") && msg.contains(&format!("byte {off}")),
+            "{msg}"
+        );
     }
 
     #[test]
     fn json_text_is_recognised() {
-        let mut r = reader(br#"{"ts": {"$timestamp": {"t": 1, "i": 1}}, "op": "n"}"#.to_vec(), false);
+        let mut r = reader(
+            br#"{"ts": {"$timestamp": {"t": 1, "i": 1}}, "op": "n"}"#.to_vec(),
+            false,
+        );
         match r.next_entry() {
-            Err(ReadError::NotBson { looks_like, .. }) => assert!(looks_like.contains("JSON"), "{looks_like}"),
+            Err(ReadError::NotBson { looks_like, .. }) => {
+                assert!(looks_like.contains("JSON"), "{looks_like}")
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -502,7 +553,9 @@ mod tests {
         enc.write_all(&entry_bytes(1, 1)).unwrap();
         let mut r = reader(enc.finish().unwrap(), false);
         match r.next_entry() {
-            Err(ReadError::NotBson { looks_like, .. }) => assert!(looks_like.contains("gzip"), "{looks_like}"),
+            Err(ReadError::NotBson { looks_like, .. }) => {
+                assert!(looks_like.contains("gzip"), "{looks_like}")
+            }
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -34,7 +34,9 @@ pub fn looks_like(head: &[u8]) -> Option<&'static str> {
     if text && std::str::from_utf8(sample).is_ok() || text && sample.len() == 512 {
         let first = sample.iter().find(|b| !b.is_ascii_whitespace());
         return Some(match first {
-            Some(b'{') | Some(b'[') => "JSON text (extended JSON, e.g. from bsondump or mongoexport)",
+            Some(b'{') | Some(b'[') => {
+                "JSON text (extended JSON, e.g. from bsondump or mongoexport)"
+            }
             _ => "text, not BSON",
         });
     }
@@ -51,7 +53,11 @@ mod tests {
         assert!(looks_like(b"  [ {} ]").unwrap().contains("JSON"));
         assert!(looks_like(b"hello world\n").unwrap().contains("text"));
         assert!(looks_like(&[0x1f, 0x8b, 8, 0]).unwrap().contains("gzip"));
-        assert!(looks_like(&[0x6d, 0xe2, 0x99, 0x81, 1]).unwrap().contains("archive"));
-        assert!(looks_like(&[0xff, 0x00, 0x13, 0x02]).unwrap().contains("random"));
+        assert!(looks_like(&[0x6d, 0xe2, 0x99, 0x81, 1])
+            .unwrap()
+            .contains("archive"));
+        assert!(looks_like(&[0xff, 0x00, 0x13, 0x02])
+            .unwrap()
+            .contains("random"));
     }
 }

@@ -41,7 +41,13 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
-        return Ok(OplogReader::with_counter("<stdin>", Box::new(src), opts, counter, None));
+        return Ok(OplogReader::with_counter(
+            "<stdin>",
+            Box::new(src),
+            opts,
+            counter,
+            None,
+        ));
     }
     let path = resolve(Path::new(spec))?;
     let file = File::open(&path).map_err(|source| ReadError::Open {
@@ -56,7 +62,10 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
     let src: Box<dyn io::Read + Send> = if gz {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, counted)))
+        Box::new(MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 20,
+            counted,
+        )))
     } else {
         Box::new(counted)
     };
@@ -82,13 +91,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plain = dir.path().join("x.bson");
         std::fs::write(&plain, [entry(), entry()].concat()).unwrap();
-        assert_eq!(count(&mut open(plain.to_str().unwrap(), ReadOptions::default()).unwrap()), 2);
+        assert_eq!(
+            count(&mut open(plain.to_str().unwrap(), ReadOptions::default()).unwrap()),
+            2
+        );
 
         let gz = dir.path().join("x.bson.gz");
-        let mut enc = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), flate2::Compression::fast());
-        enc.write_all(&[entry(), entry(), entry()].concat()).unwrap();
+        let mut enc =
+            flate2::write::GzEncoder::new(File::create(&gz).unwrap(), flate2::Compression::fast());
+        enc.write_all(&[entry(), entry(), entry()].concat())
+            .unwrap();
         enc.finish().unwrap();
-        assert_eq!(count(&mut open(gz.to_str().unwrap(), ReadOptions::default()).unwrap()), 3);
+        assert_eq!(
+            count(&mut open(gz.to_str().unwrap(), ReadOptions::default()).unwrap()),
+            3
+        );
 
         let dump = dir.path().join("dump");
         std::fs::create_dir_all(dump.join("local")).unwrap();
@@ -105,9 +122,16 @@ mod tests {
     #[test]
     fn missing_file_and_empty_dir_are_clear_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let err = open(dir.path().join("nope.bson").to_str().unwrap(), ReadOptions::default()).err().unwrap();
+        let err = open(
+            dir.path().join("nope.bson").to_str().unwrap(),
+            ReadOptions::default(),
+        )
+        .err()
+        .unwrap();
         assert!(matches!(err, ReadError::Open { .. }));
-        let err = open(dir.path().to_str().unwrap(), ReadOptions::default()).err().unwrap();
+        let err = open(dir.path().to_str().unwrap(), ReadOptions::default())
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("without an oplog"), "{err}");
     }
 }

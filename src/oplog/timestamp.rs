@@ -47,7 +47,10 @@ impl Ts {
             if self.t == u32::MAX {
                 Ts::MAX
             } else {
-                Ts { t: self.t + 1, i: 0 }
+                Ts {
+                    t: self.t + 1,
+                    i: 0,
+                }
             }
         } else {
             Ts {
@@ -59,7 +62,8 @@ impl Ts {
 
     /// The second `t` as a UTC instant (the ordinal has no wall-clock meaning).
     pub fn to_utc(self) -> DateTime<Utc> {
-        DateTime::from_timestamp(self.t as i64, 0).expect("u32 seconds are always in chrono's range")
+        DateTime::from_timestamp(self.t as i64, 0)
+            .expect("u32 seconds are always in chrono's range")
     }
 
     /// `t` as RFC 3339 UTC, e.g. `2026-11-21T03:12:00Z`.

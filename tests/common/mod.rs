@@ -81,16 +81,27 @@ pub fn standin_bin_dir() -> PathBuf {
             let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
             let target_dir = profile_dir.parent().unwrap().to_path_buf();
             let mut cmd = Command::new(env!("CARGO"));
-            cmd.args(["build", "--quiet", "-p", "pitr-standins", "--bins", "--target-dir"])
-                .arg(&target_dir)
-                .current_dir(env!("CARGO_MANIFEST_DIR"));
+            cmd.args([
+                "build",
+                "--quiet",
+                "-p",
+                "pitr-standins",
+                "--bins",
+                "--target-dir",
+            ])
+            .arg(&target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
             for (k, _) in std::env::vars_os() {
                 let k = k.to_string_lossy().into_owned();
-                let injected = (k.starts_with("CARGO") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR")
-                    || matches!(
-                        k.as_str(),
-                        "LD_LIBRARY_PATH" | "RUSTUP_TOOLCHAIN" | "RUSTUP_TOOLCHAIN_SOURCE" | "RUST_RECURSION_COUNT"
-                    );
+                let injected =
+                    (k.starts_with("CARGO") && k != "CARGO_HOME" && k != "CARGO_TARGET_DIR")
+                        || matches!(
+                            k.as_str(),
+                            "LD_LIBRARY_PATH"
+                                | "RUSTUP_TOOLCHAIN"
+                                | "RUSTUP_TOOLCHAIN_SOURCE"
+                                | "RUST_RECURSION_COUNT"
+                        );
                 if injected {
                     cmd.env_remove(&k);
                 }
