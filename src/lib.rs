@@ -14,5 +14,6 @@ pub mod objectid;
 pub mod oplog;
 pub mod plan;
 pub mod replay;
+pub mod table;
 pub mod time;
 pub mod verify;

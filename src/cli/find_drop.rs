@@ -10,6 +10,8 @@ use crate::forensics::{BurstRule, Finding, Kind, Scanner, Severity};
 use crate::oplog::ReadOptions;
 use crate::time::{parse_time, TimeValue};
 
+use crate::table::Columns;
+
 use super::scan::{scan_sources, SourcesSummary};
 use super::zone::{parse_zone, Zone};
 
@@ -247,10 +249,10 @@ fn render_table(
         return Ok(());
     }
     let when = format!("WHEN ({})", a.tz.label());
-    let rows: Vec<[String; 7]> = findings
+    let rows: Vec<Vec<String>> = findings
         .iter()
         .map(|f| {
-            [
+            vec![
                 f.wall
                     .map(|w| a.tz.format(w))
                     .unwrap_or_else(|| format!("{} (ts)", a.tz.format(f.ts.to_utc()))),
@@ -272,37 +274,12 @@ fn render_table(
         "--oplogLimit",
         "DETAILS",
     ];
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r.iter()) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| -> String {
-        let last = cells.len() - 1;
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == last {
-                    c.to_string()
-                } else {
-                    format!("{c:<w$}", w = widths[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    writeln!(out, "{}", line(header.to_vec()))?;
-    for r in &rows {
-        writeln!(out, "{}", line(r.iter().map(|s| s.as_str()).collect()))?;
-        if let Some(f) = findings
-            .iter()
-            .find(|f| f.ts.to_string() == r[1] && f.ns == r[4])
-        {
-            if !f.collections.is_empty() {
-                writeln!(out, "    collections: {}", f.collections.join(", "))?;
-            }
+    let cols = Columns::fit(&header, &rows);
+    writeln!(out, "{}", cols.line(&header))?;
+    for (r, f) in rows.iter().zip(findings) {
+        writeln!(out, "{}", cols.line(r))?;
+        if !f.collections.is_empty() {
+            writeln!(out, "    collections: {}", f.collections.join(", "))?;
         }
     }
     writeln!(out)?;

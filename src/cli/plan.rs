@@ -167,36 +167,7 @@ fn table(
     header: &[&str],
     rows: &[Vec<String>],
 ) -> io::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| -> String {
-        let last = cells.len() - 1;
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == last {
-                    c.to_string()
-                } else {
-                    format!("{c:<w$}", w = widths[i])
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
-    };
-    writeln!(out, "{indent}{}", line(header.to_vec()))?;
-    for r in rows {
-        writeln!(
-            out,
-            "{indent}{}",
-            line(r.iter().map(String::as_str).collect())
-        )?;
-    }
-    Ok(())
+    out.write_all(crate::table::render(indent, header, rows).as_bytes())
 }
 
 /// The plan as `pitr plan` prints it.

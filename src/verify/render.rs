@@ -33,37 +33,7 @@ pub const HEADER: [&str; 5] = ["NAMESPACE", "EXPECTED", "FOUND", "RESULT", "NOTE
 /// Left-aligned columns, two spaces apart, the last one unpadded; each line starts
 /// with `indent`.
 pub fn table(indent: &str, header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| -> String {
-        let last = cells.len() - 1;
-        let s: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if i == last {
-                    c.to_string()
-                } else {
-                    format!("{c:<w$}", w = widths[i])
-                }
-            })
-            .collect();
-        s.join("  ").trim_end().to_string()
-    };
-    let mut out = String::new();
-    let _ = writeln!(out, "{indent}{}", line(header.to_vec()));
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{indent}{}",
-            line(r.iter().map(String::as_str).collect())
-        );
-    }
-    out
+    crate::table::render(indent, header, rows)
 }
 
 /// The whole verification as text: heading, table, extra namespaces, verdict.
