@@ -301,9 +301,18 @@ fn render_table(
                 .unwrap_or_else(|| t.ts.utc_string()),
             t.ts
         )?;
+        let oplog = match summary.names.as_slice() {
+            [one] if one != "<stdin>" => one.as_str(),
+            _ => "<OPLOG>",
+        };
         writeln!(
             out,
-            "  mongorestore --oplogReplay --oplogLimit {} <backup dir with this oplog as oplog.bson>",
+            "  pitr replay --backup <BACKUP_DIR> --oplog {oplog} --until {} --dry-run   # check, then drop --dry-run",
+            t.oplog_limit
+        )?;
+        writeln!(
+            out,
+            "  # by hand: mongorestore --oplogReplay --oplogLimit {} <backup dir with this oplog as oplog.bson>",
             t.oplog_limit
         )?;
     }
