@@ -14,7 +14,7 @@ fn sample_entries() -> Vec<u8> {
         subtype: BinarySubtype::Uuid,
         bytes: vec![7; 16],
     };
-    let docs = vec![
+    let docs = [
         doc! { "op": "i", "ns": "shop.orders", "ui": ui.clone(), "o": { "_id": 1, "qty": 3, "items": ["a", "b"] },
         "ts": Timestamp { time: 1_700_000_000, increment: 1 }, "t": 3i64, "v": 2i64, "wall": DateTime::from_millis(1_700_000_000_100) },
         doc! { "op": "u", "ns": "shop.orders", "ui": ui.clone(), "o": { "$v": 2, "diff": { "u": { "qty": 4 }, "d": { "x": false } } },

@@ -115,8 +115,7 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &findings).map_err(io::Error::from)?;
-        writeln!(out)?;
+        super::output::write_json(&mut out, &findings)?;
         out.flush()?;
         for n in &notes {
             eprintln!("warning: {n}");

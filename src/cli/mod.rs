@@ -12,6 +12,7 @@ pub mod find_drop;
 pub mod gen;
 pub mod oid;
 pub mod oplog_cmd;
+pub mod output;
 pub mod plan;
 pub mod progress;
 pub mod replay;

@@ -139,8 +139,7 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &plan).map_err(io::Error::from)?;
-        writeln!(out)?;
+        super::output::write_json(&mut out, &plan)?;
     } else {
         render(&mut out, &plan)?;
     }

@@ -182,8 +182,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
         if a.json {
-            serde_json::to_writer_pretty(&mut w, &d).map_err(io::Error::from)?;
-            writeln!(w)?;
+            super::output::write_json(&mut w, &d)?;
         } else {
             let mut rendered = Vec::new();
             super::plan::render(&mut rendered, &plan)?;
@@ -281,8 +280,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
         if a.json {
-            serde_json::to_writer_pretty(&mut w, &report).map_err(io::Error::from)?;
-            writeln!(w)?;
+            super::output::write_json(&mut w, &report)?;
         } else {
             write!(w, "{}", summary::text(&report))?;
         }

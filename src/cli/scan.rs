@@ -49,10 +49,7 @@ pub fn scan_sources(
         let mut newest = newest_before;
         // Positions matter only when another source follows or precedes this one.
         let track = sources.len() > 1;
-        loop {
-            let Some((doc, offset, index)) = r.next_bytes()? else {
-                break;
-            };
+        while let Some((doc, offset, index)) = r.next_bytes()? {
             summary.entries += 1;
             if summary.entries % 8192 == 0 {
                 bar.tick();

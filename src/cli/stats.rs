@@ -142,8 +142,7 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
+        super::output::write_json(&mut out, &report)?;
     } else {
         render(&mut out, &report, &a.tz, &summary.truncations)?;
     }

@@ -76,9 +76,7 @@ pub fn run(a: StatusArgs) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &json_view(&st, &a, warning.as_deref()))
-            .map_err(io::Error::from)?;
-        writeln!(out)?;
+        super::output::write_json(&mut out, &json_view(&st, &a, warning.as_deref()))?;
         out.flush()?;
         if let Some(w) = &warning {
             eprintln!("warning: {w}");

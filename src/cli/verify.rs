@@ -69,8 +69,7 @@ pub fn run(a: VerifyArgs) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut w = io::BufWriter::new(stdout.lock());
     if a.json {
-        serde_json::to_writer_pretty(&mut w, &report).map_err(io::Error::from)?;
-        writeln!(w)?;
+        super::output::write_json(&mut w, &report)?;
     } else {
         write!(w, "{}", render::text(&report))?;
     }

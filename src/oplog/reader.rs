@@ -67,6 +67,9 @@ impl<R: Read> Read for CountingRead<R> {
     }
 }
 
+/// A framed document with its stream offset and 0-based entry number.
+pub type Positioned<'a, T> = (&'a T, u64, u64);
+
 /// Where one framed document sits in the buffer.
 struct Frame {
     start: usize,
@@ -165,7 +168,7 @@ impl OplogReader {
 
     /// The next raw document, with its stream offset and entry number (0-based).
     /// Checks framing only: a plausible length prefix and the trailing NUL.
-    pub fn next_raw(&mut self) -> Result<Option<(&RawDocument, u64, u64)>, ReadError> {
+    pub fn next_raw(&mut self) -> Result<Option<Positioned<'_, RawDocument>>, ReadError> {
         match self.advance()? {
             None => Ok(None),
             Some(f) => Ok(Some((self.frame_doc(&f)?, f.offset, f.index))),
@@ -175,7 +178,7 @@ impl OplogReader {
     /// The next document's bytes (framing checked: a plausible length prefix and
     /// the trailing NUL), with its stream offset and entry number. The cheapest way
     /// through a file, for scans that look at most entries only briefly.
-    pub fn next_bytes(&mut self) -> Result<Option<(&[u8], u64, u64)>, ReadError> {
+    pub fn next_bytes(&mut self) -> Result<Option<Positioned<'_, [u8]>>, ReadError> {
         match self.advance()? {
             None => Ok(None),
             Some(f) => Ok(Some((

@@ -31,7 +31,7 @@ pub fn looks_like(head: &[u8]) -> Option<&'static str> {
     let text = sample
         .iter()
         .all(|&b| b == b'\n' || b == b'\r' || b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80);
-    if text && std::str::from_utf8(sample).is_ok() || text && sample.len() == 512 {
+    if text && (std::str::from_utf8(sample).is_ok() || sample.len() == 512) {
         let first = sample.iter().find(|b| !b.is_ascii_whitespace());
         return Some(match first {
             Some(b'{') | Some(b'[') => {
