@@ -17,12 +17,13 @@ dir=bench-data/bench-$size
 file=$dir/oplog.bson
 
 cargo build --release --quiet --bin pitr --example length_walk
+cargo build --release --quiet -p pitr-fixturegen --bin pitr-gen
 pitr=target/release/pitr
 walk=target/release/examples/length_walk
 
 if [ ! -f "$file" ]; then
   echo "generating a ~$((size / 1048576)) MiB oplog in $dir (once; reused afterwards)..." >&2
-  "$pitr" gen-fixtures --scenario bench --target-bytes "$size" --out "$dir" --seed 1
+  target/release/pitr-gen --scenario bench --target-bytes "$size" --out "$dir" --seed 1
 fi
 bytes=$(stat -c %s "$file")
 cat "$file" > /dev/null  # warm the page cache so every contender reads from memory

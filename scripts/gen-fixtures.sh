@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the committed fixture fixtures/incident/ (backup/, oplog.bson,
-# truth.json) with the project's own generator (`pitr gen-fixtures`).
+# truth.json) with the project's own generator (`pitr-gen`, the test-only crate `tests/fixturegen`).
 #
 # tests/gen_fixtures.rs regenerates it with the SEED and START below and fails if
 # the committed files differ: change the generator, run this script, commit the
@@ -11,4 +11,4 @@ cd "$(dirname "$0")/.."
 SEED=7
 START=2026-11-21T01:00:00Z
 
-cargo run --quiet -- gen-fixtures --scenario incident --seed "$SEED" --start "$START" --out fixtures/incident
+cargo run --quiet -p pitr-fixturegen -- --scenario incident --seed "$SEED" --start "$START" --out fixtures/incident

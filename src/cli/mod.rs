@@ -9,7 +9,6 @@ use crate::error::{exit, Failure};
 
 pub mod dump_oplog;
 pub mod find_drop;
-pub mod gen;
 pub mod oid;
 pub mod oplog_cmd;
 pub mod output;
@@ -65,9 +64,6 @@ pub enum Command {
     DumpOplog(dump_oplog::DumpOplogArgs),
     /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
     Ts(ts::TsArgs),
-    /// Write realistic synthetic oplogs and mongodump directories with planted incidents
-    #[command(hide = true)]
-    GenFixtures(gen::GenArgs),
 }
 
 /// Entry point of the binary: parse, run, print any error, return the exit code.
@@ -95,7 +91,6 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Status(a) => status::run(a),
         Command::DumpOplog(a) => dump_oplog::run(a),
         Command::Ts(a) => ts::run(a),
-        Command::GenFixtures(a) => gen::run(a),
     }
 }
 

@@ -125,3 +125,16 @@ pub fn standin_bin_dir() -> PathBuf {
         })
         .clone()
 }
+
+/// Writes a fresh incident scenario (backup/, oplog.bson, truth.json) into `out`
+/// with the test-only fixture generator (`tests/fixturegen`).
+pub fn generate_incident(out: &Path, seed: u64) {
+    pitr_fixturegen::generate(&pitr_fixturegen::Options {
+        out: out.to_path_buf(),
+        seed,
+        scenario: pitr_fixturegen::Scenario::Incident,
+        target_bytes: pitr_fixturegen::DEFAULT_BENCH_BYTES,
+        start: pitr_fixturegen::DEFAULT_START_SECS,
+    })
+    .unwrap_or_else(|e| panic!("generating seed {seed} into {}: {e}", out.display()));
+}

@@ -446,7 +446,7 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
     let backup_docs: u64 = counts.values().sum();
     let backup_colls = counts.len();
     let truth = Truth {
-        generator: "pitr gen-fixtures",
+        generator: "pitr-gen",
         seed: opts.seed,
         scenario: opts.scenario.name(),
         backup: BackupTruth {

@@ -4,7 +4,7 @@
 //!
 //! ```json
 //! {
-//!   "generator": "pitr gen-fixtures", "seed": 7, "scenario": "incident",
+//!   "generator": "pitr-gen", "seed": 7, "scenario": "incident",
 //!   "backup": {
 //!     "dir": "backup",
 //!     "oplog_first_ts": "t:i", "oplog_last_ts": "t:i", "oplog_entries": 12,
@@ -63,7 +63,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::oplog::Ts;
+use pitr::oplog::Ts;
 
 #[derive(Debug, Serialize)]
 pub struct Truth {

@@ -1,4 +1,5 @@
-//! The fixture generator behind the hidden `pitr gen-fixtures` command.
+//! pitr's test fixture generator (the `pitr-gen` binary of this test-only crate; it
+//! is not part of the shipped `pitr`).
 //!
 //! From a seed it writes, byte for byte reproducibly, what an on-call engineer
 //! would have in hand: a `mongodump --oplog` directory (`backup/`), the replica
@@ -20,7 +21,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::Hint;
+use pitr::error::Hint;
 
 pub mod bsonw;
 pub mod dump;
@@ -55,6 +56,8 @@ impl Scenario {
 
 /// Default `--start`: when the simulated backup begins.
 pub const DEFAULT_START: &str = "2026-11-21T01:00:00Z";
+/// [`DEFAULT_START`] in seconds since the epoch.
+pub const DEFAULT_START_SECS: u32 = 1_795_222_800;
 /// Default `--target-bytes` of the bench scenario (256 MiB).
 pub const DEFAULT_BENCH_BYTES: u64 = 256 << 20;
 /// The earliest accepted start (documents are born up to 30 days before it).

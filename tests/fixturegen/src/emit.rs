@@ -18,7 +18,7 @@ use rand::Rng;
 use super::bsonw::BsonW;
 use super::files::AtomicFile;
 use super::ids::Session;
-use crate::oplog::Ts;
+use pitr::oplog::Ts;
 
 /// The `prevOpTime` of an entry.
 #[derive(Clone, Copy, Debug)]
@@ -253,8 +253,8 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::rng::MainRng;
-    use crate::oplog::{OplogReader, ReadOptions};
+    use crate::rng::MainRng;
+    use pitr::oplog::{OplogReader, ReadOptions};
     use rand::SeedableRng;
 
     #[test]

@@ -1,21 +1,28 @@
-//! `pitr gen-fixtures` (hidden): writes synthetic backups and oplogs with planted
-//! incidents and their ground truth (see `crate::gen`).
+//! `pitr-gen`: writes synthetic backups and oplogs with planted incidents and their
+//! ground truth (see the `pitr_fixturegen` library). A test-only tool: it is not part
+//! of the shipped `pitr` binary.
 
 use std::path::PathBuf;
 
-use crate::error::{exit, Failure};
-use crate::gen::{
+use std::process::ExitCode;
+
+use clap::Parser;
+use pitr::error::Failure;
+use pitr::size::parse_size;
+use pitr_fixturegen::{
     self as generator, Options, Scenario, DEFAULT_BENCH_BYTES, DEFAULT_START, MAX_START, MIN_START,
 };
 
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Parser)]
 #[command(
+    name = "pitr-gen",
+    about = "Write realistic synthetic oplogs and mongodump directories with planted incidents (test-only)",
     after_long_help = "Writes DIR/backup/ (a mongodump --oplog directory), DIR/oplog.bson (the \
         replica set's oplog, overlapping the backup's end) and DIR/truth.json (what was planted; \
-        schema in src/gen/truth.rs). The same seed always gives the same bytes.\n\n\
+        schema in tests/fixturegen/src/truth.rs). The same seed always gives the same bytes.\n\n\
         Examples:\n  \
-        pitr gen-fixtures --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
-        pitr gen-fixtures --out bench-data/1g --scenario bench --target-bytes 1GiB"
+        pitr-gen --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
+        pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB"
 )]
 pub struct GenArgs {
     /// Output directory: created if missing; must be empty or hold a previous run's output
@@ -35,29 +42,6 @@ pub struct GenArgs {
     pub start: String,
 }
 
-/// Parses `1073741824`, `1GiB`, `500MB`, `64m`, ...
-pub fn parse_bytes(s: &str) -> Result<u64, Failure> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let bad = || {
-        Failure::new(format!("`{s}` is not a size"))
-            .with_hint("give --target-bytes as a number of bytes, optionally with K, M, G, KiB, MiB or GiB (e.g. 1073741824 or 1GiB)")
-    };
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(mult).ok_or_else(bad)
-}
-
 fn parse_start(s: &str) -> Result<u32, Failure> {
     let d = chrono::DateTime::parse_from_rfc3339(s.trim()).map_err(|e| {
         Failure::new(format!("`{s}` is not an RFC 3339 time"))
@@ -75,7 +59,17 @@ fn parse_start(s: &str) -> Result<u32, Failure> {
     Ok(secs as u32)
 }
 
-pub fn run(a: GenArgs) -> Result<u8, Failure> {
+fn main() -> ExitCode {
+    match run(GenArgs::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprint!("{}", f.render());
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+fn run(a: GenArgs) -> Result<(), Failure> {
     let target_bytes = match (&a.target_bytes, a.scenario) {
         (Some(_), Scenario::Incident) => {
             return Err(
@@ -84,7 +78,11 @@ pub fn run(a: GenArgs) -> Result<u8, Failure> {
             )
         }
         (Some(s), Scenario::Bench) => {
-            let n = parse_bytes(s)?;
+            let n = parse_size(s).map_err(|e| {
+                Failure::new(e.to_string()).with_hint(
+                    "give --target-bytes as a number of bytes, optionally with K, M, G, KiB, MiB or GiB (e.g. 1073741824 or 1GiB)",
+                )
+            })?;
             if n < 1 << 20 {
                 return Err(Failure::new(format!("--target-bytes `{s}` is too small"))
                     .with_hint("the bench scenario needs at least 1MiB (its incidents alone take a few hundred KB)"));
@@ -121,7 +119,7 @@ pub fn run(a: GenArgs) -> Result<u8, Failure> {
         secs,
         mbps
     );
-    Ok(exit::OK)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -129,15 +127,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("1073741824").unwrap(), 1 << 30);
-        assert_eq!(parse_bytes("1GiB").unwrap(), 1 << 30);
-        assert_eq!(parse_bytes("500MB").unwrap(), 500_000_000);
-        assert_eq!(parse_bytes("64m").unwrap(), 64_000_000);
-        assert!(parse_bytes("lots").is_err());
-        assert!(parse_bytes("12XB").is_err());
-        assert!(parse_bytes("99999999999999999999").is_err());
-        assert!(parse_bytes("18446744073709551615GiB").is_err());
+    fn default_start_in_seconds() {
+        assert_eq!(
+            parse_start(DEFAULT_START).unwrap(),
+            pitr_fixturegen::DEFAULT_START_SECS
+        );
     }
 
     #[test]

@@ -568,8 +568,8 @@ pub fn write_wipe(w: &mut BsonW, kind: Wipe, l: Live) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::ids::Id;
-    use crate::gen::rng::MainRng;
+    use crate::ids::Id;
+    use crate::rng::MainRng;
     use rand::SeedableRng;
 
     const ALL: [Shape; 11] = [

@@ -1,4 +1,4 @@
-//! The fixture generator (`pitr gen-fixtures`): determinism, readable output, a
+//! The fixture generator (`pitr-gen`): determinism, readable output, a
 //! sorted oplog, a `truth.json` that agrees with an independent replay of the files,
 //! and a committed `fixtures/incident/` that is exactly what the script regenerates.
 
@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use bson::{Bson, RawBsonRef, RawDocument};
-use pitr::gen::{generate, Options, Scenario};
 use pitr::oplog::{self, Entry, Op, ReadOptions, Ts};
+use pitr_fixturegen::{generate, Options, Scenario};
 use serde_json::Value;
 
 const START: u32 = 1_795_222_800; // 2026-11-21T01:00:00Z
 
+/// The repository root (this crate lives in `tests/fixturegen`).
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn gen(dir: &Path, seed: u64, scenario: Scenario, target_bytes: u64) {
@@ -295,7 +296,7 @@ fn replay_until(dir: &Path, limit: Ts) -> (BTreeMap<String, u64>, Vec<String>) {
 /// Checks everything about one generated directory.
 fn check_output(dir: &Path) {
     let t = truth(dir);
-    assert_eq!(t["generator"], "pitr gen-fixtures");
+    assert_eq!(t["generator"], "pitr-gen");
 
     // Backup: collection files are BSON documents, counted as the truth says; each
     // has mongodump's metadata.
@@ -608,8 +609,8 @@ fn script_args() -> (String, String) {
     (get("SEED"), get("START"))
 }
 
-fn pitr() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_pitr"))
+fn pitr_gen() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pitr-gen"))
 }
 
 #[test]
@@ -618,9 +619,8 @@ fn committed_fixture_is_what_the_script_generates() {
     let (seed, start) = script_args();
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("incident");
-    let st = pitr()
+    let st = pitr_gen()
         .args([
-            "gen-fixtures",
             "--scenario",
             "incident",
             "--seed",
@@ -682,7 +682,7 @@ fn committed_fixture_is_consistent_and_covers_the_backup_end() {
 fn bad_command_lines_are_clear_errors() {
     let d = tempfile::tempdir().unwrap();
     let check = |args: &[&str], what: &str| {
-        let o = pitr().arg("gen-fixtures").args(args).output().unwrap();
+        let o = pitr_gen().args(args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -729,7 +729,7 @@ fn bad_command_lines_are_clear_errors() {
 }
 
 /// Checks any generated directory, e.g. a large bench output:
-/// `PITR_GEN_CHECK_DIR=bench-data/1g cargo test --release --test gen_fixtures -- --ignored`.
+/// `PITR_GEN_CHECK_DIR=bench-data/1g cargo test --release -p pitr-fixturegen --test gen_fixtures -- --ignored`.
 #[test]
 #[ignore = "needs PITR_GEN_CHECK_DIR"]
 fn check_directory_from_env() {

@@ -15,7 +15,7 @@ use super::ids::{Live, Session};
 use super::rng::weighted;
 use super::scenario::Gen;
 use super::world::{MAX_BG_DELETES_PER_10S, MAX_BG_UNSETS_PER_10S};
-use crate::oplog::Ts;
+use pitr::oplog::Ts;
 
 /// One kind of background operation.
 #[derive(Clone, Copy, Debug)]

@@ -204,7 +204,7 @@ impl IdPool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::rng::MainRng;
+    use crate::rng::MainRng;
     use rand::SeedableRng;
 
     #[test]

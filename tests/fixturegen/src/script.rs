@@ -28,7 +28,7 @@ use super::scenario::{Gen, Params};
 use super::shapes::{write_wipe, Shape, Wipe};
 use super::truth::{Decoy, Incident};
 use super::world::{CollSpec, IdKind, IndexSpec};
-use crate::oplog::Ts;
+use pitr::oplog::Ts;
 
 /// One unit of work in a second.
 #[derive(Clone, Copy, Debug)]
