@@ -495,7 +495,7 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
 fn second(g: &mut Gen, script: &mut Script, sec: u32) -> std::io::Result<()> {
     g.em.begin_second(sec);
     g.commit_pending();
-    if (sec - g.t0) % 10 == 0 {
+    if (sec - g.t0).is_multiple_of(10) {
         g.noop("periodic noop");
     }
     let n_bg = if sec < g.t0 + DUMP_SECS {
