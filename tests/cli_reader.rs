@@ -120,16 +120,35 @@ fn not_bson_at_all_says_what_it_looks_like() {
     );
     assert_bad(dir.path(), &f, &["looks like text"]);
 
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut enc, &entry(1, 1)).unwrap();
-    let f = write(dir.path(), "oplog.bson", &enc.finish().unwrap());
-    assert_bad(dir.path(), &f, &["gzip-compressed", "`.gz`"]);
+    let f = write(dir.path(), "oplog.bson.bz2", b"BZh91AY&SY\x00\x00\x00\x00");
+    assert_bad(dir.path(), &f, &["bzip2-compressed"]);
 
     let random: Vec<u8> = (0..300u32)
         .map(|k| (k.wrapping_mul(2654435761) >> 13) as u8 | 0x80)
         .collect();
     let f = write(dir.path(), "random.bson", &random);
     assert_bad(dir.path(), &f, &["not a BSON oplog dump"]);
+}
+
+/// `mongodump --oplog --gzip` writes gzip content into a file named `oplog.bson`:
+/// it is read by content, whatever its name, by every reading command.
+#[test]
+fn gzip_content_is_read_whatever_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut enc, &[entry(1, 1), entry(1, 2)].concat()).unwrap();
+    let f = write(dir.path(), "oplog.bson", &enc.finish().unwrap());
+    let o = pitr_in(dir.path(), &["oplog", "stats", "--json", &f]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["entries"], 2);
+    // find-drop: read fine, nothing destructive (exit 1 like grep).
+    let o = pitr_in(dir.path(), &["find-drop", &f]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    // A dump directory whose oplog.bson is gzip content.
+    let o = pitr_in(dir.path(), &["oplog", "cat", "."]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 2, "{}", stdout(&o));
 }
 
 #[test]

@@ -251,15 +251,23 @@ fn dump_round_trip_is_byte_identical() {
         .collect();
     assert_eq!(names, ["oplog.bson"]);
 
-    // Compressed: several gzip members, decompressing to exactly the same bytes.
+    // Compressed: several gzip members, decompressing to exactly the same bytes,
+    // in a file still named oplog.bson as `mongodump --oplog --gzip` writes it
+    // (`mongorestore --oplogReplay --gzip DIR` reads only that name).
     let gz = tmp.path().join("gz");
     ok(&dump(&m, &gz, &["--gzip"]));
-    let bytes = std::fs::read(gz.join("oplog.bson.gz")).unwrap();
+    let bytes = std::fs::read(gz.join("oplog.bson")).unwrap();
+    assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip content");
     assert_eq!(gunzip(&bytes), fixture_bytes());
     assert!(bytes.len() < fixture_bytes().len() / 2);
-    // pitr reads it back like any .gz dump.
-    let o = pitr(&["oplog", "stats", gz.join("oplog.bson.gz").to_str().unwrap()]);
-    ok(&o);
+    assert!(!gz.join("oplog.bson.gz").exists());
+    // pitr reads it back by content, as a file and as a dump directory.
+    ok(&pitr(&[
+        "oplog",
+        "stats",
+        gz.join("oplog.bson").to_str().unwrap(),
+    ]));
+    ok(&pitr(&["oplog", "stats", gz.to_str().unwrap()]));
 }
 
 #[test]
@@ -396,7 +404,7 @@ fn killed_compressed_dump_resumes_to_the_same_file() {
     let plain = replset();
     let reference = tempfile::tempdir().unwrap();
     ok(&dump(&plain, reference.path(), &["--gzip"]));
-    let want = std::fs::read(reference.path().join("oplog.bson.gz")).unwrap();
+    let want = std::fs::read(reference.path().join("oplog.bson")).unwrap();
 
     // 1300 entries (> one 256 KiB gzip member) before the connection drops.
     let m = mongod(
@@ -405,7 +413,7 @@ fn killed_compressed_dump_resumes_to_the_same_file() {
     );
     let tmp = tempfile::tempdir().unwrap();
     dump_killed_in_backoff(&m, tmp.path(), &["--gzip"]);
-    let partial = tmp.path().join("oplog.bson.gz.partial");
+    let partial = tmp.path().join("oplog.bson.partial");
     let len = std::fs::metadata(&partial).unwrap().len() as usize;
     assert!(
         len > 0 && len < want.len(),
@@ -423,10 +431,7 @@ fn killed_compressed_dump_resumes_to_the_same_file() {
         .write_all(&want[len..len + 100])
         .unwrap();
     ok(&dump(&m, tmp.path(), &["--gzip", "--resume"]));
-    assert_eq!(
-        std::fs::read(tmp.path().join("oplog.bson.gz")).unwrap(),
-        want
-    );
+    assert_eq!(std::fs::read(tmp.path().join("oplog.bson")).unwrap(), want);
 }
 
 #[test]

@@ -583,7 +583,7 @@ fn bad_command_lines() {
     );
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("`nope` is not a directory"),
+        stderr(&o).contains("backup `nope` does not exist"),
         "{}",
         stderr(&o)
     );

@@ -1,5 +1,5 @@
 //! `pitr dump-oplog`: copy `local.oplog.rs` of a replica set to `DIR/oplog.bson`
-//! (or `.bson.gz`), read-only and resumable. The work is in [`crate::mongo::dump`];
+//! (gzip content with `--gzip`), read-only and resumable. The work is in [`crate::mongo::dump`];
 //! this file parses flags, shows progress and renders the result.
 //!
 //! It also holds [`TsProgress`], the progress bar over an oplog `ts` range that
@@ -16,15 +16,17 @@ use crate::mongo::dump::{self, DumpObserver, DumpPlan, DumpRequest};
 use crate::mongo::oplog_source::{Progress, RetryNotice, RetryPolicy};
 use crate::mongo::{self as live};
 use crate::oplog::Ts;
+use crate::size::human;
 use crate::time::{parse_time, TimeValue};
 
 // No doc comment here: the one-line about comes from `Command::DumpOplog` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "\
-Writes DIR/oplog.bson (or DIR/oplog.bson.gz with --gzip), the entries of local.oplog.rs \
-with --since <= ts < --until, in oplog order, byte for byte as the server stores them: \
-ready for `mongorestore --oplogReplay` (copy it next to a mongodump backup as oplog.bson, \
-or pass it with --oplogFile). Without --until the dump ends at the newest entry present \
+Writes DIR/oplog.bson, the entries of local.oplog.rs with --since <= ts < --until, in \
+oplog order, byte for byte as the server stores them: ready for `mongorestore --oplogReplay \
+DIR` (copy it next to a mongodump backup as oplog.bson, or pass it with --oplogFile). With \
+--gzip the file holds gzip content under the same name, exactly as `mongodump --oplog --gzip` \
+writes it: restore with `mongorestore --oplogReplay --gzip DIR`. Without --until the dump ends at the newest entry present \
 when it starts, so it ends even on a busy server.
 
 Read-only: pitr runs only `find` on local.oplog.rs (plus hello/buildInfo); the minimal \
@@ -59,7 +61,7 @@ pub struct DumpOplogArgs {
     /// Stop before this position (exclusive)
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub until: Option<TimeValue>,
-    /// Write oplog.bson.gz (gzip, as `mongodump --gzip`)
+    /// Compress oplog.bson with gzip (the name stays oplog.bson, as `mongodump --oplog --gzip`)
     #[arg(long)]
     pub gzip: bool,
     /// Continue an interrupted dump in DIR after its last complete entry
@@ -103,9 +105,9 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         "wrote {}: {} entries ({} of BSON{}), {}",
         outcome.path.display(),
         outcome.entries,
-        human_bytes(outcome.bson_bytes),
+        human(outcome.bson_bytes),
         if a.gzip {
-            format!(", {} compressed", human_bytes(outcome.file_bytes))
+            format!(", {} compressed", human(outcome.file_bytes))
         } else {
             String::new()
         },
@@ -137,28 +139,10 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
 fn interrupted(req: &DumpRequest) -> Failure {
     Failure::new(format!(
         "interrupted; the complete entries so far are in `{}`",
-        dump::DumpPaths::new(&req.out_dir, req.gzip)
-            .partial
-            .display()
+        dump::DumpPaths::new(&req.out_dir).partial.display()
     ))
     .with_hint("run the same command again with `--resume` to continue")
     .with_exit_code(130)
-}
-
-/// `12.3 MiB`.
-pub(crate) fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// Progress and warnings of a dump on stderr.
@@ -262,7 +246,7 @@ impl TsProgress {
         b.set_message(format!(
             "{} entries, {}, {:.0} entries/s{}",
             p.entries,
-            human_bytes(p.bytes),
+            human(p.bytes),
             p.entries as f64 / secs,
             p.last
                 .map(|l| format!(", at {}", l.utc_string()))
@@ -293,7 +277,6 @@ impl Drop for TsProgress {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::cli::Cli;
     use clap::Parser;
 
@@ -323,13 +306,5 @@ mod tests {
             assert!(Cli::try_parse_from(["pitr", "status"]).is_err());
             assert!(Cli::try_parse_from(["pitr", "dump-oplog", "--out", "d"]).is_err());
         }
-    }
-
-    #[test]
-    fn bytes_are_human() {
-        assert_eq!(human_bytes(0), "0 B");
-        assert_eq!(human_bytes(1023), "1023 B");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
-        assert_eq!(human_bytes(5 * 1024 * 1024 * 1024), "5.0 GiB");
     }
 }

@@ -188,13 +188,7 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         .namespaces
         .iter()
         .map(|n| {
-            let kind = match n.kind {
-                NsKind::Collection if n.capped => "capped",
-                NsKind::Collection => "collection",
-                NsKind::View => "view",
-                NsKind::IndexCatalog => "index catalog (not restored)",
-                NsKind::NotRestored => "not restored",
-            };
+            let kind = n.kind.label(n.capped);
             vec![
                 n.ns.clone(),
                 kind.to_string(),

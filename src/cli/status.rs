@@ -12,7 +12,7 @@ use crate::mongo::status::{gather, Member, MembersFrom, ServerStatus};
 use crate::mongo::{self as live, Topology};
 use crate::oplog::Ts;
 
-use super::dump_oplog::human_bytes;
+use crate::size::human;
 
 // No doc comment here: the one-line about comes from `Command::Status` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
@@ -158,12 +158,8 @@ fn render(out: &mut impl Write, st: &ServerStatus) -> io::Result<()> {
         }
         None => writeln!(out, "oplog     empty")?,
     }
-    let size = st
-        .oplog_size
-        .map_or_else(|| "unknown".to_string(), human_bytes);
-    let max = st
-        .oplog_max
-        .map_or_else(|| "unknown".to_string(), human_bytes);
+    let size = st.oplog_size.map_or_else(|| "unknown".to_string(), human);
+    let max = st.oplog_max.map_or_else(|| "unknown".to_string(), human);
     write!(out, "          size {size} of maximum {max}")?;
     if let Some(n) = &st.size_note {
         write!(out, " ({n})")?;

@@ -1,11 +1,14 @@
-//! `dump-oplog`: copying `local.oplog.rs` to `DIR/oplog.bson` (or `.bson.gz`),
-//! ready for `mongorestore --oplogReplay`.
+//! `dump-oplog`: copying `local.oplog.rs` to `DIR/oplog.bson`, ready for
+//! `mongorestore --oplogReplay [--gzip] DIR`. With `--gzip` the file holds gzip
+//! content but keeps the name `oplog.bson`, exactly as `mongodump --oplog --gzip`
+//! lays it out (mongo-tools `mongodump/prepare.go`); mongorestore `--gzip` reads
+//! the root `oplog.bson` through gzip and ignores an `oplog.bson.gz`.
 //!
 //! **Never a file that looks complete but is not.** The entries go to
-//! `oplog.bson[.gz].partial`; only a dump that reached its planned end is synced
-//! and renamed to `oplog.bson[.gz]`. Next to the partial file,
-//! `oplog.bson[.gz].partial.json` records the plan (bounds, planned end, replica
-//! set) so that `--resume` finishes exactly the dump that was started.
+//! `oplog.bson.partial`; only a dump that reached its planned end is synced and
+//! renamed to `oplog.bson`. Next to the partial file, `oplog.bson.partial.json`
+//! records the plan (bounds, planned end, replica set, compression) so that
+//! `--resume` finishes exactly the dump that was started.
 //!
 //! **Resume is byte-exact.** The partial file is read back with the oplog reader,
 //! cut after its last complete entry, and the read continues with `ts > last`.
@@ -45,7 +48,7 @@ const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// The files of one dump.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpPaths {
-    /// `DIR/oplog.bson` or `DIR/oplog.bson.gz`.
+    /// `DIR/oplog.bson` (gzip content with `--gzip`).
     pub complete: PathBuf,
     /// The same with `.partial`.
     pub partial: PathBuf,
@@ -54,8 +57,8 @@ pub struct DumpPaths {
 }
 
 impl DumpPaths {
-    pub fn new(dir: &Path, gzip: bool) -> DumpPaths {
-        let name = if gzip { "oplog.bson.gz" } else { "oplog.bson" };
+    pub fn new(dir: &Path) -> DumpPaths {
+        let name = "oplog.bson";
         DumpPaths {
             complete: dir.join(name),
             partial: dir.join(format!("{name}.partial")),
@@ -371,7 +374,7 @@ pub async fn dump(
     req: &DumpRequest,
     obs: &mut dyn DumpObserver,
 ) -> Result<DumpOutcome, DumpError> {
-    let paths = DumpPaths::new(&req.out_dir, req.gzip);
+    let paths = DumpPaths::new(&req.out_dir);
     if paths.complete.exists() {
         return Err(DumpError::Exists {
             path: paths.complete,
@@ -379,13 +382,6 @@ pub async fn dump(
     }
     let have_partial = paths.partial.exists();
     if !have_partial && req.resume {
-        let other = DumpPaths::new(&req.out_dir, !req.gzip);
-        if other.partial.exists() {
-            return Err(DumpError::OtherFormatPartial {
-                found: other.partial,
-                found_gzip: !req.gzip,
-            });
-        }
         obs.warning(&format!(
             "--resume: no interrupted dump in `{}`; starting a new one",
             req.out_dir.display()
@@ -409,6 +405,26 @@ pub async fn dump(
     } else {
         None
     };
+    // The partial file's compression: recorded in the plan, else read from its bytes.
+    if resuming {
+        let found_gzip = match &recorded {
+            Some(r) => r.gzip,
+            None => {
+                crate::oplog::source::compression_of(&paths.partial).map_err(|e| {
+                    DumpError::PartialUnreadable {
+                        path: paths.partial.clone(),
+                        source: e,
+                    }
+                })? == crate::oplog::Compression::Gzip
+            }
+        };
+        if found_gzip != req.gzip {
+            return Err(DumpError::OtherFormatPartial {
+                found: paths.partial.clone(),
+                found_gzip,
+            });
+        }
+    }
     if resuming && recorded.is_none() {
         obs.warning(&format!(
             "no plan recorded next to `{}`; resuming with the bounds on the command line",
@@ -623,9 +639,10 @@ mod tests {
 
     #[test]
     fn paths_are_named_after_the_format() {
-        let p = DumpPaths::new(Path::new("/d"), true);
-        assert_eq!(p.complete, Path::new("/d/oplog.bson.gz"));
-        assert_eq!(p.partial, Path::new("/d/oplog.bson.gz.partial"));
-        assert_eq!(p.state, Path::new("/d/oplog.bson.gz.partial.json"));
+        // The same names with and without --gzip, as mongodump --oplog --gzip.
+        let p = DumpPaths::new(Path::new("/d"));
+        assert_eq!(p.complete, Path::new("/d/oplog.bson"));
+        assert_eq!(p.partial, Path::new("/d/oplog.bson.partial"));
+        assert_eq!(p.state, Path::new("/d/oplog.bson.partial.json"));
     }
 }

@@ -133,13 +133,9 @@ impl Hint for ReadError {
             ReadError::BadLength { .. } | ReadError::Malformed { .. } => {
                 "the file is damaged at this point; re-run the dump, or cut the file before this offset (e.g. `head -c OFFSET`) to use what precedes it".into()
             }
-            ReadError::NotBson { looks_like, name } => {
+            ReadError::NotBson { looks_like, .. } => {
                 if looks_like.contains("gzip") {
-                    if name == "<stdin>" {
-                        "decompress it first: `gunzip -c FILE | pitr ... -`".into()
-                    } else {
-                        format!("name it with a `.gz` suffix (e.g. `{name}.gz`) so pitr decompresses it, or pipe it through `gunzip -c`")
-                    }
+                    "pitr decompresses gzip files and stdin by their content; this gzip data sits inside something else: decompress it with `gunzip -c` first".into()
                 } else if looks_like.contains("JSON") {
                     "pitr reads BSON as written by mongodump; convert extended JSON with `mongoimport`/`bsondump`'s inverse, or dump the oplog again with `pitr dump-oplog` or `mongodump -d local -c oplog.rs`".into()
                 } else if looks_like.contains("archive") {

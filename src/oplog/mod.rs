@@ -4,6 +4,7 @@
 pub mod elements;
 pub mod entry;
 pub mod error;
+pub mod gzip;
 pub mod reader;
 pub mod sniff;
 pub mod source;
@@ -12,5 +13,5 @@ pub mod timestamp;
 pub use entry::{Entry, EntryError, Op};
 pub use error::{ReadError, Truncation};
 pub use reader::{OplogReader, ReadOptions, MAX_ENTRY_BYTES};
-pub use source::open;
+pub use source::{open, Compression};
 pub use timestamp::Ts;

@@ -1,16 +1,20 @@
 //! Turning what the user typed (`oplog.bson`, `oplog.bson.gz`, a dump directory,
 //! `-`) into a reader.
+//!
+//! What a file holds is decided by its bytes, never by its name: gzip content is
+//! decompressed whatever the file is called (see [`super::gzip`]).
 
 use std::fs::File;
-use std::io::{self, BufReader};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use flate2::read::MultiGzDecoder;
-
 use super::error::ReadError;
+use super::gzip;
 use super::reader::{ByteCounter, CountingRead, OplogReader, ReadOptions};
 
-/// Where the oplog of a mongodump directory can be, in order of preference.
+/// Where the oplog of a mongodump directory can be, in order of preference: the
+/// root `oplog.bson` of `mongodump --oplog` (gzip content with `--gzip`), a renamed
+/// `oplog.bson.gz`, then `mongodump -d local -c oplog.rs`'s layout.
 pub const DIR_CANDIDATES: [&str; 4] = [
     "oplog.bson",
     "oplog.bson.gz",
@@ -35,18 +39,58 @@ pub fn resolve(path: &Path) -> Result<PathBuf, ReadError> {
     })
 }
 
-/// Opens `spec`: `-` for stdin, a directory (see [`DIR_CANDIDATES`]), a `.gz` file
-/// (gzip, as `mongodump --gzip` writes), or a plain `.bson` file.
+/// How a byte stream is compressed, decided by its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+}
+
+/// Reads up to `buf.len()` bytes, fewer only at the end of the stream (a pipe may
+/// deliver one byte at a time). Returns how many were read.
+fn read_head(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// The decompressed bytes of `raw` (gzip recognised by its magic bytes), and how it
+/// was compressed. `name` is for errors.
+pub fn decompressed(
+    name: &str,
+    mut raw: impl Read + Send + 'static,
+) -> Result<(Box<dyn Read + Send>, Compression), ReadError> {
+    let mut head = [0u8; 2];
+    let got = read_head(&mut raw, &mut head).map_err(|source| ReadError::Io {
+        name: name.to_string(),
+        offset: 0,
+        source,
+    })?;
+    // Put the peeked bytes back in front of the rest.
+    let whole = io::Cursor::new(head[..got].to_vec()).chain(raw);
+    if gzip::is_gzip(&head[..got]) {
+        Ok((gzip::decoder(whole), Compression::Gzip))
+    } else {
+        Ok((Box::new(whole), Compression::None))
+    }
+}
+
+/// Opens `spec`: `-` for stdin, a directory (see [`DIR_CANDIDATES`]), or a file;
+/// plain BSON or gzip-compressed BSON, recognised by content.
 pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
+        let (src, _) = decompressed("<stdin>", src)?;
         return Ok(OplogReader::with_counter(
-            "<stdin>",
-            Box::new(src),
-            opts,
-            counter,
-            None,
+            "<stdin>", src, opts, counter, None,
         ));
     }
     let path = resolve(Path::new(spec))?;
@@ -58,18 +102,27 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     let counter = ByteCounter::default();
     let counted = CountingRead::new(file, counter.clone());
     let name = path.display().to_string();
-    let gz = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
-    let src: Box<dyn io::Read + Send> = if gz {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 20,
-            counted,
-        )))
-    } else {
-        Box::new(counted)
-    };
+    let (src, _) = decompressed(&name, counted)?;
     Ok(OplogReader::with_counter(name, src, opts, counter, len))
+}
+
+/// How the file at `path` is compressed, by its first bytes.
+pub fn compression_of(path: &Path) -> Result<Compression, ReadError> {
+    let mut f = File::open(path).map_err(|source| ReadError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut head = [0u8; 2];
+    let got = read_head(&mut f, &mut head).map_err(|source| ReadError::Io {
+        name: path.display().to_string(),
+        offset: 0,
+        source,
+    })?;
+    Ok(if gzip::is_gzip(&head[..got]) {
+        Compression::Gzip
+    } else {
+        Compression::None
+    })
 }
 
 #[cfg(test)]
@@ -117,6 +170,61 @@ mod tests {
         let mut r = open(dump.to_str().unwrap(), ReadOptions::default()).unwrap();
         assert!(r.name().ends_with("dump/oplog.bson"));
         assert_eq!(count(&mut r), 2);
+    }
+
+    fn gzip_bytes(raw: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(raw).unwrap();
+        enc.finish().unwrap()
+    }
+
+    /// `mongodump --oplog --gzip` writes gzip content into a file still named
+    /// `oplog.bson`: it must read as the entries, not as "looks like gzip".
+    #[test]
+    fn gzip_is_recognised_by_content_not_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let dump = dir.path().join("dump");
+        std::fs::create_dir_all(&dump).unwrap();
+        std::fs::write(
+            dump.join("oplog.bson"),
+            gzip_bytes(&[entry(), entry()].concat()),
+        )
+        .unwrap();
+        let mut r = open(dump.to_str().unwrap(), ReadOptions::default()).unwrap();
+        assert_eq!(count(&mut r), 2);
+        assert_eq!(
+            compression_of(&dump.join("oplog.bson")).unwrap(),
+            Compression::Gzip
+        );
+        // Two members (what `cat a.gz b.gz` gives) read as one stream.
+        let two = [
+            gzip_bytes(&entry()),
+            gzip_bytes(&[entry(), entry()].concat()),
+        ]
+        .concat();
+        let f = dir.path().join("two-members.bin");
+        std::fs::write(&f, two).unwrap();
+        assert_eq!(
+            count(&mut open(f.to_str().unwrap(), ReadOptions::default()).unwrap()),
+            3
+        );
+        // A plain file named .gz is plain.
+        let f = dir.path().join("plain.bson.gz");
+        std::fs::write(&f, entry()).unwrap();
+        assert_eq!(compression_of(&f).unwrap(), Compression::None);
+        assert_eq!(
+            count(&mut open(f.to_str().unwrap(), ReadOptions::default()).unwrap()),
+            1
+        );
+        // Empty and one-byte files are not gzip.
+        let f = dir.path().join("empty.bson");
+        std::fs::write(&f, b"").unwrap();
+        assert_eq!(
+            count(&mut open(f.to_str().unwrap(), ReadOptions::default()).unwrap()),
+            0
+        );
+        std::fs::write(&f, [0x1f]).unwrap();
+        assert_eq!(compression_of(&f).unwrap(), Compression::None);
     }
 
     #[test]

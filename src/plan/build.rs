@@ -198,12 +198,16 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     let seeds: Vec<Seed> = inv
         .namespaces
         .iter()
-        .filter(|n| n.kind == NsKind::Collection && restored(&n.ns))
-        .map(|n| Seed {
-            ns: n.ns.clone(),
-            documents: n.documents,
-            no_id: n.no_id_documents,
-            ids: ids.remove(&n.ns),
+        .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries) && restored(&n.ns))
+        .map(|n| {
+            // Time-series data lives in (and the oplog writes) the buckets collection.
+            let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
+            Seed {
+                ids: ids.remove(&data_ns),
+                ns: data_ns,
+                documents: n.documents,
+                no_id: n.no_id_documents,
+            }
         })
         .collect();
     drop(ids);
@@ -744,14 +748,8 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             );
         }
     }
-    if c.inv.mixed_compression {
-        l.push(
-            Warning,
-            "mixed-compression",
-            None,
-            "",
-            "the backup mixes gzip-compressed and plain files; mongorestore reads either all compressed (--gzip) or all plain",
-        );
+    for p in &c.inv.backup.problems {
+        l.push(Error, "backup-layout", None, &p.file, p.message.clone());
     }
     for n in &c.inv.namespaces {
         if n.no_id_documents > 0 && n.kind == NsKind::Collection {

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::backup::BackupError;
 use crate::error::Hint;
 use crate::oplog::{ReadError, Ts};
 
@@ -20,24 +21,14 @@ pub enum PlanError {
     #[error(transparent)]
     Coverage(#[from] CoverageError),
 
-    #[error("backup `{}` is not a directory", .0.display())]
-    BackupNotDir(PathBuf),
-
-    #[error("backup `{}` holds no collection files and no oplog.bson: it is not a mongodump directory", .0.display())]
-    BackupEmpty(PathBuf),
+    #[error(transparent)]
+    Backup(#[from] BackupError),
 
     #[error("cannot read `{}`", path.display())]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
-    },
-
-    #[error("`{}` is not valid metadata JSON", path.display())]
-    Metadata {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
     },
 
     #[error("the backup `{}` has no oplog of its own ({why}), so the position its data is complete up to is unknown", dir.display())]
@@ -99,13 +90,8 @@ impl Hint for PlanError {
         Some(match self {
             PlanError::Read(e) => return e.hint(),
             PlanError::Coverage(e) => return e.hint(),
-            PlanError::BackupNotDir(_) | PlanError::BackupEmpty(_) => {
-                "pass the directory `mongodump --oplog --out DIR` wrote (it holds one folder per database and usually `oplog.bson`)".into()
-            }
+            PlanError::Backup(e) => return e.hint(),
             PlanError::Io { .. } => "check the path and its permissions".into(),
-            PlanError::Metadata { .. } => {
-                "the backup is damaged; take the file from another copy of the backup, or re-run mongodump".into()
-            }
             PlanError::NoBackupEnd { .. } => {
                 "pass --backup-end with the oplog position the backup is complete up to: for a dump made without --oplog, \
                  the time the dump STARTED (replaying from there is idempotent; from its end would miss writes made while it ran)"

@@ -1,56 +1,39 @@
-//! What a backup directory holds, laid out the way `mongodump --oplog` writes it:
-//!
-//! ```text
-//! DIR/<db>/<coll>.bson[.gz]            documents, one BSON document after another
-//! DIR/<db>/<coll>.metadata.json[.gz]   options, indexes, uuid, collectionName, type
-//! DIR/oplog.bson[.gz]                  entries written while the dump ran (--oplog)
-//! ```
-//!
-//! Documents are counted by streaming each data file through the oplog reader's
-//! framing ([`OplogReader::next_raw`]), so memory does not grow with the backup.
-//! When expected counts are wanted, the `_id` of every document is also kept (see
-//! [`super::expect`] for the cost and the cap).
+//! What a backup holds, counted: the namespaces [`crate::backup`] found, each with
+//! its number of documents, read by streaming every data file (or the archive) once,
+//! so memory does not grow with the backup. When expected counts are wanted, the
+//! `_id` of every document is also kept (see [`super::expect`] for the cost and the
+//! cap).
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::oplog::{self, ReadError, ReadOptions};
+pub use crate::backup::NsKind;
+use crate::backup::{self, Backup, BackupError};
 
 use super::error::PlanError;
 use super::expect::{id_key, IdKey};
 
-/// How mongorestore treats a namespace of the backup.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NsKind {
-    /// A collection: restored with its documents.
-    Collection,
-    /// A view (metadata only): restored as a definition, no documents.
-    View,
-    /// Legacy `system.indexes.bson`: index definitions of old dumps, not a collection.
-    IndexCatalog,
-    /// Never restored as data (`local.*`, `system.profile`).
-    NotRestored,
-}
-
-/// One namespace of the backup.
+/// One namespace of the backup, as `plan.json` shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackupNs {
     pub ns: String,
     pub kind: NsKind,
-    /// Documents in the data file (0 when there is none).
+    /// Documents in the data (0 when there is none); buckets for a time-series collection.
     pub documents: u64,
     /// Documents without an `_id` (cannot be matched by later deletes).
     pub no_id_documents: u64,
-    /// The data file, relative to the backup directory.
+    /// The data file, relative to the backup directory (null in an archive).
     pub data_file: Option<String>,
-    /// The metadata file, relative to the backup directory.
+    /// The metadata file, relative to the backup directory (null in an archive).
     pub metadata_file: Option<String>,
     /// `options.capped` in the metadata.
     pub capped: bool,
+    /// Where the documents live: `db.system.buckets.X` for a time-series
+    /// collection `db.X`, else `ns`; null without data.
+    #[serde(default)]
+    pub data_ns: Option<String>,
 }
 
 /// What to collect besides counts.
@@ -66,302 +49,114 @@ pub struct InventoryOptions {
 #[derive(Debug)]
 pub struct Inventory {
     pub dir: PathBuf,
+    pub backup: Backup,
     /// Data files are gzip-compressed (`mongodump --gzip`): mongorestore needs `--gzip`.
     pub gzip: bool,
-    /// Some data files are compressed and others not.
-    pub mixed_compression: bool,
     /// Sorted by namespace.
     pub namespaces: Vec<BackupNs>,
-    /// `oplog.bson` or `oplog.bson.gz` at the root.
+    /// The backup's own oplog (see [`Backup::oplog`]).
     pub oplog_file: Option<PathBuf>,
-    /// Files pitr did not recognise (relative paths); mongorestore skips them too.
+    /// Files mongorestore does not know what to do with (relative paths).
     pub ignored_files: Vec<String>,
-    /// Per namespace, the `_id`s of its documents (None: not collected, or over the cap).
+    /// Per data namespace, the `_id`s of its documents (None: not collected, or over the cap).
     pub ids: Option<HashMap<String, HashSet<IdKey>>>,
     /// Why `ids` is None although they were asked for.
     pub ids_note: Option<String>,
 }
 
-#[derive(Default)]
-struct Files {
-    data: Option<PathBuf>,
-    metadata: Option<PathBuf>,
-}
-
-/// Reads the backup directory.
-pub fn inventory(dir: &Path, opts: InventoryOptions) -> Result<Inventory, PlanError> {
-    if !dir.is_dir() {
-        return Err(PlanError::BackupNotDir(dir.to_path_buf()));
-    }
-    let mut inv = Inventory {
-        dir: dir.to_path_buf(),
-        gzip: false,
-        mixed_compression: false,
-        namespaces: Vec::new(),
-        oplog_file: None,
-        ignored_files: Vec::new(),
-        ids: opts.collect_ids.then(HashMap::new),
-        ids_note: None,
-    };
-    let mut groups: Vec<(String, String, Files)> = Vec::new();
-    for entry in sorted_entries(dir)? {
-        let name = entry
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with('.') {
-            continue;
-        }
-        if entry.is_dir() {
-            collect_db(&entry, &name, &mut groups, &mut inv.ignored_files)?;
-        } else if name == "oplog.bson" || name == "oplog.bson.gz" {
-            if inv.oplog_file.is_none() || name == "oplog.bson" {
-                inv.oplog_file = Some(entry);
-            }
-        } else {
-            inv.ignored_files.push(name);
-        }
-    }
-    if groups.is_empty() && inv.oplog_file.is_none() {
-        return Err(PlanError::BackupEmpty(dir.to_path_buf()));
-    }
-    let (mut plain, mut gz) = (0, 0);
-    let mut kept_ids: u64 = 0;
-    for (db, coll, files) in groups {
-        let meta = match &files.metadata {
-            Some(p) => Some(read_metadata(p)?),
-            None => None,
-        };
-        let coll = meta
-            .as_ref()
-            .and_then(|m| m.collection_name.clone())
-            .unwrap_or(coll);
-        let ns = format!("{db}.{coll}");
-        let kind = if coll == "system.indexes" {
-            NsKind::IndexCatalog
-        } else if db == "local" || coll == "system.profile" {
-            NsKind::NotRestored
-        } else if meta.as_ref().is_some_and(|m| m.view) {
-            NsKind::View
-        } else {
-            NsKind::Collection
-        };
-        let mut item = BackupNs {
-            ns: ns.clone(),
-            kind,
+/// Reads and counts the backup.
+pub fn inventory(path: &Path, opts: InventoryOptions) -> Result<Inventory, PlanError> {
+    let backup = backup::open(path)?;
+    let mut namespaces: Vec<BackupNs> = backup
+        .namespaces
+        .iter()
+        .map(|n| BackupNs {
+            ns: n.ns.clone(),
+            kind: n.kind,
             documents: 0,
             no_id_documents: 0,
-            data_file: files.data.as_ref().map(|p| rel(dir, p)),
-            metadata_file: files.metadata.as_ref().map(|p| rel(dir, p)),
-            capped: meta.as_ref().is_some_and(|m| m.capped),
-        };
-        if let Some(data) = &files.data {
-            if is_gz(data) {
-                gz += 1;
-            } else {
-                plain += 1;
-            }
-            let want_ids = kind == NsKind::Collection && inv.ids.is_some();
-            let mut ids = HashSet::new();
-            count_documents(data, &mut item, want_ids.then_some(&mut ids))?;
-            if let Some(all) = inv.ids.as_mut() {
-                kept_ids += ids.len() as u64;
-                if kept_ids > opts.id_cap {
-                    inv.ids = None;
-                    inv.ids_note = Some(format!(
-                        "the backup holds more than {} documents (--expect-max-ids); expected counts need about 70 bytes of memory per document",
-                        opts.id_cap
-                    ));
-                } else if kind == NsKind::Collection {
-                    all.insert(ns.clone(), ids);
-                }
-            }
+            data_file: n.data_file.as_ref().map(|p| backup.rel(p)),
+            metadata_file: n.metadata_file.as_ref().map(|p| backup.rel(p)),
+            capped: n.capped(),
+            data_ns: n.data_ns.clone(),
+        })
+        .collect();
+    let mut ids: Option<HashMap<String, HashSet<IdKey>>> = opts.collect_ids.then(HashMap::new);
+    let mut ids_note = None;
+    let mut kept: u64 = 0;
+    let counted = |k: NsKind| matches!(k, NsKind::Collection | NsKind::Timeseries);
+    let mut slot = 0usize;
+    backup.for_each_document(|entry, doc, offset, index| -> Result<(), PlanError> {
+        if namespaces[slot].ns != entry.ns {
+            slot = namespaces
+                .iter()
+                .position(|n| n.ns == entry.ns)
+                .expect("every entry has a row");
         }
-        inv.namespaces.push(item);
-    }
-    inv.gzip = gz > 0;
-    inv.mixed_compression = gz > 0 && plain > 0;
-    inv.namespaces.sort_by(|a, b| a.ns.cmp(&b.ns));
-    Ok(inv)
-}
-
-fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, PlanError> {
-    let io = |source| PlanError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut v = Vec::new();
-    for e in fs::read_dir(dir).map_err(io)? {
-        v.push(e.map_err(io)?.path());
-    }
-    v.sort();
-    Ok(v)
-}
-
-fn collect_db(
-    dbdir: &Path,
-    db: &str,
-    groups: &mut Vec<(String, String, Files)>,
-    ignored: &mut Vec<String>,
-) -> Result<(), PlanError> {
-    let mut by_coll: Vec<(String, Files)> = Vec::new();
-    for f in sorted_entries(dbdir)? {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with('.') || f.is_dir() {
-            continue;
-        }
-        let (coll, is_meta) = if let Some(c) = name
-            .strip_suffix(".metadata.json")
-            .or_else(|| name.strip_suffix(".metadata.json.gz"))
-        {
-            (c, true)
-        } else if let Some(c) = name
-            .strip_suffix(".bson")
-            .or_else(|| name.strip_suffix(".bson.gz"))
-        {
-            (c, false)
-        } else {
-            ignored.push(format!("{db}/{name}"));
-            continue;
-        };
-        let coll = unescape(coll);
-        let slot = match by_coll.iter().position(|(c, _)| *c == coll) {
-            Some(i) => &mut by_coll[i].1,
-            None => {
-                by_coll.push((coll, Files::default()));
-                &mut by_coll.last_mut().expect("just pushed").1
-            }
-        };
-        if is_meta {
-            slot.metadata = Some(f);
-        } else if slot.data.is_none() || name.ends_with(".bson") {
-            slot.data = Some(f);
-        }
-    }
-    groups.extend(by_coll.into_iter().map(|(c, f)| (db.to_string(), c, f)));
-    Ok(())
-}
-
-/// mongodump escapes collection names for the file system (`%2f` for `/`, `%25`
-/// for `%`, ...): undo it.
-fn unescape(name: &str) -> String {
-    let b = name.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap_or_else(|_| name.to_string())
-}
-
-fn is_gz(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"))
-}
-
-fn rel(dir: &Path, p: &Path) -> String {
-    p.strip_prefix(dir).unwrap_or(p).display().to_string()
-}
-
-struct Metadata {
-    view: bool,
-    capped: bool,
-    collection_name: Option<String>,
-}
-
-fn read_metadata(path: &Path) -> Result<Metadata, PlanError> {
-    let io = |source| PlanError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let bytes = fs::read(path).map_err(io)?;
-    let bytes = if is_gz(path) {
-        use std::io::Read;
-        let mut out = Vec::new();
-        flate2::read::MultiGzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .map_err(io)?;
-        out
-    } else {
-        bytes
-    };
-    let v: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|source| PlanError::Metadata {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let options = v.get("options");
-    Ok(Metadata {
-        view: v.get("type").and_then(|t| t.as_str()) == Some("view")
-            || options.and_then(|o| o.get("viewOn")).is_some(),
-        capped: options
-            .and_then(|o| o.get("capped"))
-            .is_some_and(|c| c.as_bool() == Some(true)),
-        collection_name: v
-            .get("collectionName")
-            .and_then(|c| c.as_str())
-            .filter(|c| !c.is_empty())
-            .map(str::to_string),
-    })
-}
-
-fn count_documents(
-    path: &Path,
-    item: &mut BackupNs,
-    mut ids: Option<&mut HashSet<IdKey>>,
-) -> Result<(), PlanError> {
-    let mut r = oplog::open(&path.to_string_lossy(), ReadOptions::default())?;
-    while let Some((doc, offset, index)) = r.next_raw()? {
+        let item = &mut namespaces[slot];
         item.documents += 1;
         match doc.get("_id") {
             Ok(Some(v)) => {
-                if let Some(set) = ids.as_deref_mut() {
-                    set.insert(id_key(v));
+                if counted(entry.kind) && ids.is_some() {
+                    kept += 1;
+                    if kept > opts.id_cap {
+                        ids = None;
+                        ids_note = Some(format!(
+                            "the backup holds more than {} documents (--expect-max-ids); expected counts need about 70 bytes of memory per document",
+                            opts.id_cap
+                        ));
+                    } else if let Some(all) = ids.as_mut() {
+                        let data_ns = entry.data_ns.as_deref().unwrap_or(&entry.ns);
+                        match all.get_mut(data_ns) {
+                            Some(set) => set.insert(id_key(v)),
+                            None => all.entry(data_ns.to_string()).or_default().insert(id_key(v)),
+                        };
+                    }
                 }
             }
             Ok(None) => item.no_id_documents += 1,
             Err(e) => {
-                return Err(ReadError::Malformed {
-                    name: path.display().to_string(),
-                    offset,
-                    index,
-                    detail: e.to_string(),
-                }
-                .into())
+                let name = entry
+                    .data_file
+                    .as_ref()
+                    .map_or_else(|| entry.ns.clone(), |p| p.display().to_string());
+                return Err(BackupError::Read(backup::malformed(&name, offset, index, e.to_string())).into());
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })?;
+    Ok(Inventory {
+        dir: path.to_path_buf(),
+        gzip: backup.gzip,
+        oplog_file: backup.oplog.clone(),
+        ignored_files: backup.ignored_files.clone(),
+        namespaces,
+        ids,
+        ids_note,
+        backup,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use bson::doc;
+    use std::fs;
     use std::io::Write;
 
-    fn write_docs(path: &Path, docs: &[bson::Document], gz: bool) {
+    fn gz(bytes: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
+    fn write_docs(path: &Path, docs: &[bson::Document], gzip: bool) {
         let mut bytes = Vec::new();
         for d in docs {
             bytes.extend(bson::to_vec(d).unwrap());
         }
-        if gz {
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            enc.write_all(&bytes).unwrap();
-            bytes = enc.finish().unwrap();
+        if gzip {
+            bytes = gz(&bytes);
         }
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, bytes).unwrap();
@@ -371,6 +166,13 @@ mod tests {
         collect_ids: true,
         id_cap: 1_000,
     };
+
+    fn rows(inv: &Inventory) -> Vec<(&str, NsKind, u64)> {
+        inv.namespaces
+            .iter()
+            .map(|n| (n.ns.as_str(), n.kind, n.documents))
+            .collect()
+    }
 
     #[test]
     fn counts_documents_kinds_and_ids() {
@@ -398,15 +200,10 @@ mod tests {
             false,
         );
         write_docs(&root.join("oplog.bson"), &[], false);
-        fs::write(root.join("prelude.json"), "{}").unwrap();
+        fs::write(root.join("notes.txt"), "mine").unwrap();
         let inv = inventory(root, ALL).unwrap();
-        let names: Vec<(&str, NsKind, u64)> = inv
-            .namespaces
-            .iter()
-            .map(|n| (n.ns.as_str(), n.kind, n.documents))
-            .collect();
         assert_eq!(
-            names,
+            rows(&inv),
             vec![
                 ("old.system.indexes", NsKind::IndexCatalog, 1),
                 ("shop.a/b", NsKind::Collection, 1),
@@ -420,23 +217,34 @@ mod tests {
             (1, Some("shop/orders.metadata.json"))
         );
         assert!(inv.oplog_file.unwrap().ends_with("oplog.bson"));
-        assert_eq!(inv.ignored_files, vec!["prelude.json".to_string()]);
+        assert_eq!(inv.ignored_files, vec!["notes.txt".to_string()]);
         let ids = inv.ids.unwrap();
         assert_eq!(ids["shop.orders"].len(), 2);
         assert!(!inv.gzip);
+        assert!(inv.backup.problems.is_empty());
     }
 
+    /// What `mongodump --gzip --oplog` 100.18 writes: `.gz` names, gzip content in a
+    /// root file still named `oplog.bson`, and `prelude.json.gz`.
     #[test]
-    fn gzip_long_names_and_the_id_cap() {
+    fn gzip_dump_with_gzip_oplog_named_oplog_bson_and_a_prelude() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
         let docs: Vec<bson::Document> = (0..20).map(|i| doc! {"_id": i}).collect();
         write_docs(&root.join("db/trunc%24hash.bson.gz"), &docs, true);
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        enc.write_all(br#"{"collectionName":"a.very.long.name","indexes":[],"options":{"capped":true,"size":4096}}"#).unwrap();
         fs::write(
             root.join("db/trunc%24hash.metadata.json.gz"),
-            enc.finish().unwrap(),
+            gz(br#"{"collectionName":"a.very.long.name","indexes":[],"options":{"capped":true,"size":4096}}"#),
+        )
+        .unwrap();
+        let entry = bson::to_vec(
+            &doc! {"ts": bson::Timestamp { time: 5, increment: 1 }, "op": "n", "ns": "", "o": {}},
+        )
+        .unwrap();
+        fs::write(root.join("oplog.bson"), gz(&entry)).unwrap();
+        fs::write(
+            root.join("prelude.json.gz"),
+            gz(br#"{"ServerVersion":"7.0.16","ToolVersion":"100.18.0"}"#),
         )
         .unwrap();
         let inv = inventory(
@@ -447,12 +255,104 @@ mod tests {
             },
         )
         .unwrap();
-        assert!(inv.gzip && !inv.mixed_compression);
+        assert!(inv.gzip, "a --gzip dump");
+        assert!(inv.backup.problems.is_empty(), "{:?}", inv.backup.problems);
         assert_eq!(inv.namespaces[0].ns, "db.a.very.long.name");
         assert!(inv.namespaces[0].capped);
         assert_eq!(inv.namespaces[0].documents, 20);
         assert!(inv.ids.is_none());
         assert!(inv.ids_note.unwrap().contains("more than 10"));
+        let p = inv.backup.prelude.unwrap();
+        assert_eq!(p.server_version.as_deref(), Some("7.0.16"));
+        assert_eq!(p.tool_version.as_deref(), Some("100.18.0"));
+        assert!(inv.ignored_files.is_empty());
+    }
+
+    #[test]
+    fn timeseries_users_and_local_namespaces() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        write_docs(
+            &root.join("db/system.buckets.weather.bson"),
+            &[doc! {"_id": 1}, doc! {"_id": 2}],
+            false,
+        );
+        fs::write(
+            root.join("db/weather.metadata.json"),
+            r#"{"options":{"timeseries":{"timeField":"t"}},"indexes":[],"type":"timeseries","collectionName":"weather"}"#,
+        )
+        .unwrap();
+        write_docs(
+            &root.join("admin/system.users.bson"),
+            &[doc! {"_id": "admin.u"}],
+            false,
+        );
+        write_docs(
+            &root.join("admin/system.version.bson"),
+            &[doc! {"_id": "authSchema"}],
+            false,
+        );
+        write_docs(
+            &root.join("local/startup_log.bson"),
+            &[doc! {"_id": "h"}],
+            false,
+        );
+        write_docs(
+            &root.join("db/system.profile.bson"),
+            &[doc! {"op": "query"}],
+            false,
+        );
+        let inv = inventory(root, ALL).unwrap();
+        assert_eq!(
+            rows(&inv),
+            vec![
+                ("admin.system.users", NsKind::Auth, 1),
+                ("admin.system.version", NsKind::Auth, 1),
+                ("db.system.profile", NsKind::NotRestored, 1),
+                ("db.weather", NsKind::Timeseries, 2),
+                ("local.startup_log", NsKind::Local, 1),
+            ]
+        );
+        let w = &inv.namespaces[3];
+        assert_eq!(w.data_ns.as_deref(), Some("db.system.buckets.weather"));
+        assert_eq!(
+            w.data_file.as_deref(),
+            Some("db/system.buckets.weather.bson")
+        );
+        assert_eq!(w.metadata_file.as_deref(), Some("db/weather.metadata.json"));
+        let ids = inv.ids.unwrap();
+        assert_eq!(ids["db.system.buckets.weather"].len(), 2);
+        assert!(!ids.contains_key("admin.system.users"));
+    }
+
+    /// Names and contents that make mongorestore skip or fail on a file.
+    #[test]
+    fn mismatched_names_and_contents_are_problems() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        // Named .gz but plain; a plain file beside gzip ones; a gzip oplog renamed .gz.
+        write_docs(&root.join("db/a.bson.gz"), &[doc! {"_id": 1}], false);
+        write_docs(&root.join("db/b.bson.gz"), &[doc! {"_id": 1}], true);
+        write_docs(&root.join("db/c.bson"), &[doc! {"_id": 1}], false);
+        let entry = bson::to_vec(
+            &doc! {"ts": bson::Timestamp { time: 5, increment: 1 }, "op": "n", "ns": "", "o": {}},
+        )
+        .unwrap();
+        fs::write(root.join("oplog.bson.gz"), gz(&entry)).unwrap();
+        let inv = inventory(root, ALL).unwrap();
+        let problems: Vec<String> = inv
+            .backup
+            .problems
+            .iter()
+            .map(|p| p.message.clone())
+            .collect();
+        let all = problems.join("\n");
+        assert!(all.contains("`db/a.bson.gz` is plain BSON"), "{all}");
+        assert!(all.contains("mixes `.gz` files and plain files"), "{all}");
+        assert!(all.contains("ignores `oplog.bson.gz`"), "{all}");
+        // pitr still reads everything (by content).
+        assert_eq!(rows(&inv).iter().map(|r| r.2).sum::<u64>(), 3);
+        assert!(inv.oplog_file.unwrap().ends_with("oplog.bson.gz"));
     }
 
     #[test]
@@ -460,27 +360,30 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         assert!(matches!(
             inventory(d.path(), ALL),
-            Err(PlanError::BackupEmpty(_))
+            Err(PlanError::Backup(BackupError::Empty(_)))
         ));
         assert!(matches!(
             inventory(&d.path().join("nope"), ALL),
-            Err(PlanError::BackupNotDir(_))
+            Err(PlanError::Backup(BackupError::Missing(_)))
         ));
+        let f = d.path().join("notes.txt");
+        fs::write(&f, "hello").unwrap();
+        let e = inventory(&f, ALL).unwrap_err();
+        assert!(
+            e.to_string().contains("neither a mongodump directory"),
+            "{e}"
+        );
         fs::create_dir_all(d.path().join("db")).unwrap();
         fs::write(d.path().join("db/c.bson"), [1u8, 2, 3]).unwrap();
-        assert!(matches!(inventory(d.path(), ALL), Err(PlanError::Read(_))));
+        assert!(matches!(
+            inventory(d.path(), ALL),
+            Err(PlanError::Backup(BackupError::Read(_)))
+        ));
         fs::write(d.path().join("db/c.bson"), []).unwrap();
         fs::write(d.path().join("db/c.metadata.json"), "{not json").unwrap();
         assert!(matches!(
             inventory(d.path(), ALL),
-            Err(PlanError::Metadata { .. })
+            Err(PlanError::Backup(BackupError::Metadata { .. }))
         ));
-    }
-
-    #[test]
-    fn unescapes_percent_sequences() {
-        assert_eq!(unescape("a%2fb%25c"), "a/b%c");
-        assert_eq!(unescape("100%"), "100%");
-        assert_eq!(unescape("x%zz"), "x%zz");
     }
 }

@@ -1,0 +1,56 @@
+//! Why a backup cannot be read. Each variant names the path and, through [`Hint`],
+//! what to do.
+
+use std::path::PathBuf;
+
+use crate::error::Hint;
+use crate::oplog::ReadError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+
+    #[error("backup `{}` does not exist", .0.display())]
+    Missing(PathBuf),
+
+    #[error("backup `{}` holds no collection files and no oplog.bson: it is not a mongodump directory", .0.display())]
+    Empty(PathBuf),
+
+    #[error("backup `{}` is neither a mongodump directory nor a mongodump archive: it looks like {looks_like}", path.display())]
+    NotABackup {
+        path: PathBuf,
+        looks_like: &'static str,
+    },
+
+    #[error("cannot read `{}`", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("`{}` is not valid metadata JSON: {detail}", path.display())]
+    Metadata { path: PathBuf, detail: String },
+}
+
+impl Hint for BackupError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            BackupError::Read(e) => e.hint(),
+            BackupError::Missing(_) => Some(
+                "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
+            ),
+            BackupError::Empty(_) | BackupError::NotABackup { .. } => Some(
+                "pass the directory `mongodump --oplog --out DIR` wrote (with its <db>/<coll>.bson files and oplog.bson), \
+                 or a `mongodump --archive` file"
+                    .into(),
+            ),
+            BackupError::Io { .. } => Some("check the path and its permissions".into()),
+            BackupError::Metadata { .. } => Some(
+                "the metadata file is damaged; mongorestore would refuse it too: restore it from the original dump"
+                    .into(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! What a backup is: a `mongodump` directory (plain or `--gzip`) or a `mongodump
+//! --archive` file (plain or gzip), read the way mongorestore reads it.
+//!
+//! [`open`] recognises the layout, lists the namespaces with their parsed metadata
+//! and says how mongorestore will treat each one ([`NsKind`]), where the backup's
+//! own oplog is, and every [`Problem`] that would make mongorestore skip a file or
+//! fail. Compression is decided by each file's bytes, never by its name; names
+//! still matter because mongorestore's `--gzip` only looks at `.gz` names (mongo-tools
+//! `mongorestore/filepath.go` `getInfoFromFile`), so a mismatch is a problem.
+//! [`Backup::for_each_document`] streams every document of every namespace with
+//! constant memory.
+//!
+//! Files: [`dir`] (directories), [`metadata`] (`<coll>.metadata.json`), [`error`].
+
+pub mod dir;
+pub mod error;
+pub mod metadata;
+
+use std::path::{Path, PathBuf};
+
+use bson::RawDocument;
+use serde::{Deserialize, Serialize};
+
+pub use error::BackupError;
+pub use metadata::Metadata;
+
+use crate::oplog::{self, ReadError, ReadOptions};
+
+/// How the backup is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// `mongodump --out DIR`: `<db>/<coll>.bson[.gz]` and `.metadata.json[.gz]`.
+    Directory,
+    /// `mongodump --archive=FILE`: one stream of all namespaces.
+    Archive,
+}
+
+/// How mongorestore treats a namespace of the backup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NsKind {
+    /// A collection: restored with its documents.
+    Collection,
+    /// A time-series collection: restored by creating it from its metadata and
+    /// inserting its buckets (`db.system.buckets.X`); pitr counts buckets.
+    Timeseries,
+    /// A view (metadata only): restored as a definition, no documents.
+    View,
+    /// Users, roles and the auth schema version (`admin.system.users`, `roles`,
+    /// `version`, and the `$admin.system.*` files of single-database dumps):
+    /// mongorestore merges them into the server's own; not counted.
+    Auth,
+    /// Legacy `system.indexes.bson`: index definitions of old dumps, not a collection.
+    IndexCatalog,
+    /// `local.*`: mongorestore restores them into the spare's `local` database like
+    /// any collection; pitr does not verify them.
+    Local,
+    /// Never restored (`system.profile`).
+    NotRestored,
+}
+
+impl NsKind {
+    /// How the plan's tables name it.
+    pub fn label(self, capped: bool) -> &'static str {
+        match self {
+            NsKind::Collection if capped => "capped",
+            NsKind::Collection => "collection",
+            NsKind::Timeseries => "time-series (buckets counted)",
+            NsKind::View => "view",
+            NsKind::Auth => "users/roles (merged, not counted)",
+            NsKind::IndexCatalog => "index catalog (not restored)",
+            NsKind::Local => "local (restored, not verified)",
+            NsKind::NotRestored => "not restored",
+        }
+    }
+}
+
+/// One namespace of the backup.
+#[derive(Clone, Debug)]
+pub struct NsEntry {
+    /// `db.coll` as users know it (`db.X` for a time-series collection).
+    pub ns: String,
+    pub kind: NsKind,
+    /// The namespace whose documents the data holds: `db.system.buckets.X` for a
+    /// time-series collection, else `ns`. None when there is no data.
+    pub data_ns: Option<String>,
+    /// Directory layout: the data file.
+    pub data_file: Option<PathBuf>,
+    /// Directory layout: the metadata file.
+    pub metadata_file: Option<PathBuf>,
+    pub metadata: Option<Metadata>,
+}
+
+impl NsEntry {
+    pub fn capped(&self) -> bool {
+        self.metadata.as_ref().is_some_and(Metadata::is_capped)
+    }
+}
+
+/// Something in the backup that mongorestore would skip or fail on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    /// The file (relative to the backup directory) or namespace concerned.
+    pub file: String,
+    pub message: String,
+}
+
+/// Versions a dump records about itself (`prelude.json` of directory dumps written
+/// by mongodump 100.18+, the header of an archive).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prelude {
+    pub server_version: Option<String>,
+    pub tool_version: Option<String>,
+}
+
+/// A backup, as [`open`] found it.
+#[derive(Clone, Debug)]
+pub struct Backup {
+    pub path: PathBuf,
+    pub layout: Layout,
+    /// Compressed: mongorestore needs `--gzip`.
+    pub gzip: bool,
+    pub prelude: Option<Prelude>,
+    /// Sorted by `ns`.
+    pub namespaces: Vec<NsEntry>,
+    /// What [`crate::oplog::open`] reads the backup's own oplog from (the root
+    /// `oplog.bson` of a directory), when it has one.
+    pub oplog: Option<PathBuf>,
+    pub problems: Vec<Problem>,
+    /// Files mongorestore does not know what to do with (relative paths).
+    pub ignored_files: Vec<String>,
+}
+
+/// Opens a backup: a directory, or (by content) an archive file.
+pub fn open(path: &Path) -> Result<Backup, BackupError> {
+    if path.is_dir() {
+        return dir::open(path);
+    }
+    if !path.exists() {
+        return Err(BackupError::Missing(path.to_path_buf()));
+    }
+    let head = head_of(path)?;
+    Err(BackupError::NotABackup {
+        path: path.to_path_buf(),
+        looks_like: crate::oplog::sniff::looks_like(&head).unwrap_or("an empty file"),
+    })
+}
+
+fn head_of(path: &Path) -> Result<Vec<u8>, BackupError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|source| BackupError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut head = vec![0u8; 512];
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(BackupError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+    head.truncate(got);
+    Ok(head)
+}
+
+impl Backup {
+    /// Streams every document of every namespace with data, in storage order
+    /// (directories: file by file in namespace order), with its byte offset in the
+    /// (decompressed) data and its 0-based number.
+    pub fn for_each_document<E: From<BackupError>>(
+        &self,
+        mut f: impl FnMut(&NsEntry, &RawDocument, u64, u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for n in &self.namespaces {
+            let Some(file) = &n.data_file else { continue };
+            let mut r = oplog::open(&file.to_string_lossy(), ReadOptions::default())
+                .map_err(|e| E::from(BackupError::Read(e)))?;
+            while let Some((doc, offset, index)) =
+                r.next_raw().map_err(|e| E::from(BackupError::Read(e)))?
+            {
+                f(n, doc, offset, index)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The namespace entry named `ns` (its user-facing name).
+    pub fn get(&self, ns: &str) -> Option<&NsEntry> {
+        self.namespaces.iter().find(|n| n.ns == ns)
+    }
+
+    /// A path relative to the backup, for messages and the plan.
+    pub fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.path)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    }
+}
+
+/// Names a malformed document of a data file.
+pub(crate) fn malformed(name: &str, offset: u64, index: u64, detail: String) -> ReadError {
+    ReadError::Malformed {
+        name: name.to_string(),
+        offset,
+        index,
+        detail,
+    }
+}
