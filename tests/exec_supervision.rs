@@ -392,10 +392,13 @@ async fn a_missing_program_is_a_spawn_error_with_a_hint() {
 /// `PITR_EXEC_TEST_HELPER=signal`). Prints `READY <grandchild pid>` once its child runs
 /// and `OUTCOME ...` when the child is gone.
 #[test]
+#[ignore = "a helper process run by the Ctrl-C tests, not a test"]
 fn helper_signal_target() {
-    if std::env::var(HELPER_VAR).as_deref() != Ok("signal") {
-        return;
-    }
+    assert_eq!(
+        std::env::var(HELPER_VAR).as_deref(),
+        Ok("signal"),
+        "run by run_signal_target only"
+    );
     let grace_ms: u64 = std::env::var("PITR_EXEC_TEST_GRACE_MS")
         .unwrap()
         .parse()
@@ -447,6 +450,7 @@ fn run_signal_target(grace_ms: u64, ignore_term: bool, sigints: usize) -> Signal
     cmd.args([
         "--exact",
         "helper_signal_target",
+        "--ignored",
         "--nocapture",
         "--test-threads=1",
     ])
@@ -587,10 +591,13 @@ async fn find_reads_versions_and_spots_standins() {
 /// use" and exits 48 like the real one; then logs "Waiting for connections" and
 /// accepts until killed.
 #[test]
+#[ignore = "a helper process run by the spare mongod tests, not a test"]
 fn helper_fake_mongod() {
-    if std::env::var(HELPER_VAR).as_deref() != Ok("listener") {
-        return;
-    }
+    assert_eq!(
+        std::env::var(HELPER_VAR).as_deref(),
+        Ok("listener"),
+        "run by fake_mongod scripts only"
+    );
     let args: Vec<String> = std::env::var("PITR_EXEC_TEST_ARGS")
         .unwrap()
         .split(' ')
@@ -641,7 +648,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 become_listener() {{
-  exec env {HELPER_VAR}=listener PITR_EXEC_TEST_ARGS="$args" '{exe}' --exact helper_fake_mongod --nocapture --test-threads=1
+  exec env {HELPER_VAR}=listener PITR_EXEC_TEST_ARGS="$args" '{exe}' --exact helper_fake_mongod --ignored --nocapture --test-threads=1
 }}
 {body}
 "#,

@@ -805,7 +805,10 @@ fn real_uri(test: &str) -> Option<String> {
     match std::env::var("PITR_TEST_URI") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
-            eprintln!("SKIPPED {test}: set PITR_TEST_URI to a replica set's URI to run it against a real server");
+            common::skip_optional(
+                test,
+                "set PITR_TEST_URI to a replica set's URI to run it against a real server",
+            );
             None
         }
     }

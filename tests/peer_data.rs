@@ -119,3 +119,39 @@ fn unsorted_real_oplogs_read_in_file_order() {
         assert!(backwards > 0, "{p} is documented as unsorted");
     }
 }
+
+/// No silent passes: a test that needs the shared folder says `SKIPPED` where cargo
+/// shows it when the folder is missing, and fails instead when `CI` is set. Runs
+/// this very test binary as a child with the folder pointed elsewhere.
+#[test]
+fn a_missing_shared_folder_skips_visibly_and_fails_under_ci() {
+    let run = |ci: Option<&str>| {
+        let mut c = std::process::Command::new(std::env::current_exe().unwrap());
+        c.args([
+            "--exact",
+            "every_peer_oplog_reads_without_error",
+            "--test-threads=1",
+        ])
+        .env("PITR_SHARED_DIR", "/nonexistent/pitr-shared")
+        .env_remove("CI");
+        if let Some(v) = ci {
+            c.env("CI", v);
+        }
+        c.output().unwrap()
+    };
+    let o = run(None);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "without CI the test passes: {err}");
+    assert!(
+        err.contains("SKIPPED every_peer_oplog_reads_without_error: peer data not found at /nonexistent/pitr-shared"),
+        "the skip is said on stderr, uncaptured: {err}"
+    );
+    for ci in ["true", "1"] {
+        let o = run(Some(ci));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(!o.status.success(), "CI={ci}: the test must fail: {out}");
+        assert!(out.contains("CI is set so it must"), "CI={ci}: {out}");
+    }
+    let o = run(Some("false"));
+    assert!(o.status.success(), "CI=false counts as unset");
+}

@@ -269,8 +269,7 @@ const PEER_DUMP: &str = "test/qa-tests/jstests/restore/testdata/dump_with_oplog"
 
 #[test]
 fn peer_dump_with_oplog_gives_14_then_15_documents() {
-    let Some(peer) = peer_dir() else {
-        eprintln!("SKIPPED peer_dump_with_oplog_gives_14_then_15_documents: peer data not found beside the repository");
+    let Some(peer) = common::peer_dir("peer_dump_with_oplog_gives_14_then_15_documents") else {
         return;
     };
     let bins = bins("peer_dump_with_oplog");
@@ -315,11 +314,6 @@ fn peer_dump_with_oplog_gives_14_then_15_documents() {
 fn assert_clean_dir(report: &Value, workdir: &Path) {
     assert_nothing_running(&pids_in_report(report), workdir);
     assert_no_temp_dirs(workdir, None);
-}
-
-fn peer_dir() -> Option<std::path::PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-data/mongo-tools");
-    d.is_dir().then_some(d)
 }
 
 #[test]

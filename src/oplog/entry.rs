@@ -82,6 +82,9 @@ pub enum EntryError {
 }
 
 /// What [`Entry::parse_unless_insert`] found.
+// Returned by value on the scan's hot path: boxing the entry would cost an
+// allocation per entry, a copy of 224 bytes costs nothing measurable.
+#[allow(clippy::large_enum_variant)]
 pub enum Parsed<'a> {
     Entry(Entry<'a>),
     /// An insert or no-op, at this position; not parsed further.
@@ -110,6 +113,9 @@ pub struct Entry<'a> {
     pub txn_number: Option<i64>,
     /// `prevOpTime.ts`, linking the parts of a transaction.
     pub prev_op_time: Option<Ts>,
+    /// `multiOpType` (1: the vectored inserts of one retryable write, applied as a
+    /// batch but NOT a transaction, although they carry `lsid`/`txnNumber`).
+    pub multi_op_type: Option<i64>,
     /// Byte offset of the top-level entry in its source (0 for inner operations'
     /// own position: they share their parent's offset).
     pub offset: u64,
@@ -157,6 +163,7 @@ impl<'a> Entry<'a> {
         let (mut ns, mut o, mut o2, mut lsid, mut prev) = (None, None, None, None, None);
         let (mut ui, mut wall_ms, mut term, mut from_migrate, mut txn_number) =
             (None, None, None, None, None);
+        let mut multi_op_type = None;
         for el in Elements::new(raw.as_bytes()) {
             let el = el?;
             let (kind, v) = (el.kind, el.value);
@@ -188,6 +195,7 @@ impl<'a> Entry<'a> {
                 b"lsid" => lsid = Some((kind, v)),
                 b"txnNumber" => txn_number = i64_value(kind, v),
                 b"prevOpTime" => prev = Some((kind, v)),
+                b"multiOpType" => multi_op_type = i64_value(kind, v),
                 _ => {}
             }
             if stop_at_insert {
@@ -225,11 +233,37 @@ impl<'a> Entry<'a> {
             lsid: doc(lsid)?.or(parent.and_then(|p| p.lsid)),
             txn_number: txn_number.or(parent.and_then(|p| p.txn_number)),
             prev_op_time,
+            multi_op_type: multi_op_type.or(parent.and_then(|p| p.multi_op_type)),
             offset: parent.map_or(0, |p| p.offset),
             index: parent.map_or(0, |p| p.index),
             depth: parent.map_or(0, |p| p.depth + 1),
         };
         Ok(Parsed::Entry(e))
+    }
+
+    /// The transaction this entry belongs to (the `lsid` bytes followed by
+    /// `txnNumber`), as mongo-tools `common/txn/meta.go` `NewMeta` decides it: a
+    /// command with `lsid` and `txnNumber` whose `o` holds `applyOps`,
+    /// `commitTransaction` or `abortTransaction`, unless `multiOpType` is 1 (vectored
+    /// inserts of a retryable write, applied at once). Other entries with
+    /// `lsid`/`txnNumber` are retryable writes, not transactions.
+    pub fn transaction_key(&self) -> Option<Vec<u8>> {
+        if self.op != Op::Command || self.multi_op_type == Some(1) {
+            return None;
+        }
+        let (lsid, txn) = (self.lsid?, self.txn_number?);
+        let real = Elements::new(self.o?.as_bytes()).flatten().any(|el| {
+            matches!(
+                el.key,
+                b"applyOps" | b"commitTransaction" | b"abortTransaction"
+            )
+        });
+        if !real {
+            return None;
+        }
+        let mut k = lsid.as_bytes().to_vec();
+        k.extend_from_slice(&txn.to_le_bytes());
+        Some(k)
     }
 
     /// `wall` as a UTC instant.
@@ -484,6 +518,29 @@ mod tests {
         );
         assert_eq!(e.o2.unwrap().get_i64("numRecords").unwrap(), 3);
         assert_eq!(e.raw.get_str("someFutureField").unwrap(), "kept");
+    }
+
+    /// mongo-tools `txn.NewMeta`: only commands with lsid + txnNumber that carry
+    /// applyOps/commitTransaction/abortTransaction are transactions, and never with
+    /// `multiOpType: 1` (vectored inserts of a retryable write).
+    #[test]
+    fn which_entries_are_transactions() {
+        let lsid = rawdoc! { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![9u8; 16] } };
+        let txn = rawdoc! { "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "lsid": lsid.clone(), "txnNumber": 4i64,
+        "o": { "applyOps": [ { "op": "i", "ns": "a.b", "o": { "_id": 1 } } ] } };
+        let key = Entry::parse(&txn).unwrap().transaction_key().unwrap();
+        assert!(key.ends_with(&4i64.to_le_bytes()));
+        let commit = rawdoc! { "ts": ts(1, 2), "op": "c", "ns": "admin.$cmd", "lsid": lsid.clone(), "txnNumber": 4i64,
+        "o": { "commitTransaction": 1, "commitTimestamp": ts(1, 1) } };
+        assert_eq!(Entry::parse(&commit).unwrap().transaction_key(), Some(key));
+        let vectored = rawdoc! { "ts": ts(1, 3), "op": "c", "ns": "admin.$cmd", "lsid": lsid.clone(), "txnNumber": 5i64,
+        "multiOpType": 1, "o": { "applyOps": [ { "op": "i", "ns": "a.b", "o": { "_id": 2 } } ] } };
+        assert_eq!(Entry::parse(&vectored).unwrap().transaction_key(), None);
+        let retryable = rawdoc! { "ts": ts(1, 4), "op": "i", "ns": "a.b", "lsid": lsid.clone(), "txnNumber": 6i64, "o": { "_id": 3 } };
+        assert_eq!(Entry::parse(&retryable).unwrap().transaction_key(), None);
+        let index = rawdoc! { "ts": ts(1, 5), "op": "c", "ns": "a.$cmd", "lsid": lsid, "txnNumber": 7i64,
+        "o": { "createIndexes": "b", "v": 2, "key": { "x": 1 }, "name": "x_1" } };
+        assert_eq!(Entry::parse(&index).unwrap().transaction_key(), None);
     }
 
     #[test]

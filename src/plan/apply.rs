@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use bson::RawDocumentBuf;
 use serde::{Deserialize, Serialize};
 
-use crate::oplog::{Entry, EntryError, Op, Ts};
+use crate::oplog::{Entry, EntryError, Ts};
 
 /// `config.*` collections whose oplog entries mongorestore applies
 /// (mongo-tools `dumprestore.ConfigCollectionsToKeep`); all other `config.*` are skipped.
@@ -101,26 +101,9 @@ pub fn ignores_namespace(ns: &str) -> bool {
 }
 
 /// The transaction key (lsid bytes + txnNumber) when mongorestore treats `e` as a
-/// transaction entry (`txn.NewMeta`): a command with `lsid` and `txnNumber` whose
-/// `o` holds `applyOps`, `commitTransaction` or `abortTransaction`.
+/// transaction entry: see [`Entry::transaction_key`].
 pub fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
-    if e.op != Op::Command {
-        return None;
-    }
-    let (lsid, txn) = (e.lsid?, e.txn_number?);
-    let o = e.o?;
-    let real = o.iter_elements().filter_map(|el| el.ok()).any(|el| {
-        matches!(
-            el.key(),
-            "applyOps" | "commitTransaction" | "abortTransaction"
-        )
-    });
-    if !real {
-        return None;
-    }
-    let mut k = lsid.as_bytes().to_vec();
-    k.extend_from_slice(&txn.to_le_bytes());
-    Some(k)
+    e.transaction_key()
 }
 
 impl Applier {

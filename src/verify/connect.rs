@@ -70,21 +70,40 @@ pub fn spare_probe() -> Probe {
                 .run_command(doc! { "serverStatus": 1 })
                 .await
                 .map_err(msg)?;
-            match int_field(&status, "pid") {
-                Some(pid) if pid != target.pid as i64 => Err(format!(
-                    "port {} is answered by another process (pid {pid}), not the mongod pitr started (pid {})",
-                    target.port, target.pid
-                )
-                .into()),
-                _ => Ok(()),
-            }
+            same_process(&status, target.port, target.pid).map_err(ProbeError::from)
         })
     })
+}
+
+/// Whether `serverStatus` came from the process pitr started: its `pid` must be
+/// there (every mongod reports it) and equal ours. A server without a `pid` is not
+/// trusted: it could be anything that answers on the port.
+fn same_process(status: &Document, port: u16, pid: u32) -> Result<(), String> {
+    match int_field(status, "pid") {
+        Some(p) if p == pid as i64 => Ok(()),
+        Some(p) => Err(format!(
+            "port {port} is answered by another process (pid {p}), not the mongod pitr started (pid {pid})"
+        )),
+        None => Err(format!(
+            "the server on port {port} does not report its pid in serverStatus, so pitr cannot tell that it is the \
+             mongod it started (pid {pid})"
+        )),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readiness_needs_our_pid() {
+        assert!(same_process(&doc! {"pid": 42i64}, 1, 42).is_ok());
+        assert!(same_process(&doc! {"pid": 42i32}, 1, 42).is_ok());
+        let other = same_process(&doc! {"pid": 7i64}, 27999, 42).unwrap_err();
+        assert!(other.contains("another process (pid 7)"), "{other}");
+        let none = same_process(&doc! {"ok": 1.0}, 27999, 42).unwrap_err();
+        assert!(none.contains("does not report its pid"), "{none}");
+    }
 
     #[test]
     fn credentials_never_shown() {

@@ -5,16 +5,57 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The peer-data folder (`../shared/peer-data/mongo-tools` beside the repo), or
-/// `None` after printing why the calling test is skipping.
+/// True when the environment variable `CI` is set (to anything but empty, `0` or
+/// `false`). In CI everything a test needs must be present: a missing resource fails
+/// the test instead of skipping it (`.ci/run` sets `CI`).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
+/// Writes `line` straight to the process's stderr. The test harness captures only
+/// `print!`/`eprint!`, so this shows in `cargo test` output even for a passing test.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// `test` cannot run: says `SKIPPED <test>: <reason>` where cargo shows it, and
+/// fails the test under CI, where the shared test data and tools must be present.
+pub fn skip(test: &str, reason: &str) {
+    if in_ci() {
+        panic!("{test} cannot run, and CI is set so it must: {reason}");
+    }
+    say(&format!("SKIPPED {test}: {reason}"));
+}
+
+/// `test` needs something CI never has (a real server, real MongoDB binaries):
+/// says `SKIPPED <test>: <reason>` where cargo shows it, also under CI.
+pub fn skip_optional(test: &str, reason: &str) {
+    say(&format!("SKIPPED {test}: {reason}"));
+}
+
+/// The shared folder beside the repository (`../shared`: real peer data and the
+/// real mongo-tools), or `PITR_SHARED_DIR`.
+pub fn shared_dir() -> PathBuf {
+    match std::env::var_os("PITR_SHARED_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    }
+}
+
+/// The peer-data folder (`../shared/peer-data/mongo-tools`), or `None` after
+/// [`skip`]ping the calling test (which fails it under CI).
 pub fn peer_dir(test: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-data/mongo-tools");
+    let dir = shared_dir().join("peer-data/mongo-tools");
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "SKIPPED {test}: peer data not found at {} (it lives beside the repository in the development workspace, not in clones)",
-            dir.display()
+        skip(
+            test,
+            &format!(
+                "peer data not found at {} (it lives beside the repository in the development workspace, not in clones)",
+                dir.display()
+            ),
         );
         None
     }
