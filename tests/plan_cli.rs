@@ -864,7 +864,10 @@ fn peer_transaction_cases_give_their_postimage_counts() {
         let dir = tempfile::tempdir().unwrap();
         let (db, coll) = ns.split_once('.').unwrap();
         write_bson(&dir.path().join(format!("backup/{db}/{coll}.bson")), &[]);
-        write_bson(&dir.path().join("backup/oplog.bson"), std::slice::from_ref(&before));
+        write_bson(
+            &dir.path().join("backup/oplog.bson"),
+            std::slice::from_ref(&before),
+        );
         let mut all = vec![before];
         all.extend(ops);
         write_bson(&dir.path().join("oplog.bson"), &all);

@@ -383,10 +383,14 @@ fn dry_run_shows_real_paths_and_starts_nothing() {
         ],
         &[],
     );
-    assert_eq!(code(&o), 0, "{}", show(&o));
+    // Programs missing: the rehearsal fails as the real run would (exit 2), after
+    // printing everything.
+    assert_eq!(code(&o), 2, "{}", show(&o));
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["format"], "pitr-replay-dry-run/1");
     assert_eq!(d["ready"], false);
+    assert_eq!(d["exit_code"], 2);
+    assert!(d["refusal"].as_str().unwrap().contains("missing"), "{d}");
     assert!(d["binaries"][0]["error"]
         .as_str()
         .unwrap()

@@ -423,7 +423,7 @@ fn lint_errors_are_refused_unless_ignored() {
         .collect();
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = run_pitr(c.tmp.path(), &refs, &[]);
-    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert_eq!(code(&o), 1, "lint errors: exit 1, {}", show(&o));
     let e = stderr(&o);
     assert!(
         e.contains("the plan's lint found 1 error(s)") && e.contains("unknown-command"),
@@ -432,6 +432,53 @@ fn lint_errors_are_refused_unless_ignored() {
     assert!(e.contains("--ignore-lint-errors"), "{e}");
     assert!(!c.workdir().join("report.json").exists(), "nothing ran");
     c.assert_clean(&e);
+
+    // The rehearsal fails the same way, printing everything first.
+    let dry = |extra: &[&str], workdir: &str| {
+        let mut a: Vec<String> = args
+            .iter()
+            .map(|x| {
+                if x == "work" {
+                    workdir.to_string()
+                } else {
+                    x.clone()
+                }
+            })
+            .collect();
+        a.push("--dry-run".into());
+        a.extend(extra.iter().map(|x| x.to_string()));
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        run_pitr(c.tmp.path(), &refs, &[])
+    };
+    let o = dry(&[], "dry1");
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stdout(&o).contains("Commands  pitr replay would run"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        stdout(&o).contains("Verdict   the real run would refuse"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        stderr(&o).contains("error: --dry-run: the lint found 1 error(s)"),
+        "{}",
+        show(&o)
+    );
+    let o = dry(&["--ignore-lint-errors"], "dry2");
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        stdout(&o).contains("the real run would go ahead"),
+        "{}",
+        show(&o)
+    );
+    let o = dry(&["--json"], "dry3");
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d["exit_code"], 1);
+    assert!(d["refusal"].as_str().unwrap().contains("lint"), "{d}");
 }
 
 fn copy_dir(from: &Path, to: &Path) {

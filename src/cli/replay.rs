@@ -45,9 +45,11 @@ Progress goes to stderr; the summary (or --json: report.json) to stdout. The wor
 keeps plan/ (plan.json and the slice), logs/ (mongod.log and one log per step), \
 report.md and report.json.
 
-Exit codes: 0 replayed and verified; 1 verification failed; 2 error (a step failed: its \
-exit code, or 128+n for a signal, and its last stderr lines are shown); 130 interrupted \
-by Ctrl-C.
+Exit codes: 0 replayed and verified; 1 verification failed, or the plan's lint found \
+errors (refused before anything starts); 2 error (a program is missing, the plan is \
+refused, or a step failed: its exit code, or 128+n for a signal, and its last stderr lines \
+are shown); 130 interrupted by Ctrl-C. --dry-run exits with the code the real run would \
+have before starting anything (2 missing programs or a refused plan, 1 lint errors, else 0).
 
 Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until auto --dry-run
@@ -157,6 +159,22 @@ fn notice(console: Arc<Console>, grace: Duration) -> SignalNotice {
     })
 }
 
+/// The plan's lint found errors: refused before anything starts, exit 1.
+fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
+    let mut codes: Vec<&str> = plan
+        .lint
+        .iter()
+        .filter(|l| l.severity == plan::LintSeverity::Error)
+        .map(|l| l.code.as_str())
+        .collect();
+    codes.dedup();
+    Failure::from(ReplayError::LintErrors {
+        count: plan.lint_errors(),
+        codes: codes.join(", "),
+    })
+    .with_exit_code(exit::NOT_FOUND)
+}
+
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -178,7 +196,15 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
 
     if a.dry_run {
-        let d = dry_run::prepare(&plan, &work, &search, out.as_deref(), a.port, &pitr);
+        let d = dry_run::prepare(
+            &plan,
+            &work,
+            &search,
+            out.as_deref(),
+            a.port,
+            &pitr,
+            a.ignore_lint_errors,
+        );
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
         if a.json {
@@ -195,22 +221,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             write!(w, "{}", dry_run::text(&d))?;
         }
         w.flush()?;
-        return Ok(exit::OK);
-    }
-
-    if plan.lint_errors() > 0 && !a.ignore_lint_errors {
-        let mut codes: Vec<&str> = plan
-            .lint
-            .iter()
-            .filter(|l| l.severity == plan::LintSeverity::Error)
-            .map(|l| l.code.as_str())
-            .collect();
-        codes.dedup();
-        return Err(ReplayError::LintErrors {
-            count: plan.lint_errors(),
-            codes: codes.join(", "),
+        // A rehearsal fails for the reasons the real run would refuse (CI relies on it).
+        if let Some(why) = &d.refusal {
+            eprintln!("error: --dry-run: {why}");
         }
-        .into());
+        return Ok(d.exit_code);
     }
 
     let console = Console::for_stderr(a.json);
@@ -245,6 +260,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         };
         for b in tools.all() {
             console.line(&format!("  {}", describe(b)));
+        }
+        // The programs are there; a plan with lint errors is refused next, before
+        // anything starts (`--dry-run` reports the same verdict in the same order).
+        if plan.lint_errors() > 0 && !a.ignore_lint_errors {
+            return Err(lint_refusal(&plan));
         }
         let standins = tools.standins();
         if !standins.is_empty() {

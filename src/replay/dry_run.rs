@@ -33,15 +33,47 @@ pub struct DryBinary {
 
 /// What a dry run shows. JSON: `format`, `workdir`, `binaries`, `steps` (as in the
 /// plan, with real paths: `number`, `title`, `commands` as argv arrays, `note`),
-/// `ready` (every program was found), `plan` (the whole plan).
+/// `ready` (every program was found), `exit_code` and `refusal` (the code the real
+/// run would end with before starting anything, and why; 0 and null when it would
+/// go ahead), `plan` (the whole plan).
 #[derive(Clone, Debug, Serialize)]
 pub struct DryRun<'a> {
     pub format: &'static str,
     pub workdir: String,
     pub binaries: Vec<DryBinary>,
     pub ready: bool,
+    pub exit_code: u8,
+    pub refusal: Option<String>,
     pub steps: Vec<Step>,
     pub plan: &'a RestorePlan,
+}
+
+/// Whether the real run would refuse to start, in the order it checks: the
+/// programs first (exit 2), then the plan's lint errors unless ignored (exit 1).
+/// A refused plan never gets this far (exit 2, from planning).
+pub fn verdict(
+    missing: &[&str],
+    lint_errors: usize,
+    ignore_lint_errors: bool,
+) -> (u8, Option<String>) {
+    if !missing.is_empty() {
+        return (
+            crate::error::exit::ERROR,
+            Some(format!(
+                "{} missing: pitr replay would stop before starting anything",
+                missing.join(", ")
+            )),
+        );
+    }
+    if lint_errors > 0 && !ignore_lint_errors {
+        return (
+            crate::error::exit::NOT_FOUND,
+            Some(format!(
+                "the lint found {lint_errors} error(s): pitr replay refuses this plan without --ignore-lint-errors"
+            )),
+        );
+    }
+    (crate::error::exit::OK, None)
 }
 
 /// The commands of `plan` with the binaries `search` finds.
@@ -52,6 +84,7 @@ pub fn prepare<'a>(
     out: Option<&Path>,
     port: Option<u16>,
     pitr: &Path,
+    ignore_lint_errors: bool,
 ) -> DryRun<'a> {
     let binaries: Vec<DryBinary> = locate(search, out.is_some())
         .into_iter()
@@ -135,10 +168,18 @@ pub fn prepare<'a>(
             _ => {}
         }
     }
+    let missing: Vec<&str> = binaries
+        .iter()
+        .filter(|b| b.path.is_none())
+        .map(|b| b.tool.name())
+        .collect();
+    let (exit_code, refusal) = verdict(&missing, plan.lint_errors(), ignore_lint_errors);
     DryRun {
         format: FORMAT,
         workdir: work.root.display().to_string(),
-        ready: binaries.iter().all(|b| b.path.is_some()),
+        ready: missing.is_empty(),
+        exit_code,
+        refusal,
         binaries,
         steps: list,
         plan,
@@ -208,19 +249,36 @@ pub fn text(d: &DryRun<'_>) -> String {
     }
     let _ = writeln!(s);
     let _ = writeln!(s, "Work dir  {} (the plan is in plan/)", d.workdir);
-    if d.plan.lint_errors() > 0 {
-        let _ = writeln!(
-            s,
-            "The lint found {} error(s): pitr replay refuses to run this plan without --ignore-lint-errors.",
-            d.plan.lint_errors()
-        );
-    }
-    if !d.ready {
-        let _ = writeln!(
-            s,
-            "Some programs are missing: pitr replay would stop before starting anything."
-        );
+    match &d.refusal {
+        Some(why) => {
+            let _ = writeln!(
+                s,
+                "Verdict   the real run would refuse: {why} (exit code {}).",
+                d.exit_code
+            );
+        }
+        None => {
+            let _ = writeln!(s, "Verdict   the real run would go ahead (exit code 0).");
+        }
     }
     let _ = writeln!(s, "Nothing was run (--dry-run).");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict;
+
+    #[test]
+    fn the_verdict_follows_the_real_runs_order() {
+        assert_eq!(verdict(&[], 0, false), (0, None));
+        assert_eq!(verdict(&[], 3, true).0, 0);
+        let (code, why) = verdict(&[], 3, false);
+        assert_eq!(code, 1);
+        assert!(why.unwrap().contains("3 error(s)"));
+        // Missing programs come first, whatever the lint says.
+        let (code, why) = verdict(&["mongod", "mongorestore"], 3, false);
+        assert_eq!(code, 2);
+        assert!(why.unwrap().starts_with("mongod, mongorestore missing"));
+    }
 }
