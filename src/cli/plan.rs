@@ -10,6 +10,7 @@ use crate::oplog::reader::ByteCounter;
 use crate::oplog::Ts;
 use crate::plan::expect::DEFAULT_ID_CAP;
 use crate::plan::steps::shell_line;
+use crate::plan::versions::{VersionHints, VersionSource};
 use crate::plan::{
     self, parse_until, LintSeverity, Mode, NsKind, PlanRequest, Progress, RestorePlan, UntilSpec,
 };
@@ -61,6 +62,30 @@ pub struct PlanArgs {
     /// Where to write oplog.bson and plan.json [default: ./pitr-plan-<t>-<i>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Lint for this mongorestore release (what it skips and refuses) [default: the newest pitr knows]
+    #[arg(long, value_name = "VERSION")]
+    pub mongorestore_version: Option<String>,
+    /// Lint for a spare mongod of this release (what its applyOps refuses)
+    /// [default: the source server's version recorded in the backup, else the newest pitr knows]
+    #[arg(long, value_name = "VERSION")]
+    pub mongod_version: Option<String>,
+}
+
+impl PlanArgs {
+    /// The versions given on the command line.
+    pub fn version_hints(&self) -> VersionHints {
+        VersionHints {
+            mongorestore: self
+                .mongorestore_version
+                .clone()
+                .map(|v| (v, VersionSource::Flag)),
+            mongod: self
+                .mongod_version
+                .clone()
+                .map(|v| (v, VersionSource::Flag)),
+            backup_server: None,
+        }
+    }
 }
 
 /// The flags that say what to plan, shared by `pitr plan` and `pitr replay` so the
@@ -102,7 +127,12 @@ pub struct PlanInputArgs {
 
 impl PlanInputArgs {
     /// The plan request, writing into `out` (None: the default beside `cwd`).
-    pub fn request(self, out: Option<PathBuf>, cwd: PathBuf) -> PlanRequest {
+    pub fn request(
+        self,
+        out: Option<PathBuf>,
+        cwd: PathBuf,
+        versions: VersionHints,
+    ) -> PlanRequest {
         PlanRequest {
             backup: self.backup,
             oplog: self.oplog,
@@ -116,6 +146,7 @@ impl PlanInputArgs {
             expect: !self.no_expect,
             id_cap: self.expect_max_ids,
             sort_memory: (self.sort_memory as usize).saturating_mul(1 << 20),
+            versions,
         }
     }
 }
@@ -134,7 +165,8 @@ impl Progress for CliProgress {
 }
 
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
-    let req = a.input.request(a.out, std::env::current_dir()?);
+    let versions = a.version_hints();
+    let req = a.input.request(a.out, std::env::current_dir()?, versions);
     let plan = plan::build(&req, &CliProgress { enabled: !a.json })?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
@@ -298,6 +330,22 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         count(LintSeverity::Warning),
         count(LintSeverity::Info)
     )?;
+    if let Some(v) = &p.versions {
+        let from = |s: VersionSource| match s {
+            VersionSource::Flag => "given",
+            VersionSource::Binary => "the program's --version",
+            VersionSource::Backup => "assumed: the backup's source server",
+            VersionSource::Default => "assumed: the newest pitr knows",
+        };
+        writeln!(
+            out,
+            "  rules of mongorestore {} ({}) and a spare mongod {} ({})",
+            v.mongorestore,
+            from(v.mongorestore_source),
+            v.mongod,
+            from(v.mongod_source)
+        )?;
+    }
     for l in &p.lint {
         let times = if l.count > 1 {
             format!(" (x{})", l.count)

@@ -13,10 +13,10 @@ use crate::exec::binaries::ToolSearch;
 use crate::exec::signals::{listen_for_signals, CancelLevel, SignalNotice};
 use crate::exec::Cancel;
 use crate::plan;
-use crate::replay::dry_run;
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
+use crate::replay::{dry_run, tools};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
@@ -184,7 +184,16 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         check_out(o)?;
     }
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
-    let req = a.plan.request(Some(work.plan_dir()), cwd.clone());
+    // The programs first: their versions decide what the plan's lint expects them to
+    // skip and refuse (a dry run runs only these `--version`s).
+    let search = ToolSearch::from_env(a.mongodb_bin.clone());
+    let rt = runtime()?;
+    let probed = rt.block_on(tools::probe(&search, out.is_some(), &Cancel::new()));
+    let req = a.plan.request(
+        Some(work.plan_dir()),
+        cwd.clone(),
+        tools::version_hints(&probed),
+    );
     let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
         Ok(p) => p,
         Err(e) => {
@@ -192,14 +201,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             return Err(e.into());
         }
     };
-    let search = ToolSearch::from_env(a.mongodb_bin.clone());
     let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
 
     if a.dry_run {
         let d = dry_run::prepare(
             &plan,
             &work,
-            &search,
+            &probed,
             out.as_deref(),
             a.port,
             &pitr,
@@ -244,20 +252,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         plan.limit(),
         work.root.display()
     ));
-    let rt = runtime()?;
     let ran = rt.block_on(async {
         let cancel = Cancel::new();
         listen_for_signals(&cancel, Some(notice(console.clone(), settings.grace)))?;
-        let tools = match Tools::find(&search, settings.out.is_some(), &cancel).await {
-            Ok(t) => t,
-            Err(e) if cancel.is_cancelled() => {
-                return Err(
-                    Failure::new(format!("interrupted while checking the programs: {e}"))
-                        .with_exit_code(cancel.exit_code().unwrap_or(130)),
-                )
-            }
-            Err(e) => return Err(Failure::from(e)),
-        };
+        let tools = Tools::from_probe(probed).map_err(Failure::from)?;
         for b in tools.all() {
             console.line(&format!("  {}", describe(b)));
         }

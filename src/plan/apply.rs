@@ -7,6 +7,7 @@
 //! skips, `applyOps` walked op by op, and transactions buffered per
 //! (lsid, txnNumber) and applied at their commit: the final `applyOps` of an
 //! unprepared transaction or `commitTransaction`; an abort discards them.
+//! What is skipped depends on the mongorestore release ([`RestoreRules`]).
 //! The limit is the caller's business: feed only entries with `ts < limit`.
 
 use std::collections::HashMap;
@@ -16,25 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::oplog::{Entry, EntryError, Ts};
 
-/// `config.*` collections whose oplog entries mongorestore applies
-/// (mongo-tools `dumprestore.ConfigCollectionsToKeep`); all other `config.*` are skipped.
-const CONFIG_COLLECTIONS_TO_KEEP: &[&str] = &[
-    "chunks",
-    "collections",
-    "databases",
-    "settings",
-    "shards",
-    "tags",
-    "version",
-];
-
-/// Op types mongorestore skips (`ignoredOps`): no-ops, and record-id bookkeeping
-/// seen with replicated record ids.
-const IGNORED_OPS: &[&str] = &["n", "cd", "ci", "cu", "km"];
-
-/// Commands mongorestore skips (`ignoredCEntries`): the restored server rebuilds
-/// this state itself.
-const IGNORED_COMMANDS: &[&str] = &["startIndexBuild", "abortIndexBuild", "setMultikeyMetadata"];
+use super::versions::RestoreRules;
 
 /// Where an entry comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -53,7 +36,8 @@ pub enum Ignored {
     Namespace,
     /// `n` or record-id bookkeeping.
     OpType,
-    /// `startIndexBuild`, `abortIndexBuild`, `setMultikeyMetadata`.
+    /// `startIndexBuild`, `abortIndexBuild`, and per release `setMultikeyMetadata`,
+    /// `dropIdent`.
     Command,
 }
 
@@ -84,20 +68,9 @@ struct Buffered {
 }
 
 /// The transaction buffer and the routing; see the module documentation.
-#[derive(Default)]
 pub struct Applier {
     txns: HashMap<Vec<u8>, Buffered>,
-}
-
-/// True when mongorestore skips every entry on `ns` (`shouldIgnoreNamespace`).
-pub fn ignores_namespace(ns: &str) -> bool {
-    if ns.starts_with("__mdb_internal") {
-        return true;
-    }
-    match ns.strip_prefix("config.") {
-        Some(coll) => !CONFIG_COLLECTIONS_TO_KEEP.contains(&coll),
-        None => false,
-    }
+    rules: RestoreRules,
 }
 
 /// The transaction key (lsid bytes + txnNumber) when mongorestore treats `e` as a
@@ -107,8 +80,33 @@ pub fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
 }
 
 impl Applier {
-    pub fn new() -> Applier {
-        Applier::default()
+    /// [`txn_key`] as this release decides it: before 100.10.0 mongorestore took
+    /// `multiOpType: 1` vectored inserts for a transaction too.
+    fn txn_key(&self, e: &Entry<'_>) -> Option<Vec<u8>> {
+        match (e.multi_op_type, self.rules.knows_multi_op_type()) {
+            (Some(1), false) => {
+                let mut plain = *e;
+                plain.multi_op_type = None;
+                plain.transaction_key()
+            }
+            _ => e.transaction_key(),
+        }
+    }
+}
+
+impl Default for Applier {
+    fn default() -> Applier {
+        Applier::new(RestoreRules::of(super::versions::NEWEST_MONGORESTORE))
+    }
+}
+
+impl Applier {
+    /// Walks entries as the mongorestore release of `rules` does.
+    pub fn new(rules: RestoreRules) -> Applier {
+        Applier {
+            txns: HashMap::new(),
+            rules,
+        }
     }
 
     /// Applies one top-level entry.
@@ -130,16 +128,16 @@ impl Applier {
         txn_at: Option<Ts>,
         v: &mut impl Visitor,
     ) -> Result<(), EntryError> {
-        if ignores_namespace(e.ns) {
+        if self.rules.ignores_namespace(e.ns) {
             v.ignored(e, Ignored::Namespace, src);
             return Ok(());
         }
-        if IGNORED_OPS.contains(&e.op.as_str()) {
+        if self.rules.ignores_op(e.op.as_str()) {
             v.ignored(e, Ignored::OpType, src);
             return Ok(());
         }
         if e.command_name()
-            .is_some_and(|c| IGNORED_COMMANDS.contains(&c))
+            .is_some_and(|c| self.rules.ignores_command(c))
         {
             v.ignored(e, Ignored::Command, src);
             return Ok(());
@@ -147,7 +145,7 @@ impl Applier {
         // Only top-level entries carry a session; nested ones inherit it from their
         // parent in our view, but mongorestore reads their own fields (none).
         if e.depth == 0 && txn_at.is_none() {
-            if let Some(key) = txn_key(e) {
+            if let Some(key) = self.txn_key(e) {
                 return self.handle_txn(e, key, src, v);
             }
         }
@@ -296,7 +294,7 @@ mod tests {
     }
 
     fn run(docs: &[Document]) -> (Log, Applier) {
-        let mut a = Applier::new();
+        let mut a = Applier::default();
         let mut log = Log::default();
         for d in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();

@@ -25,6 +25,7 @@ use super::scan::{self, EntryRef, OplogScan, Probe};
 use super::slice::{self, SliceOutcome, SliceRequest};
 use super::steps::{self, CommandValues, RestoreSpec};
 use super::until::{self, UntilSpec};
+use super::versions::{Rules, VersionHints};
 use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
 
 /// The files `pitr plan` writes into its output directory.
@@ -49,6 +50,9 @@ pub struct PlanRequest {
     pub expect: bool,
     pub id_cap: u64,
     pub sort_memory: usize,
+    /// What is known of the versions of mongorestore and the spare mongod (the
+    /// backup's server version is added from the backup itself).
+    pub versions: VersionHints,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
@@ -70,6 +74,15 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
             id_cap: req.id_cap,
         },
     )?;
+    // The releases whose rules the replay walk and the lint follow.
+    let rules = Rules::from_hints(&VersionHints {
+        backup_server: inv
+            .backup
+            .prelude
+            .as_ref()
+            .and_then(|p| p.server_version.clone()),
+        ..req.versions.clone()
+    })?;
     let (target, exact) = match &req.until {
         UntilSpec::Time(tv) if tv.is_exact_position() => (None, Some(tv.ts)),
         UntilSpec::Time(tv) => (Some(tv.ts), None),
@@ -212,8 +225,8 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         .collect();
     drop(ids);
     let mut model = Model::new(seeds, counting);
-    let mut linter = Linter::new();
-    let mut applier = Applier::new();
+    let mut linter = Linter::new(&rules);
+    let mut applier = Applier::new(rules.mongorestore.clone());
     let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
     at_or_after.extend(oplog_scan.found.get(&limit).cloned());
     if backup_oplog_replay {
@@ -380,6 +393,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         },
         expected,
         expected_note,
+        versions: Some(rules.versions.clone()),
         restore,
         steps,
     };

@@ -24,6 +24,9 @@ pub enum PlanError {
     #[error(transparent)]
     Backup(#[from] BackupError),
 
+    #[error(transparent)]
+    Version(#[from] super::versions::BadVersion),
+
     #[error("cannot read `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -91,6 +94,7 @@ impl Hint for PlanError {
             PlanError::Read(e) => return e.hint(),
             PlanError::Coverage(e) => return e.hint(),
             PlanError::Backup(e) => return e.hint(),
+            PlanError::Version(e) => return e.hint(),
             PlanError::Io { .. } => "check the path and its permissions".into(),
             PlanError::NoBackupEnd { .. } => {
                 "pass --backup-end with the oplog position the backup is complete up to: for a dump made without --oplog, \

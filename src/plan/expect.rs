@@ -150,6 +150,19 @@ impl Model {
         self.ns.get(ns).is_some_and(|s| s.exists)
     }
 
+    /// Whether the document with this `_id` is in `ns` now; `None` when not counting
+    /// (then nothing is known about single documents).
+    pub fn holds(&self, ns: &str, id: RawBsonRef<'_>) -> Option<bool> {
+        if !self.counting {
+            return None;
+        }
+        Some(
+            self.ns
+                .get(ns)
+                .is_some_and(|s| s.exists && s.ids.contains(&id_key(id))),
+        )
+    }
+
     /// Current count of `ns` (0 when it does not exist).
     pub fn count(&self, ns: &str) -> u64 {
         self.ns.get(ns).map_or(0, |s| {
@@ -362,7 +375,7 @@ mod tests {
     }
 
     fn replay(model: &mut Model, docs: &[Document]) {
-        let mut a = Applier::new();
+        let mut a = Applier::default();
         for d in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();
             a.feed(&Entry::parse(&raw).unwrap(), Source::Slice, model)

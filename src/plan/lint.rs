@@ -19,30 +19,7 @@ use crate::oplog::{Entry, Op, Ts};
 use super::apply::{Ignored, OpenTxn, Source};
 use super::expect::Model;
 use super::ts_json;
-
-/// Commands mongorestore applies (mongo-tools `knownCommands` in
-/// `mongorestore/oplog.go`); any other command makes it stop with
-/// `unknown oplog command name`. Transaction control (`commitTransaction`,
-/// `abortTransaction`) is routed before this check.
-pub const KNOWN_COMMANDS: &[&str] = &[
-    "renameCollection",
-    "dropDatabase",
-    "applyOps",
-    "dbCheck",
-    "create",
-    "convertToCapped",
-    "emptycapped",
-    "drop",
-    "createIndexes",
-    "deleteIndex",
-    "deleteIndexes",
-    "dropIndex",
-    "dropIndexes",
-    "collMod",
-    "startIndexBuild",
-    "abortIndexBuild",
-    "commitIndexBuild",
-];
+use super::versions::{RestoreRules, Rules, ServerRules};
 
 /// How serious a lint item is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -78,15 +55,33 @@ pub struct LintItem {
 }
 
 /// Collects lint items; see the module documentation.
-#[derive(Default)]
 pub struct Linter {
     items: Vec<LintItem>,
     index: HashMap<(String, String), usize>,
+    restore: RestoreRules,
+    server: ServerRules,
+    /// `mongorestore 100.18.0`, `mongod 7.0.14`: for messages.
+    restore_name: String,
+    server_name: String,
+}
+
+impl Default for Linter {
+    fn default() -> Linter {
+        Linter::new(&Rules::newest())
+    }
 }
 
 impl Linter {
-    pub fn new() -> Linter {
-        Linter::default()
+    /// Judges with the rules of these releases of mongorestore and the server.
+    pub fn new(rules: &Rules) -> Linter {
+        Linter {
+            items: Vec::new(),
+            index: HashMap::new(),
+            restore: rules.mongorestore.clone(),
+            server: rules.server.clone(),
+            restore_name: format!("mongorestore {}", rules.versions.mongorestore),
+            server_name: format!("mongod {}", rules.versions.mongod),
+        }
     }
 
     /// Adds an item, or counts one more occurrence of the same (code, ns).
@@ -132,6 +127,9 @@ impl Linter {
     pub fn applied(&mut self, op: &Entry<'_>, at: Ts, src: Source, model: &Model) {
         match op.op {
             Op::Insert | Op::Update | Op::Delete => {
+                if op.op == Op::Update {
+                    self.update(op, at, model);
+                }
                 if !model.exists(op.ns) {
                     let restore = match src {
                         Source::BackupOplog => "the backup",
@@ -152,13 +150,61 @@ impl Linter {
             }
             Op::Command => self.command(op, at),
             Op::Noop => {}
-            Op::Other(t) => self.push(
-                LintSeverity::Warning,
-                "unknown-op",
+            Op::Other(t) => match self.restore.op_skipped_from(t) {
+                Some(since) => {
+                    let msg = format!(
+                        "{} sends `{t}` entries (replicated record id bookkeeping) to the server, which refuses them in \
+                         applyOps, and the replay stops; mongorestore {since} and later skip them: use a newer mongorestore",
+                        self.restore_name
+                    );
+                    self.push(LintSeverity::Error, "op-refused", Some(at), op.ns, msg)
+                }
+                None => {
+                    let msg = format!(
+                        "op type `{t}` is not one {} skips; the server may reject it in applyOps",
+                        self.restore_name
+                    );
+                    self.push(LintSeverity::Warning, "unknown-op", Some(at), op.ns, msg)
+                }
+            },
+        }
+    }
+
+    /// Updates the spare's release refuses: classic (`$set`/`$unset`) entries from
+    /// 6.1, and updates of missing documents from 8.1 (see [`ServerRules`]).
+    fn update(&mut self, op: &Entry<'_>, at: Ts, model: &Model) {
+        if !self.server.accepts_classic_updates() && is_classic_update(op) {
+            let msg = format!(
+                "updates in the classic `$set`/`$unset` form (logged by 4.4 and 5.0 primaries) are refused by {} in applyOps \
+                 (error 4772600; SERVER-50301, 6.1 to 7.x): the replay stops at the first one; use a spare mongod 6.0 or 8.0+ \
+                 for this oplog",
+                self.server_name
+            );
+            self.push(
+                LintSeverity::Error,
+                "classic-update-refused",
                 Some(at),
                 op.ns,
-                format!("op type `{t}` is not one mongorestore skips; the server may reject it in applyOps"),
-            ),
+                msg,
+            );
+        }
+        if self.server.upserts_missing_documents() {
+            return;
+        }
+        let id = op.o2.and_then(|o2| o2.get("_id").ok().flatten());
+        if let Some(false) = id.and_then(|id| model.holds(op.ns, id)) {
+            let msg = format!(
+                "updates of documents that the replay does not have at that point: {} no longer upserts them in applyOps \
+                 (from 6.2), the update fails and mongorestore stops; use a spare mongod 6.0 or 6.1, or a limit before it",
+                self.server_name
+            );
+            self.push(
+                LintSeverity::Error,
+                "update-of-missing-document",
+                Some(at),
+                op.ns,
+                msg,
+            );
         }
     }
 
@@ -181,17 +227,19 @@ impl Linter {
             );
             return;
         }
-        if !KNOWN_COMMANDS.contains(&name) {
-            self.push(
-                LintSeverity::Error,
-                "unknown-command",
-                Some(at),
-                op.ns,
-                format!(
-                    "command `{name}` is not in mongorestore's known list: the replay stops with `unknown oplog command name {name}`; \
-                     choose a limit before it, or --skip it"
-                ),
+        if !self.restore.knows_command(name) {
+            let newer = match self.restore.command_skipped_from(name) {
+                Some(since) => {
+                    format!(" (mongorestore {since} and later skip it: use a newer mongorestore)")
+                }
+                None => String::new(),
+            };
+            let msg = format!(
+                "command `{name}` is not in {}'s known list: the replay stops with `unknown oplog command name {name}`{newer}; \
+                 choose a limit before it, or --skip it",
+                self.restore_name
             );
+            self.push(LintSeverity::Error, "unknown-command", Some(at), op.ns, msg);
             return;
         }
         match name {
@@ -272,7 +320,7 @@ impl Linter {
                     "index-build-skipped",
                     Some(op.ts),
                     &ns,
-                    format!("`{name}` entries are skipped by mongorestore (the server rebuilds this state itself)"),
+                    format!("`{name}` entries are skipped by {} (the server rebuilds this state itself)", self.restore_name),
                 );
             }
             Ignored::Namespace => self.push(
@@ -334,6 +382,21 @@ impl Linter {
     }
 }
 
+/// A `u` entry that newer servers refuse (`UpdateModification::parseFromOplogEntry`
+/// from 6.1): neither a replacement (its `o` has `_id`) nor a `$v: 2` diff.
+fn is_classic_update(op: &Entry<'_>) -> bool {
+    let Some(o) = op.o else { return false };
+    if matches!(o.get("_id"), Ok(Some(_))) {
+        return false;
+    }
+    let v2 = match o.get("$v") {
+        Ok(Some(RawBsonRef::Int32(2))) | Ok(Some(RawBsonRef::Int64(2))) => true,
+        Ok(Some(RawBsonRef::Double(d))) => d == 2.0,
+        _ => false,
+    };
+    !v2
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,17 +414,30 @@ mod tests {
     }
 
     fn lint(docs: &[(Document, Source)]) -> Vec<LintItem> {
-        let mut l = Linter::new();
+        lint_with(&Rules::newest(), None, docs)
+    }
+
+    /// Lints `docs` with the rules of `rules`; `ids`: the backup's `_id`s of
+    /// `shop.orders` when counting.
+    fn lint_with(rules: &Rules, ids: Option<&[i32]>, docs: &[(Document, Source)]) -> Vec<LintItem> {
+        let mut l = Linter::new(rules);
         let mut m = Model::new(
             vec![Seed {
                 ns: "shop.orders".into(),
-                documents: 0,
+                documents: ids.map_or(0, |i| i.len() as u64),
                 no_id: 0,
-                ids: None,
+                ids: ids.map(|ids| {
+                    ids.iter()
+                        .map(|i| {
+                            let d = bson::RawDocumentBuf::from_document(&doc! {"_id": *i}).unwrap();
+                            crate::plan::expect::id_key(d.get("_id").unwrap().unwrap())
+                        })
+                        .collect()
+                }),
             }],
-            false,
+            ids.is_some(),
         );
-        let mut a = Applier::new();
+        let mut a = Applier::new(rules.mongorestore.clone());
         for (d, src) in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();
             let e = Entry::parse(&raw).unwrap();
@@ -378,6 +454,102 @@ mod tests {
         }
         l.open_at_end(&a.open_transactions(), Ts::new(99, 0));
         l.finish()
+    }
+
+    fn rules(restore: &str, mongod: &str) -> Rules {
+        use crate::plan::versions::{VersionHints, VersionSource};
+        Rules::from_hints(&VersionHints {
+            mongorestore: Some((restore.into(), VersionSource::Flag)),
+            mongod: Some((mongod.into(), VersionSource::Flag)),
+            backup_server: None,
+        })
+        .unwrap()
+    }
+
+    /// What mongorestore 100.11.0 refuses and 100.18.0 skips, per mongo-tools' history.
+    #[test]
+    fn the_mongorestore_release_decides_what_is_skipped_or_refused() {
+        let s = Source::Slice;
+        let docs = [
+            (
+                doc! { "ts": ts(1, 1), "op": "c", "ns": "shop.$cmd", "o": { "setMultikeyMetadata": "orders", "multikeyPaths": [] } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 2), "op": "cu", "ns": "shop.orders", "o": { "_id": 1 } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 3), "op": "c", "ns": "shop.$cmd", "o": { "dropIdent": "collection-7" } },
+                s,
+            ),
+        ];
+        let old = lint_with(&rules("100.11.0", "7.0.14"), None, &docs);
+        let codes: Vec<(&str, &str)> = old
+            .iter()
+            .map(|i| (i.code.as_str(), i.severity.as_str()))
+            .collect();
+        assert!(codes.contains(&("unknown-command", "error")), "{codes:?}");
+        assert!(codes.contains(&("op-refused", "error")), "{codes:?}");
+        let msg = old.iter().find(|i| i.code == "unknown-command").unwrap();
+        assert!(
+            msg.message.contains("mongorestore 100.11.0")
+                && msg.message.contains("100.16.0 and later skip it"),
+            "{}",
+            msg.message
+        );
+        let new = lint_with(&rules("100.18.0", "7.0.14"), None, &docs);
+        assert!(
+            new.iter().all(|i| i.severity != LintSeverity::Error),
+            "{new:?}"
+        );
+        // 100.17.0 knows setMultikeyMetadata and cu but not dropIdent.
+        let mid = lint_with(&rules("100.17.0", "7.0.14"), None, &docs);
+        let errors: Vec<&str> = mid
+            .iter()
+            .filter(|i| i.severity == LintSeverity::Error)
+            .map(|i| i.message.as_str())
+            .collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("dropIdent"), "{errors:?}");
+    }
+
+    /// SERVER-50301 (6.1): classic updates are refused; 8.1: no upsert of a
+    /// missing document.
+    #[test]
+    fn the_spare_release_decides_which_updates_apply() {
+        let s = Source::Slice;
+        let docs = [
+            (
+                doc! { "ts": ts(1, 1), "op": "u", "ns": "shop.orders", "o": { "$set": { "x": 1 } }, "o2": { "_id": 1 } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 2), "op": "u", "ns": "shop.orders", "o": { "$v": 2, "diff": { "u": { "x": 2 } } }, "o2": { "_id": 2 } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 3), "op": "u", "ns": "shop.orders", "o": { "_id": 1, "x": 3 }, "o2": { "_id": 1 } },
+                s,
+            ),
+        ];
+        let errors = |r: &Rules| -> Vec<String> {
+            lint_with(r, Some(&[1]), &docs)
+                .into_iter()
+                .filter(|i| i.severity == LintSeverity::Error)
+                .map(|i| i.code)
+                .collect()
+        };
+        assert_eq!(errors(&rules("100.18.0", "6.0.19")), Vec::<String>::new());
+        // _id 2 is not in the backup: from 6.2 applyOps no longer upserts it.
+        assert_eq!(
+            errors(&rules("100.18.0", "7.0.14")),
+            vec!["classic-update-refused", "update-of-missing-document"]
+        );
+        assert_eq!(
+            errors(&rules("100.18.0", "8.0.4")),
+            vec!["update-of-missing-document"]
+        );
     }
 
     fn codes(items: &[LintItem]) -> Vec<(&str, &str, u64)> {
@@ -504,6 +676,7 @@ mod tests {
 
     #[test]
     fn known_list_matches_mongo_tools() {
+        use crate::plan::versions::KNOWN_COMMANDS;
         assert_eq!(KNOWN_COMMANDS.len(), 17);
         assert!(!KNOWN_COMMANDS.contains(&"commitTransaction"));
         let _ = Op::Noop;

@@ -37,6 +37,9 @@
 //!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`;
 //! - `expected`: array of [`expect::ExpectedNs`] (`ns`, `exists`, `documents`,
 //!   `backup_documents`, `num_records`), or null with `expected_note` saying why;
+//! - `versions`: [`versions::Versions`]: the mongorestore and mongod releases whose
+//!   rules the lint applied (`mongorestore`, `mongod`) and where each came from
+//!   (`..._source`: `flag`, `binary`, `backup`, `default`);
 //! - `restore`: [`steps::RestoreSpec`], the inputs of the step commands;
 //! - `steps`: array of [`steps::Step`] (`number`, `title`, `commands` as argv
 //!   arrays with placeholders `<PORT>`, `<DBPATH>`, `<DUMP_DIR>`, `note`).
@@ -56,6 +59,7 @@ pub mod slice;
 pub mod steps;
 pub mod ts_json;
 pub mod until;
+pub mod versions;
 
 use serde::{Deserialize, Serialize};
 
@@ -111,6 +115,10 @@ pub struct RestorePlan {
     pub slice: SliceSection,
     pub expected: Option<Vec<ExpectedNs>>,
     pub expected_note: Option<String>,
+    /// The releases of mongorestore and mongod whose rules the lint applied, and
+    /// where each came from.
+    #[serde(default)]
+    pub versions: Option<versions::Versions>,
     pub restore: RestoreSpec,
     pub steps: Vec<Step>,
 }

@@ -8,25 +8,27 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Hint;
-use crate::exec::binaries::{Origin, Tool, ToolSearch};
+use crate::exec::binaries::{Origin, Tool};
 use crate::plan::steps::{self, shell_line, Step};
 use crate::plan::RestorePlan;
 
 use super::commands::{self, Values};
 use super::record::StepKind;
-use super::tools::locate;
+use super::tools::Probed;
 use super::workdir::WorkDir;
 
 /// The `format` of `--dry-run --json`.
 pub const FORMAT: &str = "pitr-replay-dry-run/1";
 
-/// One program. JSON: `tool`, `path` and `origin` (null when missing), `error` and
-/// `hint` (why it is missing).
+/// One program. JSON: `tool`, `path`, `origin` and `version` (null when missing),
+/// `standin` (pitr's test stand-in), `error` and `hint` (why it is missing).
 #[derive(Clone, Debug, Serialize)]
 pub struct DryBinary {
     pub tool: Tool,
     pub path: Option<PathBuf>,
     pub origin: Option<Origin>,
+    pub version: Option<String>,
+    pub standin: bool,
     pub error: Option<String>,
     pub hint: Option<String>,
 }
@@ -76,30 +78,34 @@ pub fn verdict(
     (crate::error::exit::OK, None)
 }
 
-/// The commands of `plan` with the binaries `search` finds.
+/// The commands of `plan` with the programs [`super::tools::probe`] found.
 pub fn prepare<'a>(
     plan: &'a RestorePlan,
     work: &WorkDir,
-    search: &ToolSearch,
+    probed: &[Probed],
     out: Option<&Path>,
     port: Option<u16>,
     pitr: &Path,
     ignore_lint_errors: bool,
 ) -> DryRun<'a> {
-    let binaries: Vec<DryBinary> = locate(search, out.is_some())
-        .into_iter()
-        .map(|l| match l.found {
-            Ok((path, origin)) => DryBinary {
-                tool: l.tool,
-                path: Some(path),
-                origin: Some(origin),
+    let binaries: Vec<DryBinary> = probed
+        .iter()
+        .map(|p| match &p.found {
+            Ok(b) => DryBinary {
+                tool: p.tool,
+                path: Some(b.path.clone()),
+                origin: Some(b.origin),
+                version: b.version.clone(),
+                standin: b.is_standin,
                 error: None,
                 hint: None,
             },
             Err(e) => DryBinary {
-                tool: l.tool,
+                tool: p.tool,
                 path: None,
                 origin: None,
+                version: None,
+                standin: false,
                 hint: e.hint(),
                 error: Some(e.to_string()),
             },
@@ -210,17 +216,23 @@ pub fn text(d: &DryRun<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Binaries  (located only: --dry-run starts no process, not even `--version`)"
+        "Binaries  (--dry-run runs nothing but each program's `--version`)"
     );
     for b in &d.binaries {
         match (&b.path, &b.error) {
             (Some(p), _) => {
                 let _ = writeln!(
                     s,
-                    "  {:<13} {} (from {})",
+                    "  {:<13} {:<10} {} (from {}){}",
                     b.tool.name(),
+                    b.version.as_deref().unwrap_or("?"),
                     p.display(),
-                    b.origin.map_or_else(String::new, |o| o.to_string())
+                    b.origin.map_or_else(String::new, |o| o.to_string()),
+                    if b.standin {
+                        "  STAND-IN (pitr's test stand-in)"
+                    } else {
+                        ""
+                    }
                 );
             }
             (None, e) => {

@@ -256,6 +256,7 @@ mod tests {
                 expect: true,
                 id_cap: 1_000_000,
                 sort_memory: 1 << 20,
+                versions: Default::default(),
             },
             &Quiet,
         )

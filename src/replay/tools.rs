@@ -1,9 +1,8 @@
 //! The MongoDB programs a replay runs: found once, versions read, stand-ins named.
 
-use std::path::PathBuf;
-
-use crate::exec::binaries::{BinaryError, Origin, Tool, ToolBinary, ToolSearch};
+use crate::exec::binaries::{BinaryError, Tool, ToolBinary, ToolSearch};
 use crate::exec::Cancel;
+use crate::plan::versions::{VersionHints, VersionSource};
 
 /// What every output says when a stand-in ran.
 pub const STANDIN_BANNER: &str = "STAND-IN: not a real MongoDB result";
@@ -18,22 +17,22 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// Locates `mongod`, `mongorestore` and (`need_dump`) `mongodump`, and reads
-    /// their versions (each `--version` is a short supervised child).
-    pub async fn find(
-        search: &ToolSearch,
-        need_dump: bool,
-        cancel: &Cancel,
-    ) -> Result<Tools, BinaryError> {
-        let mongod = search.find(Tool::Mongod, cancel).await?;
-        let mongorestore = search.find(Tool::Mongorestore, cancel).await?;
-        let mongodump = match need_dump {
-            true => Some(search.find(Tool::Mongodump, cancel).await?),
-            false => None,
-        };
+    /// The programs of a [`probe`], or the first one that is missing or broken.
+    pub fn from_probe(probed: Vec<Probed>) -> Result<Tools, BinaryError> {
+        let mut mongod = None;
+        let mut mongorestore = None;
+        let mut mongodump = None;
+        for p in probed {
+            let b = p.found?;
+            match p.tool {
+                Tool::Mongod => mongod = Some(b),
+                Tool::Mongorestore => mongorestore = Some(b),
+                Tool::Mongodump => mongodump = Some(b),
+            }
+        }
         Ok(Tools {
-            mongod,
-            mongorestore,
+            mongod: mongod.expect("probe always asks for mongod"),
+            mongorestore: mongorestore.expect("probe always asks for mongorestore"),
             mongodump,
         })
     }
@@ -54,25 +53,49 @@ impl Tools {
     }
 }
 
-/// `--dry-run`: where each program is, without running anything (not even
-/// `--version`).
-pub struct Located {
+/// One program as [`probe`] found it: located and its `--version` read, or why not.
+pub struct Probed {
     pub tool: Tool,
-    pub found: Result<(PathBuf, Origin), BinaryError>,
+    pub found: Result<ToolBinary, BinaryError>,
 }
 
-pub fn locate(search: &ToolSearch, need_dump: bool) -> Vec<Located> {
+/// Locates `mongod`, `mongorestore` and (`need_dump`) `mongodump` and reads their
+/// versions: each `--version` is a short supervised child, the only process a dry run
+/// starts. Their versions decide the plan's lint rules.
+pub async fn probe(search: &ToolSearch, need_dump: bool, cancel: &Cancel) -> Vec<Probed> {
     let mut tools = vec![Tool::Mongod, Tool::Mongorestore];
     if need_dump {
         tools.push(Tool::Mongodump);
     }
-    tools
-        .into_iter()
-        .map(|tool| Located {
+    let mut out = Vec::new();
+    for tool in tools {
+        out.push(Probed {
             tool,
-            found: search.locate(tool),
-        })
-        .collect()
+            found: search.find(tool, cancel).await,
+        });
+    }
+    out
+}
+
+/// The versions the programs report, for the plan's rules.
+pub fn version_hints(probed: &[Probed]) -> VersionHints {
+    let of = |t: Tool| {
+        probed
+            .iter()
+            .find(|p| p.tool == t)
+            .and_then(|p| p.found.as_ref().ok())
+            .map(|b| {
+                (
+                    b.version.clone().unwrap_or_else(|| b.version_line.clone()),
+                    VersionSource::Binary,
+                )
+            })
+    };
+    VersionHints {
+        mongorestore: of(Tool::Mongorestore),
+        mongod: of(Tool::Mongod),
+        backup_server: None,
+    }
 }
 
 /// One line per binary: `mongod  7.0.14  /path (from --mongodb-bin)  STAND-IN`.

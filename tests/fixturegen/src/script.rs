@@ -763,8 +763,7 @@ fn wipe(g: &mut Gen, e: &mut Event, step: u32) {
     };
     let kind = match g.rng.random_range(0..4) {
         0 => Wipe::ReplaceWithId,
-        1 => Wipe::Unset { v1: false },
-        2 => Wipe::Unset { v1: true },
+        1 | 2 => Wipe::Unset,
         _ => Wipe::DiffDelete,
     };
     let coll = &g.world.colls[c];

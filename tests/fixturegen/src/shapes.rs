@@ -1,7 +1,6 @@
 //! What documents and updates look like: one [`Shape`] per kind of collection
 //! (orders, customers, inventory, ...), with realistic small documents and the
-//! update forms a modern server logs (`$v:2` diffs, `$set` with or without `$v:1`,
-//! whole-document replacements).
+//! update forms a 5.1+ server logs (`$v:2` diffs and whole-document replacements).
 //!
 //! Every shape keeps one invariant the update generators rely on: documents are only
 //! changed in ways that keep later normal updates valid (an order's `items` array
@@ -352,8 +351,15 @@ impl Shape {
         )
     }
 
-    /// Writes the `o` field of a normal (non-destructive) update of document `l`.
-    /// `now_ms` is the time of the update.
+    /// Writes the `o` field of a normal (non-destructive) update of document `l`,
+    /// as a 5.1+ primary logs it: a `$v: 2` diff (sections in the server's order,
+    /// `d`, `u`, `i`, then `s<field>` sub-diffs: `doc_diff::DocumentSubDiffNode`),
+    /// or now and then a whole-document replacement. `now_ms` is the time of the
+    /// update. (Classic `$set` entries are what 4.4/5.0 primaries logged; servers
+    /// from 6.1 refuse them in applyOps, so a modern oplog never holds them.)
+    ///
+    /// The random stream is drawn exactly as before diffs were the only form, so
+    /// the traffic (and the documents counted) stays the same.
     pub fn write_update<R: Rng + ?Sized>(
         self,
         w: &mut BsonW,
@@ -362,8 +368,6 @@ impl Shape {
         seed: u64,
         l: Live,
     ) {
-        // Form: mostly $v:2 diffs (5.0+), some $set without $v (4.x and older
-        // drivers' replays), some $v:1, a few whole-document replacements.
         let form = rng.random_range(0..100);
         if form >= 95 && matches!(self, Shape::Order | Shape::Customer | Shape::Profile) {
             w.doc("o");
@@ -371,21 +375,16 @@ impl Shape {
             w.end();
             return;
         }
-        let diff = form < 70;
+        // Below 70 the old generator wrote diffs with extra shapes (array and insert
+        // sections); above it, `$set`s of the same fields: both are diffs now.
+        let rich = form < 70;
         w.doc("o");
-        if diff {
-            w.i32("$v", 2);
-            w.doc("diff");
-        } else {
-            if form >= 88 {
-                w.i32("$v", 1);
-            }
-            w.doc("$set");
-        }
+        w.i32("$v", 2);
+        w.doc("diff");
         match self {
             Shape::Order => {
                 let k = rng.random_range(0..3);
-                if diff && k == 2 {
+                if rich && k == 2 {
                     w.doc("sitems");
                     w.bool("a", true);
                     w.doc("u0");
@@ -398,7 +397,7 @@ impl Shape {
                     w.f64("price", rng.random_range(300..12_000) as f64 / 100.0);
                     w.end();
                     w.end();
-                } else if diff && k == 1 {
+                } else if rich && k == 1 {
                     w.doc("u");
                     w.str("status", "paid");
                     w.end();
@@ -406,45 +405,35 @@ impl Shape {
                     w.date("paidAt", now_ms);
                     w.end();
                 } else {
-                    if diff {
-                        w.doc("u");
-                    }
+                    w.doc("u");
                     w.str("status", pick(rng, &ORDER_STATUS[1..]));
                     w.date("updatedAt", now_ms);
-                    if diff {
-                        w.end();
-                    }
-                }
-            }
-            Shape::Customer => {
-                if diff {
-                    if rng.random_bool(0.5) {
-                        w.doc("u");
-                        w.str("tier", pick(rng, TIERS));
-                        w.end();
-                    } else {
-                        w.doc("i");
-                        w.date("lastLoginAt", now_ms);
-                        w.end();
-                    }
-                } else {
-                    w.str("tier", pick(rng, TIERS));
-                }
-            }
-            Shape::Inventory => {
-                if diff {
-                    w.doc("u");
-                }
-                w.i32("qty", rng.random_range(0..500));
-                w.date("updatedAt", now_ms);
-                if diff {
                     w.end();
                 }
             }
-            Shape::Payment => {
-                if diff {
+            Shape::Customer => {
+                if rich && rng.random_bool(0.5) {
                     w.doc("u");
+                    w.str("tier", pick(rng, TIERS));
+                    w.end();
+                } else if rich {
+                    w.doc("i");
+                    w.date("lastLoginAt", now_ms);
+                    w.end();
+                } else {
+                    w.doc("u");
+                    w.str("tier", pick(rng, TIERS));
+                    w.end();
                 }
+            }
+            Shape::Inventory => {
+                w.doc("u");
+                w.i32("qty", rng.random_range(0..500));
+                w.date("updatedAt", now_ms);
+                w.end();
+            }
+            Shape::Payment => {
+                w.doc("u");
                 w.str(
                     "status",
                     if rng.random_bool(0.8) {
@@ -453,46 +442,39 @@ impl Shape {
                         "refunded"
                     },
                 );
-                if diff {
-                    w.end();
-                }
+                w.end();
             }
             Shape::Profile => {
-                if diff {
-                    w.doc("sprefs");
-                    w.doc("u");
-                    w.str("lang", pick(rng, LANGS));
-                    w.end();
-                    w.end();
-                    w.doc("u");
-                    w.date("updatedAt", now_ms);
-                    w.end();
+                // `u` before the `sprefs` sub-diff: the server's section order.
+                let (field, value) = if rich {
+                    ("lang", pick(rng, LANGS))
                 } else {
-                    w.str("prefs.theme", pick(rng, THEMES));
-                    w.date("updatedAt", now_ms);
-                }
+                    ("theme", pick(rng, THEMES))
+                };
+                w.doc("u");
+                w.date("updatedAt", now_ms);
+                w.end();
+                w.doc("sprefs");
+                w.doc("u");
+                w.str(field, value);
+                w.end();
+                w.end();
             }
             Shape::PageView => {
-                if diff {
-                    w.doc("u");
-                }
+                w.doc("u");
                 w.i32("views", rng.random_range(1..9000));
                 w.i32("uniques", rng.random_range(1..1500));
-                if diff {
-                    w.end();
-                }
+                w.end();
             }
             Shape::Rollup => {
-                if diff {
-                    w.doc("u");
-                }
+                w.doc("u");
                 w.f64("value", rng.random_range(1_000..9_000_000) as f64 / 100.0);
-                if diff {
-                    w.end();
-                }
+                w.end();
             }
             Shape::SessionLog | Shape::Click | Shape::Event | Shape::Funnel => {
+                w.doc("u");
                 w.date("touchedAt", now_ms);
+                w.end();
             }
         }
         w.end();
@@ -508,19 +490,16 @@ impl Shape {
             Shape::Order => "shipTo",
             _ => "note",
         };
+        // The draw that once chose between a diff and a classic `$unset` is kept, so
+        // the random stream (and the traffic) stays the same: both are diffs now.
+        let _ = rng.random_bool(0.5);
         w.doc("o");
-        if rng.random_bool(0.5) {
-            w.i32("$v", 2);
-            w.doc("diff");
-            w.doc("d");
-            w.bool(field, false);
-            w.end();
-            w.end();
-        } else {
-            w.doc("$unset");
-            w.bool(field, true);
-            w.end();
-        }
+        w.i32("$v", 2);
+        w.doc("diff");
+        w.doc("d");
+        w.bool(field, false);
+        w.end();
+        w.end();
         w.end();
     }
 }
@@ -530,8 +509,9 @@ impl Shape {
 pub enum Wipe {
     /// A replacement that leaves only `{_id}`.
     ReplaceWithId,
-    /// `$unset` of the profile's content (with `$v:1` or without `$v`).
-    Unset { v1: bool },
+    /// What a user's `$unset` of the profile's content logs on a 5.1+ server: a
+    /// `$v:2` diff deleting those fields.
+    Unset,
     /// A `$v:2` diff with a `d` section.
     DiffDelete,
 }
@@ -541,14 +521,14 @@ pub fn write_wipe(w: &mut BsonW, kind: Wipe, l: Live) {
     w.doc("o");
     match kind {
         Wipe::ReplaceWithId => l.id.write(w, "_id"),
-        Wipe::Unset { v1 } => {
-            if v1 {
-                w.i32("$v", 1);
-            }
-            w.doc("$unset");
+        Wipe::Unset => {
+            w.i32("$v", 2);
+            w.doc("diff");
+            w.doc("d");
             for f in ["bio", "prefs", "avatarUrl"] {
-                w.bool(f, true);
+                w.bool(f, false);
             }
+            w.end();
             w.end();
         }
         Wipe::DiffDelete => {
@@ -605,6 +585,26 @@ mod tests {
         }
     }
 
+    /// `document_diff_serialization.cpp`: sections `d`, `u`, `i`, `b` in this order,
+    /// each at most once, then only `s<field>` sub-diffs (errors 4770503, 4770514).
+    fn assert_server_section_order(s: Shape, diff: &bson::Document) {
+        let rank = |k: &str| match k.as_bytes()[0] {
+            b'd' => 0,
+            b'u' => 1,
+            b'i' => 2,
+            b'b' => 3,
+            b's' => 4,
+            _ => panic!("{s:?}: unknown diff section `{k}` in {diff}"),
+        };
+        let ranks: Vec<u8> = diff.keys().map(|k| rank(k)).collect();
+        assert!(
+            ranks
+                .windows(2)
+                .all(|w| w[0] < w[1] || (w[0] == 4 && w[1] == 4)),
+            "{s:?}: {diff}"
+        );
+    }
+
     #[test]
     fn updates_are_valid_in_every_form() {
         let mut rng = MainRng::seed_from_u64(9);
@@ -627,8 +627,15 @@ mod tests {
                         !diff.contains_key("d"),
                         "normal updates never delete fields"
                     );
+                    assert_eq!(o.get_i32("$v").unwrap(), 2);
+                    assert_server_section_order(s, diff);
+                } else {
+                    // A replacement: it carries the document's _id.
+                    assert!(o.contains_key("_id"), "{s:?}: {o}");
                 }
-                assert!(!o.contains_key("$unset"));
+                assert!(!o
+                    .keys()
+                    .any(|k| k.starts_with("$set") || k.starts_with("$unset")));
             }
         }
         let mut w = BsonW::new();
