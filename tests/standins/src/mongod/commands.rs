@@ -1119,6 +1119,36 @@ fn update(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     Ok(ok(r))
 }
 
+/// The one pipeline update the stand-in runs: `[{$replaceRoot|$replaceWith: {newRoot:
+/// {$literal: D}}}]`, a replacement by `D` taken literally. mongorestore 100.12+ sends
+/// it after inserting a document that holds an empty timestamp to a server without
+/// `bypassEmptyTsReplacement` (mongo-tools `mongorestore/restore.go`
+/// `insertDocWithEmptyTimestamps`), because `$literal` keeps `Timestamp(0, 0)`.
+fn literal_replacement(stages: &[Bson]) -> CmdResult<Document> {
+    let not_implemented = || {
+        CmdError::new(
+            9,
+            "FailedToParse",
+            "pipeline-style updates other than [{$replaceRoot: {newRoot: {$literal: ...}}}] are not implemented by the pitr stand-in mongod",
+        )
+    };
+    let [Bson::Document(stage)] = stages else {
+        return Err(not_implemented());
+    };
+    let root = match (stage.get("$replaceRoot"), stage.get("$replaceWith")) {
+        (Some(Bson::Document(r)), None) => r.get("newRoot"),
+        (None, Some(r)) => Some(r),
+        _ => None,
+    };
+    match root {
+        Some(Bson::Document(d)) if d.len() == 1 => match d.get("$literal") {
+            Some(Bson::Document(lit)) => Ok(lit.clone()),
+            _ => Err(not_implemented()),
+        },
+        _ => Err(not_implemented()),
+    }
+}
+
 fn update_one_statement(
     st: &mut State,
     db: &str,
@@ -1128,13 +1158,7 @@ fn update_one_statement(
     let q = sub_doc(u, "q")?;
     let spec = match u.get("u") {
         Some(Bson::Document(d)) => d.clone(),
-        Some(Bson::Array(_)) => {
-            return Err(CmdError::new(
-                9,
-                "FailedToParse",
-                "pipeline-style updates are not implemented by the pitr stand-in mongod",
-            ))
-        }
+        Some(Bson::Array(stages)) => literal_replacement(stages)?,
         _ => {
             return Err(CmdError::new(
                 9,

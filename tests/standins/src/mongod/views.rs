@@ -68,15 +68,17 @@ fn is_view_error(db: &str, name: &str) -> CmdError {
     )
 }
 
-/// Writes the `insert`/`update`/`delete` commands may not do: to a view, to a
-/// time-series view (stand-in: bucketing is not implemented), to `system.views`
-/// (`userAllowedWriteNS`, `src/mongo/db/ops/insert.cpp`).
+/// Writes the `insert`/`update`/`delete` commands may not do: to `system.views`,
+/// `system.profile` or (on a replica set) `local.oplog.rs` (`userAllowedWriteNS`,
+/// `src/mongo/db/ops/insert.cpp`), to a view, or to a time-series view (stand-in:
+/// bucketing is not implemented).
 pub fn check_writable(st: &State, db: &str, coll: &str) -> CmdResult<()> {
-    if coll == "system.views" || coll == "system.profile" {
+    let oplog = db == "local" && coll == "oplog.rs" && st.mode == super::state::Mode::Replset;
+    if coll == "system.views" || coll == "system.profile" || oplog {
         return Err(CmdError::new(
             73,
             "InvalidNamespace",
-            format!("cannot write to '{db}.{coll}'"),
+            format!("cannot write to {db}.{coll}"),
         ));
     }
     if timeseries_options(st, db, coll).is_some() {
