@@ -317,3 +317,345 @@ async fn dump_and_restore_round_trip_in_every_form() {
         );
     }
 }
+
+/// A small dump written here: `app.c` with `_id` 1..=3 and `other.d` with `_id` 1.
+fn small_dump(root: &Path) -> std::path::PathBuf {
+    let dir = root.join("small");
+    let meta = r#"{"options":{},"indexes":[{"v":2,"key":{"_id":1},"name":"_id_"},{"v":2,"key":{"k":1},"name":"k_1"}],"uuid":"0123456789abcdef0123456789abcdef","collectionName":"c","type":"collection"}"#;
+    write_coll(
+        &dir,
+        "app",
+        "c",
+        &[
+            doc! {"_id": 1, "k": "a"},
+            doc! {"_id": 2, "k": "b"},
+            doc! {"_id": 3, "k": "c"},
+        ],
+        Some(meta),
+    );
+    write_coll(&dir, "other", "d", &[doc! {"_id": 1}], None);
+    dir
+}
+
+/// `--drop`, `--preserveUUID`, `--nsInclude`, `--nsFrom/--nsTo`.
+#[tokio::test]
+async fn restore_drop_preserve_uuid_and_namespace_options() {
+    let tools = tools_or_skip("restore_drop_preserve_uuid_and_namespace_options");
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = small_dump(tmp.path());
+    let dump = dump.to_str().unwrap();
+    for t in &tools {
+        let v = &t.version;
+        // --drop replaces what is there, --preserveUUID keeps the dump's UUID.
+        let m = mongod("replset", None);
+        let c = common::client(m.port).await;
+        c.database("app")
+            .collection::<Document>("c")
+            .insert_many(vec![doc! {"_id": 1, "k": "old"}, doc! {"_id": 50}])
+            .await
+            .unwrap();
+        let out = t.restore(&m, &["--drop", "--preserveUUID", dump]);
+        expect_exit(&out, 0, &format!("{v} --drop --preserveUUID"));
+        assert_eq!(
+            docs(&c, "app", "c").await,
+            vec![
+                doc! {"_id": 1, "k": "a"},
+                doc! {"_id": 2, "k": "b"},
+                doc! {"_id": 3, "k": "c"}
+            ],
+            "{v}"
+        );
+        let info = collections(&c, "app").await[0]
+            .get_document("info")
+            .unwrap()
+            .clone();
+        let Some(Bson::Binary(uuid)) = info.get("uuid") else {
+            panic!("{v}: no uuid in {info}");
+        };
+        assert_eq!(
+            uuid.bytes
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+            "0123456789abcdef0123456789abcdef",
+            "{v}: --preserveUUID"
+        );
+        assert_eq!(
+            index_names(&c, "app", "c").await,
+            vec!["_id_", "k_1"],
+            "{v}"
+        );
+        // --preserveUUID without --drop is refused by the tool itself.
+        let out = t.restore(&m, &["--preserveUUID", dump]);
+        expect_exit(&out, 1, &format!("{v} --preserveUUID alone"));
+        assert!(
+            text(&out).contains("cannot specify --preserveUUID without --drop"),
+            "{}",
+            text(&out)
+        );
+
+        // --nsInclude restores only what matches.
+        let m = mongod("standalone", None);
+        let c = common::client(m.port).await;
+        let out = t.restore(&m, &["--nsInclude", "other.*", dump]);
+        expect_exit(&out, 0, &format!("{v} --nsInclude"));
+        assert_eq!(restore_counts(&out), (1, 0));
+        assert_eq!(count(&c, "other", "d").await, 1);
+        assert_eq!(
+            count(&c, "app", "c").await,
+            0,
+            "{v}: app.c was not included"
+        );
+
+        // --nsFrom/--nsTo rename.
+        let out = t.restore(&m, &["--nsFrom", "app.*", "--nsTo", "renamed.*", dump]);
+        expect_exit(&out, 0, &format!("{v} --nsFrom/--nsTo"));
+        assert_eq!(count(&c, "renamed", "c").await, 3, "{v}");
+        assert_eq!(count(&c, "app", "c").await, 0, "{v}");
+        assert_eq!(
+            index_names(&c, "renamed", "c").await,
+            vec!["_id_", "k_1"],
+            "{v}"
+        );
+    }
+}
+
+/// Duplicate `_id`s: each is a write error 11000 from the server; without
+/// `--stopOnError` mongorestore logs `continuing through error: E11000 ...`, counts
+/// the failures and exits 0; with it, it prints `Failed: ...` and exits 1. Both
+/// releases end with the same count line.
+#[tokio::test]
+async fn duplicate_keys_are_reported_like_the_real_tools_do() {
+    let tools = tools_or_skip("duplicate_keys_are_reported_like_the_real_tools_do");
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = small_dump(tmp.path());
+    let dump = dump.to_str().unwrap();
+    for t in &tools {
+        let v = &t.version;
+        let m = mongod("standalone", None);
+        let c = common::client(m.port).await;
+        c.database("app")
+            .collection::<Document>("c")
+            .insert_many(vec![
+                doc! {"_id": 1, "k": "kept"},
+                doc! {"_id": 3, "k": "kept"},
+            ])
+            .await
+            .unwrap();
+        let out = t.restore(&m, &["--nsInclude", "app.*", dump]);
+        expect_exit(&out, 0, &format!("{v} duplicates without --stopOnError"));
+        let all = text(&out);
+        assert!(all.contains("continuing through error: E11000 duplicate key error collection: app.c index: _id_ dup key: { _id: 1 }"), "{all}");
+        assert!(
+            all.contains(&format!(
+                "finished restoring {} (1 document, 2 failures)",
+                t.q("app.c")
+            )),
+            "{all}"
+        );
+        assert!(
+            all.contains("1 document(s) restored successfully. 2 document(s) failed to restore."),
+            "{all}"
+        );
+        assert_eq!(
+            docs(&c, "app", "c").await,
+            vec![
+                doc! {"_id": 1, "k": "kept"},
+                doc! {"_id": 2, "k": "b"},
+                doc! {"_id": 3, "k": "kept"}
+            ],
+            "{v}: the existing documents are untouched"
+        );
+
+        // --stopOnError still sends the batch unordered (`ordered: false`): `_id` 2
+        // goes in although `_id` 1 failed before it; the counts are exact.
+        let m = mongod("standalone", None);
+        let c = common::client(m.port).await;
+        c.database("app")
+            .collection::<Document>("c")
+            .insert_many(vec![
+                doc! {"_id": 1, "k": "kept"},
+                doc! {"_id": 3, "k": "kept"},
+            ])
+            .await
+            .unwrap();
+        let out = t.restore(&m, &["--nsInclude", "app.*", "--stopOnError", dump]);
+        expect_exit(&out, 1, &format!("{v} duplicates with --stopOnError"));
+        assert_eq!(count(&c, "app", "c").await, 3, "{v}: `_id` 2 was inserted");
+        let all = text(&out);
+        assert!(
+            all.contains("Failed: app.c: error restoring from ")
+                && all.contains(
+                    "E11000 duplicate key error collection: app.c index: _id_ dup key: { _id: 1 }"
+                ),
+            "{all}"
+        );
+        assert_eq!(restore_counts(&out), (1, 2), "{v}: {all}");
+    }
+}
+
+/// Buckets of a time-series collection hold one entry per measurement under
+/// `data.<timeField>`: the measurement count, computed from the buckets.
+async fn measurements(c: &mongodb::Client, db: &str, buckets: &str, time_field: &str) -> usize {
+    docs(c, db, buckets)
+        .await
+        .iter()
+        .map(|b| {
+            b.get_document("data")
+                .and_then(|d| d.get_document(time_field))
+                .map(|t| t.len())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// Dumps recorded from real servers, with the answers mongo-tools' own tests expect
+/// (`mongorestore/oplog_test.go`, `mongorestore_test.go`,
+/// `mongorestore_archive_test.go`).
+#[tokio::test]
+async fn peer_dumps_restore_with_their_known_answers() {
+    let test = "peer_dumps_restore_with_their_known_answers";
+    let tools = tools_or_skip(test);
+    let Some(peer) = peer_or_skip(test) else {
+        return;
+    };
+    let td = peer.join("mongorestore/testdata");
+    let p = |rel: &str| td.join(rel).display().to_string();
+    for t in &tools {
+        let v = &t.version;
+        // TestOplogRestore: 5 dumped + 5 inserted by the oplog (one inside a
+        // non-transaction applyOps) = 10.
+        let m = mongod("replset", None);
+        let out = t.restore(
+            &m,
+            &["--oplogReplay", "--drop", "--preserveUUID", &p("oplogdump")],
+        );
+        expect_exit(&out, 0, &format!("{v} oplogdump"));
+        let c = common::client(m.port).await;
+        assert_eq!(count(&c, "db1", "c1").await, 10, "{v} oplogdump");
+
+        // TestOplogRestoreWithDuplicateIndexKeys: 2 dumped, one deleted, the other
+        // re-inserted by the oplog (an existing _id: replaced) = 1.
+        let m = mongod("replset", None);
+        let out = t.restore(
+            &m,
+            &[
+                "--oplogReplay",
+                "--drop",
+                &p("duplicate_index_key_with_oplog"),
+            ],
+        );
+        expect_exit(&out, 0, &format!("{v} duplicate_index_key_with_oplog"));
+        let c = common::client(m.port).await;
+        assert_eq!(count(&c, "test", "foo").await, 1, "{v}");
+        assert_eq!(
+            index_names(&c, "test", "foo").await,
+            vec!["_id_", "a_1"],
+            "{v}"
+        );
+
+        // The time-series dump with 872 `$v:2` diff updates on its buckets: 10 buckets
+        // restored, 2164 measurements once the oplog is replayed.
+        let m = mongod("replset", None);
+        let out = t.restore(
+            &m,
+            &["--oplogReplay", &p("timeseries_tests/ts_dump_with_oplog")],
+        );
+        expect_exit(&out, 0, &format!("{v} ts_dump_with_oplog"));
+        assert_eq!(restore_counts(&out), (10, 0), "{v}");
+        assert!(
+            text(&out).contains("applied 872 oplog entries"),
+            "{}",
+            text(&out)
+        );
+        let c = common::client(m.port).await;
+        assert_eq!(
+            count(&c, "timeseries_test", "system.buckets.foo_ts").await,
+            10
+        );
+        assert_eq!(
+            measurements(&c, "timeseries_test", "system.buckets.foo_ts", "ts").await,
+            2164,
+            "{v}: measurements after the diffs"
+        );
+        let names: Vec<(String, String)> = collections(&c, "timeseries_test")
+            .await
+            .iter()
+            .map(|d| {
+                (
+                    d.get_str("name").unwrap().into(),
+                    d.get_str("type").unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("foo_ts", "timeseries"),
+                ("system.buckets.foo_ts", "collection"),
+                ("system.views", "collection")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .to_vec(),
+            "{v}"
+        );
+
+        // The same time-series collection from a 5.0 archive.
+        let m = mongod("replset", None);
+        let out = t.restore(
+            &m,
+            &[&format!("--archive={}", p("timeseries_tests/dump.archive"))],
+        );
+        expect_exit(&out, 0, &format!("{v} timeseries dump.archive"));
+        assert_eq!(restore_counts(&out), (10, 0), "{v}");
+        let c = common::client(m.port).await;
+        assert_eq!(
+            index_names(&c, "timeseries_test", "foo_ts").await,
+            vec!["meta.device_1", "meta_1_ts_1", "ts_1_meta.device_1"],
+            "{v}: the dump's indexes plus 7.0's default {{meta, time}} index"
+        );
+
+        // TestMongorestoreArchiveWithOplog and the 3.4 archive of test.bar.
+        let m = mongod("replset", None);
+        let out = t.restore(
+            &m,
+            &[
+                "--oplogReplay",
+                "--drop",
+                &format!("--archive={}", p("dump-w-oplog.archive")),
+            ],
+        );
+        expect_exit(&out, 0, &format!("{v} dump-w-oplog.archive"));
+        let (ok, failed) = restore_counts(&out);
+        assert!(ok > 0 && failed == 0, "{v}: {}", text(&out));
+        let m = mongod("standalone", None);
+        let out = t.restore(&m, &[&format!("--archive={}", p("test.bar.archive"))]);
+        expect_exit(&out, 0, &format!("{v} test.bar.archive"));
+        let c = common::client(m.port).await;
+        assert_eq!(
+            count(&c, "test", "bar").await,
+            restore_counts(&out).0,
+            "{v}"
+        );
+        // 100.12+ warns about the version gap; 100.11 says nothing.
+        assert_eq!(
+            text(&out).contains("Cross-version dump & restore is unsupported"),
+            t.ver >= (100, 12, 0),
+            "{v}: {}",
+            text(&out)
+        );
+
+        // A --gzip directory with prelude.json.gz: neither release reads the prelude
+        // of a directory (both say they don't know what to do with it).
+        let m = mongod("standalone", None);
+        let out = t.restore(&m, &["--gzip", &p("prelude_test/prelude_gzip")]);
+        expect_exit(&out, 0, &format!("{v} prelude_gzip"));
+        assert!(
+            text(&out).contains("don't know what to do with file"),
+            "{}",
+            text(&out)
+        );
+        let c = common::client(m.port).await;
+        assert_eq!(count(&c, "test", "foo").await, 1, "{v}");
+    }
+}
