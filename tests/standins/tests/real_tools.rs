@@ -659,3 +659,452 @@ async fn peer_dumps_restore_with_their_known_answers() {
         assert_eq!(count(&c, "test", "foo").await, 1, "{v}");
     }
 }
+
+/// `mongodump -d local -c oplog.rs` writes the server's oplog entries byte for byte,
+/// in natural order: for peer oplogs loaded through `PITR_STANDIN_OPLOG` (one of them
+/// not sorted by `ts`, one of 872 entries, more than a first batch) the dumped file
+/// is the loaded file. pitr compares its own `dump-oplog` output with this file.
+#[test]
+fn mongodump_of_local_oplog_rs_is_the_oplog_byte_for_byte() {
+    let test = "mongodump_of_local_oplog_rs_is_the_oplog_byte_for_byte";
+    let tools = tools_or_skip(test);
+    let Some(peer) = peer_or_skip(test) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for t in &tools {
+        for rel in [
+            "mongorestore/testdata/commit_indexes_build/oplog.bson",
+            "mongorestore/testdata/timeseries_tests/ts_dump_with_oplog/oplog.bson",
+        ] {
+            let src = peer.join(rel);
+            let m = common::start_mongod(
+                &[],
+                &[
+                    ("PITR_STANDIN_MODE", "replset"),
+                    ("PITR_STANDIN_OPLOG", src.to_str().unwrap()),
+                ],
+            );
+            let out_dir = tmp
+                .path()
+                .join(format!("{}-{}", t.version, rel.replace('/', "_")));
+            let out = t.dump(
+                &m,
+                &[
+                    "-d",
+                    "local",
+                    "-c",
+                    "oplog.rs",
+                    &format!("--out={}", out_dir.display()),
+                ],
+            );
+            expect_exit(&out, 0, &format!("{} dump {rel}", t.version));
+            let dumped = std::fs::read(out_dir.join("local/oplog.rs.bson")).unwrap();
+            assert!(
+                dumped == std::fs::read(&src).unwrap(),
+                "{} {rel}: the dumped oplog differs from the loaded one",
+                t.version
+            );
+        }
+    }
+}
+
+/// `mongodump --oplog` against a replica set writes `oplog.bson` (the newest entry
+/// before the dump to the newest after it); `--db`/`--collection` dump one
+/// namespace; a standalone or a mongos refuses `--oplog` with the tools' own errors.
+#[tokio::test]
+async fn mongodump_oplog_and_namespace_selection() {
+    let tools = tools_or_skip("mongodump_oplog_and_namespace_selection");
+    let tmp = tempfile::tempdir().unwrap();
+    let src = mongod("replset", None);
+    let c = common::client(src.port).await;
+    c.database("a")
+        .collection::<Document>("x")
+        .insert_many(vec![doc! {"_id": 1}, doc! {"_id": 2}])
+        .await
+        .unwrap();
+    c.database("b")
+        .collection::<Document>("y")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .unwrap();
+    for t in &tools {
+        let v = &t.version;
+        let out_dir = tmp.path().join(format!("{v}-oplog"));
+        let out = t.dump(&src, &["--oplog", &format!("--out={}", out_dir.display())]);
+        expect_exit(&out, 0, &format!("{v} --oplog"));
+        let oplog = raw_docs(&out_dir.join("oplog.bson"));
+        assert_eq!(
+            oplog.len(),
+            1,
+            "{v}: no write during the dump: only the newest entry"
+        );
+        let last = bson::Document::from_reader(&mut &oplog[0][..]).unwrap();
+        assert_eq!(last.get_str("ns").unwrap(), "b.y", "{v}: {last}");
+        assert_eq!(raw_docs(&out_dir.join("a/x.bson")).len(), 2);
+        assert!(
+            !out_dir.join("local").exists(),
+            "{v}: a full dump leaves out `local`"
+        );
+
+        let out_dir = tmp.path().join(format!("{v}-one"));
+        let out = t.dump(
+            &src,
+            &[
+                "--db",
+                "a",
+                "--collection",
+                "x",
+                &format!("--out={}", out_dir.display()),
+            ],
+        );
+        expect_exit(&out, 0, &format!("{v} --db --collection"));
+        assert!(
+            out_dir.join("a/x.bson").is_file() && !out_dir.join("b").exists(),
+            "{v}"
+        );
+        assert!(
+            text(&out).contains(&format!("done dumping {} (2 documents)", t.q("a.x"))),
+            "{}",
+            text(&out)
+        );
+
+        let m = mongod("standalone", None);
+        let out = t.dump(
+            &m,
+            &[
+                "--oplog",
+                &format!("--out={}", tmp.path().join("no").display()),
+            ],
+        );
+        expect_exit(&out, 1, &format!("{v} --oplog on a standalone"));
+        assert!(
+            text(&out).contains("Failed: error getting oplog start: error getting recent oplog entry: mongo: no documents in result"),
+            "{}",
+            text(&out)
+        );
+        let m = mongod("mongos", None);
+        let out = t.dump(
+            &m,
+            &[
+                "--oplog",
+                &format!("--out={}", tmp.path().join("no").display()),
+            ],
+        );
+        expect_exit(&out, 1, &format!("{v} --oplog on a mongos"));
+        assert!(
+            text(&out).contains("Failed: can't use --oplog option when dumping from a mongos"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// A dump of `app.c` = `{_id: 1, a: 1}` with a one-entry oplog.
+fn dump_with_entry(root: &Path, name: &str, entry: Document) -> String {
+    let dir = root.join(name);
+    write_coll(&dir, "app", "c", &[doc! {"_id": 1, "a": 1}], None);
+    common::write_bson(&dir.join("oplog.bson"), &[entry]);
+    dir.display().to_string()
+}
+
+fn update_entry(id: i32, o: Document) -> Document {
+    doc! {"ts": ts(10, 1), "t": 1i64, "v": 2, "op": "u", "ns": "app.c", "o2": {"_id": id}, "o": o}
+}
+
+/// The same replay against the releases the stand-in can play
+/// (`PITR_STANDIN_VERSION`): a `$v:1` (or unversioned) `$set` applies on 6.0 and 8.0
+/// and is refused by 7.0 (4772600); an update of a missing document is upserted by
+/// 6.0 (`alwaysUpsert` defaults to true) and fails the restore on 7.0 and 8.0.
+#[tokio::test]
+async fn replay_depends_on_the_claimed_server_release() {
+    let tools = tools_or_skip("replay_depends_on_the_claimed_server_release");
+    let tmp = tempfile::tempdir().unwrap();
+    let v1 = dump_with_entry(
+        tmp.path(),
+        "v1",
+        update_entry(1, doc! {"$v": 1, "$set": {"b": 2}}),
+    );
+    let bare = dump_with_entry(tmp.path(), "bare", update_entry(1, doc! {"$set": {"b": 2}}));
+    let missing = dump_with_entry(
+        tmp.path(),
+        "missing",
+        update_entry(7, doc! {"$v": 2, "diff": {"i": {"b": 2}}}),
+    );
+    for t in &tools {
+        for server in ["6.0.16", "7.0.14", "8.0.4"] {
+            let what = format!("tools {} server {server}", t.version);
+            for dump in [&v1, &bare] {
+                let m = mongod("replset", Some(server));
+                let out = t.restore(&m, &["--oplogReplay", dump]);
+                let c = common::client(m.port).await;
+                if server.starts_with("7.") {
+                    expect_exit(&out, 1, &what);
+                    assert!(
+                        text(&out).contains("Failed: restore error: error applying oplog: applyOps: (Location4772600) Expected _id field or $v:2"),
+                        "{what}: {}",
+                        text(&out)
+                    );
+                    assert_eq!(
+                        docs(&c, "app", "c").await,
+                        vec![doc! {"_id": 1, "a": 1}],
+                        "{what}"
+                    );
+                } else {
+                    expect_exit(&out, 0, &what);
+                    assert_eq!(
+                        docs(&c, "app", "c").await,
+                        vec![doc! {"_id": 1, "a": 1, "b": 2}],
+                        "{what}"
+                    );
+                }
+            }
+            let m = mongod("replset", Some(server));
+            let out = t.restore(&m, &["--oplogReplay", &missing]);
+            let c = common::client(m.port).await;
+            if server.starts_with("6.") {
+                expect_exit(&out, 0, &what);
+                assert_eq!(
+                    docs(&c, "app", "c").await,
+                    vec![doc! {"_id": 1, "a": 1}, doc! {"_id": 7, "b": 2}],
+                    "{what}: upserted"
+                );
+            } else {
+                expect_exit(&out, 1, &what);
+                assert!(
+                    text(&out).contains(
+                        "applyOps: (UnknownError) applyOps had one or more errors applying ops"
+                    ),
+                    "{what}: {}",
+                    text(&out)
+                );
+                assert_eq!(count(&c, "app", "c").await, 1, "{what}");
+            }
+            // The count line still counts the dump's document.
+            assert_eq!(restore_counts(&out), (1, 0), "{what}");
+        }
+    }
+}
+
+/// `Timestamp(0, 0)` at the top level of a document is replaced by the server on
+/// insert (`fixDocumentForInsert`) unless the insert says `bypassEmptyTsReplacement`.
+/// 100.12+ sends it to servers that know it (8.0, 7.0.13+, 6.0.17+) and otherwise
+/// inserts then rewrites the document with a `$replaceRoot`/`$literal` update: the
+/// value survives either way. 100.11 does neither: the restored value is a fresh
+/// cluster time. Nested empty timestamps are never touched.
+#[tokio::test]
+async fn empty_timestamps_survive_only_with_newer_tools() {
+    let tools = tools_or_skip("empty_timestamps_survive_only_with_newer_tools");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ts");
+    let original = doc! {"_id": 1, "t": ts(0, 0), "sub": {"t": ts(0, 0)}};
+    write_coll(
+        &dir,
+        "app",
+        "t",
+        &[original.clone(), doc! {"_id": 2, "t": ts(7, 7)}],
+        None,
+    );
+    for t in &tools {
+        for server in ["6.0.16", "6.0.17", "7.0.12", "7.0.14", "8.0.4"] {
+            let what = format!("tools {} server {server}", t.version);
+            let m = mongod("standalone", Some(server));
+            let out = t.restore(&m, &[dir.to_str().unwrap()]);
+            expect_exit(&out, 0, &what);
+            assert_eq!(restore_counts(&out), (2, 0), "{what}");
+            let c = common::client(m.port).await;
+            let got = docs(&c, "app", "t").await;
+            assert_eq!(got[1], doc! {"_id": 2, "t": ts(7, 7)}, "{what}");
+            if t.knows_empty_timestamps() {
+                assert_eq!(got[0], original, "{what}");
+            } else {
+                assert_eq!(
+                    got[0].get_document("sub").unwrap(),
+                    &doc! {"t": ts(0, 0)},
+                    "{what}"
+                );
+                match got[0].get("t") {
+                    Some(Bson::Timestamp(x)) => assert!(x.time > 0, "{what}: {x:?}"),
+                    other => panic!("{what}: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+/// `local.*` collections are restored like any other, except `local.oplog.rs` on a
+/// replica set: the server refuses the write ("cannot write to local.oplog.rs") and
+/// mongorestore fails. `admin.system.version` in a dump is read for the auth schema,
+/// never restored as data.
+#[tokio::test]
+async fn local_collections_and_system_version() {
+    let tools = tools_or_skip("local_collections_and_system_version");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("local");
+    write_coll(&dir, "local", "stuff", &[doc! {"_id": 1, "a": "x"}], None);
+    write_coll(
+        &dir,
+        "admin",
+        "system.version",
+        &[
+            doc! {"_id": "featureCompatibilityVersion", "version": "6.0"},
+            doc! {"_id": "authSchema", "currentVersion": 5},
+        ],
+        None,
+    );
+    write_coll(&dir, "admin", "other", &[doc! {"_id": 1}], None);
+    let with_oplog = tmp.path().join("local_oplog");
+    write_coll(
+        &with_oplog,
+        "local",
+        "oplog.rs",
+        &[doc! {"ts": ts(5, 1), "op": "n", "ns": "", "o": {"msg": "x"}}],
+        None,
+    );
+    for t in &tools {
+        let v = &t.version;
+        let m = mongod("replset", None);
+        let out = t.restore(&m, &[dir.to_str().unwrap()]);
+        expect_exit(&out, 0, v);
+        assert_eq!(
+            restore_counts(&out),
+            (2, 0),
+            "{v}: local.stuff and admin.other"
+        );
+        let c = common::client(m.port).await;
+        assert_eq!(
+            docs(&c, "local", "stuff").await,
+            vec![doc! {"_id": 1, "a": "x"}]
+        );
+        let sv = docs(&c, "admin", "system.version").await;
+        assert_eq!(
+            sv,
+            vec![doc! {"_id": "featureCompatibilityVersion", "version": "7.0"}],
+            "{v}"
+        );
+
+        let out = t.restore(&m, &[with_oplog.to_str().unwrap()]);
+        expect_exit(&out, 1, &format!("{v} local/oplog.rs.bson"));
+        assert!(
+            text(&out).contains("(InvalidNamespace) cannot write to local.oplog.rs"),
+            "{}",
+            text(&out)
+        );
+    }
+}
+
+/// Users and roles: mongorestore loads them into `admin.tempusers`/`temproles`,
+/// then `_mergeAuthzCollections` merges (keeping existing users) or, with `--drop`,
+/// replaces; `admin.system.version` gets the `authSchema` document.
+#[tokio::test]
+async fn users_and_roles_merge_like_the_server() {
+    let tools = tools_or_skip("users_and_roles_merge_like_the_server");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("users");
+    let user = |u: &str, db: &str, tag: &str| {
+        doc! {"_id": format!("{db}.{u}"), "user": u, "db": db, "credentials": {}, "roles": [], "tag": tag}
+    };
+    write_coll(
+        &dir,
+        "admin",
+        "system.users",
+        &[user("alice", "admin", "dump"), user("bob", "app", "dump")],
+        None,
+    );
+    write_coll(
+        &dir,
+        "admin",
+        "system.roles",
+        &[doc! {"_id": "app.reader", "role": "reader", "db": "app", "privileges": [], "roles": []}],
+        None,
+    );
+    write_coll(
+        &dir,
+        "admin",
+        "system.version",
+        &[doc! {"_id": "authSchema", "currentVersion": 5}],
+        None,
+    );
+    for t in &tools {
+        let v = &t.version;
+        let m = mongod("replset", None);
+        let c = common::client(m.port).await;
+        c.database("admin")
+            .collection::<Document>("tempusers")
+            .insert_many(vec![
+                user("bob", "app", "server"),
+                user("carol", "app", "server"),
+            ])
+            .await
+            .unwrap();
+        c.database("admin").run_command(doc! {"_mergeAuthzCollections": 1, "tempUsersCollection": "admin.tempusers", "drop": false, "db": ""}).await.unwrap();
+        c.database("admin")
+            .collection::<Document>("tempusers")
+            .drop()
+            .await
+            .unwrap();
+
+        let out = t.restore(&m, &[dir.to_str().unwrap()]);
+        expect_exit(&out, 0, &format!("{v} merge"));
+        assert!(
+            text(&out).contains("restoring users from"),
+            "{}",
+            text(&out)
+        );
+        let tags: Vec<(String, String)> = docs(&c, "admin", "system.users")
+            .await
+            .iter()
+            .map(|d| {
+                (
+                    d.get_str("_id").unwrap().into(),
+                    d.get_str("tag").unwrap().into(),
+                )
+            })
+            .collect();
+        let want = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            tags,
+            want(&[
+                ("admin.alice", "dump"),
+                ("app.bob", "server"),
+                ("app.carol", "server")
+            ]),
+            "{v}: merge keeps existing users"
+        );
+        assert_eq!(count(&c, "admin", "system.roles").await, 1);
+        assert!(
+            collections(&c, "admin")
+                .await
+                .iter()
+                .all(|d| !d.get_str("name").unwrap().starts_with("temp")),
+            "{v}: temp collections dropped"
+        );
+        let schema = docs(&c, "admin", "system.version").await;
+        assert!(
+            schema.contains(&doc! {"_id": "authSchema", "currentVersion": 5}),
+            "{v}: {schema:?}"
+        );
+
+        let out = t.restore(&m, &["--drop", dir.to_str().unwrap()]);
+        expect_exit(&out, 0, &format!("{v} --drop"));
+        let tags: Vec<(String, String)> = docs(&c, "admin", "system.users")
+            .await
+            .iter()
+            .map(|d| {
+                (
+                    d.get_str("_id").unwrap().into(),
+                    d.get_str("tag").unwrap().into(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            tags,
+            want(&[("admin.alice", "dump"), ("app.bob", "dump")]),
+            "{v}: --drop replaces all users"
+        );
+    }
+}
