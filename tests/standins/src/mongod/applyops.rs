@@ -22,6 +22,8 @@
 //! - a `ui` must name the entry's `ns` (7.0+: 3318200 "... point to different
 //!   collections"; pinned from the newest source, assumed for 7.0); on 6.0 the
 //!   collection is looked up by `ui`;
+//! - on 6.0 a CRUD-only applyOps is atomic (`allowAtomic`, default true): a failing
+//!   op undoes the others and the command fails with that op's own error;
 //! - commands swallow their "acceptable" errors (create: NamespaceExists; drop,
 //!   dropIndexes, collMod: NamespaceNotFound; renameCollection: NamespaceNotFound,
 //!   NamespaceExists; dropIndexes, collMod: IndexNotFound), and a `dropDatabase` must be
@@ -490,13 +492,47 @@ pub fn apply_ops_command(st: &mut State, cmd: &Document) -> Result<Document, Doc
             "dropDatabase in an applyOps must be the only entry",
         )));
     }
+    // 6.0 (before 6.2) applies a CRUD-only applyOps atomically unless `allowAtomic:
+    // false`: one failing op undoes the others and fails the command with its own
+    // error, every result false (`applyOps` in apply_ops.cpp@ab5428c1). A missing
+    // collection raises AtomicityFailure there, and the ops are retried one by one,
+    // which is what the non-atomic path below does anyway.
+    let crud_only = ops
+        .iter()
+        .all(|op| matches!(op.get_str("op"), Ok("i" | "u" | "d" | "n")));
+    let atomic = st.version.apply_ops_always_upsert()
+        && crud_only
+        && !matches!(cmd.get("allowAtomic"), Some(Bson::Boolean(false)));
+    let missing_coll = ops.iter().any(|op| {
+        matches!(op.get_str("op"), Ok("i" | "u"))
+            && op
+                .get_str("ns")
+                .map(|ns| {
+                    let (d, c) = split_ns(ns);
+                    !st.store.exists(d, c)
+                })
+                .unwrap_or(false)
+    });
+    let snapshot = (atomic && !missing_coll).then(|| (st.store.clone(), st.last_ts));
     let mut results: Vec<Bson> = Vec::new();
     let mut errors = 0;
     for op in &ops {
         if op.get_str("op") == Ok("n") {
             continue;
         }
-        match apply_entry(st, op, always_upsert) {
+        let outcome = apply_entry(st, op, always_upsert);
+        if let (Err(OpError::Failed(e)) | Err(OpError::Abort(e)), Some((store, last_ts))) =
+            (&outcome, &snapshot)
+        {
+            st.store = store.clone();
+            st.last_ts = *last_ts;
+            let applied = results.len() as i32 + 1;
+            let mut d = e.to_doc();
+            d.insert("applied", applied);
+            d.insert("results", vec![Bson::Boolean(false); applied as usize]);
+            return Err(d);
+        }
+        match outcome {
             Ok(()) => results.push(Bson::Boolean(true)),
             Err(OpError::Failed(e)) => {
                 st.logger.info(
