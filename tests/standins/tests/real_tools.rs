@@ -1108,3 +1108,40 @@ async fn users_and_roles_merge_like_the_server() {
         );
     }
 }
+
+/// `--oplogFile` replays an oplog kept outside the dump directory, and
+/// `--oplogLimit T:I` stops before the first entry at or past it.
+#[tokio::test]
+async fn oplog_file_and_limit() {
+    let tools = tools_or_skip("oplog_file_and_limit");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("dump");
+    write_coll(&dir, "app", "c", &[doc! {"_id": 1}], None);
+    let oplog = tmp.path().join("elsewhere.bson");
+    let ins = |t: u32, i: u32, id: i32| doc! {"ts": ts(t, i), "t": 1i64, "v": 2, "op": "i", "ns": "app.c", "o": {"_id": id}};
+    common::write_bson(&oplog, &[ins(10, 1, 2), ins(10, 2, 3), ins(11, 1, 4)]);
+    let (d, o) = (dir.to_str().unwrap(), oplog.to_str().unwrap());
+    for t in &tools {
+        for (limit, want) in [
+            (None, vec![1, 2, 3, 4]),
+            (Some("10:2"), vec![1, 2]),
+            (Some("11"), vec![1, 2, 3]),
+        ] {
+            let m = mongod("replset", None);
+            let mut args = vec!["--oplogReplay", "--oplogFile", o];
+            if let Some(l) = limit {
+                args.extend(["--oplogLimit", l]);
+            }
+            args.push(d);
+            let out = t.restore(&m, &args);
+            expect_exit(&out, 0, &format!("{} {args:?}", t.version));
+            let c = common::client(m.port).await;
+            assert_eq!(
+                ids(&docs(&c, "app", "c").await),
+                want.iter().map(|i| *i as i64).collect::<Vec<_>>(),
+                "{} {limit:?}",
+                t.version
+            );
+        }
+    }
+}

@@ -169,7 +169,11 @@ async fn handle(mut stream: TcpStream, peer: String, shared: Arc<Shared>) {
                     && matches!(name.as_str(), "isMaster" | "ismaster" | "hello")
                 {
                     let mut st = lock(&shared);
-                    match dispatch(&mut st, &conn, "admin", &query, true) {
+                    let o = dispatch(&mut st, &conn, "admin", &query, true);
+                    if st.log_commands {
+                        log_command(&shared, &format!("{ctx} OP_QUERY"), "admin", &query, &o);
+                    }
+                    match o {
                         Outcome::Reply(d) => d,
                         _ => bson::doc! {"ok": 0.0},
                     }
