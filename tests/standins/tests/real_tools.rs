@@ -1145,3 +1145,58 @@ async fn oplog_file_and_limit() {
         }
     }
 }
+
+/// Restored documents keep their exact bytes: the server's dbHash of a collection is
+/// the MD5 of the dump file's own bytes in `_id` order (field order, int32 vs int64
+/// vs double vs decimal, -0.0, nested documents, binary subtypes all as dumped).
+/// Documents the stand-in could not keep byte for byte (regex options out of order,
+/// a repeated field name) are refused loudly, never silently rewritten.
+#[tokio::test]
+async fn restored_documents_keep_their_exact_bytes() {
+    let tools = tools_or_skip("restored_documents_keep_their_exact_bytes");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("exact");
+    let docs_in = vec![
+        doc! {"_id": 3, "z": 1i64, "a": 1, "m": 1.0, "neg": -0.0, "d": bson::Decimal128::from_bytes([7; 16])},
+        doc! {"_id": 1, "nested": {"b": {"c": [1, 2i64, 3.5]}, "a": Bson::Null}, "old": bson::Binary { subtype: bson::spec::BinarySubtype::UserDefined(0x80), bytes: vec![9, 9] }},
+        doc! {"_id": 2, "code": Bson::JavaScriptCode("x()".into()), "sym": Bson::Symbol("s".into()), "u": Bson::Undefined, "min": Bson::MinKey, "max": Bson::MaxKey},
+    ];
+    write_coll(&dir, "app", "exact", &docs_in, None);
+    let bad = tmp.path().join("bad");
+    std::fs::create_dir_all(bad.join("app")).unwrap();
+    // {_id: 1, re: /a/mi}: options not in alphabetical order, as some clients write.
+    let mut raw = Vec::new();
+    let body: Vec<u8> = [
+        &b"\x10_id\x00"[..],
+        &1i32.to_le_bytes(),
+        b"\x0bre\x00a\x00mi\x00",
+    ]
+    .concat();
+    raw.extend(((body.len() + 5) as i32).to_le_bytes());
+    raw.extend(body);
+    raw.push(0);
+    std::fs::write(bad.join("app/re.bson"), raw).unwrap();
+    for t in &tools {
+        let m = mongod("standalone", None);
+        let out = t.restore(&m, &[dir.to_str().unwrap()]);
+        expect_exit(&out, 0, &t.version);
+        let c = common::client(m.port).await;
+        let h = db_hash(&c, "app").await;
+        assert_eq!(
+            h.get_document("collections")
+                .unwrap()
+                .get_str("exact")
+                .unwrap(),
+            md5_of_file_in_id_order(&dir.join("app/exact.bson")),
+            "{}",
+            t.version
+        );
+        let out = t.restore(&m, &[bad.to_str().unwrap()]);
+        expect_exit(&out, 1, &format!("{} unkeepable document", t.version));
+        assert!(
+            text(&out).contains("cannot keep this request's documents byte for byte"),
+            "{}",
+            text(&out)
+        );
+    }
+}

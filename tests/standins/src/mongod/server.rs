@@ -193,6 +193,28 @@ async fn handle(mut stream: TcpStream, peer: String, shared: Arc<Shared>) {
                     return;
                 }
             }
+            Request::Unreadable { request_id, error } => {
+                let doc = bson::doc! {
+                    "ok": 0.0,
+                    "errmsg": format!("pitr stand-in mongod: cannot keep this request's documents byte for byte ({error}); a real server would store them as sent (not implemented by the stand-in)"),
+                    "code": 2,
+                    "codeName": "BadValue",
+                };
+                shared.logger.info(
+                    "NETWORK",
+                    22988,
+                    &ctx,
+                    "Stand-in: unreadable request",
+                    json!({"error": error}),
+                );
+                if stream
+                    .write_all(&wire::encode_msg(request_id, &doc))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
             Request::Unsupported { op_code } => {
                 shared.logger.info(
                     "NETWORK",
