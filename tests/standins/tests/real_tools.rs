@@ -482,6 +482,7 @@ async fn duplicate_keys_are_reported_like_the_real_tools_do() {
         let out = t.restore(&m, &["--nsInclude", "app.*", "--stopOnError", dump]);
         expect_exit(&out, 1, &format!("{v} duplicates with --stopOnError"));
         assert_eq!(count(&c, "app", "c").await, 3, "{v}: `_id` 2 was inserted");
+
         let all = text(&out);
         assert!(
             all.contains("Failed: app.c: error restoring from ")
@@ -491,6 +492,16 @@ async fn duplicate_keys_are_reported_like_the_real_tools_do() {
             "{all}"
         );
         assert_eq!(restore_counts(&out), (1, 2), "{v}: {all}");
+        // With an unacknowledged write concern nothing is counted and nothing fails:
+        // the last line is `done`, the exit code 0, whatever the server refused.
+        let out = t.restore(
+            &m,
+            &["--nsInclude", "app.*", "--writeConcern", "{w: 0}", dump],
+        );
+        expect_exit(&out, 0, &format!("{v} w:0"));
+        let all = text(&out);
+        assert!(all.trim_end().ends_with("\tdone"), "{all}");
+        assert!(!all.contains("document(s) restored successfully"), "{all}");
     }
 }
 
