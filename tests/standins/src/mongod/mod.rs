@@ -1,4 +1,5 @@
-//! The stand-in `mongod`: a MongoDB 7.0-flavoured server in one process, in memory.
+//! The stand-in `mongod`: a MongoDB server (6.0, 7.0 or 8.0 as `PITR_STANDIN_VERSION`
+//! says, 7.0.14 by default) in one process, in memory.
 //!
 //! Start-up follows the real one's contract where pitr depends on it: option
 //! parsing errors exit 2, a missing `--dbpath` exits 100 ("Data directory ... not
