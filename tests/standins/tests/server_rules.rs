@@ -461,6 +461,16 @@ async fn views_and_time_series_in_list_collections() {
     // drops its buckets too.
     let (code, _) = cmd_err(&c, "d", doc! {"insert": "v", "documents": [{"_id": 1}]}).await;
     assert_eq!(code, 166);
+    // Reading through a view is not implemented: refused, never an empty answer.
+    for read in [
+        doc! {"find": "v"},
+        doc! {"count": "ts"},
+        doc! {"aggregate": "v", "pipeline": [], "cursor": {}},
+    ] {
+        let (code, msg) = cmd_err(&c, "d", read).await;
+        assert_eq!(code, 166, "{msg}");
+        assert!(msg.contains("not implemented"), "{msg}");
+    }
     let (code, msg) = cmd_err(
         &c,
         "d",

@@ -316,7 +316,7 @@ fn run(
             )
         }
         "find" => {
-            views::check_not_view(st, db, &coll_arg(cmd, name)?)?;
+            views::check_readable(st, db, &coll_arg(cmd, name)?)?;
             find(st, db, cmd)?
         }
         "dbHash" | "dbhash" => {
@@ -358,6 +358,7 @@ fn run(
         }
         "count" => {
             let coll = coll_arg(cmd, name)?;
+            views::check_readable(st, db, &coll)?;
             let query = sub_doc(cmd, "query")?;
             let mut n = 0i64;
             if let Some(c) = st.store.get(db, &coll) {
@@ -378,6 +379,7 @@ fn run(
         }
         "distinct" => {
             let coll = coll_arg(cmd, name)?;
+            views::check_readable(st, db, &coll)?;
             let key = cmd
                 .get_str("key")
                 .map_err(|_| CmdError::type_mismatch("'key' must be a string"))?;
@@ -1372,6 +1374,7 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             ))
         }
     };
+    views::check_readable(st, db, &coll)?;
     let ns = format!("{db}.{coll}");
     let pipeline = docs_arg(cmd, "pipeline")?;
     let batch_size = cmd

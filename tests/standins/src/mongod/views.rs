@@ -94,10 +94,25 @@ pub fn check_writable(st: &State, db: &str, coll: &str) -> CmdResult<()> {
     Ok(())
 }
 
-/// Refuse a collection-only command (find, listIndexes, ...) on a plain view.
+/// Refuse an index command (listIndexes, createIndexes) on a plain view; a
+/// time-series name is handled by the caller (its buckets' indexes).
 pub fn check_not_view(st: &State, db: &str, coll: &str) -> CmdResult<()> {
     if view_def(st, db, coll).is_some() && timeseries_options(st, db, coll).is_none() {
         return Err(is_view_error(db, coll));
+    }
+    Ok(())
+}
+
+/// Reads through a view or a time-series collection (find, count, distinct,
+/// aggregate) are not implemented: refused rather than answered from an empty
+/// namespace.
+pub fn check_readable(st: &State, db: &str, coll: &str) -> CmdResult<()> {
+    if view_def(st, db, coll).is_some() {
+        return Err(CmdError::new(
+            166,
+            "CommandNotSupportedOnView",
+            format!("pitr stand-in mongod: reading through the view {db}.{coll} is not implemented (read {db}.system.buckets.{coll} for a time-series collection)"),
+        ));
     }
     Ok(())
 }
