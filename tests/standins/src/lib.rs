@@ -20,13 +20,8 @@ pub mod tools;
 pub mod update;
 
 /// Versions the stand-ins claim to be, so pitr's version checks see realistic values.
+/// The mongod's release is configurable: see [`mongod::version`].
 pub mod versions {
-    /// `mongod --version` / `buildInfo.version`.
-    pub const MONGOD: &str = "7.0.14";
-    /// `buildInfo.versionArray`.
-    pub const MONGOD_ARRAY: [i32; 4] = [7, 0, 14, 0];
-    /// `maxWireVersion` of MongoDB 7.0.
-    pub const MAX_WIRE_VERSION: i32 = 21;
     /// The database tools release the stand-in tools claim to be.
     pub const TOOLS: &str = "100.9.4";
 }

@@ -417,7 +417,10 @@ fn unknown_oplog_command_is_fatal_and_missing_namespaces_are_not_created() {
     let out = restore(&m, &["--oplogReplay", dump.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out).contains("(NamespaceNotFound) Failed to apply insert due to missing collection"),
+        // The server's wording (src/mongo/db/repl/apply_ops.cpp, _applyOps).
+        text(&out).contains(
+            "(NamespaceNotFound) cannot apply insert or update operation on a non-existent namespace nowhere.coll"
+        ),
         "{}",
         text(&out)
     );

@@ -1,9 +1,11 @@
 //! Command dispatch of the stand-in mongod: one function per command, each taking
 //! the command document and answering the reply document the real server would.
 
-use super::applyops::apply_entry;
+use super::applyops::apply_ops_command;
+use super::insert_rules::fix_document_for_insert;
 use super::state::{CmdError, CmdResult, Cursor, CursorKind, Mode, State};
 use super::store::split_ns;
+use super::views;
 use super::writes;
 use crate::matcher::{matches, project, sort_records};
 use crate::update::{apply_modifiers, is_modifier, replace, upsert_seed};
@@ -191,7 +193,7 @@ fn run(
     Ok(match name {
         "hello" | "isMaster" | "ismaster" => Outcome::Reply(hello(st, conn, cmd, name == "hello")),
         "ping" => ok(doc! {}),
-        "buildInfo" | "buildinfo" => ok(build_info()),
+        "buildInfo" | "buildinfo" => ok(build_info(st)),
         "saslStart" | "saslContinue" | "authenticate" => Outcome::Reply(
             CmdError::new(18, "AuthenticationFailed", "Authentication failed.").to_doc(),
         ),
@@ -255,15 +257,39 @@ fn run(
         "listCollections" => list_collections(st, db, cmd)?,
         "listIndexes" => {
             let coll = coll_arg(cmd, name)?;
-            let c = st
-                .store
-                .get(db, &coll)
-                .ok_or_else(|| CmdError::ns_not_found(format!("ns does not exist: {db}.{coll}")))?;
+            views::check_not_view(st, db, &coll)?;
+            let specs = match views::timeseries_options(st, db, &coll) {
+                // The buckets' indexes, keys mapped back to the user's fields.
+                Some(ts) => {
+                    let b = st
+                        .store
+                        .get(db, &format!("{}{coll}", views::BUCKETS_PREFIX));
+                    b.map(|b| b.indexes.clone())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|mut spec| {
+                            if let Ok(k) = spec.get_document("key") {
+                                let k = views::from_buckets_key(&ts, k);
+                                spec.insert("key", k);
+                            }
+                            spec
+                        })
+                        .collect()
+                }
+                None => st
+                    .store
+                    .get(db, &coll)
+                    .ok_or_else(|| {
+                        CmdError::ns_not_found(format!("ns does not exist: {db}.{coll}"))
+                    })?
+                    .indexes
+                    .clone(),
+            };
             Outcome::Reply(cursor_reply(
                 0,
                 &format!("{db}.$cmd.listIndexes"),
                 true,
-                c.indexes.clone(),
+                specs,
             ))
         }
         "dbStats" => {
@@ -289,7 +315,27 @@ fn run(
                 doc! {"ns": format!("{db}.{coll}"), "count": count, "size": size, "storageSize": size, "nindexes": 1},
             )
         }
-        "find" => find(st, db, cmd)?,
+        "find" => {
+            views::check_readable(st, db, &coll_arg(cmd, name)?)?;
+            find(st, db, cmd)?
+        }
+        "dbHash" | "dbhash" => {
+            if st.mode == Mode::Mongos {
+                return Err(no_such_command(name));
+            }
+            ok(super::dbhash::db_hash(st, db, cmd)?)
+        }
+        "_mergeAuthzCollections" => {
+            if db != "admin" {
+                return Err(CmdError::new(
+                    13,
+                    "Unauthorized",
+                    "_mergeAuthzCollections may only be run against the admin database.",
+                ));
+            }
+            super::authz::merge_authz_collections(st, cmd)?;
+            ok(doc! {})
+        }
         "getMore" => get_more(st, db, cmd, expired)?,
         "killCursors" => {
             let _coll = coll_arg(cmd, name)?;
@@ -312,6 +358,7 @@ fn run(
         }
         "count" => {
             let coll = coll_arg(cmd, name)?;
+            views::check_readable(st, db, &coll)?;
             let query = sub_doc(cmd, "query")?;
             let mut n = 0i64;
             if let Some(c) = st.store.get(db, &coll) {
@@ -332,6 +379,7 @@ fn run(
         }
         "distinct" => {
             let coll = coll_arg(cmd, name)?;
+            views::check_readable(st, db, &coll)?;
             let key = cmd
                 .get_str("key")
                 .map_err(|_| CmdError::type_mismatch("'key' must be a string"))?;
@@ -364,11 +412,20 @@ fn run(
         "create" => {
             let coll = coll_arg(cmd, name)?;
             let options = strip_generic(cmd.iter().skip(1));
-            writes::create_collection(st, db, &coll, options, None)?;
+            if options.contains_key("viewOn") {
+                views::create_view(st, db, &coll, &options)?;
+            } else if options.contains_key("timeseries") {
+                views::create_timeseries(st, db, &coll, &options, None)?;
+            } else {
+                writes::create_collection(st, db, &coll, options, None)?;
+            }
             ok(doc! {})
         }
         "drop" => {
             let coll = coll_arg(cmd, name)?;
+            if views::drop_view(st, db, &coll).is_some() {
+                return Ok(ok(doc! {"ns": format!("{db}.{coll}")}));
+            }
             kill_cursors_on(st, db, &coll);
             match writes::drop_collection(st, db, &coll) {
                 Some(n) => ok(doc! {"nIndexesWas": n as i32, "ns": format!("{db}.{coll}")}),
@@ -399,7 +456,21 @@ fn run(
         }
         "createIndexes" => {
             let coll = coll_arg(cmd, name)?;
-            let specs = docs_arg(cmd, "indexes")?;
+            let mut specs = docs_arg(cmd, "indexes")?;
+            views::check_not_view(st, db, &coll)?;
+            let coll = match views::timeseries_options(st, db, &coll) {
+                // Built on the buckets collection with translated keys.
+                Some(ts) => {
+                    for spec in &mut specs {
+                        if let Ok(k) = spec.get_document("key") {
+                            let k = views::to_buckets_key(&ts, k)?;
+                            spec.insert("key", k);
+                        }
+                    }
+                    format!("{}{coll}", views::BUCKETS_PREFIX)
+                }
+                None => coll,
+            };
             let created = writes::ensure_collection(st, db, &coll)?;
             let before = st
                 .store
@@ -442,19 +513,10 @@ fn run(
             if st.mode == Mode::Mongos {
                 return Err(no_such_command(name));
             }
-            let ops = docs_arg(cmd, "applyOps")?;
-            let mut results = Vec::new();
-            for (i, op) in ops.iter().enumerate() {
-                if let Err(e) = apply_entry(st, op) {
-                    results.push(Bson::Boolean(false));
-                    let mut d = e.to_doc();
-                    d.insert("applied", i as i32 + 1);
-                    d.insert("results", results);
-                    return Ok(Outcome::Reply(d));
-                }
-                results.push(Bson::Boolean(true));
+            match apply_ops_command(st, cmd) {
+                Ok(d) => ok(d),
+                Err(d) => Outcome::Reply(d),
             }
-            ok(doc! {"applied": ops.len() as i32, "results": results})
         }
         _ => return Err(no_such_command(name)),
     })
@@ -547,16 +609,16 @@ fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Documen
     d.insert("logicalSessionTimeoutMinutes", 30);
     d.insert("connectionId", conn.id as i32);
     d.insert("minWireVersion", 0);
-    d.insert("maxWireVersion", crate::versions::MAX_WIRE_VERSION);
+    d.insert("maxWireVersion", st.version.max_wire_version());
     d.insert("readOnly", false);
     d.insert("ok", 1.0);
     d
 }
 
-fn build_info() -> Document {
-    let v = crate::versions::MONGOD_ARRAY;
+fn build_info(st: &State) -> Document {
+    let v = st.version.array();
     doc! {
-        "version": crate::versions::MONGOD,
+        "version": st.version.to_string(),
         // Lets pitr (and anyone) tell over the wire that this is a test double.
         "pitrStandIn": true,
         "gitVersion": "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188",
@@ -604,7 +666,7 @@ fn get_parameter(st: &State, cmd: &Document) -> CmdResult<Outcome> {
 fn server_status(st: &State) -> Document {
     let mut d = doc! {
         "host": "localhost",
-        "version": crate::versions::MONGOD,
+        "version": st.version.to_string(),
         "process": if st.mode == Mode::Mongos { "mongos" } else { "mongod" },
         "pid": std::process::id() as i64,
         "uptime": st.started.elapsed().as_secs_f64(),
@@ -687,24 +749,31 @@ fn list_databases(st: &State, cmd: &Document) -> CmdResult<Outcome> {
 fn list_collections(st: &State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let filter = sub_doc(cmd, "filter")?;
     let name_only = truthy(cmd.get("nameOnly"));
-    let mut out = Vec::new();
+    let mut entries = Vec::new();
     if let Some(colls) = st.store.dbs.get(db) {
         for (name, c) in colls {
+            // `buildCollectionBson`: the uuid lives in `info`, the `_id` index spec in
+            // `idIndex` (absent for clustered collections such as time-series buckets).
             let mut entry = doc! {
                 "name": name.clone(),
                 "type": "collection",
                 "options": c.options.clone(),
                 "info": {"readOnly": false, "uuid": bson::Binary::from_uuid(c.uuid)},
             };
-            if !c.indexes.is_empty() {
-                entry.insert("idIndex", doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"});
+            if let Some(id) = c.indexes.iter().find(|i| i.get_str("name") == Ok("_id_")) {
+                entry.insert("idIndex", id.clone());
             }
-            if matches(&entry, &filter).map_err(CmdError::bad_value)? {
-                if name_only {
-                    entry = doc! {"name": name.clone(), "type": "collection"};
-                }
-                out.push(entry);
+            entries.push(entry);
+        }
+    }
+    entries.extend(views::list_entries(st, db));
+    let mut out = Vec::new();
+    for mut entry in entries {
+        if matches(&entry, &filter).map_err(CmdError::bad_value)? {
+            if name_only {
+                entry = doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": entry.get("type").cloned().unwrap_or(Bson::Null)};
             }
+            out.push(entry);
         }
     }
     Ok(Outcome::Reply(cursor_reply(
@@ -962,23 +1031,44 @@ fn new_id_first(doc: Document) -> Document {
 fn insert(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let coll = coll_arg(cmd, "insert")?;
     writes::valid_coll_name(db, &coll)?;
+    let bypass_empty_ts = match cmd.get("bypassEmptyTsReplacement") {
+        None => false,
+        // An IDL field only on servers with SERVER-88750 (see `version.rs`); older
+        // ones refuse it like any unknown field.
+        Some(_) if !st.version.knows_bypass_empty_ts() => {
+            return Err(CmdError::new(
+                40415,
+                "Location40415",
+                "BSON field 'insert.bypassEmptyTsReplacement' is an unknown field.",
+            ))
+        }
+        Some(v) => truthy(Some(v)),
+    };
+    views::check_writable(st, db, &coll)?;
     let docs = docs_arg(cmd, "documents")?;
     let ordered = cmd.get("ordered").map(|v| truthy(Some(v))).unwrap_or(true);
     writes::ensure_collection(st, db, &coll)?;
     let mut n = 0;
     let mut errors = Vec::new();
     for (i, d) in docs.into_iter().enumerate() {
-        let d = new_id_first(d);
-        match writes::insert_doc(st, db, &coll, d) {
-            Ok(()) => n += 1,
-            Err(dup) => {
-                errors.push(Bson::Document(doc! {
+        let fixed = fix_document_for_insert(d, bypass_empty_ts, &mut || st.next_ts());
+        let result = match fixed {
+            Ok(d) => writes::insert_doc(st, db, &coll, d).map_err(|dup| {
+                let mut e = doc! {
                     "index": i as i32,
                     "code": 11000,
                     "errmsg": writes::dup_key_message(db, &coll, &dup.0),
-                    "keyPattern": {"_id": 1},
-                    "keyValue": {"_id": dup.0},
-                }));
+                };
+                e.insert("keyPattern", doc! {"_id": 1});
+                e.insert("keyValue", doc! {"_id": dup.0});
+                e
+            }),
+            Err(e) => Err(doc! {"index": i as i32, "code": e.code, "errmsg": e.msg}),
+        };
+        match result {
+            Ok(()) => n += 1,
+            Err(e) => {
+                errors.push(Bson::Document(e));
                 if ordered {
                     break;
                 }
@@ -995,6 +1085,7 @@ fn insert(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
 fn update(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let coll = coll_arg(cmd, "update")?;
     writes::valid_coll_name(db, &coll)?;
+    views::check_writable(st, db, &coll)?;
     let updates = docs_arg(cmd, "updates")?;
     let ordered = cmd.get("ordered").map(|v| truthy(Some(v))).unwrap_or(true);
     let (mut n, mut modified) = (0i32, 0i32);
@@ -1030,6 +1121,36 @@ fn update(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     Ok(ok(r))
 }
 
+/// The one pipeline update the stand-in runs: `[{$replaceRoot|$replaceWith: {newRoot:
+/// {$literal: D}}}]`, a replacement by `D` taken literally. mongorestore 100.12+ sends
+/// it after inserting a document that holds an empty timestamp to a server without
+/// `bypassEmptyTsReplacement` (mongo-tools `mongorestore/restore.go`
+/// `insertDocWithEmptyTimestamps`), because `$literal` keeps `Timestamp(0, 0)`.
+fn literal_replacement(stages: &[Bson]) -> CmdResult<Document> {
+    let not_implemented = || {
+        CmdError::new(
+            9,
+            "FailedToParse",
+            "pipeline-style updates other than [{$replaceRoot: {newRoot: {$literal: ...}}}] are not implemented by the pitr stand-in mongod",
+        )
+    };
+    let [Bson::Document(stage)] = stages else {
+        return Err(not_implemented());
+    };
+    let root = match (stage.get("$replaceRoot"), stage.get("$replaceWith")) {
+        (Some(Bson::Document(r)), None) => r.get("newRoot"),
+        (None, Some(r)) => Some(r),
+        _ => None,
+    };
+    match root {
+        Some(Bson::Document(d)) if d.len() == 1 => match d.get("$literal") {
+            Some(Bson::Document(lit)) => Ok(lit.clone()),
+            _ => Err(not_implemented()),
+        },
+        _ => Err(not_implemented()),
+    }
+}
+
 fn update_one_statement(
     st: &mut State,
     db: &str,
@@ -1039,13 +1160,7 @@ fn update_one_statement(
     let q = sub_doc(u, "q")?;
     let spec = match u.get("u") {
         Some(Bson::Document(d)) => d.clone(),
-        Some(Bson::Array(_)) => {
-            return Err(CmdError::new(
-                9,
-                "FailedToParse",
-                "pipeline-style updates are not implemented by the pitr stand-in mongod",
-            ))
-        }
+        Some(Bson::Array(stages)) => literal_replacement(stages)?,
         _ => {
             return Err(CmdError::new(
                 9,
@@ -1123,6 +1238,7 @@ fn update_one_statement(
 
 fn delete(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let coll = coll_arg(cmd, "delete")?;
+    views::check_writable(st, db, &coll)?;
     let deletes = docs_arg(cmd, "deletes")?;
     let mut n = 0;
     for d in deletes {
@@ -1258,6 +1374,7 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             ))
         }
     };
+    views::check_readable(st, db, &coll)?;
     let ns = format!("{db}.{coll}");
     let pipeline = docs_arg(cmd, "pipeline")?;
     let batch_size = cmd

@@ -1,4 +1,5 @@
-//! The stand-in `mongod`: a MongoDB 7.0-flavoured server in one process, in memory.
+//! The stand-in `mongod`: a MongoDB server (6.0, 7.0 or 8.0 as `PITR_STANDIN_VERSION`
+//! says, 7.0.14 by default) in one process, in memory.
 //!
 //! Start-up follows the real one's contract where pitr depends on it: option
 //! parsing errors exit 2, a missing `--dbpath` exits 100 ("Data directory ... not
@@ -9,11 +10,16 @@
 
 pub mod applyops;
 pub mod args;
+pub mod authz;
 pub mod commands;
+pub mod dbhash;
+pub mod insert_rules;
 pub mod log;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod version;
+pub mod views;
 pub mod wire;
 pub mod writes;
 
@@ -32,10 +38,10 @@ pub fn main() -> ! {
     std::process::exit(run(argv))
 }
 
-fn print_version() {
-    println!("db version v{}", crate::versions::MONGOD);
+fn print_version(v: version::ServerVersion) {
+    println!("db version v{v}");
     let info = serde_json::to_string_pretty(&json!({
-        "version": crate::versions::MONGOD,
+        "version": v.to_string(),
         "gitVersion": "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188",
         "openSSLVersion": "OpenSSL 3.0.2 15 Mar 2022",
         "modules": [],
@@ -81,6 +87,7 @@ struct Setup {
     mode: Mode,
     set_name: String,
     faults: Faults,
+    version: version::ServerVersion,
 }
 
 fn usage_error(msg: &str) -> i32 {
@@ -101,8 +108,12 @@ fn setup(argv: Vec<String>) -> Result<Setup, i32> {
         println!("Options:\n  --port arg, --bind_ip arg, --dbpath arg, --logpath arg, --logappend,\n  --setParameter arg, --replSet arg, --nounixsocket, --quiet, --version\n(pitr stand-in mongod; see tests/standins/README.md)");
         return Err(0);
     }
+    let version = match version::ServerVersion::from_env() {
+        Ok(v) => v,
+        Err(e) => return Err(usage_error(&format!("pitr stand-in mongod: {e}"))),
+    };
     if args.flag("version") {
-        print_version();
+        print_version(version);
         return Err(0);
     }
     if args.value("config").is_some() {
@@ -180,6 +191,7 @@ fn setup(argv: Vec<String>) -> Result<Setup, i32> {
         mode,
         set_name,
         faults,
+        version,
     })
 }
 
@@ -235,7 +247,7 @@ fn run(argv: Vec<String>) -> i32 {
         23403,
         "initandlisten",
         "Build Info",
-        json!({"buildInfo": {"version": crate::versions::MONGOD}}),
+        json!({"buildInfo": {"version": s.version.to_string()}}),
     );
     logger.info(
         "CONTROL",
@@ -433,8 +445,14 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
         me,
         s.faults.clone(),
         logger.clone(),
+        s.version,
     );
     st.argv = s.args.argv.clone();
+    st.log_commands = s.args.verbosity > 0
+        || s.args
+            .value("slowms")
+            .and_then(|v| v.parse::<i64>().ok())
+            .is_some_and(|ms| ms < 0);
     st.parsed = parsed_options(s);
     for (k, v) in &s.args.set_parameters {
         st.params.insert(k.clone(), param_value(v));

@@ -41,6 +41,27 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// One "Slow query" line per command (with `-v` or `--slowms -1`): the command as
+/// received and the reply's `ok`, `code`, `errmsg` and `writeErrors`.
+fn log_command(shared: &Shared, ctx: &str, db: &str, body: &bson::Document, o: &Outcome) {
+    let mut attr = json!({
+        "type": "command",
+        "ns": format!("{db}.$cmd"),
+        "command": bson::Bson::Document(body.clone()).into_relaxed_extjson(),
+    });
+    if let Outcome::Reply(r) = o {
+        attr["ok"] = json!(r.get("ok").and_then(|v| v.as_f64()).unwrap_or(0.0));
+        for k in ["code", "errmsg", "writeErrors", "n"] {
+            if let Some(v) = r.get(k) {
+                attr[k] = v.clone().into_relaxed_extjson();
+            }
+        }
+    }
+    shared
+        .logger
+        .info("COMMAND", 51803, ctx, "Slow query", attr);
+}
+
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
     shared.state.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -97,7 +118,11 @@ async fn handle(mut stream: TcpStream, peer: String, shared: Arc<Shared>) {
                 loop {
                     let outcome = {
                         let mut st = lock(&shared);
-                        dispatch(&mut st, &conn, &db, &body, expired)
+                        let o = dispatch(&mut st, &conn, &db, &body, expired);
+                        if st.log_commands {
+                            log_command(&shared, &ctx, &db, &body, &o);
+                        }
+                        o
                     };
                     match outcome {
                         Outcome::Reply(doc) => {
@@ -144,7 +169,11 @@ async fn handle(mut stream: TcpStream, peer: String, shared: Arc<Shared>) {
                     && matches!(name.as_str(), "isMaster" | "ismaster" | "hello")
                 {
                     let mut st = lock(&shared);
-                    match dispatch(&mut st, &conn, "admin", &query, true) {
+                    let o = dispatch(&mut st, &conn, "admin", &query, true);
+                    if st.log_commands {
+                        log_command(&shared, &format!("{ctx} OP_QUERY"), "admin", &query, &o);
+                    }
+                    match o {
                         Outcome::Reply(d) => d,
                         _ => bson::doc! {"ok": 0.0},
                     }
@@ -158,6 +187,28 @@ async fn handle(mut stream: TcpStream, peer: String, shared: Arc<Shared>) {
                 };
                 if stream
                     .write_all(&wire::encode_reply(request_id, &doc))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Request::Unreadable { request_id, error } => {
+                let doc = bson::doc! {
+                    "ok": 0.0,
+                    "errmsg": format!("pitr stand-in mongod: cannot keep this request's documents byte for byte ({error}); a real server would store them as sent (not implemented by the stand-in)"),
+                    "code": 2,
+                    "codeName": "BadValue",
+                };
+                shared.logger.info(
+                    "NETWORK",
+                    22988,
+                    &ctx,
+                    "Stand-in: unreadable request",
+                    json!({"error": error}),
+                );
+                if stream
+                    .write_all(&wire::encode_msg(request_id, &doc))
                     .await
                     .is_err()
                 {

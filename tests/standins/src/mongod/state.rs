@@ -4,6 +4,7 @@
 
 use super::log::Logger;
 use super::store::{Collection, Store};
+use super::version::ServerVersion;
 use crate::faults::Faults;
 use bson::{doc, Bson, Document, Timestamp};
 use std::collections::{HashMap, VecDeque};
@@ -114,6 +115,11 @@ pub struct State {
     pub started: Instant,
     pub next_conn_id: i64,
     pub logger: Arc<Logger>,
+    /// Log every command and its reply (`-v` or `--slowms -1`), as a real server
+    /// logs operations slower than `slowms` ("Slow query", id 51803).
+    pub log_commands: bool,
+    /// The release this server plays (`PITR_STANDIN_VERSION`).
+    pub version: ServerVersion,
 }
 
 impl State {
@@ -123,6 +129,7 @@ impl State {
         me: String,
         faults: Faults,
         logger: Arc<Logger>,
+        version: ServerVersion,
     ) -> Self {
         let mut st = State {
             store: Store::default(),
@@ -140,17 +147,27 @@ impl State {
             rollover_fired: false,
             drop_fired: false,
             faults,
-            params: doc! {"ttlMonitorEnabled": true, "featureCompatibilityVersion": {"version": "7.0"}},
+            params: doc! {
+                "ttlMonitorEnabled": true,
+                "featureCompatibilityVersion": {"version": version.fcv()},
+                // What mongorestore asks before restoring users (mongo-tools
+                // common/auth/auth_info.go GetAuthVersion): 5 = SCRAM, every
+                // release since 3.0.
+                "authSchemaVersion": 5,
+            },
             argv: Vec::new(),
             parsed: Document::new(),
             started: Instant::now(),
             next_conn_id: 1,
             logger,
+            log_commands: false,
+            version,
         };
-        // What a fresh 7.0 server has.
-        let mut version = Collection::new(Document::new());
-        let _ = version.insert(doc! {"_id": "featureCompatibilityVersion", "version": "7.0"});
-        st.store.put("admin", "system.version", version);
+        // What a fresh server has.
+        let mut sysver = Collection::new(Document::new());
+        let _ =
+            sysver.insert(doc! {"_id": "featureCompatibilityVersion", "version": version.fcv()});
+        st.store.put("admin", "system.version", sysver);
         st.store.put(
             "config",
             "system.sessions",
@@ -162,7 +179,7 @@ impl State {
             "hostname": "localhost",
             "startTime": bson::DateTime::now(),
             "pid": std::process::id() as i64,
-            "buildinfo": {"version": crate::versions::MONGOD},
+            "buildinfo": {"version": version.to_string()},
         });
         st.store.put("local", "startup_log", startup);
         if mode == Mode::Replset {

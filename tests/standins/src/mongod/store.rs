@@ -135,7 +135,7 @@ impl Collection {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Store {
     pub dbs: BTreeMap<String, BTreeMap<String, Collection>>,
 }

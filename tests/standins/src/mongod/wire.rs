@@ -32,6 +32,10 @@ pub enum Request {
     },
     /// Anything else (OP_COMPRESSED, OP_INSERT, ...): answered by closing the socket.
     Unsupported { op_code: i32 },
+    /// A well-framed OP_MSG whose documents the stand-in cannot hold (the bson crate
+    /// refuses e.g. strings that are not UTF-8, which a real server stores as they
+    /// are): answered with an error instead of a silent change or a dropped socket.
+    Unreadable { request_id: i32, error: String },
 }
 
 fn invalid(msg: impl Into<String>) -> std::io::Error {
@@ -58,7 +62,16 @@ fn read_doc(buf: &[u8], pos: &mut usize) -> std::io::Result<Document> {
     }
     let slice = &buf[*pos..*pos + len as usize];
     *pos += len as usize;
-    Document::from_reader(&mut &slice[..]).map_err(|e| invalid(e.to_string()))
+    let doc = Document::from_reader(&mut &slice[..]).map_err(|e| invalid(e.to_string()))?;
+    // Stored documents must hash like the server's, so a document that would not
+    // re-encode to the bytes received (the bson crate drops repeated field names and
+    // sorts regex options) is refused rather than silently changed.
+    if bson::to_vec(&doc).ok().as_deref() != Some(slice) {
+        return Err(invalid(
+            "a document would not keep its exact bytes (a repeated field name, or regex options not in alphabetical order)",
+        ));
+    }
+    Ok(doc)
 }
 
 /// Read one request; `Ok(None)` when the peer closed the connection cleanly.
@@ -91,51 +104,20 @@ pub async fn read_request<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<Op
                     .ok_or_else(|| invalid("missing checksum"))?;
             }
             let buf = &buf[..end];
-            let mut pos = 4;
-            let mut body: Option<Document> = None;
-            let mut sequences: Vec<(String, Vec<Document>)> = Vec::new();
-            while pos < buf.len() {
-                let kind = buf[pos];
-                pos += 1;
-                match kind {
-                    0 => {
-                        if body.is_some() {
-                            return Err(invalid("more than one kind 0 section"));
-                        }
-                        body = Some(read_doc(buf, &mut pos)?);
-                    }
-                    1 => {
-                        if buf.len() < pos + 4 {
-                            return Err(invalid("truncated document sequence"));
-                        }
-                        let size = i32::from_le_bytes(buf[pos..pos + 4].try_into().unwrap());
-                        let seq_end = pos + size as usize;
-                        if size < 4 || seq_end > buf.len() {
-                            return Err(invalid("bad document sequence size"));
-                        }
-                        pos += 4;
-                        let ident = read_cstring(buf, &mut pos)?;
-                        let mut docs = Vec::new();
-                        while pos < seq_end {
-                            docs.push(read_doc(buf, &mut pos)?);
-                        }
-                        sequences.push((ident, docs));
-                    }
-                    k => return Err(invalid(format!("unknown OP_MSG section kind {k}"))),
+            match parse_msg_sections(buf) {
+                Ok(body) => Ok(Some(Request::Msg {
+                    request_id,
+                    flags,
+                    body,
+                })),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    Ok(Some(Request::Unreadable {
+                        request_id,
+                        error: e.to_string(),
+                    }))
                 }
+                Err(e) => Err(e),
             }
-            let mut body = body.ok_or_else(|| invalid("OP_MSG without a body"))?;
-            for (ident, docs) in sequences {
-                body.insert(
-                    ident,
-                    bson::Bson::Array(docs.into_iter().map(bson::Bson::Document).collect()),
-                );
-            }
-            Ok(Some(Request::Msg {
-                request_id,
-                flags,
-                body,
-            }))
         }
         OP_QUERY => {
             let mut pos = 4; // flags
@@ -150,6 +132,52 @@ pub async fn read_request<R: AsyncRead + Unpin>(r: &mut R) -> std::io::Result<Op
         }
         other => Ok(Some(Request::Unsupported { op_code: other })),
     }
+}
+
+/// The sections of an OP_MSG after its flags: one body, document sequences merged
+/// into it as arrays.
+fn parse_msg_sections(buf: &[u8]) -> std::io::Result<Document> {
+    let mut pos = 4;
+    let mut body: Option<Document> = None;
+    let mut sequences: Vec<(String, Vec<Document>)> = Vec::new();
+    while pos < buf.len() {
+        let kind = buf[pos];
+        pos += 1;
+        match kind {
+            0 => {
+                if body.is_some() {
+                    return Err(invalid("more than one kind 0 section"));
+                }
+                body = Some(read_doc(buf, &mut pos)?);
+            }
+            1 => {
+                if buf.len() < pos + 4 {
+                    return Err(invalid("truncated document sequence"));
+                }
+                let size = i32::from_le_bytes(buf[pos..pos + 4].try_into().unwrap());
+                let seq_end = pos + size as usize;
+                if size < 4 || seq_end > buf.len() {
+                    return Err(invalid("bad document sequence size"));
+                }
+                pos += 4;
+                let ident = read_cstring(buf, &mut pos)?;
+                let mut docs = Vec::new();
+                while pos < seq_end {
+                    docs.push(read_doc(buf, &mut pos)?);
+                }
+                sequences.push((ident, docs));
+            }
+            k => return Err(invalid(format!("unknown OP_MSG section kind {k}"))),
+        }
+    }
+    let mut body = body.ok_or_else(|| invalid("OP_MSG without a body"))?;
+    for (ident, docs) in sequences {
+        body.insert(
+            ident,
+            bson::Bson::Array(docs.into_iter().map(bson::Bson::Document).collect()),
+        );
+    }
+    Ok(body)
 }
 
 static NEXT_ID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);

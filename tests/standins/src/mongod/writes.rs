@@ -26,25 +26,57 @@ pub fn valid_coll_name(db: &str, coll: &str) -> CmdResult<()> {
     Ok(())
 }
 
-/// Explicit `create`.
+/// Explicit `create` of a plain collection. `idIndex` in `options` is not an option
+/// but the `_id` index spec to build (its `ns` ignored, `v` defaulting to 2), as in
+/// the server's `createCollection`; `clusteredIndex` collections get none.
 pub fn create_collection(
     st: &mut State,
     db: &str,
     coll: &str,
-    options: Document,
+    mut options: Document,
     ui: Option<bson::Uuid>,
 ) -> CmdResult<()> {
     valid_coll_name(db, coll)?;
-    if st.store.exists(db, coll) {
+    if st.store.exists(db, coll) || super::views::view_def(st, db, coll).is_some() {
         return Err(CmdError::new(
             48,
             "NamespaceExists",
             format!("Collection {db}.{coll} already exists."),
         ));
     }
-    let c = match ui {
+    let id_index = match options.remove("idIndex") {
+        Some(Bson::Document(spec)) => {
+            let mut full = doc! {"v": spec.get("v").cloned().unwrap_or(Bson::Int32(2))};
+            full.insert(
+                "key",
+                spec.get("key")
+                    .cloned()
+                    .unwrap_or(Bson::Document(doc! {"_id": 1})),
+            );
+            full.insert(
+                "name",
+                spec.get("name")
+                    .cloned()
+                    .unwrap_or(Bson::String("_id_".into())),
+            );
+            for (k, v) in &spec {
+                if !matches!(k.as_str(), "v" | "key" | "name" | "ns") {
+                    full.insert(k.clone(), v.clone());
+                }
+            }
+            full
+        }
+        _ => doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"},
+    };
+    let clustered = options.contains_key("clusteredIndex");
+    let mut c = match ui {
         Some(u) => Collection::with_uuid(options.clone(), u),
         None => Collection::new(options.clone()),
+    };
+    c.indexes = if clustered {
+        vec![]
+    } else {
+        vec![id_index.clone()]
     };
     let uuid = c.uuid;
     st.store.put(db, coll, c);
@@ -52,7 +84,9 @@ pub fn create_collection(
     for (k, v) in options {
         o.insert(k, v);
     }
-    o.insert("idIndex", doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"});
+    if !clustered {
+        o.insert("idIndex", id_index);
+    }
     st.log_op("c", &format!("{db}.$cmd"), Some(uuid), o, None);
     Ok(())
 }
@@ -252,9 +286,13 @@ pub fn create_index(st: &mut State, db: &str, coll: &str, spec: Document) -> Cmd
             format!("An existing index has the same name as the requested index. Requested index: {spec}, existing index: {existing}"),
         ));
     }
-    let mut full = doc! {"v": 2};
+    // Stored as {v, key, name, <other options in the order given>}; `ns` is dropped
+    // (4.4+ index specs have none) and `v` defaults to 2.
+    let mut full = doc! {"v": spec.get("v").cloned().unwrap_or(Bson::Int32(2))};
+    full.insert("key", key.clone());
+    full.insert("name", name.clone());
     for (k, v) in &spec {
-        if k != "v" && k != "ns" {
+        if !matches!(k.as_str(), "v" | "ns" | "key" | "name") {
             full.insert(k.clone(), v.clone());
         }
     }

@@ -120,6 +120,7 @@ pub fn spawn_mongod(extra: &[&str], env: &[(&str, &str)]) -> Mongod {
         "PITR_STANDIN_FAULT",
         "PITR_STANDIN_MONGOD_FAULT",
         "PITR_STANDIN_OPLOG",
+        "PITR_STANDIN_VERSION",
     ] {
         cmd.env_remove(k);
     }
