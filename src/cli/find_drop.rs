@@ -225,9 +225,9 @@ fn classification_notes(
         .collect();
     if !unknown.is_empty() {
         n.push(format!(
-            "without --backup, pitr cannot tell whether {} had a TTL index or were capped before this oplog \
-             starts: their delete bursts are listed as incidents, but may be TTL expiry or capped roll-over; \
-             pass --backup DIR to classify them",
+            "without --backup, pitr cannot tell whether collections that existed before this oplog have a TTL \
+             index or are capped: the delete bursts of {} are listed as incidents but may be TTL expiry or \
+             capped roll-over; pass --backup DIR to classify them",
             unknown
                 .iter()
                 .map(|s| format!("`{s}`"))
