@@ -65,6 +65,19 @@ struct CollInfo {
     created: Option<Ts>,
 }
 
+/// What [`Catalog::delete_kind`] says about a collection's deletes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeleteKind {
+    /// Not known (no backup, not created in the oplog).
+    Unknown,
+    /// Known, neither TTL nor capped.
+    Plain,
+    Capped,
+    Ttl,
+    /// A time-series buckets collection with `expireAfterSeconds`.
+    TimeseriesTtl,
+}
+
 /// The catalog. [`Catalog::default`] knows nothing (no backup).
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
@@ -142,6 +155,28 @@ impl Catalog {
             .iter()
             .chain(c.expire.as_ref())
             .min_by_key(|t| t.secs)
+    }
+
+    /// What a delete without a session on `ns` may be, in one lookup (this runs for
+    /// every delete of the oplog).
+    pub fn delete_kind(&self, ns: &str) -> DeleteKind {
+        if self.colls.is_empty() {
+            return DeleteKind::Unknown;
+        }
+        let Some(c) = self.colls.get(ns) else {
+            return DeleteKind::Unknown;
+        };
+        if c.capped {
+            DeleteKind::Capped
+        } else if c.expire.is_some() || !c.ttl_indexes.is_empty() {
+            if c.timeseries || timeseries_view(ns).is_some() {
+                DeleteKind::TimeseriesTtl
+            } else {
+                DeleteKind::Ttl
+            }
+        } else {
+            DeleteKind::Plain
+        }
     }
 
     pub fn is_capped(&self, ns: &str) -> bool {

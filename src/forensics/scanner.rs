@@ -23,7 +23,7 @@ use crate::oplog::entry::Parsed;
 use crate::oplog::{Entry, EntryError, Op, Ts};
 
 use super::burst::{BurstDetector, BurstRule};
-use super::catalog::Catalog;
+use super::catalog::{Catalog, DeleteKind};
 use super::finding::{Finding, Kind};
 use super::grouped::{burst_finding, capped_findings, out_finding, ttl_findings, OutGroup, TtlEra};
 use super::namespaces::{is_internal, timeseries_view};
@@ -260,24 +260,20 @@ impl Scanner {
             || matches!(e.command_name(), Some("drop") | Some("dropDatabase"))
     }
 
-    /// Why a delete on `ns` is routine, if it is. Capped roll-over deletes come with
-    /// the insert that caused them, whatever its session (collection_internal::
+    /// Why a delete on `ns` is routine, if it is, and whether the catalog knew the
+    /// collection at all. Capped roll-over deletes come with the insert that caused
+    /// them, whatever its session (collection_internal::
     /// cappedDeleteUntilBelowConfiguredMaximum: "Generates oplog entries for the
     /// deleted records in FCV >= 5.0"); the TTL monitor never uses a session (ttl.cpp).
-    fn routine_delete(&self, ns: &str, session: bool) -> Option<Routine> {
-        if self.catalog.is_capped(ns) {
-            return Some(Routine::CappedRollover);
+    fn routine_delete(&self, ns: &str, session: bool) -> (Option<Routine>, bool) {
+        match self.catalog.delete_kind(ns) {
+            DeleteKind::Unknown => (None, false),
+            DeleteKind::Plain => (None, true),
+            DeleteKind::Capped => (Some(Routine::CappedRollover), true),
+            _ if session => (None, true),
+            DeleteKind::Ttl => (Some(Routine::TtlExpiry), true),
+            DeleteKind::TimeseriesTtl => (Some(Routine::TimeseriesExpiry), true),
         }
-        if session {
-            return None;
-        }
-        self.catalog.ttl(ns).map(|_| {
-            if self.catalog.is_timeseries(ns) {
-                Routine::TimeseriesExpiry
-            } else {
-                Routine::TtlExpiry
-            }
-        })
     }
 
     /// Records a TTL delete, noting when the TTL in force changed.
@@ -327,19 +323,19 @@ impl Scanner {
             } => {
                 if is_delete {
                     match self.routine_delete(e.ns, session || in_txn) {
-                        Some(Routine::CappedRollover) => {
+                        (Some(Routine::CappedRollover), _) => {
                             self.capped_deletes.record(e.ns, ts, wall_ms, 1, in_txn);
                             return;
                         }
-                        Some(_) => {
+                        (Some(_), _) => {
                             self.record_ttl(e.ns, ts, wall_ms);
                             return;
                         }
-                        None => {
-                            if !session
+                        (None, known) => {
+                            if !known
+                                && !session
                                 && !in_txn
                                 && !self.catalog.has_backup()
-                                && !self.catalog.knows(e.ns)
                                 && !self.unknown_ns.contains(e.ns)
                             {
                                 self.unknown_ns.insert(e.ns.to_string());
