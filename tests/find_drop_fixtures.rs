@@ -313,3 +313,17 @@ fn routine_operations_are_not_incidents() {
     assert!(out.contains("0 finding(s) and"), "{out}");
     assert!(!out.contains("Restore to just before"), "{out}");
 }
+
+#[test]
+fn a_backup_that_cannot_be_read_is_an_error_before_the_scan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let o = pitr_in(&dir, &["find-drop", "--backup", "nosuch", "oplog.bson"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("`nosuch`") && err.contains("hint:"), "{err}");
+    assert!(o.stdout.is_empty());
+    // An oplog file is not a backup: said so by its content.
+    let o = pitr_in(&dir, &["find-drop", "--backup", "oplog.bson", "oplog.bson"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("looks like"), "{}", stderr(&o));
+}
