@@ -35,7 +35,11 @@ fn key(f: &Value) -> Value {
 }
 
 fn assert_matches_truth(dir: &Path) {
-    let o = pitr_in(dir, &["find-drop", "--json", "oplog.bson"]);
+    // With the backup every classification can be made: nothing on stderr.
+    let o = pitr_in(
+        dir,
+        &["find-drop", "--json", "--backup", "backup", "oplog.bson"],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(o.stderr.is_empty(), "stderr must be empty: {}", stderr(&o));
     let found: Vec<Value> = json(&o).as_array().unwrap().iter().map(key).collect();
@@ -45,8 +49,65 @@ fn assert_matches_truth(dir: &Path) {
     for (f, w) in found.iter().zip(&want) {
         assert_eq!(f, w);
     }
-    // Decoys: nothing reported on their namespace inside their time range.
+    // Without it, the same incidents, and a warning naming the delete bursts whose
+    // collection (older than the oplog) might have had a TTL index.
+    let o = pitr_in(dir, &["find-drop", "--json", "oplog.bson"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let without: Vec<Value> = json(&o).as_array().unwrap().iter().map(key).collect();
+    assert_eq!(without, found);
+    let err = stderr(&o);
+    let incidents = t["incidents"].as_array().unwrap();
+    let unsure: std::collections::BTreeSet<&str> = incidents
+        .iter()
+        .filter(|i| i["kind"] == "deleteBurst" && i["in_transaction"] == false)
+        .map(|i| i["ns"].as_str().unwrap())
+        .collect();
+    assert!(!unsure.is_empty());
+    for i in incidents {
+        let ns = i["ns"].as_str().unwrap();
+        assert_eq!(
+            err.contains(&format!("`{ns}`")),
+            unsure.contains(ns),
+            "{ns}: {err}"
+        );
+    }
+    // The routine operations: only with --include-routine, at severity info.
+    let o = pitr_in(
+        dir,
+        &["find-drop", "--json", "--include-routine", "oplog.bson"],
+    );
     let all = json(&o);
+    let routine: Vec<Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !f["routine"].is_null())
+        .map(|f| {
+            assert_eq!(f["severity"], "info", "{f}");
+            serde_json::json!({ "kind": f["kind"], "routine": f["routine"], "ns": f["ns"],
+                "ts": f["ts"], "last_ts": f["last_ts"], "count": f["count"] })
+        })
+        .collect();
+    let want: Vec<Value> = t["routine"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            serde_json::json!({ "kind": r["kind"], "routine": r["routine"], "ns": r["ns"],
+                "ts": r["ts"], "last_ts": r["last_ts"], "count": r["count"] })
+        })
+        .collect();
+    assert!(!want.is_empty());
+    assert_eq!(routine, want);
+    let non_routine: Vec<Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["routine"].is_null())
+        .map(key)
+        .collect();
+    assert_eq!(non_routine, found);
+    // Decoys: nothing reported on their namespace inside their time range.
     for d in t["decoys"].as_array().unwrap() {
         let ns = d["ns"].as_str().unwrap();
         let ts = |s: &Value| -> (u64, u64) {
@@ -184,4 +245,85 @@ fn stats_marks_the_incidents_on_the_timeline() {
     );
     let o = pitr_in(&dir, &["oplog", "stats", "--bucket", "0s", "oplog.bson"]);
     assert_eq!(code(&o), 2);
+}
+
+/// The README's first command: the routine operations planted in the fixture
+/// ($out refreshes, a failed $out, a TTL pass) stay out of the list and the restore
+/// point, and a note counts them.
+#[test]
+fn routine_operations_are_not_incidents() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let t = truth(&dir);
+    let routine = t["routine"].as_array().unwrap();
+    let o = pitr_in(&dir, &["find-drop", "oplog.bson"]);
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    let (table, notes) = out.split_once("\n\n").unwrap();
+    for r in routine {
+        let ns = r["ns"].as_str().unwrap();
+        assert!(!table.contains(ns), "{ns} listed:\n{out}");
+        assert!(notes.contains(ns), "{ns} not in the notes:\n{out}");
+    }
+    assert!(
+        notes.contains(&format!(
+            "note: {} routine operation(s) not listed",
+            routine.len()
+        )),
+        "{out}"
+    );
+    let first = t["incidents"][0]["oplog_limit"].as_str().unwrap();
+    assert!(out.contains(&format!("--until {first}")), "{out}");
+
+    // Routine operations alone are not "found": exit 1, with or without the flag.
+    let o = pitr_in(
+        &dir,
+        &["find-drop", "--json", "--ns", "reports.*", "oplog.bson"],
+    );
+    assert_eq!((code(&o), json(&o)), (1, serde_json::json!([])));
+    let o = pitr_in(
+        &dir,
+        &[
+            "find-drop",
+            "--json",
+            "--ns",
+            "reports.*",
+            "--include-routine",
+            "oplog.bson",
+        ],
+    );
+    assert_eq!(code(&o), 1);
+    let v = json(&o);
+    assert!(!v.as_array().unwrap().is_empty());
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["severity"] == "info"));
+    let o = pitr_in(
+        &dir,
+        &[
+            "find-drop",
+            "--ns",
+            "reports.*",
+            "--include-routine",
+            "oplog.bson",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(out.contains("0 finding(s) and"), "{out}");
+    assert!(!out.contains("Restore to just before"), "{out}");
+}
+
+#[test]
+fn a_backup_that_cannot_be_read_is_an_error_before_the_scan() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let o = pitr_in(&dir, &["find-drop", "--backup", "nosuch", "oplog.bson"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("`nosuch`") && err.contains("hint:"), "{err}");
+    assert!(o.stdout.is_empty());
+    // An oplog file is not a backup: said so by its content.
+    let o = pitr_in(&dir, &["find-drop", "--backup", "oplog.bson", "oplog.bson"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("looks like"), "{}", stderr(&o));
 }

@@ -252,6 +252,130 @@ fn auto_stops_just_before_the_drop_and_writes_a_sorted_bounded_slice() {
     assert_eq!(argv(2)[8], p["slice"]["dir"].as_str().unwrap());
 }
 
+/// `--until auto` on routine operations and one real drop: a `$out` refresh (the
+/// `tmp.agg_out.<UUID>` shape of document_source_out.cpp), a failed `$out`'s drop of
+/// its temporary collection, and a TTL pass over `shop.sessions`, whose TTL index only
+/// the backup's metadata tells, all come before the drop of `shop.orders`; the plan
+/// uses its backup to tell them apart and picks the drop. find-drop without
+/// `--backup` cannot: it lists the TTL pass as a deleteBurst and says why.
+#[test]
+fn until_auto_passes_over_routine_operations_to_the_real_drop() {
+    let mut oplog = Scenario::main_oplog();
+    oplog.retain(|d| d.get_timestamp("ts").unwrap().time < at(150));
+    let tmp = "tmp.agg_out.0f1e2d3c-4b5a-4697-8877-665544332211";
+    oplog.push(cmd(110, 1, "shop", doc! { "create": tmp, "temp": true, "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } }));
+    oplog.push(ins(110, 2, &format!("shop.{tmp}"), 1));
+    let mut rename = cmd(
+        110,
+        3,
+        "shop",
+        doc! { "renameCollection": format!("shop.{tmp}"), "to": "shop.report", "stayTemp": false,
+        "dropTarget": Binary { subtype: BinarySubtype::Uuid, bytes: vec![3; 16] } },
+    );
+    rename.insert("o2", doc! { "numRecords": 2i64 });
+    oplog.push(rename);
+    let batch = |from: i64, to: i64| -> Bson {
+        Bson::Array(
+            (from..to)
+                .map(|k| {
+                    Bson::Document(doc! { "op": "d", "ns": "shop.sessions", "o": { "_id": k } })
+                })
+                .collect(),
+        )
+    };
+    oplog.push(cmd(125, 1, "admin", doc! { "applyOps": batch(0, 100) }));
+    oplog.push(cmd(125, 2, "admin", doc! { "applyOps": batch(100, 120) }));
+    let failed = "tmp.agg_out.99999999-4b5a-4697-8877-665544332211";
+    oplog.push(cmd(131, 1, "shop", doc! { "create": failed, "temp": true }));
+    oplog.push(drop_cmd(131, 2, "shop", failed, 0));
+    oplog.extend(
+        Scenario::main_oplog()
+            .into_iter()
+            .filter(|d| d.get_timestamp("ts").unwrap().time >= at(150)),
+    );
+    oplog.sort_by_key(|d| {
+        let t = d.get_timestamp("ts").unwrap();
+        (t.time, t.increment)
+    });
+    let s = Scenario::with_oplog(oplog);
+    let b = s.root.join("backup/shop");
+    write_bson(
+        &b.join("sessions.bson"),
+        &(0..150)
+            .map(|k| doc! { "_id": k as i64 })
+            .collect::<Vec<_>>(),
+    );
+    fs::write(
+        b.join("sessions.metadata.json"),
+        r#"{"indexes":[{"v":2,"key":{"_id":1},"name":"_id_"},{"v":2,"key":{"lastSeen":1},"name":"lastSeen_1","expireAfterSeconds":3600}],"collectionName":"sessions","type":"collection"}"#,
+    )
+    .unwrap();
+    write_bson(
+        &b.join("report.bson"),
+        &[doc! { "_id": 1i64 }, doc! { "_id": 2i64 }],
+    );
+
+    let p = s.plan_json(&["--until", "auto", "--out", "plan"]);
+    assert_eq!(p["until"]["limit"], format!("{}:1", at(150)).as_str());
+    assert_eq!(p["until"]["finding"]["kind"], "drop");
+    assert_eq!(p["until"]["finding"]["ns"], "shop.orders");
+    // The routine operations are in the replayed range: named as routine, not as
+    // destructive operations to stop before.
+    let lints: Vec<(String, String)> = p["lint"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["code"].as_str().unwrap().into(),
+                l["severity"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        !lints.iter().any(|(c, _)| c == "destructive-before-limit"),
+        "{lints:?}"
+    );
+    let routine: Vec<&(String, String)> = lints
+        .iter()
+        .filter(|(c, _)| c == "routine-before-limit")
+        .collect();
+    assert_eq!(routine.len(), 3, "{lints:?}");
+    assert!(routine.iter().all(|(_, sev)| sev == "info"));
+    assert_eq!(expected(&p, "shop.sessions"), Some(30));
+
+    // find-drop with the backup: the drop is the only incident; without it, the TTL
+    // pass is a deleteBurst it cannot classify, and it says so.
+    let o = pitr_in(
+        &s.root,
+        &["find-drop", "--json", "--backup", "backup", "oplog.bson"],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kinds: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!((code(&o), kinds), (0, vec!["drop"]), "{}", stderr(&o));
+    // A $out that replaced `shop.report` once: routine, but worth a look.
+    assert!(
+        stderr(&o).starts_with("warning: CHECK the routine outReplace of shop.report")
+            && stderr(&o).lines().count() == 1,
+        "{}",
+        stderr(&o)
+    );
+    let o = pitr_in(&s.root, &["find-drop", "--json", "oplog.bson"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["kind"], "deleteBurst");
+    assert_eq!(v[0]["severity"], "high");
+    assert!(
+        stderr(&o).contains("`shop.sessions`") && stderr(&o).contains("--backup"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn human_output_has_every_section_and_says_the_limit_is_exclusive() {
     let s = Scenario::new();

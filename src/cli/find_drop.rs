@@ -2,11 +2,13 @@
 //! restores to just before each.
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
+use crate::backup;
 use crate::error::{exit, Failure};
-use crate::forensics::{BurstRule, Finding, Kind, Scanner, Severity};
+use crate::forensics::{BurstRule, Catalog, Finding, Kind, Scanner, Severity};
 use crate::oplog::ReadOptions;
 use crate::time::{parse_time, TimeValue};
 
@@ -27,13 +29,23 @@ Never reported: fromMigrate entries (chunk migrations), internal namespaces (loc
 config.system.sessions and other server-managed config.*, *.system.drop.*), no-ops, \
 aborted transactions.
 
+Routine operations are severity info and listed only with --include-routine (a note \
+counts them otherwise); --until auto never picks them: $out and mapReduce refreshes \
+(a tmp.agg_out.* or tmp.mr.* collection renamed over the target), drops of such \
+temporary collections, TTL expirations and time-series bucket expiry (collections whose \
+TTL is known from --backup's metadata or from createIndexes/collMod/create in the oplog), \
+capped roll-over deletes. Without --backup a note names the delete bursts that could not \
+be classified because their collection existed before the oplog.
+
 The --oplogLimit column is exclusive, as mongorestore reads it: entries with ts < limit \
 are applied, so the destructive entry itself is not.
 
-Exit codes: 0 something found, 1 nothing found, 2 error.
+Exit codes: 0 something found, 1 nothing found (routine operations alone are not \
+\"something\"), 2 error.
 
 Examples:
   pitr find-drop fixtures/incident/oplog.bson
+  pitr find-drop --backup fixtures/incident/backup fixtures/incident/oplog.bson --include-routine
   pitr find-drop dump/ --ns 'shop.*' --kind drop --kind dropDatabase
   pitr find-drop oplog.bson.gz --since 2026-11-21T02:00:00Z --tz Europe/Berlin
   pitr find-drop oplog.bson --json | jq -r '.[0].oplog_limit'
@@ -80,6 +92,14 @@ pub struct FindDropArgs {
     /// Scan the complete entries of a truncated file instead of failing
     #[arg(long)]
     pub allow_truncated: bool,
+    /// The backup (mongodump directory or archive) whose metadata tells TTL indexes and
+    /// capped and time-series collections apart, to classify routine deletes
+    #[arg(long, value_name = "DIR|ARCHIVE")]
+    pub backup: Option<PathBuf>,
+    /// Also list routine operations ($out refreshes, TTL expiry, capped roll-over) at
+    /// severity info
+    #[arg(long)]
+    pub include_routine: bool,
 }
 
 pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
@@ -97,7 +117,12 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
         threshold: a.min_count,
         window_secs: a.window,
     };
-    let mut scanner = Scanner::new(rule);
+    // Read the backup's metadata before the (long) scan, so a bad path fails at once.
+    let catalog = match &a.backup {
+        Some(path) => Catalog::from_backup(&backup::open(path)?),
+        None => Catalog::default(),
+    };
+    let mut scanner = Scanner::with_catalog(rule, catalog);
     let opts = ReadOptions {
         allow_truncated: a.allow_truncated,
     };
@@ -107,11 +132,21 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
         None => scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_bytes(doc))?,
     };
     let out_of_order = scanner.stats().out_of_order;
-    let (findings, _stats) = scanner.finish();
-    let findings: Vec<Finding> = findings.into_iter().filter(|f| filter.keep(f)).collect();
+    let (findings, stats) = scanner.finish();
+    let kept: Vec<Finding> = findings.into_iter().filter(|f| filter.keep(f)).collect();
+    let incidents = kept.iter().filter(|f| !f.is_routine()).count();
+    let (findings, hidden): (Vec<Finding>, Vec<Finding>) = kept
+        .into_iter()
+        .partition(|f| a.include_routine || !f.is_routine());
 
     let mut notes = notes(&summary, out_of_order);
     notes.extend(live_notes);
+    notes.extend(classification_notes(
+        &findings,
+        &hidden,
+        &stats.unclassified,
+        a.json,
+    ));
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
@@ -121,17 +156,86 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
             eprintln!("warning: {n}");
         }
     } else {
-        render_table(&mut out, &findings, &a, &summary)?;
+        render_table(&mut out, &findings, incidents, &a, &summary)?;
         for n in &notes {
             writeln!(out, "note: {n}")?;
         }
         out.flush()?;
     }
-    Ok(if findings.is_empty() {
+    // Routine operations alone are not a finding: scripts acting on exit 0 must not
+    // restore because a report was refreshed.
+    Ok(if incidents == 0 {
         exit::NOT_FOUND
     } else {
         exit::OK
     })
+}
+
+/// Notes on routine operations (the hidden ones counted, any that deserve a look
+/// spelled out) and on delete bursts that could not be classified without a backup.
+/// In `--json` mode only the ones that need attention (they go to stderr as warnings).
+fn classification_notes(
+    listed: &[Finding],
+    hidden: &[Finding],
+    unclassified: &std::collections::BTreeSet<String>,
+    json: bool,
+) -> Vec<String> {
+    let mut n = Vec::new();
+    if !hidden.is_empty() && !json {
+        let what: Vec<String> = hidden
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} of {} ({}: {})",
+                    f.routine.map_or("?", |r| r.as_str()),
+                    f.ns,
+                    f.kind.as_str(),
+                    match f.kind {
+                        Kind::DeleteBurst => format!("{} deleted", f.count),
+                        _ if f.count > 1 => format!("{} times", f.count),
+                        _ => format!("at {}", f.ts),
+                    }
+                )
+            })
+            .collect();
+        n.push(format!(
+            "{} routine operation(s) not listed (--include-routine lists them at severity info): {}",
+            hidden.len(),
+            what.join(", ")
+        ));
+    }
+    for f in hidden.iter().filter(|f| f.details.contains("CHECK")) {
+        n.push(format!(
+            "CHECK the routine {} of {} at {} (ts {}): {}",
+            f.routine.map_or("?", |r| r.as_str()),
+            f.ns,
+            f.wall
+                .map(|w| w.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+                .unwrap_or_else(|| f.ts.utc_string()),
+            f.ts,
+            f.details
+        ));
+    }
+    let unknown: Vec<&str> = listed
+        .iter()
+        .filter(|f| !f.is_routine() && unclassified.contains(&f.ns))
+        .map(|f| f.ns.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !unknown.is_empty() {
+        n.push(format!(
+            "without --backup, pitr cannot tell whether collections that existed before this oplog have a TTL \
+             index or are capped: the delete bursts of {} are listed as incidents but may be TTL expiry or \
+             capped roll-over; pass --backup DIR to classify them",
+            unknown
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    n
 }
 
 struct Filter {
@@ -223,23 +327,24 @@ fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
 }
 
 /// The finding to restore to: the first critical one, else the first high one, else
-/// the first.
+/// the first that is not routine (a routine operation is never a restore target).
 pub fn restore_target(findings: &[Finding]) -> Option<&Finding> {
     findings
         .iter()
         .find(|f| f.severity == Severity::Critical)
         .or_else(|| findings.iter().find(|f| f.severity == Severity::High))
-        .or_else(|| findings.first())
+        .or_else(|| findings.iter().find(|f| !f.is_routine()))
 }
 
 fn render_table(
     out: &mut impl Write,
     findings: &[Finding],
+    incidents: usize,
     a: &FindDropArgs,
     summary: &SourcesSummary,
 ) -> io::Result<()> {
     let sources = summary.names.join(", ");
-    if findings.is_empty() {
+    if incidents == 0 && findings.is_empty() {
         writeln!(
             out,
             "No destructive operations found in {} entries of {sources}.",
@@ -282,10 +387,15 @@ fn render_table(
         }
     }
     writeln!(out)?;
+    let routine = findings.len() - incidents;
     writeln!(
         out,
-        "{} finding(s) in {} entries of {sources}. --oplogLimit is exclusive: entries with ts < limit are applied.",
-        findings.len(),
+        "{incidents} finding(s){} in {} entries of {sources}. --oplogLimit is exclusive: entries with ts < limit are applied.",
+        if routine > 0 {
+            format!(" and {routine} routine operation(s)")
+        } else {
+            String::new()
+        },
         summary.entries
     )?;
     if let Some(t) = restore_target(findings) {

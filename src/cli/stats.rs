@@ -99,6 +99,8 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
     })?;
     let out_of_order = scanner.stats().out_of_order;
     let (findings, _) = scanner.finish();
+    // As find-drop lists them by default: routine operations are not marked.
+    let findings: Vec<Finding> = findings.into_iter().filter(|f| !f.is_routine()).collect();
     let window_secs = match (stats.first, stats.last) {
         (Some((f, _)), Some((l, _))) => (l.t - f.t) as u64,
         _ => 0,

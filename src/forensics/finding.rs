@@ -5,6 +5,8 @@ use serde::Serialize;
 
 use crate::oplog::Ts;
 
+use super::routine::Routine;
+
 /// The kinds of destructive operation, with the JSON names used in `--json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "camelCase")]
@@ -45,9 +47,13 @@ impl Kind {
     }
 }
 
+/// Ordered: `Info < Low < High < Critical`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// A routine operation (see [`Routine`]): listed only with `--include-routine`,
+    /// never a restore target.
+    Info,
     Low,
     High,
     Critical,
@@ -56,6 +62,7 @@ pub enum Severity {
 impl Severity {
     pub fn as_str(self) -> &'static str {
         match self {
+            Severity::Info => "info",
             Severity::Low => "low",
             Severity::High => "high",
             Severity::Critical => "critical",
@@ -70,7 +77,9 @@ impl Severity {
 /// first entry of the incident), `last_ts`, `wall` (RFC 3339 UTC or null),
 /// `oplog_limit` (`"t:i"`, exclusive: pass it to `mongorestore --oplogLimit`),
 /// `count`, `num_records` (number or null), `in_transaction`, `collections`
-/// (dropDatabase: the namespaces dropped, else empty), `details`.
+/// (dropDatabase: the namespaces dropped, else empty), `details`, `routine` (why a
+/// routine operation is routine, e.g. `"ttlExpiry"`, else null; routine findings
+/// have severity `info`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
     pub kind: Kind,
@@ -86,6 +95,7 @@ pub struct Finding {
     pub in_transaction: bool,
     pub collections: Vec<String>,
     pub details: String,
+    pub routine: Option<Routine>,
 }
 
 impl Finding {
@@ -105,7 +115,18 @@ impl Finding {
             in_transaction: false,
             collections: Vec::new(),
             details: String::new(),
+            routine: None,
         }
+    }
+
+    /// Marks the finding routine: severity `info`.
+    pub(crate) fn make_routine(&mut self, r: Routine) {
+        self.routine = Some(r);
+        self.severity = Severity::Info;
+    }
+
+    pub fn is_routine(&self) -> bool {
+        self.routine.is_some()
     }
 }
 

@@ -39,6 +39,11 @@ const INTERNAL_CONFIG: &[(&str, &str)] = &[
     ("tenantMigrationDonors", "tenant migration state"),
     ("tenantMigrationRecipients", "tenant migration state"),
     ("external_validation_keys", "cluster signing keys"),
+    (
+        "agg_temp_collections",
+        "$out's temporary collections to garbage-collect on step-up (shard servers, 7.1+: \
+         ShardServerProcessInterface::createTempCollection)",
+    ),
 ];
 
 /// `config.*` prefixes written by the server.

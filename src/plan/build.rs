@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::forensics::{Kind, Severity};
+use crate::forensics::{Catalog, Kind, Severity};
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, ReadOptions, Ts};
 use crate::time::TimeValue;
@@ -128,15 +128,18 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     };
     let backup_oplog_replay = backup_range.is_some();
 
-    // First pass over the replay oplog.
+    // First pass over the replay oplog; the backup's metadata tells routine
+    // operations (TTL expiry, capped roll-over) from incidents.
     let mut positions: HashSet<Ts> = skips.iter().copied().collect();
     positions.insert(backup_end);
     positions.extend(exact);
+    let catalog = Catalog::from_backup(&inv.backup);
     let probe = Probe {
         target,
         positions,
         ns_filter: filter.as_ref(),
         findings: true,
+        catalog: Some(&catalog),
     };
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
 
@@ -703,11 +706,16 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
         };
         l.push(
             if f.severity >= Severity::High { Warning } else { Info },
-            "destructive-before-limit",
+            if f.is_routine() {
+                "routine-before-limit"
+            } else {
+                "destructive-before-limit"
+            },
             Some(f.ts),
             &f.ns,
             format!(
-                "the replay includes a {} of `{}` at {} ({}): to stop before it use --until {}{skip}",
+                "the replay includes a {}{} of `{}` at {} ({}): to stop before it use --until {}{skip}",
+                if f.is_routine() { "routine " } else { "" },
                 f.kind.as_str(),
                 f.ns,
                 f.ts,

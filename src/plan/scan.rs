@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::forensics::{BurstRule, Finding, Scanner};
+use crate::forensics::{BurstRule, Catalog, Finding, Scanner};
 use crate::oplog::entry::as_i64;
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Truncation, Ts};
@@ -94,6 +94,9 @@ pub struct Probe<'a> {
     pub ns_filter: Option<&'a NsFilter>,
     /// Run the destructive-operation scanner.
     pub findings: bool,
+    /// What the backup's metadata says (TTL indexes, capped and time-series
+    /// collections), so that routine operations are told from incidents.
+    pub catalog: Option<&'a Catalog>,
 }
 
 /// The result of [`scan`].
@@ -133,7 +136,12 @@ pub fn scan(
     let mut r = oplog::open(spec, opts)?;
     let (counter, total) = r.progress();
     let mut tick = progress.pass(what, counter, total);
-    let mut scanner = probe.findings.then(|| Scanner::new(BurstRule::default()));
+    let mut scanner = probe.findings.then(|| {
+        Scanner::with_catalog(
+            BurstRule::default(),
+            probe.catalog.cloned().unwrap_or_default(),
+        )
+    });
     let mut s = OplogScan {
         name: r.name().to_string(),
         ..OplogScan::default()
@@ -241,6 +249,7 @@ mod tests {
             positions: [Ts::new(12, 1), Ts::new(99, 1)].into_iter().collect(),
             ns_filter: Some(&f),
             findings: true,
+            catalog: None,
         };
         let s = scan(&path, ReadOptions::default(), &probe, &Quiet, "test").unwrap();
         assert_eq!(

@@ -7,7 +7,8 @@
 //!   its end and the replay oplog), and that entry's ts is the limit: everything
 //!   before the second is applied, nothing from it on; the plan names the entry;
 //! - `auto`: the first critical or high-severity destructive operation after the
-//!   backup's end (as `pitr find-drop` reports it), its `oplog_limit`;
+//!   backup's end (as `pitr find-drop` reports it, with the backup's metadata to tell
+//!   routine operations apart: those are never chosen), its `oplog_limit`;
 //! - `end`: just after the last entry of the backup's oplog and the replay oplog
 //!   (replays everything those files hold).
 
@@ -180,6 +181,7 @@ pub fn resolve(
         UntilSpec::Auto => {
             let chosen = oplog.findings.iter().find(|f| {
                 f.ts > backup_end
+                    && !f.is_routine()
                     && f.severity >= Severity::High
                     && filter.is_none_or(|nf| finding_selected(f, nf, known_ns))
             });

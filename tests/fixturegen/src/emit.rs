@@ -18,6 +18,7 @@ use rand::Rng;
 use super::bsonw::BsonW;
 use super::files::AtomicFile;
 use super::ids::Session;
+use super::rng::MainRng;
 use pitr::oplog::Ts;
 
 /// The `prevOpTime` of an entry.
@@ -83,6 +84,14 @@ pub struct Emitter {
     pub prev_second_entries: u32,
     /// Offsets of the `wall` values of this second's entries.
     walls: Vec<usize>,
+    /// Per entry of this second: written by the routine traffic (see `routine.rs`),
+    /// whose wall clocks come from [`Emitter::side_rng`] so that adding routine
+    /// traffic leaves the main random stream, and so every other entry, unchanged.
+    routine_walls: Vec<bool>,
+    /// Set while the routine traffic writes.
+    pub routine_now: bool,
+    /// The random stream of routine entries' wall clocks.
+    pub side_rng: Option<MainRng>,
     /// Election term written in `t`.
     pub term: i64,
     /// Ordinals of this second whose wall clock the truth needs.
@@ -102,6 +111,9 @@ impl Emitter {
             ord: 0,
             prev_second_entries: 0,
             walls: Vec::new(),
+            routine_walls: Vec::new(),
+            routine_now: false,
+            side_rng: None,
             term,
             wanted: Vec::new(),
             walls_of: BTreeMap::new(),
@@ -128,6 +140,7 @@ impl Emitter {
         self.ord = 0;
         self.w.clear();
         self.walls.clear();
+        self.routine_walls.clear();
         self.wanted.clear();
     }
 
@@ -146,7 +159,11 @@ impl Emitter {
             let width = 1000.0 / n as f64;
             let mut prev = 0i64;
             for k in 0..n {
-                let ms = ((k as f64 + rng.random::<f64>()) * width) as i64;
+                let u: f64 = match self.side_rng.as_mut() {
+                    Some(side) if self.routine_walls[k] => side.random(),
+                    _ => rng.random(),
+                };
+                let ms = ((k as f64 + u) * width) as i64;
                 let ms = ms.clamp(prev, 999);
                 prev = ms;
                 self.w.patch_date(self.walls[k], base + ms);
@@ -164,6 +181,7 @@ impl Emitter {
         self.prev_second_entries = n as u32;
         self.w.clear();
         self.walls.clear();
+        self.routine_walls.clear();
         Ok(())
     }
 
@@ -211,6 +229,7 @@ impl Emitter {
         self.w.i64("v", 2);
         let at = self.w.date_slot("wall", self.sec as i64 * 1000);
         self.walls.push(at);
+        self.routine_walls.push(self.routine_now);
         match prev {
             Prev::None => {}
             Prev::Start => {

@@ -15,6 +15,7 @@
 //! - [`world`]: collections, counts, and the limits that keep normal traffic quiet;
 //! - [`emit`]: entry layout, timestamps, wall clocks, the oplog files;
 //! - [`traffic`]: background operations; [`script`]: incidents and decoys;
+//!   [`routine`]: retryable writes, `$out` refreshes, TTL and time-series expiry;
 //! - [`scenario`]: the timeline of a run; [`dump`]: the backup directory;
 //! - [`truth`]: `truth.json`; [`files`]: atomic output.
 
@@ -29,6 +30,7 @@ pub mod emit;
 pub mod files;
 pub mod ids;
 pub mod rng;
+pub mod routine;
 pub mod scenario;
 pub mod script;
 pub mod shapes;

@@ -19,7 +19,8 @@ use super::dump;
 use super::emit::{Emitter, Sink};
 use super::files::{write_atomic, AtomicFile, OutDir};
 use super::ids::{OidGen, Session};
-use super::rng::{poisson, uuid, MainRng};
+use super::rng::{mix, poisson, uuid, MainRng};
+use super::routine::RoutineTraffic;
 use super::script::{Script, Slot};
 use super::shapes::Shape;
 use super::truth::{BackupTruth, Decoy, ExpectedCounts, Incident, OplogTruth, Truth};
@@ -59,6 +60,11 @@ pub struct Params {
     pub capped_keep_max: usize,
     /// Approximate size of the main oplog (bench).
     pub target_bytes: Option<u64>,
+    /// Write the routine traffic of [`super::routine`] ($out refreshes, TTL and
+    /// time-series expiry).
+    pub routine: bool,
+    /// Share of background inserts, updates and deletes written as retryable writes.
+    pub retryable_share: f64,
 }
 
 impl Params {
@@ -77,6 +83,8 @@ impl Params {
                 staging_docs: 40,
                 capped_keep_max: usize::MAX,
                 target_bytes: None,
+                routine: true,
+                retryable_share: 0.75,
             },
             Scenario::Bench => {
                 // Fast enough traffic to fill the target with the scripted part
@@ -96,6 +104,10 @@ impl Params {
                     staging_docs: 400,
                     capped_keep_max: 3000,
                     target_bytes: Some(target_bytes),
+                    // The bench traffic stays as it was (its byte-level fast paths
+                    // are measured on it); routine traffic is for the incident scenario.
+                    routine: false,
+                    retryable_share: 0.0,
                 }
             }
         }
@@ -272,6 +284,8 @@ pub struct Gen {
     pub sessions_coll_uuid: [u8; 16],
     /// Set at the end: no more transactions that span seconds.
     pub winding_down: bool,
+    /// Retryable writes, `$out` refreshes, TTL and time-series expiry.
+    pub routine: RoutineTraffic,
 }
 
 impl Gen {
@@ -313,6 +327,12 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
     let sessions = (0..32).map(|_| Session::new(&mut rng, app_uid)).collect();
     let term = rng.random_range(2..40);
     let sessions_coll_uuid = uuid(&mut rng);
+    let routine = RoutineTraffic::new(
+        opts.seed,
+        params.routine,
+        params.retryable_share,
+        t0 + DUMP_SECS,
+    );
     let mut g = Gen {
         seed: opts.seed,
         rng,
@@ -327,7 +347,11 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
         pending: Vec::new(),
         sessions_coll_uuid,
         winding_down: false,
+        routine,
     };
+    g.em.side_rng = Some(MainRng::seed_from_u64(mix(
+        opts.seed ^ 0x7761_6c6c_5f73_6964
+    )));
 
     // The data before the backup: ids born over the previous 30 days, oldest first.
     for (spec, n) in initial_catalogue() {
@@ -466,6 +490,7 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
         },
         incidents,
         decoys: std::mem::take(&mut g.decoys),
+        routine: g.routine.truth(),
         expected_counts,
     };
     out.retire_truth()?;
@@ -513,5 +538,6 @@ fn second(g: &mut Gen, script: &mut Script, sec: u32) -> std::io::Result<()> {
             Slot::Event(i) => script.step(g, i),
         }
     }
+    g.routine_second(sec);
     g.em.end_second(&mut g.rng)
 }

@@ -149,31 +149,64 @@ impl Gen {
         self.em.finish(prev)
     }
 
-    /// A normal update of document `l` of collection `c`.
-    pub fn update(&mut self, c: usize, l: Live) -> Ts {
+    /// A normal update of document `l` of collection `c`; with `sess` (session,
+    /// stmtId, prevOpTime) as a retryable write.
+    pub fn update(&mut self, c: usize, l: Live, sess: Option<(usize, i32, Prev)>) -> Ts {
         let now = self.em.now_ms(&mut self.rng);
+        self.begin_write("u", c, sess);
         let coll = &self.world.colls[c];
-        self.em.begin("u", &coll.ns, Some(&coll.uuid));
         coll.shape
             .write_update(&mut self.em.w, &mut self.rng, now, self.seed, l);
         self.em.w.doc("o2");
         l.id.write(&mut self.em.w, "_id");
         self.em.w.end();
-        self.em.finish(Prev::None)
+        let prev = self.end_write(sess);
+        self.em.finish(prev)
     }
 
-    /// `{op: "d", o: {_id}}` of document `l` (already out of the pool).
-    pub fn delete(&mut self, c: usize, l: Live, from_migrate: bool) -> Ts {
-        let coll = &mut self.world.colls[c];
-        self.em.begin("d", &coll.ns, Some(&coll.uuid));
+    /// `{op: "d", o: {_id}}` of document `l` (already out of the pool); with `sess`
+    /// as a retryable write.
+    pub fn delete(
+        &mut self,
+        c: usize,
+        l: Live,
+        from_migrate: bool,
+        sess: Option<(usize, i32, Prev)>,
+    ) -> Ts {
+        self.begin_write("d", c, sess);
         self.em.w.doc("o");
         l.id.write(&mut self.em.w, "_id");
         self.em.w.end();
         if from_migrate {
             self.em.w.bool("fromMigrate", true);
         }
-        coll.deleted();
-        self.em.finish(Prev::None)
+        self.world.colls[c].deleted();
+        let prev = self.end_write(sess);
+        self.em.finish(prev)
+    }
+
+    /// Opens a write entry on collection `c`, with the session fields first for a
+    /// retryable write.
+    fn begin_write(&mut self, op: &str, c: usize, sess: Option<(usize, i32, Prev)>) {
+        let coll = &self.world.colls[c];
+        match sess {
+            Some((s, _, _)) => {
+                self.em
+                    .begin_session(&self.sessions[s], op, &coll.ns, Some(&coll.uuid))
+            }
+            None => self.em.begin(op, &coll.ns, Some(&coll.uuid)),
+        }
+    }
+
+    /// Writes `stmtId` of a retryable write; returns the `prevOpTime` to finish with.
+    fn end_write(&mut self, sess: Option<(usize, i32, Prev)>) -> Prev {
+        match sess {
+            Some((_, stmt, prev)) => {
+                self.em.w.i32("stmtId", stmt);
+                prev
+            }
+            None => Prev::None,
+        }
     }
 
     /// Writes one `applyOps` element deleting `l` from `c`.
@@ -260,7 +293,8 @@ impl Gen {
         }
         match op {
             Bg::Insert => {
-                self.insert(c, None);
+                let sess = self.app_session();
+                self.insert(c, sess);
             }
             Bg::RetryInsert => {
                 let Some(s) = self.next_session() else {
@@ -286,7 +320,8 @@ impl Gen {
                 if !coll.shape.updatable() {
                     return false;
                 }
-                self.update(c, l);
+                let sess = self.app_session();
+                self.update(c, l, sess);
             }
             Bg::Delete => {
                 let coll = &mut self.world.colls[c];
@@ -297,7 +332,8 @@ impl Gen {
                     return false;
                 }
                 let l = coll.pool.take(&mut self.rng).expect("pool is not empty");
-                self.delete(c, l, false);
+                let sess = self.app_session();
+                self.delete(c, l, false, sess);
             }
             Bg::Unset => {
                 let coll = &mut self.world.colls[c];

@@ -30,6 +30,9 @@
 //!   "decoys": [ { "what": "fromMigrate deletes", "ns": "shop.clicks",
 //!                 "first_ts": "t:i", "last_ts": "t:i", "count": 160,
 //!                 "why_silent": "..." } ],
+//!   "routine": [ { "kind": "renameDropTarget", "routine": "outReplace",
+//!                  "ns": "reports.daily", "ts": "t:i", "last_ts": "t:i", "count": 5,
+//!                  "what": "$out refreshing it every 300 s" } ],
 //!   "expected_counts": [ { "oplog_limit": "t:i", "counts": { "shop.orders": 162, ... } } ]
 //! }
 //! ```
@@ -74,6 +77,7 @@ pub struct Truth {
     pub oplog: OplogTruth,
     pub incidents: Vec<Incident>,
     pub decoys: Vec<Decoy>,
+    pub routine: Vec<RoutineOp>,
     pub expected_counts: Vec<ExpectedCounts>,
 }
 
@@ -147,6 +151,18 @@ pub struct Decoy {
     pub last_ts: Ts,
     pub count: u64,
     pub why_silent: &'static str,
+}
+
+/// A routine operation find-drop lists at severity `info` (see the module docs).
+#[derive(Clone, Debug, Serialize)]
+pub struct RoutineOp {
+    pub kind: &'static str,
+    pub routine: &'static str,
+    pub ns: String,
+    pub ts: Ts,
+    pub last_ts: Ts,
+    pub count: u64,
+    pub what: String,
 }
 
 #[derive(Debug, Serialize)]

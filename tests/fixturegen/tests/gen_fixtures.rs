@@ -122,7 +122,8 @@ impl Replay {
     fn counts(&self) -> BTreeMap<String, u64> {
         self.colls
             .iter()
-            .filter(|(ns, _)| is_user(ns))
+            // View definitions are not data (pitr plan does not count them either).
+            .filter(|(ns, _)| is_user(ns) && !ns.ends_with(".system.views"))
             .map(|(ns, ids)| (ns.clone(), ids.len() as u64))
             .collect()
     }
@@ -449,11 +450,115 @@ fn check_output(dir: &Path) {
             .collect();
         assert_eq!(got, want, "counts just before {limit} ({})", i["kind"]);
     }
+    check_routine(dir, &t);
     check_quiet(dir, &t);
 }
 
-/// Outside the planted deleteBursts, no user namespace ever sees 100 deletes within
-/// 10 seconds (fromMigrate and aborted transactions do not count).
+/// The routine operations in truth.json are in the oplog in the server's shapes:
+/// `$out` renames from `tmp.agg_out.<UUID>` (created with `temp: true`) with
+/// `stayTemp: false`, a UUID `dropTarget` and `o2.numRecords`; a drop of such a
+/// temporary collection; TTL passes as `applyOps` without a session (at most 100
+/// deletes each) on a collection whose `createIndexes` has `expireAfterSeconds`.
+fn check_routine(dir: &Path, t: &Value) {
+    let routine = t["routine"].as_array().unwrap();
+    let scenario = t["scenario"].as_str().unwrap();
+    if scenario == "bench" {
+        assert!(routine.is_empty());
+        return;
+    }
+    let kinds: HashSet<&str> = routine
+        .iter()
+        .map(|r| r["routine"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        HashSet::from(["outReplace", "tempDrop", "ttlExpiry"]),
+        "{routine:?}"
+    );
+    let mut entries: HashMap<Ts, bson::Document> = HashMap::new();
+    let mut temp_created: HashSet<String> = HashSet::new();
+    let mut ttl_ns: HashSet<String> = HashSet::new();
+    let (mut retryable, mut plain) = (0u64, 0u64);
+    each_entry(&dir.join("oplog.bson"), |e| {
+        entries.insert(e.ts, bson::Document::try_from(e.raw).unwrap());
+        if matches!(e.op, Op::Insert | Op::Update | Op::Delete) && !e.from_migrate {
+            if e.lsid.is_some() {
+                assert!(e.txn_number.is_some(), "{}: lsid without txnNumber", e.ts);
+                assert!(
+                    e.raw.get("stmtId").unwrap().is_some(),
+                    "{}: no stmtId",
+                    e.ts
+                );
+                retryable += 1;
+            } else {
+                plain += 1;
+            }
+        }
+        let o = e.o.unwrap();
+        match e.command_name() {
+            Some("create") if o.get_bool("temp").unwrap_or(false) => {
+                temp_created.insert(format!("{}.{}", e.db(), o.get_str("create").unwrap()));
+            }
+            Some("createIndexes") if o.get("expireAfterSeconds").unwrap().is_some() => {
+                ttl_ns.insert(format!(
+                    "{}.{}",
+                    e.db(),
+                    o.get_str("createIndexes").unwrap()
+                ));
+            }
+            _ => {}
+        }
+    });
+    assert!(
+        retryable > 0 && plain > 0,
+        "{retryable} retryable, {plain} not"
+    );
+    for r in routine {
+        let (ts, last) = (ts_of(&r["ts"]), ts_of(&r["last_ts"]));
+        assert!(last >= ts);
+        let e = &entries[&ts];
+        let o = e.get_document("o").unwrap();
+        let ns = r["ns"].as_str().unwrap();
+        match r["routine"].as_str().unwrap() {
+            "outReplace" => {
+                for at in [ts, last] {
+                    let o = entries[&at].get_document("o").unwrap();
+                    let from = o.get_str("renameCollection").unwrap();
+                    assert!(from.contains(".tmp.agg_out."), "{from}");
+                    assert!(
+                        temp_created.contains(from),
+                        "{from} not created with temp: true"
+                    );
+                    assert_eq!(o.get_str("to").unwrap(), ns);
+                    assert!(!o.get_bool("stayTemp").unwrap());
+                    assert!(matches!(o.get("dropTarget"), Some(Bson::Binary(_))), "{o}");
+                    assert!(entries[&at]
+                        .get_document("o2")
+                        .unwrap()
+                        .contains_key("numRecords"));
+                }
+            }
+            "tempDrop" => {
+                let (db, coll) = ns.split_once('.').unwrap();
+                assert_eq!(o.get_str("drop").unwrap(), coll);
+                assert_eq!(e.get_str("ns").unwrap(), format!("{db}.$cmd"));
+                assert!(temp_created.contains(ns));
+            }
+            "ttlExpiry" => {
+                assert!(ttl_ns.contains(ns), "{ns} has no TTL index in the oplog");
+                assert!(!e.contains_key("lsid"));
+                let ops = o.get_array("applyOps").unwrap();
+                assert!(ops.len() <= 100);
+                assert!(r["count"].as_u64().unwrap() >= 100);
+            }
+            other => panic!("unexpected routine {other}"),
+        }
+    }
+}
+
+/// Outside the planted deleteBursts (incidents, and routine TTL passes), no user
+/// namespace ever sees 100 deletes within 10 seconds (fromMigrate and aborted
+/// transactions do not count).
 fn check_quiet(dir: &Path, t: &Value) {
     let mut deletes: HashMap<String, Vec<u32>> = HashMap::new();
     let mut txn: HashMap<(Vec<u8>, i64), Vec<String>> = HashMap::new();
@@ -505,6 +610,7 @@ fn check_quiet(dir: &Path, t: &Value) {
         .as_array()
         .unwrap()
         .iter()
+        .chain(t["routine"].as_array().unwrap())
         .filter(|i| i["kind"] == "deleteBurst")
         .map(|i| {
             (
