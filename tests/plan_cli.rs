@@ -170,6 +170,18 @@ fn read_ts(path: &Path) -> Vec<Ts> {
     v
 }
 
+/// The slice's entries, wherever the plan wrote them: `OUT/oplog.bson`, or in the
+/// one-run `OUT/restore/oplog.bson` after the backup's own entries.
+fn slice_ts(plan: &Value) -> Vec<Ts> {
+    let all = read_ts(Path::new(plan["slice"]["oplog_file"].as_str().unwrap()));
+    if plan["slice"]["after_backup_oplog"] == true {
+        let own = plan["backup"]["oplog"]["entries"].as_u64().unwrap_or(0) as usize;
+        all[own..].to_vec()
+    } else {
+        all
+    }
+}
+
 fn lint_codes(plan: &Value) -> Vec<String> {
     plan["lint"]
         .as_array()
@@ -206,18 +218,32 @@ fn auto_stops_just_before_the_drop_and_writes_a_sorted_bounded_slice() {
     assert_eq!(orders["num_records"], 7);
     assert_eq!(orders["backup_documents"], 5);
 
-    // The slice: exactly the entries after the backup's end and before the limit.
-    let slice = s.root.join("plan/oplog.bson");
+    // One mongorestore run (a directory backup): plan/restore/ links the backup's
+    // databases, and its oplog.bson holds the backup's own entries, then exactly the
+    // slice: the entries after the backup's end and before the limit.
+    let restore = s.root.join("plan/restore");
+    let combined = restore.join("oplog.bson");
     assert_eq!(
-        read_ts(&slice),
-        vec![
-            Ts::new(at(120), 1),
-            Ts::new(at(121), 1),
-            Ts::new(at(130), 1),
-            Ts::new(at(140), 1)
-        ]
+        p["slice"]["oplog_file"],
+        combined.canonicalize().unwrap().display().to_string()
     );
+    assert_eq!(p["slice"]["after_backup_oplog"], true);
+    let mut want = read_ts(&s.root.join("backup/oplog.bson"));
+    want.extend([
+        Ts::new(at(120), 1),
+        Ts::new(at(121), 1),
+        Ts::new(at(130), 1),
+        Ts::new(at(140), 1),
+    ]);
+    assert_eq!(read_ts(&combined), want);
     assert_eq!(p["slice"]["entries"], 4);
+    assert!(!s.root.join("plan/oplog.bson").exists());
+    let shop = fs::symlink_metadata(restore.join("shop")).unwrap();
+    assert!(shop.file_type().is_symlink());
+    assert_eq!(
+        fs::read_link(restore.join("shop")).unwrap(),
+        s.root.join("backup/shop").canonicalize().unwrap()
+    );
     // plan.json is the same plan, and reads back as a RestorePlan.
     let text = fs::read_to_string(s.root.join("plan/plan.json")).unwrap();
     let back = RestorePlan::from_json(&text).unwrap();
@@ -238,18 +264,24 @@ fn auto_stops_just_before_the_drop_and_writes_a_sorted_bounded_slice() {
         &argv(1)[5..],
         &[
             "--oplogReplay".to_string(),
-            p["backup"]["dir"].as_str().unwrap().to_string()
-        ]
-    );
-    assert_eq!(
-        &argv(2)[5..8],
-        &[
-            "--oplogReplay".to_string(),
             "--oplogLimit".to_string(),
-            limit.clone()
+            limit.clone(),
+            restore.canonicalize().unwrap().display().to_string()
         ]
     );
-    assert_eq!(argv(2)[8], p["slice"]["dir"].as_str().unwrap());
+    assert_eq!(p["restore"]["combined"], true);
+    assert!(p["restore"]["slice_dir"].is_null());
+    // No separate replay step: start, restore+replay, verify, dump, shutdown.
+    assert_eq!(steps.len(), 5);
+
+    // Planning again into the same directory replaces restore/ (links only).
+    let again = s.plan_json(&["--until", "auto", "--out", "plan"]);
+    assert_eq!(again["until"]["limit"], limit.as_str());
+    assert_eq!(read_ts(&combined), want);
+    assert!(
+        s.root.join("backup/shop/orders.bson").is_file(),
+        "the backup is untouched"
+    );
 }
 
 /// `--until auto` on routine operations and one real drop: a `$out` refresh (the
@@ -539,9 +571,8 @@ fn a_wall_clock_until_maps_to_the_first_entry_at_or_after_it() {
 fn ns_filtering_replays_only_the_selected_namespaces() {
     let s = Scenario::new();
     let p = s.plan_json(&["--until", "end", "--ns", "shop.users"]);
-    let slice = PathBuf::from(p["slice"]["oplog_file"].as_str().unwrap());
     assert_eq!(
-        read_ts(&slice),
+        slice_ts(&p),
         vec![
             Ts::new(at(121), 1),
             Ts::new(at(130), 1),
@@ -571,7 +602,7 @@ fn an_unsorted_oplog_is_sorted_into_the_slice() {
     assert_eq!(p["slice"]["reordered"], true);
     assert_eq!(p["slice"]["duplicates_dropped"], 1);
     assert!(lint_codes(&p).contains(&"unsorted-oplog".to_string()));
-    let got = read_ts(Path::new(p["slice"]["oplog_file"].as_str().unwrap()));
+    let got = slice_ts(&p);
     let mut sorted = got.clone();
     sorted.sort();
     assert_eq!(got, sorted);
@@ -620,7 +651,12 @@ fn backups_without_their_own_oplog_need_backup_end() {
     // Told where it starts, it replays from there (idempotently).
     let p = s.plan_json(&["--until", "auto", "--backup-end", "1700000095:0"]);
     assert_eq!(p["backup"]["end_source"], "flag");
-    assert_eq!(p["restore"]["backup_oplog_replay"], false);
+    // One run: the backup's directories and the slice as the only oplog.
+    assert_eq!(p["restore"]["combined"], true);
+    assert_eq!(
+        slice_ts(&p).len() as u64,
+        p["slice"]["entries"].as_u64().unwrap()
+    );
     assert_eq!(expected(&p, "shop.orders"), Some(7));
     assert_eq!(expected(&p, "shop.users"), Some(3));
     // With --ns and no oplog of its own, the backup restore itself is narrowed.
@@ -638,6 +674,11 @@ fn backups_without_their_own_oplog_need_backup_end() {
         p["restore"]["ns_include"],
         serde_json::json!(["shop.users"])
     );
+    // Two runs (mongorestore refuses --nsInclude with --oplogReplay): the slice
+    // goes on its own, and the lint knows its run sees no earlier indexes.
+    assert_eq!(p["restore"]["combined"], false);
+    assert!(p["restore"]["slice_dir"].is_string());
+    assert!(s.root.join("n/oplog.bson").is_file());
     assert_eq!(expected(&p, "shop.orders"), None);
     // --backup-end cannot override a backup's own oplog.
     let s = Scenario::new();
@@ -667,7 +708,7 @@ fn out_dir_is_refused_when_it_holds_other_files_and_replaced_when_it_is_a_plan()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, vec!["oplog.bson", "plan.json"]);
+    assert_eq!(names, vec!["plan.json", "restore"]);
     let on_disk: Value =
         serde_json::from_str(&fs::read_to_string(s.root.join("p/plan.json")).unwrap()).unwrap();
     assert_eq!(on_disk, p);
@@ -793,7 +834,7 @@ fn peer_unsorted_oplog_is_sorted_and_deduplicated() {
     assert_eq!(p["slice"]["duplicates_dropped"], 0);
     assert_eq!(p["slice"]["same_ts_kept"], 1);
     assert!(lint_codes(&p).contains(&"same-ts-entries".to_string()));
-    let got = read_ts(Path::new(p["slice"]["oplog_file"].as_str().unwrap()));
+    let got = slice_ts(&p);
     let mut sorted = got.clone();
     sorted.sort();
     assert_eq!(got, sorted);

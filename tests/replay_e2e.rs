@@ -1,10 +1,10 @@
 //! `pitr replay` and `pitr verify` end to end, through the real `pitr` binary.
 //!
-//! By default against the stand-ins built from `tests/standins` (which really
-//! restore and replay into an in-memory server); with `PITR_E2E_BIN=DIR` (see
-//! `scripts/e2e-real.sh`) against real MongoDB programs. Each test prints which
-//! programs ran; assertions about stand-in-only facts (the record file of what
-//! mongorestore received, the STAND-IN banner) apply to stand-ins only.
+//! By default with the REAL `mongorestore` and `mongodump` of each mongo-tools
+//! release in `../shared/tools` (or `PITR_MONGO_TOOLS_BIN`) against pitr's stand-in
+//! `mongod` built from `tests/standins` (no registry here ships mongod); with
+//! `PITR_E2E_BIN=DIR` (see `scripts/e2e-real.sh`) against real MongoDB programs
+//! throughout. Each test prints which programs ran.
 //!
 //! Expected counts come from `fixtures/incident/truth.json`, written by the
 //! generator that planted the incidents, not from pitr's own planner.
@@ -125,17 +125,15 @@ fn assert_clean(run: &Run, dump_parent: Option<&Path>) {
 
 #[test]
 fn incident_drop_with_until_auto_restores_orders_and_hands_over_a_dump() {
-    let bins = bins("incident_drop_with_until_auto");
-    let rec_dir = tempfile::tempdir().unwrap();
-    let record = rec_dir.path().join("record.jsonl");
-    let record_s = record.display().to_string();
-    let run = replay(
-        &bins,
-        "auto",
-        &["--out", "handover"],
-        &[("PITR_STANDIN_RECORD", &record_s)],
-    );
-    assert_eq!(code(&run.out), 0, "{}", show(&run.out));
+    for bins in tool_sets("incident_drop_with_until_auto") {
+        incident_drop(&bins);
+    }
+}
+
+fn incident_drop(bins: &Bins) {
+    let label = &bins.label;
+    let run = replay(bins, "auto", &["--out", "handover"], &[]);
+    assert_eq!(code(&run.out), 0, "{label}: {}", show(&run.out));
     let limit = incident_limit("drop", "shop.orders");
     let report = run.report();
     assert_eq!(report["result"], "passed");
@@ -158,22 +156,41 @@ fn incident_drop_with_until_auto_restores_orders_and_hands_over_a_dump() {
     );
     assert!(so.contains("PASSED"), "{so}");
 
-    // Every step ran and took measurable time; logs are where the report says.
+    // Every step ran and took measurable time; logs are where the report says. A
+    // directory backup is restored and rolled forward in one mongorestore run.
     let steps = report["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 6);
+    assert_eq!(steps.len(), 5);
     for st in steps {
-        assert_eq!(st["status"], "ok", "{st}");
+        assert_eq!(st["status"], "ok", "{label}: {st}");
         if let Some(l) = st["log"].as_str() {
             assert!(Path::new(l).is_file(), "{l}");
         }
     }
-    let replay_cmd = steps[2]["commands"][0].as_str().unwrap();
+    // What mongorestore was given: the plan's one-run view of the backup, its own
+    // oplog followed by the slice, and the exact exclusive limit; no secret on any
+    // command line.
+    let restore_cmd = step(&report, "restore_backup")["commands"][0]
+        .as_str()
+        .unwrap();
     assert!(
-        replay_cmd.ends_with(&format!(
-            "--oplogReplay --oplogLimit {limit} {}/plan",
+        restore_cmd.ends_with(&format!(
+            "--oplogReplay --oplogLimit {limit} {}/plan/restore",
             run.workdir().display()
         )),
-        "{replay_cmd}"
+        "{restore_cmd}"
+    );
+    for st in steps {
+        for c in st["commands"].as_array().unwrap() {
+            let c = c.as_str().unwrap().to_lowercase();
+            assert!(!c.contains("password") && !c.contains('@'), "{c}");
+        }
+    }
+    // The real mongorestore's own account of the restore, in its log.
+    let restore_log =
+        std::fs::read_to_string(step(&report, "restore_backup")["log"].as_str().unwrap()).unwrap();
+    assert!(
+        restore_log.contains("document(s) restored successfully. 0 document(s) failed to restore."),
+        "{label}: {restore_log}"
     );
 
     // The hand-over dump: complete, renamed into place.
@@ -201,66 +218,45 @@ fn incident_drop_with_until_auto_restores_orders_and_hands_over_a_dump() {
     if bins.standin {
         assert!(md.contains("STAND-IN: not a real MongoDB result"), "{md}");
         assert!(so.contains("STAND-IN: not a real MongoDB result"), "{so}");
-        assert!(report["binaries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|b| b["is_standin"] == true));
-
-        // What mongorestore really received: the exact limit, no secret on argv.
-        let text = std::fs::read_to_string(&record).unwrap();
-        let runs: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let restores: Vec<&Value> = runs
-            .iter()
-            .filter(|r| r["tool"] == "mongorestore")
-            .collect();
-        assert_eq!(restores.len(), 2, "{text}");
-        assert_eq!(restores[0]["oplog_limit"], Value::Null);
-        assert_eq!(restores[0]["oplog_replay"], true);
-        let (t, i) = limit.split_once(':').unwrap();
-        assert_eq!(restores[1]["oplog_limit"]["t"], t.parse::<u64>().unwrap());
-        assert_eq!(restores[1]["oplog_limit"]["i"], i.parse::<u64>().unwrap());
-        let argv: Vec<&str> = restores[1]["argv"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        assert!(
-            argv.windows(2)
-                .any(|w| w == ["--oplogLimit", limit.as_str()]),
-            "{argv:?}"
-        );
-        for r in &runs {
-            assert_eq!(r["exit_code"], 0, "{r}");
-            let a = r["argv"].to_string().to_lowercase();
-            assert!(!a.contains("password") && !a.contains('@'), "{a}");
-        }
-        assert!(runs.iter().any(|r| r["tool"] == "mongodump"));
+    }
+    for b in report["binaries"].as_array().unwrap() {
+        let standin = match b["tool"].as_str().unwrap() {
+            "mongod" => bins.standin,
+            _ => bins.standin_tools,
+        };
+        assert_eq!(b["is_standin"], standin, "{b}");
     }
     assert_clean(&run, Some(run.tmp.path()));
 }
 
 #[test]
 fn incident_other_limits_match_truth() {
-    let bins = bins("incident_other_limits_match_truth");
+    for bins in tool_sets("incident_other_limits_match_truth") {
+        other_limits(&bins);
+    }
+}
+
+fn other_limits(bins: &Bins) {
     for (kind, ns) in [
         ("dropDatabase", "analytics"),
         ("deleteBurst", "shop.inventory"),
     ] {
         let limit = incident_limit(kind, ns);
-        let run = replay(&bins, &limit, &["--json"], &[]);
-        assert_eq!(code(&run.out), 0, "{kind}: {}", show(&run.out));
+        let run = replay(bins, &limit, &["--json"], &[]);
+        assert_eq!(
+            code(&run.out),
+            0,
+            "{}: {kind}: {}",
+            bins.label,
+            show(&run.out)
+        );
         // --json prints report.json itself.
         let printed: Value = serde_json::from_slice(&run.out.stdout).unwrap();
         let report = run.report();
         assert_eq!(printed, report);
         assert_eq!(report["restore_point"]["limit"], limit.as_str());
         assert_counts_match_truth(&report, &limit);
-        assert_eq!(report["steps"][4]["status"], "skipped", "no --out");
+        assert_eq!(step(&report, "dump")["status"], "skipped", "no --out");
         assert_clean(&run, None);
     }
 }
@@ -272,42 +268,43 @@ fn peer_dump_with_oplog_gives_14_then_15_documents() {
     let Some(peer) = common::peer_dir("peer_dump_with_oplog_gives_14_then_15_documents") else {
         return;
     };
-    let bins = bins("peer_dump_with_oplog");
     let dump = peer.join(PEER_DUMP).display().to_string();
-    for (until, want) in [("1416342266:0", 14), ("end", 15)] {
-        let tmp = tempfile::tempdir().unwrap();
-        let bin = bins.dir.display().to_string();
-        let o = run_pitr(
-            tmp.path(),
-            &[
-                "replay",
-                "--backup",
-                &dump,
-                "--oplog",
-                &dump,
-                "--until",
-                until,
-                "--mongodb-bin",
-                &bin,
-                "--workdir",
-                "w",
-                "--grace",
-                "3s",
-                "--json",
-            ],
-            &[],
-        );
-        assert_eq!(code(&o), 0, "--until {until}: {}", show(&o));
-        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let rows = verify_rows(&report["verify"]);
-        let data = rows
-            .iter()
-            .find(|r| r.0 == "test.data")
-            .expect("test.data row");
-        assert_eq!(data.2, Some(want), "--until {until}: {rows:?}");
-        // The limit lies inside the backup's own oplog: no slice step.
-        assert_eq!(report["steps"].as_array().unwrap().len(), 5);
-        assert_clean_dir(&report, &tmp.path().join("w"));
+    for bins in tool_sets("peer_dump_with_oplog") {
+        for (until, want) in [("1416342266:0", 14), ("end", 15)] {
+            let tmp = tempfile::tempdir().unwrap();
+            let bin = bins.dir.display().to_string();
+            let o = run_pitr(
+                tmp.path(),
+                &[
+                    "replay",
+                    "--backup",
+                    &dump,
+                    "--oplog",
+                    &dump,
+                    "--until",
+                    until,
+                    "--mongodb-bin",
+                    &bin,
+                    "--workdir",
+                    "w",
+                    "--grace",
+                    "3s",
+                    "--json",
+                ],
+                &[],
+            );
+            assert_eq!(code(&o), 0, "--until {until}: {}", show(&o));
+            let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let rows = verify_rows(&report["verify"]);
+            let data = rows
+                .iter()
+                .find(|r| r.0 == "test.data")
+                .expect("test.data row");
+            assert_eq!(data.2, Some(want), "--until {until}: {rows:?}");
+            // The limit lies inside the backup's own oplog: no slice step.
+            assert_eq!(report["steps"].as_array().unwrap().len(), 5);
+            assert_clean_dir(&report, &tmp.path().join("w"));
+        }
     }
 }
 
@@ -400,7 +397,12 @@ fn dry_run_shows_real_paths_and_starts_nothing() {
 
 #[test]
 fn keep_leaves_a_spare_that_pitr_verify_checks() {
-    let bins = bins("keep_leaves_a_spare_that_pitr_verify_checks");
+    let Some(bins) = tool_sets("keep_leaves_a_spare_that_pitr_verify_checks")
+        .into_iter()
+        .next()
+    else {
+        return;
+    };
     let run = replay(&bins, "auto", &["--keep"], &[]);
     assert_eq!(code(&run.out), 0, "{}", show(&run.out));
     let report = run.report();
@@ -431,7 +433,7 @@ fn keep_leaves_a_spare_that_pitr_verify_checks() {
         "{so}"
     );
     assert!(so.contains(&format!("kill {pid}")), "{so}");
-    assert_eq!(report["steps"][5]["status"], "kept");
+    assert_eq!(step(&report, "shutdown")["status"], "kept");
 
     // pitr verify alone, against the kept spare: passes.
     let uri = format!("mongodb://127.0.0.1:{port}/");

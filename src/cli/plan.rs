@@ -461,10 +461,17 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         };
         writeln!(out, "  --skip {}: {what}: {}", k.ts, k.entry.describe())?;
     }
-    if p.restore.slice_dir.is_none() {
+    if p.restore.combined {
         writeln!(
             out,
-            "  nothing to replay after the backup's end: step 3 is not needed"
+            "  in {} after the backup's own entries: the backup and the slice are restored in ONE mongorestore run \
+             (its index catalog and transaction buffer then see both)",
+            p.slice.oplog_file
+        )?;
+    } else if p.restore.slice_dir.is_none() {
+        writeln!(
+            out,
+            "  nothing to replay after the backup's end: no separate replay step"
         )?;
     }
     writeln!(out)?;

@@ -21,6 +21,7 @@ use super::expect::{Model, Seed};
 use super::filter::{ns_include_literal, NsFilter};
 use super::inventory::{inventory, Inventory, InventoryOptions, NsKind};
 use super::lint::{LintSeverity, Linter};
+use super::onerun;
 use super::scan::{self, EntryRef, OplogScan, Probe};
 use super::slice::{self, SliceOutcome, SliceRequest};
 use super::steps::{self, CommandValues, RestoreSpec};
@@ -29,7 +30,10 @@ use super::versions::{Rules, VersionHints};
 use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
 
 /// The files `pitr plan` writes into its output directory.
-pub const OUT_FILES: [&str; 2] = ["oplog.bson", "plan.json"];
+pub const OUT_FILES: [&str; 3] = ["oplog.bson", "plan.json", RESTORE_DIR];
+
+/// The one-run restore directory inside the plan's output (see `RestoreSpec`).
+pub const RESTORE_DIR: &str = "restore";
 
 /// Everything `pitr plan` was asked (the CLI's flags, already parsed).
 #[derive(Clone, Debug)]
@@ -228,7 +232,14 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         .collect();
     drop(ids);
     let mut model = Model::new(seeds, counting);
+    // One mongorestore run for the backup and the slice when the layout allows it
+    // (see `RestoreSpec`): a directory backup, restored whole.
+    let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
+    let one_run = replays_slice
+        && inv.backup.layout == crate::backup::Layout::Directory
+        && (backup_oplog_replay || filter.is_none());
     let mut linter = Linter::new(&rules);
+    linter.set_second_run(replays_slice && !one_run);
     let mut applier = Applier::new(rules.mongorestore.clone());
     let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
     at_or_after.extend(oplog_scan.found.get(&limit).cloned());
@@ -319,19 +330,30 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
                     .cloned()
                     .collect(),
             };
+            // mongodump takes a time-series collection by its own name, and refuses
+            // `--collection system.buckets.X`.
+            for ns in v.iter_mut() {
+                if let Some(view) = crate::forensics::namespaces::timeseries_view(ns) {
+                    *ns = view;
+                }
+            }
             v.sort();
             v.dedup();
             v
         }
     };
     let restore = RestoreSpec {
-        backup_dir: backup_dir.clone(),
+        backup_dir: if one_run {
+            Path::new(&out_dir).join(RESTORE_DIR).display().to_string()
+        } else {
+            backup_dir.clone()
+        },
+        combined: one_run,
         gzip: inv.gzip,
-        backup_oplog_replay,
-        backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog).then_some(limit),
-        ns_include,
-        slice_dir: (coverage.mode == Mode::AfterBackup && slice.entries > 0)
-            .then(|| out_dir.clone()),
+        backup_oplog_replay: backup_oplog_replay || one_run,
+        backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog || one_run).then_some(limit),
+        ns_include: if one_run { Vec::new() } else { ns_include },
+        slice_dir: (replays_slice && !one_run).then(|| out_dir.clone()),
         limit,
         plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
         dump_namespaces,
@@ -381,7 +403,14 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         lint,
         slice: SliceSection {
             dir: out_dir.clone(),
-            oplog_file: Path::new(&out_dir).join("oplog.bson").display().to_string(),
+            oplog_file: if one_run {
+                Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
+            } else {
+                Path::new(&out_dir).join("oplog.bson")
+            }
+            .display()
+            .to_string(),
+            after_backup_oplog: one_run,
             entries: slice.entries,
             bytes: slice.bytes,
             first_ts: slice.first_ts,
@@ -400,7 +429,18 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         restore,
         steps,
     };
-    out.commit(slice, &plan)?;
+    let restore_dir = if one_run {
+        Some(onerun::write(
+            &out.path,
+            &req.backup,
+            inv.oplog_file.as_deref(),
+            inv.gzip,
+            slice.file.path(),
+        )?)
+    } else {
+        None
+    };
+    out.commit(slice, restore_dir, &plan)?;
     Ok(plan)
 }
 
@@ -834,7 +874,12 @@ impl OutDir {
 
     /// Renames the slice into place and writes `plan.json`. A stale `plan.json` is
     /// removed first so it can never describe the new slice.
-    fn commit(mut self, slice: SliceOutcome, plan: &RestorePlan) -> Result<(), PlanError> {
+    fn commit(
+        mut self,
+        slice: SliceOutcome,
+        restore_dir: Option<tempfile::TempDir>,
+        plan: &RestorePlan,
+    ) -> Result<(), PlanError> {
         let plan_path = self.path.join("plan.json");
         let oplog_path = self.path.join("oplog.bson");
         let write_err = |path: &Path, source| PlanError::Write {
@@ -871,10 +916,25 @@ impl OutDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(write_err(&plan_path, e)),
         }
-        slice
-            .file
-            .persist(&oplog_path)
-            .map_err(|e| write_err(&oplog_path, e.error))?;
+        match restore_dir {
+            // One run: the slice lives inside restore/oplog.bson; a stale
+            // OUT/oplog.bson of an earlier plan must not be taken for this one's.
+            Some(dir) => {
+                onerun::install(dir, &self.path)?;
+                match fs::remove_file(&oplog_path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(write_err(&oplog_path, e)),
+                }
+                drop(slice);
+            }
+            None => {
+                slice
+                    .file
+                    .persist(&oplog_path)
+                    .map_err(|e| write_err(&oplog_path, e.error))?;
+            }
+        }
         tmp.persist(&plan_path)
             .map_err(|e| write_err(&plan_path, e.error))?;
         self.done = true;

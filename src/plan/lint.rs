@@ -9,7 +9,7 @@
 //! Severities: `error` = the replay will fail or silently lose data; `warning` =
 //! the result may differ from the original server; `info` = worth knowing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use bson::RawBsonRef;
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,13 @@ pub struct Linter {
     /// `mongorestore 100.18.0`, `mongod 7.0.14`: for messages.
     restore_name: String,
     server_name: String,
+    /// The slice is replayed by a second mongorestore run (archives; `--ns` without
+    /// a backup oplog), which knows neither the backup's indexes nor its buffered
+    /// transactions (see [`super::steps::RestoreSpec`]).
+    second_run: bool,
+    /// Indexes (namespace, name or key pattern bytes) created within the slice: the
+    /// only ones a second run's index catalog holds.
+    slice_indexes: HashSet<(String, Vec<u8>)>,
 }
 
 impl Default for Linter {
@@ -81,7 +88,14 @@ impl Linter {
             server: rules.server.clone(),
             restore_name: format!("mongorestore {}", rules.versions.mongorestore),
             server_name: format!("mongod {}", rules.versions.mongod),
+            second_run: false,
+            slice_indexes: HashSet::new(),
         }
+    }
+
+    /// The slice will be replayed by a second mongorestore run.
+    pub fn set_second_run(&mut self, second: bool) {
+        self.second_run = second;
     }
 
     /// Adds an item, or counts one more occurrence of the same (code, ns).
@@ -148,7 +162,7 @@ impl Linter {
                     );
                 }
             }
-            Op::Command => self.command(op, at),
+            Op::Command => self.command(op, at, src),
             Op::Noop => {}
             Op::Other(t) => match self.restore.op_skipped_from(t) {
                 Some(since) => {
@@ -208,10 +222,13 @@ impl Linter {
         }
     }
 
-    fn command(&mut self, op: &Entry<'_>, at: Ts) {
+    fn command(&mut self, op: &Entry<'_>, at: Ts, src: Source) {
         let Some(name) = op.command_name() else {
             return;
         };
+        if src == Source::Slice {
+            self.second_run_catalog(op, name, at);
+        }
         let target = || {
             op.o.and_then(|o| o.get_str(name).ok())
                 .map_or_else(|| op.ns.to_string(), |c| format!("{}.{c}", op.db()))
@@ -339,7 +356,7 @@ impl Linter {
 
     /// A transaction committed.
     pub fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
-        if src == Source::Slice && parts_from.contains(&Source::BackupOplog) {
+        if self.second_run && src == Source::Slice && parts_from.contains(&Source::BackupOplog) {
             self.push(
                 LintSeverity::Warning,
                 "txn-spans-backup-end",
@@ -350,6 +367,64 @@ impl Linter {
                      oplog in a separate run (step 2), so the parts there are not applied"
                 ),
             );
+        }
+    }
+
+    /// What a second mongorestore run's index catalog holds, and the `collMod` of an
+    /// index it does not hold: mongo-tools `common/idx/index_catalog.go`
+    /// `GetIndexByIndexMod` fails the replay with `cannot find index in indexCatalog
+    /// for collMod`.
+    fn second_run_catalog(&mut self, op: &Entry<'_>, name: &str, at: Ts) {
+        let Some(o) = op.o else { return };
+        let coll = o.get_str(name).unwrap_or("");
+        let ns = format!("{}.{coll}", op.db());
+        let mut remember = |spec: &bson::RawDocument| {
+            if let Ok(n) = spec.get_str("name") {
+                self.slice_indexes
+                    .insert((ns.clone(), n.as_bytes().to_vec()));
+            }
+            if let Ok(k) = spec.get_document("key") {
+                self.slice_indexes
+                    .insert((ns.clone(), k.as_bytes().to_vec()));
+            }
+        };
+        match name {
+            "createIndexes" => remember(o),
+            "commitIndexBuild" => {
+                if let Ok(specs) = o.get_array("indexes") {
+                    for s in specs.into_iter().flatten() {
+                        if let RawBsonRef::Document(d) = s {
+                            remember(d);
+                        }
+                    }
+                }
+            }
+            "collMod" if self.second_run => {
+                let Ok(ix) = o.get_document("index") else {
+                    return;
+                };
+                let key = match (ix.get_str("name"), ix.get_document("keyPattern")) {
+                    (Ok(n), _) => n.as_bytes().to_vec(),
+                    (_, Ok(k)) => k.as_bytes().to_vec(),
+                    _ => return,
+                };
+                if !self.slice_indexes.contains(&(ns.clone(), key)) {
+                    let msg = format!(
+                        "a collMod of an index of `{ns}` made before the backup's end: the slice is replayed by a second \
+                         mongorestore run, whose index catalog does not have that index, and it stops with `cannot find \
+                         index in indexCatalog for collMod`; restore from a directory backup (one run), choose a limit \
+                         before it, or --skip it"
+                    );
+                    self.push(
+                        LintSeverity::Error,
+                        "collmod-index-second-run",
+                        Some(at),
+                        &ns,
+                        msg,
+                    );
+                }
+            }
+            _ => {}
         }
     }
 
@@ -413,14 +488,21 @@ mod tests {
         })
     }
 
+    /// Lints as the two-run restore of an archive does (the slice in a second run).
     fn lint(docs: &[(Document, Source)]) -> Vec<LintItem> {
-        lint_with(&Rules::newest(), None, docs)
+        lint_with(&Rules::newest(), None, docs, true)
     }
 
     /// Lints `docs` with the rules of `rules`; `ids`: the backup's `_id`s of
     /// `shop.orders` when counting.
-    fn lint_with(rules: &Rules, ids: Option<&[i32]>, docs: &[(Document, Source)]) -> Vec<LintItem> {
+    fn lint_with(
+        rules: &Rules,
+        ids: Option<&[i32]>,
+        docs: &[(Document, Source)],
+        second_run: bool,
+    ) -> Vec<LintItem> {
         let mut l = Linter::new(rules);
+        l.set_second_run(second_run);
         let mut m = Model::new(
             vec![Seed {
                 ns: "shop.orders".into(),
@@ -466,6 +548,43 @@ mod tests {
         .unwrap()
     }
 
+    /// A second mongorestore run knows only the indexes made in the slice; one run
+    /// knows the backup's too (mongo-tools `index_catalog.go` `GetIndexByIndexMod`).
+    #[test]
+    fn collmod_of_an_earlier_index_fails_only_in_a_second_run() {
+        let s = Source::Slice;
+        let docs = [
+            (
+                doc! { "ts": ts(1, 1), "op": "c", "ns": "shop.$cmd", "o": { "createIndexes": "orders", "v": 2, "key": { "b": 1 }, "name": "b_1" } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 2), "op": "c", "ns": "shop.$cmd", "o": { "collMod": "orders", "index": { "name": "b_1", "expireAfterSeconds": 60 } } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 3), "op": "c", "ns": "shop.$cmd", "o": { "collMod": "orders", "index": { "name": "created_1", "expireAfterSeconds": 60 } } },
+                s,
+            ),
+            (
+                doc! { "ts": ts(1, 4), "op": "c", "ns": "shop.$cmd", "o": { "collMod": "orders", "index": { "keyPattern": { "b": 1 }, "hidden": true } } },
+                s,
+            ),
+        ];
+        let two = lint_with(&Rules::newest(), None, &docs, true);
+        let errors: Vec<&LintItem> = two
+            .iter()
+            .filter(|i| i.code == "collmod-index-second-run")
+            .collect();
+        assert_eq!(errors.len(), 1, "{two:?}");
+        assert_eq!(errors[0].ts, Some(Ts::new(1, 3)));
+        let one = lint_with(&Rules::newest(), None, &docs, false);
+        assert!(
+            one.iter().all(|i| i.code != "collmod-index-second-run"),
+            "{one:?}"
+        );
+    }
+
     /// What mongorestore 100.11.0 refuses and 100.18.0 skips, per mongo-tools' history.
     #[test]
     fn the_mongorestore_release_decides_what_is_skipped_or_refused() {
@@ -484,7 +603,7 @@ mod tests {
                 s,
             ),
         ];
-        let old = lint_with(&rules("100.11.0", "7.0.14"), None, &docs);
+        let old = lint_with(&rules("100.11.0", "7.0.14"), None, &docs, false);
         let codes: Vec<(&str, &str)> = old
             .iter()
             .map(|i| (i.code.as_str(), i.severity.as_str()))
@@ -498,13 +617,13 @@ mod tests {
             "{}",
             msg.message
         );
-        let new = lint_with(&rules("100.18.0", "7.0.14"), None, &docs);
+        let new = lint_with(&rules("100.18.0", "7.0.14"), None, &docs, false);
         assert!(
             new.iter().all(|i| i.severity != LintSeverity::Error),
             "{new:?}"
         );
         // 100.17.0 knows setMultikeyMetadata and cu but not dropIdent.
-        let mid = lint_with(&rules("100.17.0", "7.0.14"), None, &docs);
+        let mid = lint_with(&rules("100.17.0", "7.0.14"), None, &docs, false);
         let errors: Vec<&str> = mid
             .iter()
             .filter(|i| i.severity == LintSeverity::Error)
@@ -534,7 +653,7 @@ mod tests {
             ),
         ];
         let errors = |r: &Rules| -> Vec<String> {
-            lint_with(r, Some(&[1]), &docs)
+            lint_with(r, Some(&[1]), &docs, false)
                 .into_iter()
                 .filter(|i| i.severity == LintSeverity::Error)
                 .map(|i| i.code)

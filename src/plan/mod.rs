@@ -34,13 +34,16 @@
 //! - `slice`: [`SliceSection`]: `dir`, `oplog_file`, `entries`, `bytes`, `first_ts`,
 //!   `last_ts`, `from_exclusive` (= backup end), `to_exclusive` (= limit),
 //!   `reordered` (pitr sorted it), `duplicates_dropped` (identical repeats),
-//!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`;
+//!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`,
+//!   `after_backup_oplog` (the slice is in `restore/oplog.bson` after the backup's
+//!   own entries: the one-run layout);
 //! - `expected`: array of [`expect::ExpectedNs`] (`ns`, `exists`, `documents`,
 //!   `backup_documents`, `num_records`), or null with `expected_note` saying why;
 //! - `versions`: [`versions::Versions`]: the mongorestore and mongod releases whose
 //!   rules the lint applied (`mongorestore`, `mongod`) and where each came from
 //!   (`..._source`: `flag`, `binary`, `backup`, `default`);
-//! - `restore`: [`steps::RestoreSpec`], the inputs of the step commands;
+//! - `restore`: [`steps::RestoreSpec`], the inputs of the step commands (`combined`:
+//!   `backup_dir` is the plan's `restore/` directory, restored in one run);
 //! - `steps`: array of [`steps::Step`] (`number`, `title`, `commands` as argv
 //!   arrays with placeholders `<PORT>`, `<DBPATH>`, `<DUMP_DIR>`, `note`).
 //!
@@ -54,6 +57,7 @@ pub mod expect;
 pub mod filter;
 pub mod inventory;
 pub mod lint;
+pub mod onerun;
 pub mod scan;
 pub mod slice;
 pub mod steps;
@@ -208,4 +212,8 @@ pub struct SliceSection {
     pub same_ts_kept: u64,
     pub filtered_out: u64,
     pub skipped: u64,
+    /// The slice follows the backup's own entries in `oplog_file` (the one-run
+    /// `restore/oplog.bson`; see [`steps::RestoreSpec`]).
+    #[serde(default)]
+    pub after_backup_oplog: bool,
 }

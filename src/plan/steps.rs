@@ -22,10 +22,26 @@ use super::ts_json;
 /// includes), `slice_dir` (directory to replay with `--oplogReplay --oplogLimit`,
 /// null when there is nothing after the backup's end), `limit` (`"t:i"`, exclusive),
 /// `plan_file` (this plan's `plan.json`), `dump_namespaces` (what to hand over with
-/// mongodump; empty = everything).
+/// mongodump; empty = everything), `combined` (`backup_dir` is pitr's one-run view
+/// of the backup: see below).
+///
+/// **One run when possible.** mongorestore keeps its own catalog of the indexes it
+/// will build (from the metadata files and the replayed oplog) and buffers
+/// transactions; a second `mongorestore` run for the slice knows neither, so a
+/// `collMod` of an index made before the backup's end fails (`cannot find index in
+/// indexCatalog for collMod`) and a transaction begun in the backup's own oplog loses
+/// its first parts. For a directory backup the plan therefore writes `OUT/restore/`:
+/// links to the backup's database directories plus one `oplog.bson` holding the
+/// backup's own entries followed by the slice (gzip-compressed when the backup is),
+/// restored in ONE `mongorestore --oplogReplay --oplogLimit` run. Two runs remain
+/// for archives (mongorestore reads an archive's oplog only from the archive) and
+/// for `--ns` with a backup that has no oplog of its own (`--nsInclude` cannot be
+/// combined with `--oplogReplay`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestoreSpec {
     pub backup_dir: String,
+    #[serde(default)]
+    pub combined: bool,
     pub gzip: bool,
     pub backup_oplog_replay: bool,
     #[serde(default, deserialize_with = "ts_json::de_opt")]
@@ -224,6 +240,11 @@ pub fn steps(r: &RestoreSpec, v: &CommandValues) -> Vec<Step> {
         )),
     );
     let restore_note = match (r.backup_oplog_replay, r.backup_oplog_limit) {
+        (true, Some(l)) if r.combined => Some(format!(
+            "One run: {} links the backup's database directories and holds its own oplog followed by the slice; \
+             --oplogLimit {l} is exclusive: the entry at {l} and everything after it are not applied.",
+            r.backup_dir
+        )),
         (true, Some(l)) => Some(format!(
             "The restore point lies inside the backup's own oplog: it is replayed up to {l} (exclusive) and nothing else is needed."
         )),
@@ -232,7 +253,11 @@ pub fn steps(r: &RestoreSpec, v: &CommandValues) -> Vec<Step> {
         (false, _) => None,
     };
     add(
-        "Restore the backup",
+        if r.combined {
+            "Restore the backup and replay the oplog up to the limit"
+        } else {
+            "Restore the backup"
+        },
         vec![restore_backup_argv(r, v)],
         restore_note,
     );
@@ -290,6 +315,7 @@ mod tests {
     fn spec() -> RestoreSpec {
         RestoreSpec {
             backup_dir: "/b".into(),
+            combined: false,
             gzip: false,
             backup_oplog_replay: true,
             backup_oplog_limit: None,

@@ -61,6 +61,42 @@ pub fn peer_dir(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// The releases of the real mongo-tools in `../shared/tools`, newest first.
+pub const MONGO_TOOLS_RELEASES: [&str; 2] = ["100.18.0", "100.11.0"];
+
+/// Directories holding the REAL `mongorestore`, `mongodump` and `bsondump`:
+/// `PITR_MONGO_TOOLS_BIN` (one directory) when set, else each release found in
+/// `../shared/tools/mongo-tools-<release>`. Empty after [`skip`]ping `test` (which
+/// fails it under CI) when there are none.
+pub fn mongo_tools_dirs(test: &str) -> Vec<PathBuf> {
+    if let Some(d) = std::env::var_os("PITR_MONGO_TOOLS_BIN").filter(|v| !v.is_empty()) {
+        let d = PathBuf::from(d);
+        if d.join("mongorestore").is_file() {
+            return vec![d];
+        }
+        skip(
+            test,
+            &format!("PITR_MONGO_TOOLS_BIN={} holds no mongorestore", d.display()),
+        );
+        return Vec::new();
+    }
+    let dirs: Vec<PathBuf> = MONGO_TOOLS_RELEASES
+        .iter()
+        .map(|r| shared_dir().join(format!("tools/mongo-tools-{r}")))
+        .filter(|d| d.join("mongorestore").is_file())
+        .collect();
+    if dirs.is_empty() {
+        skip(
+            test,
+            &format!(
+                "the real mongo-tools are not in {} (set PITR_MONGO_TOOLS_BIN to a directory with mongorestore and mongodump)",
+                shared_dir().join("tools").display()
+            ),
+        );
+    }
+    dirs
+}
+
 pub fn pitr_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pitr"))
 }

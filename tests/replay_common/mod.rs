@@ -20,40 +20,52 @@ pub const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/inciden
 #[derive(Clone, Debug)]
 pub struct Bins {
     pub dir: PathBuf,
+    /// The mongod is pitr's stand-in.
     pub standin: bool,
+    /// mongorestore and mongodump are pitr's stand-ins too (fault injection).
+    pub standin_tools: bool,
+    /// What ran, for messages: `stand-in mongod + real mongo-tools 100.18.0`.
+    pub label: String,
+    /// Keeps a directory of links alive as long as the set is used.
+    _links: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
-/// `PITR_E2E_BIN` when set, else the stand-ins (built once per test process).
-/// Prints which, so test output says what ran.
+/// `PITR_E2E_BIN` when set (real MongoDB programs), else the stand-ins (built once
+/// per test process). Prints which, so test output says what ran.
 pub fn bins(test: &str) -> Bins {
-    let b = match std::env::var_os(REAL_BIN_VAR).filter(|v| !v.is_empty()) {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            // Whatever the variable says, the programs say what they are.
-            let version = Command::new(dir.join("mongod"))
-                .arg("--version")
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("{REAL_BIN_VAR}: cannot run {}/mongod: {e}", dir.display())
-                });
-            let text = String::from_utf8_lossy(&version.stdout).to_lowercase();
-            Bins {
-                standin: text.contains("pitr stand-in"),
-                dir,
-            }
-        }
+    let b = match real_bin(test) {
+        Some(b) => b,
         None => standins(),
     };
-    eprintln!(
-        "{test}: binaries: {} from {}",
-        if b.standin {
-            "pitr's STAND-INS (not real MongoDB)"
-        } else {
-            "REAL MongoDB programs"
-        },
-        b.dir.display()
-    );
+    eprintln!("{test}: binaries: {} from {}", b.label, b.dir.display());
     b
+}
+
+fn real_bin(test: &str) -> Option<Bins> {
+    let dir = PathBuf::from(std::env::var_os(REAL_BIN_VAR).filter(|v| !v.is_empty())?);
+    // Whatever the variable says, the programs say what they are.
+    let version = Command::new(dir.join("mongod"))
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{test}: {REAL_BIN_VAR}: cannot run {}/mongod: {e}",
+                dir.display()
+            )
+        });
+    let text = String::from_utf8_lossy(&version.stdout).to_lowercase();
+    let standin = text.contains("pitr stand-in");
+    Some(Bins {
+        dir,
+        standin,
+        standin_tools: standin,
+        label: if standin {
+            "pitr's STAND-INS (not real MongoDB)".into()
+        } else {
+            "REAL MongoDB programs".into()
+        },
+        _links: None,
+    })
 }
 
 /// The stand-ins, whatever `PITR_E2E_BIN` says (fault injection needs them),
@@ -62,7 +74,64 @@ pub fn standins() -> Bins {
     Bins {
         dir: crate::common::standin_bin_dir(),
         standin: true,
+        standin_tools: true,
+        label: "pitr's STAND-INS (not real MongoDB)".into(),
+        _links: None,
     }
+}
+
+/// The program sets the end-to-end tests run, one per mongo-tools release: with
+/// `PITR_E2E_BIN`, the real MongoDB programs there; otherwise pitr's stand-in
+/// `mongod` with the REAL `mongorestore` and `mongodump` of every release found
+/// (`tests/common` `mongo_tools_dirs`: `PITR_MONGO_TOOLS_BIN`, else
+/// `../shared/tools`). None found: the test is skipped, saying so (and fails under
+/// CI). Prints which programs each set is.
+pub fn tool_sets(test: &str) -> Vec<Bins> {
+    if let Some(b) = real_bin(test) {
+        eprintln!("{test}: binaries: {} from {}", b.label, b.dir.display());
+        return vec![b];
+    }
+    let mongod = crate::common::standin_bin_dir().join("mongod");
+    crate::common::mongo_tools_dirs(test)
+        .into_iter()
+        .map(|tools| {
+            let links = tempfile::Builder::new()
+                .prefix("pitr-e2e-bin-")
+                .tempdir()
+                .expect("temp dir for the program links");
+            for (name, target) in [
+                ("mongod", mongod.clone()),
+                ("mongorestore", tools.join("mongorestore")),
+                ("mongodump", tools.join("mongodump")),
+            ] {
+                std::os::unix::fs::symlink(&target, links.path().join(name))
+                    .expect("link a program");
+            }
+            let version = Command::new(tools.join("mongorestore"))
+                .arg("--version")
+                .output()
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .unwrap_or_default();
+            let b = Bins {
+                dir: links.path().to_path_buf(),
+                standin: true,
+                standin_tools: false,
+                label: format!(
+                    "pitr's STAND-IN mongod (not MongoDB) + REAL mongo-tools ({version}, {})",
+                    tools.display()
+                ),
+                _links: Some(std::sync::Arc::new(links)),
+            };
+            eprintln!("{test}: binaries: {}", b.label);
+            b
+        })
+        .collect()
 }
 
 /// `pitr` in `cwd` with a clean environment (no inherited PITR_* knobs) plus `env`.
@@ -241,4 +310,15 @@ pub fn verify_rows(v: &serde_json::Value) -> Vec<(String, bool, Option<u64>, Str
             )
         })
         .collect()
+}
+
+/// The step of `kind` (`start_spare`, `restore_backup`, `replay_oplog`, `verify`,
+/// `dump`, `shutdown`) in a replay report.
+pub fn step<'a>(report: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} step in {report}"))
 }

@@ -335,21 +335,26 @@ pub(crate) fn create_collection(g: &mut Gen, c: usize, capped_size: Option<i64>)
 fn coll_mod(g: &mut Gen) {
     let c = g.world.get("shop.sessions_log");
     let uuid = g.world.colls[c].uuid;
-    let (old, new) = (604_800, 259_200);
+    let (old, new): (i32, i32) = (604_800, 259_200);
     g.em.begin("c", "shop.$cmd", Some(&uuid));
     let w = &mut g.em.w;
     w.doc("o");
     w.str("collMod", "sessions_log");
     w.doc("index");
     w.str("name", "createdAt_1");
-    w.i32("expireAfterSeconds", new);
+    // As a 7.0 primary logs it (peer data `collMod_ttl_index/oplog.bson`): the
+    // number as int64, the old options under `o2.indexOptions_old` (5.0+; 4.x logged
+    // `expireAfterSeconds_old`). mongorestore 100.11.0 refuses an int32 here.
+    w.i64("expireAfterSeconds", new as i64);
     w.end();
     w.end();
     w.doc("o2");
     w.doc("collectionOptions_old");
     w.uuid("uuid", &uuid);
     w.end();
-    w.i32("expireAfterSeconds_old", old);
+    w.doc("indexOptions_old");
+    w.i64("expireAfterSeconds", old as i64);
+    w.end();
     w.end();
     g.em.finish(Prev::None);
     for ix in &mut g.world.colls[c].indexes {
