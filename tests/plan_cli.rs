@@ -263,6 +263,7 @@ fn auto_stops_just_before_the_drop_and_writes_a_sorted_bounded_slice() {
     assert_eq!(
         &argv(1)[5..],
         &[
+            "--bypassDocumentValidation".to_string(),
             "--oplogReplay".to_string(),
             "--oplogLimit".to_string(),
             limit.clone(),

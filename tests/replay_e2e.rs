@@ -330,7 +330,7 @@ fn dry_run_shows_real_paths_and_starts_nothing() {
     let restore = bins.dir.join("mongorestore").display().to_string();
     assert!(
         so.contains(&format!(
-            "{restore} --host 127.0.0.1 --port <PORT> --oplogReplay --oplogLimit 1795223165:1"
+            "{restore} --host 127.0.0.1 --port <PORT> --bypassDocumentValidation --oplogReplay --oplogLimit 1795223165:1"
         )),
         "{so}"
     );
@@ -562,4 +562,70 @@ fn verify_never_prints_a_password_and_fails_cleanly_without_a_server() {
     );
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(stderr(&o).contains("cannot read the plan"), "{}", show(&o));
+}
+
+/// mongorestore exits 0 when documents fail to insert (here a duplicate `_id` in a
+/// collection file) and only its last line says so: pitr reads it and does not
+/// call such a restore a success.
+#[test]
+fn documents_that_fail_to_restore_fail_the_replay() {
+    for bins in tool_sets("documents_that_fail_to_restore_fail_the_replay") {
+        let tmp = tempfile::tempdir().unwrap();
+        let backup = tmp.path().join("backup");
+        copy_tree(&Path::new(FIXTURE).join("backup"), &backup);
+        let file = backup.join("shop/customers.bson");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let first = i32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+        let dup = bytes[..first].to_vec();
+        bytes.extend(dup);
+        std::fs::write(&file, bytes).unwrap();
+        let (b, o, bin) = (
+            backup.display().to_string(),
+            format!("{FIXTURE}/oplog.bson"),
+            bins.dir.display().to_string(),
+        );
+        let out = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--backup",
+                &b,
+                "--oplog",
+                &o,
+                "--until",
+                "auto",
+                "--mongodb-bin",
+                &bin,
+                "--workdir",
+                "work",
+                "--grace",
+                "3s",
+            ],
+            &[],
+        );
+        assert_eq!(code(&out), 2, "{}: {}", bins.label, show(&out));
+        let e = stderr(&out);
+        assert!(
+            e.contains("mongorestore exited 0 but 1 document(s) failed to restore")
+                && e.contains("E11000 duplicate key"),
+            "{}: {e}",
+            bins.label
+        );
+        let report = read_json(&tmp.path().join("work/report.json"));
+        assert_eq!(step(&report, "restore_backup")["status"], "failed");
+        assert_eq!(step(&report, "verify")["status"], "not_run");
+        assert_clean_dir(&report, &tmp.path().join("work"));
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
 }

@@ -138,8 +138,12 @@ fn connection(tool: &str, v: &CommandValues) -> Vec<String> {
 }
 
 /// Step 2: restore the backup (with `--oplogReplay` of its own oplog when it has one).
+/// `--bypassDocumentValidation`: the documents are the source's own, validated (or
+/// deliberately not) when they were written; a validator added or tightened later
+/// must not turn them away during the restore.
 pub fn restore_backup_argv(r: &RestoreSpec, v: &CommandValues) -> Vec<String> {
     let mut a = connection(&v.mongorestore, v);
+    a.push(s("--bypassDocumentValidation"));
     if r.gzip {
         a.push(s("--gzip"));
     }
@@ -162,6 +166,7 @@ pub fn restore_backup_argv(r: &RestoreSpec, v: &CommandValues) -> Vec<String> {
 pub fn replay_slice_argv(r: &RestoreSpec, v: &CommandValues) -> Option<Vec<String>> {
     let dir = r.slice_dir.as_ref()?;
     let mut a = connection(&v.mongorestore, v);
+    a.push(s("--bypassDocumentValidation"));
     a.extend([
         s("--oplogReplay"),
         s("--oplogLimit"),
@@ -338,8 +343,8 @@ mod tests {
             lines,
             vec![
                 "mongod --port <PORT> --bind_ip 127.0.0.1 --dbpath <DBPATH> --setParameter ttlMonitorEnabled=false --logpath <DBPATH>/mongod.log",
-                "mongorestore --host 127.0.0.1 --port <PORT> --oplogReplay /b",
-                "mongorestore --host 127.0.0.1 --port <PORT> --oplogReplay --oplogLimit 1700000000:3 /s",
+                "mongorestore --host 127.0.0.1 --port <PORT> --bypassDocumentValidation --oplogReplay /b",
+                "mongorestore --host 127.0.0.1 --port <PORT> --bypassDocumentValidation --oplogReplay --oplogLimit 1700000000:3 /s",
                 "pitr verify --uri mongodb://127.0.0.1:<PORT>/ --expect /s/plan.json",
                 "mongodump --host 127.0.0.1 --port <PORT> --out <DUMP_DIR>",
                 "mongod --dbpath <DBPATH> --shutdown",
@@ -361,7 +366,7 @@ mod tests {
         r.backup_oplog_limit = Some(Ts::new(5, 1));
         r.slice_dir = None;
         let a = restore_backup_argv(&r, &v);
-        assert_eq!(shell_line(&a), "mongorestore --host 127.0.0.1 --port 27999 --config '/tmp/pitr x/restore.yaml' --gzip --oplogReplay --oplogLimit 5:1 /b");
+        assert_eq!(shell_line(&a), "mongorestore --host 127.0.0.1 --port 27999 --config '/tmp/pitr x/restore.yaml' --bypassDocumentValidation --gzip --oplogReplay --oplogLimit 5:1 /b");
         assert!(replay_slice_argv(&r, &v).is_none());
         assert_eq!(steps(&r, &v).len(), 5);
         assert!(!a.iter().any(|x| x.contains("password")));
@@ -370,7 +375,7 @@ mod tests {
         r.dump_namespaces = vec!["shop.orders".into()];
         assert_eq!(
             shell_line(&restore_backup_argv(&r, &v)),
-            r"mongorestore --host 127.0.0.1 --port 27999 --config '/tmp/pitr x/restore.yaml' --gzip --nsInclude 'shop.a\*b' /b"
+            r"mongorestore --host 127.0.0.1 --port 27999 --config '/tmp/pitr x/restore.yaml' --bypassDocumentValidation --gzip --nsInclude 'shop.a\*b' /b"
         );
         assert_eq!(
             shell_line(&dump_argvs(&r, &v)[0]),

@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod progress;
 pub mod record;
 pub mod report;
+pub mod restore_log;
 pub mod run;
 pub mod summary;
 pub mod tools;

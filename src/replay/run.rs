@@ -35,6 +35,7 @@ use crate::verify::{self, VerifyError, VerifyReport};
 use super::commands::{self, Values};
 use super::progress::{seconds, Console};
 use super::record::{StepKind, StepRecord, StepStatus};
+use super::restore_log;
 use super::tools::Tools;
 use super::workdir::WorkDir;
 
@@ -369,9 +370,42 @@ impl Runner<'_> {
         let i = self.index(kind);
         self.begin(i)?;
         self.run_children(i, argvs, spare).await?;
+        if matches!(kind, StepKind::RestoreBackup | StepKind::ReplayOplog) {
+            self.check_restore_log(i)?;
+        }
         self.ex.steps[i].status = StepStatus::Ok;
         self.end(i);
         Ok(())
+    }
+
+    /// mongorestore exits 0 although documents failed to restore: its log says so
+    /// (see [`super::restore_log`]), and such a restore is not the backup.
+    fn check_restore_log(&mut self, i: usize) -> Result<(), Stop> {
+        let Some(log) = self.ex.steps[i].log.clone() else {
+            return Ok(());
+        };
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        let Some(n) = restore_log::failed_documents(&text).filter(|n| *n > 0) else {
+            return Ok(());
+        };
+        let why = restore_log::first_error(&text)
+            .map(|e| format!("; the first: {e}"))
+            .unwrap_or_default();
+        self.ex.steps[i].status = StepStatus::Failed;
+        self.ex.steps[i].detail = Some(format!(
+            "mongorestore exited 0 but reported {n} document(s) failed to restore"
+        ));
+        self.end(i);
+        let prefix = self.prefix(i);
+        Err(Stop::Error(
+            Failure::new(format!(
+                "{prefix}: mongorestore exited 0 but {n} document(s) failed to restore{why}; the spare does not hold the backup"
+            ))
+            .with_hint(format!(
+                "see `{log}`: duplicate _ids mean the spare was not empty or the backup holds a document twice; the \
+                 restored data must not be handed over as it is"
+            )),
+        ))
     }
 
     async fn run_children(
