@@ -760,8 +760,110 @@ fn find_drop_uri_gives_the_same_findings_as_the_file() {
     assert!(stderr(&o).contains("no oplog to read"), "{}", stderr(&o));
 }
 
+/// `pitr dump-oplog` and the real `mongodump -d local -c oplog.rs` (each mongo-tools
+/// release in ../shared/tools) reading the same server write the same entries, byte
+/// for byte.
+#[test]
+fn dump_oplog_equals_the_real_mongodump_of_local_oplog_rs() {
+    let dirs = common::mongo_tools_dirs("dump_oplog_equals_the_real_mongodump_of_local_oplog_rs");
+    if dirs.is_empty() {
+        return;
+    }
+    let m = replset();
+    let ours = tempfile::tempdir().unwrap();
+    ok(&dump(&m, ours.path(), &[]));
+    let ours = std::fs::read(ours.path().join("oplog.bson")).unwrap();
+    for tools in dirs {
+        let theirs = tempfile::tempdir().unwrap();
+        let o = Command::new(tools.join("mongodump"))
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &m.port.to_string(),
+                "-d",
+                "local",
+                "-c",
+                "oplog.rs",
+                "--out",
+            ])
+            .arg(theirs.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            tools.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let theirs = std::fs::read(theirs.path().join("local/oplog.rs.bson")).unwrap();
+        assert_eq!(theirs.len(), ours.len(), "{}", tools.display());
+        assert!(theirs == ours, "{}: the entries differ", tools.display());
+    }
+}
+
+/// A dump without --until ends at the newest entry the server reported when it
+/// started. A member that lags behind (its range read misses the newest entries)
+/// must never end the dump early and call it complete: pitr waits for it, and if it
+/// does not catch up, stops with the position reached and keeps the partial file.
+#[test]
+fn a_lagging_member_never_ends_a_dump_early() {
+    // Catches up after 1.5 s: the retries wait for it, the dump is complete.
+    let m = mongod(
+        &[("PITR_STANDIN_MONGOD_FAULT", "lagging-reads-ms=1500")],
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &[]);
+    ok(&o);
+    assert!(stderr(&o).contains("has no entry after"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+
+    // Never catches up (within the retries): refused, nothing called complete.
+    let m = mongod(
+        &[("PITR_STANDIN_MONGOD_FAULT", "lagging-reads-ms=600000")],
+        true,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let o = dump(&m, tmp.path(), &[]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    let newest = fixture_entries().last().unwrap().0;
+    assert!(
+        e.contains(&format!("did not deliver the oplog up to {newest}"))
+            && e.contains("lags behind"),
+        "{e}"
+    );
+    assert!(
+        !tmp.path().join("oplog.bson").exists(),
+        "never renamed to complete"
+    );
+    assert!(tmp.path().join("oplog.bson.partial").exists());
+}
+
 // ---------------------------------------------------------------------------------
 // status
+
+/// Servers before 4.4.2 (and 4.4.0/4.4.1) have no `hello` command: pitr asks
+/// `isMaster` instead, and reads and dumps the oplog as usual.
+#[test]
+fn a_server_without_hello_is_read_through_is_master() {
+    let m = mongod(&[("PITR_STANDIN_MONGOD_FAULT", "no-hello")], true);
+    let o = pitr(&["status", "--uri", &m.uri(), "--min-window", "1m", "--json"]);
+    ok(&o);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["replica_set"], "rs0");
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&dump(&m, tmp.path(), &[]));
+    assert_eq!(
+        std::fs::read(tmp.path().join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+}
 
 #[test]
 fn status_shows_version_topology_and_window() {

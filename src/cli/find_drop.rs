@@ -477,6 +477,7 @@ mod live {
     pub fn server_query(a: &FindDropArgs) -> OplogQuery {
         let margin = MARGIN_SECS.saturating_add(a.window);
         OplogQuery {
+            must_reach: None,
             lower: a
                 .since
                 .as_ref()

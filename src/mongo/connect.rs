@@ -14,7 +14,7 @@ use bson::{Bson, Document};
 use mongodb::options::{ClientOptions, ReadPreference, SelectionCriteria};
 
 use super::error::{Class, DriverError, MongoError};
-use super::readonly::{Edge, ReadCommand, ReadOnlyClient};
+use super::readonly::{Edge, ReadOnlyClient};
 
 /// What replaces a secret in anything shown.
 pub const REDACTED: &str = "<redacted>";
@@ -260,7 +260,7 @@ pub async fn connect(uri: &str) -> Result<(ReadOnlyClient, Topology), MongoError
     let opts = client_options(uri, &target).await?;
     let client = ReadOnlyClient::new(opts, target)?;
     let hello = client
-        .command(ReadCommand::Hello)
+        .hello()
         .await
         .map_err(|e| client.target().error("run `hello`", e))?;
     let topology = topology_of(&hello, &client.target().display)?;

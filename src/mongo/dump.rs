@@ -564,6 +564,9 @@ pub async fn dump(
         batch_size: req.batch_size,
         // Checked above (and refused unless --allow-gap).
         allow_start_gap: req.allow_gap,
+        // Without --until the dump ends at the newest entry it saw when it started;
+        // the member read must deliver it (a lagging one must not end the dump early).
+        must_reach: until.is_none_or(|u| end < u).then_some(end),
     };
     let mut sink = FileSink {
         out,
@@ -595,6 +598,7 @@ pub async fn dump(
             let reached = match &cause {
                 MongoError::PositionLost { reached, .. }
                 | MongoError::RetriesExhausted { reached, .. }
+                | MongoError::EndNotReached { reached, .. }
                 | MongoError::Read { reached, .. } => *reached,
                 _ => start.reached(),
             };

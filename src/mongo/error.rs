@@ -237,6 +237,13 @@ pub enum MongoError {
         source: DriverError,
     },
 
+    #[error("`{target}` did not deliver the oplog up to {end}, its newest entry when the read was planned ({reached}): the server being read lags behind, or that entry was rolled back")]
+    EndNotReached {
+        target: String,
+        end: Ts,
+        reached: Reached,
+    },
+
     #[error("reading the oplog of `{target}` failed ({reached})")]
     Read {
         target: String,
@@ -307,6 +314,12 @@ impl Hint for MongoError {
             MongoError::PositionLost { .. } => {
                 "the oplog is too small for how long the read takes: read from a less busy member, or grow the oplog \
                  (`replSetResizeOplog`)"
+                    .into()
+            }
+            MongoError::EndNotReached { .. } => {
+                "nothing was called complete; run the command again with --resume once the members have caught up \
+                 (`pitr status` shows their optimes), read from the primary (`readPreference=primary` in the URI), \
+                 or give --until"
                     .into()
             }
             MongoError::RetriesExhausted { .. } => {

@@ -127,6 +127,11 @@ pub struct OplogQuery {
     /// back to where the read starts (the caller checked and accepted a gap there).
     /// Every later reopen is checked.
     pub allow_start_gap: bool,
+    /// The read is complete only once it has delivered this entry (the newest one
+    /// when the read was planned). A server that ends the cursor before it is behind
+    /// the one that reported it (a lagging secondary) or has lost it (a rollback):
+    /// it is waited for like a transient error, then refused, never called complete.
+    pub must_reach: Option<Ts>,
 }
 
 impl OplogQuery {
@@ -324,7 +329,36 @@ pub async fn stream<S: OplogSink>(
                 }
                 Ok(false) => {
                     sink.progress(&p).map_err(StreamError::Sink)?;
-                    return Ok(p);
+                    match q.must_reach {
+                        Some(end) if p.last.is_none_or(|l| l < end) => {
+                            let behind = DriverError {
+                                class: Class::Transient,
+                                code: None,
+                                code_name: None,
+                                message: format!(
+                                    "the server being read has no entry after {} yet, and the read must reach {end}, \
+                                     the newest entry when it was planned",
+                                    p.last.map_or_else(|| "the start".to_string(), |l| l.to_string())
+                                ),
+                            };
+                            failures = match retry_wait(policy, failures, behind, p, sink).await {
+                                Ok(f) => f,
+                                Err(StreamError::Source(MongoError::RetriesExhausted {
+                                    reached,
+                                    ..
+                                })) => {
+                                    return Err(StreamError::Source(MongoError::EndNotReached {
+                                        target: client.target().display.clone(),
+                                        end,
+                                        reached,
+                                    }))
+                                }
+                                Err(e) => return Err(e),
+                            };
+                            break;
+                        }
+                        _ => return Ok(p),
+                    }
                 }
                 Err(e) => {
                     let e = client.target().driver_error(&e);
@@ -435,6 +469,7 @@ mod tests {
             only_commands: true,
             batch_size: None,
             allow_start_gap: false,
+            must_reach: None,
         };
         let f = q.filter(q.lower);
         let ts = f.get_document("ts").unwrap();

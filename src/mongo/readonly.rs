@@ -5,7 +5,8 @@
 //! asks a source server:
 //!
 //! - `find` on `local.oplog.rs` (a range scan, or the oldest/newest entry);
-//! - the read-only commands of [`ReadCommand`]: `hello`, `ping`, `buildInfo`,
+//! - the read-only commands of [`ReadCommand`]: `hello` (`isMaster` on servers
+//!   without it), `ping`, `buildInfo`,
 //!   `replSetGetStatus`, `collStats` of `local.oplog.rs`.
 //!
 //! There is no write helper here, nor a way to send an arbitrary command: anything
@@ -23,6 +24,9 @@ use super::error::{DriverError, MongoError};
 pub enum ReadCommand {
     /// Topology: replica set name, hosts, `isdbgrid` for mongos. Needs no privilege.
     Hello,
+    /// The same, under its legacy name: servers before 4.4.2 (and 4.4.0/4.4.1) have
+    /// no `hello` command (SERVER-49987, added in 4.4.2 and 5.0).
+    IsMaster,
     /// Liveness. Needs no privilege.
     Ping,
     /// Server version. Needs no privilege.
@@ -37,6 +41,7 @@ impl ReadCommand {
     fn database_and_body(self) -> (&'static str, Document) {
         match self {
             ReadCommand::Hello => ("admin", doc! {"hello": 1}),
+            ReadCommand::IsMaster => ("admin", doc! {"isMaster": 1}),
             ReadCommand::Ping => ("admin", doc! {"ping": 1}),
             ReadCommand::BuildInfo => ("admin", doc! {"buildInfo": 1}),
             ReadCommand::ReplSetGetStatus => ("admin", doc! {"replSetGetStatus": 1}),
@@ -47,6 +52,7 @@ impl ReadCommand {
     pub fn name(self) -> &'static str {
         match self {
             ReadCommand::Hello => "hello",
+            ReadCommand::IsMaster => "isMaster",
             ReadCommand::Ping => "ping",
             ReadCommand::BuildInfo => "buildInfo",
             ReadCommand::ReplSetGetStatus => "replSetGetStatus",
@@ -139,6 +145,16 @@ impl ReadOnlyClient {
             .sort(doc! {"$natural": dir})
             .await
             .map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// `hello`, or `isMaster` on a server that does not know `hello` (code 59
+    /// CommandNotFound: 4.4.0, 4.4.1 and older). The replies carry the same fields
+    /// pitr reads (`setName`, `hosts`, `primary`, `me`, `msg`).
+    pub async fn hello(&self) -> Result<Document, DriverError> {
+        match self.command(ReadCommand::Hello).await {
+            Err(e) if e.code == Some(59) => self.command(ReadCommand::IsMaster).await,
+            other => other,
+        }
     }
 
     /// Closes the connections (best effort).

@@ -38,6 +38,12 @@ pub enum Fault {
     SlowStartMs(u64),
     RolloverAfterGetmores(u64),
     DropConnectionAfterGetmores(u64),
+    /// No `hello` command (servers before 4.4.2): CommandNotFound, only `isMaster`.
+    NoHello,
+    /// For N ms after start, range reads of `local.oplog.rs` (a `find` with a
+    /// filter) miss the newest 5 entries, as a lagging secondary would, while the
+    /// newest-entry query sees them.
+    LaggingReadsMs(u64),
     // mongorestore / mongodump
     FailMidway,
     Hang,
@@ -56,6 +62,8 @@ impl fmt::Display for Fault {
             Fault::DropConnectionAfterGetmores(n) => {
                 write!(f, "drop-connection-after-getmores={n}")
             }
+            Fault::NoHello => write!(f, "no-hello"),
+            Fault::LaggingReadsMs(n) => write!(f, "lagging-reads-ms={n}"),
             Fault::FailMidway => write!(f, "fail-midway"),
             Fault::Hang => write!(f, "hang"),
             Fault::Crash => write!(f, "crash"),
@@ -88,6 +96,8 @@ fn parse_one(entry: &str) -> Result<Fault, String> {
         "slow-start-ms" => Ok(Fault::SlowStartMs(number()?)),
         "rollover-after-getmores" => Ok(Fault::RolloverAfterGetmores(number()?)),
         "drop-connection-after-getmores" => Ok(Fault::DropConnectionAfterGetmores(number()?)),
+        "no-hello" => no_value(Fault::NoHello),
+        "lagging-reads-ms" => Ok(Fault::LaggingReadsMs(number()?)),
         "fail-midway" => no_value(Fault::FailMidway),
         "hang" => no_value(Fault::Hang),
         "crash" => no_value(Fault::Crash),
@@ -104,7 +114,9 @@ fn applies_to(fault: &Fault, tool: Tool) -> bool {
         | CrashAfterMs(_)
         | SlowStartMs(_)
         | RolloverAfterGetmores(_)
-        | DropConnectionAfterGetmores(_) => tool == Tool::Mongod,
+        | DropConnectionAfterGetmores(_)
+        | NoHello
+        | LaggingReadsMs(_) => tool == Tool::Mongod,
         FailMidway | Hang | Crash => tool != Tool::Mongod,
     }
 }
@@ -149,6 +161,13 @@ impl Faults {
             _ => None,
         })
     }
+    pub fn lagging_reads_ms(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::LaggingReadsMs(n) => Some(*n),
+            _ => None,
+        })
+    }
+
     pub fn slow_start_ms(&self) -> Option<u64> {
         self.0.iter().find_map(|f| match f {
             Fault::SlowStartMs(n) => Some(*n),

@@ -191,6 +191,10 @@ fn run(
     expired: bool,
 ) -> CmdResult<Outcome> {
     Ok(match name {
+        // A server before 4.4.2 (or 4.4.0/4.4.1) has no `hello` (SERVER-49987).
+        "hello" if st.faults.has(&crate::faults::Fault::NoHello) => Outcome::Reply(
+            CmdError::new(59, "CommandNotFound", "no such command: 'hello'").to_doc(),
+        ),
         "hello" | "isMaster" | "ismaster" => Outcome::Reply(hello(st, conn, cmd, name == "hello")),
         "ping" => ok(doc! {}),
         "buildInfo" | "buildinfo" => ok(build_info(st)),
@@ -558,7 +562,7 @@ fn kill_cursors_on(st: &mut State, db: &str, coll: &str) {
 
 fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Document {
     let mut d = Document::new();
-    if truthy(cmd.get("helloOk")) {
+    if truthy(cmd.get("helloOk")) && !st.faults.has(&crate::faults::Fault::NoHello) {
         d.insert("helloOk", true);
     }
     d.insert(
@@ -807,8 +811,20 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             "error processing query: ns={ns} tailable cursor requested on non capped collection"
         )));
     }
+    // Fault: a lagging secondary's range reads do not see the newest entries yet.
+    let lag_hides = match st.faults.lagging_reads_ms() {
+        Some(ms)
+            if ns == "local.oplog.rs"
+                && !filter.is_empty()
+                && st.started.elapsed().as_millis() < ms as u128 =>
+        {
+            5
+        }
+        _ => 0,
+    };
+    let visible = c.len().saturating_sub(lag_hides);
     let mut records: Vec<(u64, Document)> = Vec::new();
-    for (rid, d) in c.iter() {
+    for (rid, d) in c.iter().take(visible) {
         if matches(d, &filter).map_err(CmdError::bad_value)? {
             records.push((rid, d.clone()));
         }
