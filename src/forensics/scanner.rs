@@ -372,12 +372,12 @@ impl Scanner {
         match name {
             "applyOps" => self.apply_ops(e)?,
             "commitTransaction" => {
-                if let Some(key) = txn_key(e) {
+                if let Some(key) = e.transaction_key() {
                     self.commit(&key, e.ts, e.wall_ms);
                 }
             }
             "abortTransaction" => {
-                if let Some(key) = txn_key(e) {
+                if let Some(key) = e.transaction_key() {
                     self.txns.remove(&key);
                 }
             }
@@ -407,7 +407,7 @@ impl Scanner {
     }
 
     fn apply_ops(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
-        let key = txn_key(e);
+        let key = e.transaction_key();
         let deferred = key.is_some() && (e.o_flag("partialTxn") || e.o_flag("prepare"));
         let Some(ops) = e.apply_ops() else {
             return Ok(());
@@ -643,15 +643,6 @@ fn update_may_wipe(doc: &[u8]) -> bool {
 /// `tmpXXXXX.convertToCapped.<coll>`: the temporary collection convertToCapped fills.
 fn is_convert_to_capped(coll: &str) -> bool {
     coll.starts_with("tmp") && coll.contains(".convertToCapped.")
-}
-
-/// A transaction's identity: the session id and transaction number.
-fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
-    let lsid = e.lsid?;
-    let txn = e.txn_number?;
-    let mut k = lsid.as_bytes().to_vec();
-    k.extend_from_slice(&txn.to_le_bytes());
-    Some(k)
 }
 
 fn o_str<'a>(e: &Entry<'a>, key: &str) -> Option<&'a str> {
