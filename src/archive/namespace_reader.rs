@@ -1,0 +1,103 @@
+//! The documents of one namespace of an archive as a plain byte stream, so that a
+//! reader of `.bson` files (e.g. [`crate::oplog::OplogReader`]) can read the oplog
+//! straight out of `mongodump --archive --oplog` without unpacking it.
+
+use std::io::{self, Read};
+
+use super::error::ArchiveError;
+use super::format::Namespace;
+use super::reader::{ArchiveReader, Step};
+
+/// `Read` over the concatenated documents of one namespace, skipping every other
+/// namespace (their framing is still checked, their checksums are not computed).
+///
+/// The stream ends (`Ok(0)`) at the namespace's EOF header, once its CRC-64 has been
+/// checked (when [`super::ReadOptions::verify_crc`] is on); what follows in the
+/// archive is not read. Every problem before that point (truncation, corruption, a
+/// CRC mismatch) is an [`io::Error`] whose source is the [`ArchiveError`], and every
+/// later `read` fails too: the stream never just stops short.
+pub struct NamespaceReader {
+    archive: ArchiveReader,
+    target: usize,
+    /// Bytes of the target's documents ready in `archive.buf`.
+    pending: std::ops::Range<usize>,
+    done: bool,
+}
+
+impl NamespaceReader {
+    /// Fails with [`ArchiveError::NoSuchNamespace`] when the prelude does not list
+    /// `ns`.
+    pub fn new(
+        mut archive: ArchiveReader,
+        ns: &Namespace,
+    ) -> Result<NamespaceReader, ArchiveError> {
+        let target = archive.index_of(ns)?;
+        archive.verify_only(target);
+        Ok(NamespaceReader {
+            archive,
+            target,
+            pending: 0..0,
+            done: false,
+        })
+    }
+
+    pub fn namespace(&self) -> &Namespace {
+        self.archive.namespace_at(self.target)
+    }
+
+    /// The archive (name, header, prelude, progress).
+    pub fn archive(&self) -> &ArchiveReader {
+        &self.archive
+    }
+
+    /// Whether the namespace's EOF header has been reached (and its CRC checked).
+    pub fn is_complete(&self) -> bool {
+        self.done && self.pending.is_empty()
+    }
+
+    /// Documents of the namespace read from the archive so far.
+    pub fn documents(&self) -> u64 {
+        self.archive.documents_of(self.target)
+    }
+}
+
+impl Read for NamespaceReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < out.len() {
+            if !self.pending.is_empty() {
+                let take = (out.len() - n).min(self.pending.len());
+                let from = self.pending.start;
+                out[n..n + take].copy_from_slice(&self.archive.buf[from..from + take]);
+                self.pending.start += take;
+                n += take;
+                continue;
+            }
+            if self.done {
+                break;
+            }
+            // `pending` is empty, so the buffer may move.
+            match self
+                .archive
+                .step(out.len() - n, Some(self.target))
+                .map_err(io::Error::other)?
+            {
+                Step::Docs { ns, start, len, .. } if ns == self.target => {
+                    self.pending = start..start + len;
+                }
+                Step::End { ns, .. } if ns == self.target => self.done = true,
+                Step::Docs { .. } | Step::End { .. } => {}
+                // Cannot happen: the reader only finishes once every namespace of
+                // the prelude, this one included, has ended.
+                Step::Finished => {
+                    return Err(io::Error::other(ArchiveError::NoSuchNamespace {
+                        name: self.archive.name().to_string(),
+                        namespace: self.namespace().to_string(),
+                        available: Vec::new(),
+                    }))
+                }
+            }
+        }
+        Ok(n)
+    }
+}
