@@ -11,16 +11,24 @@ use super::reader::{ArchiveReader, Step};
 /// `Read` over the concatenated documents of one namespace, skipping every other
 /// namespace (their framing is still checked, their checksums are not computed).
 ///
-/// The stream ends (`Ok(0)`) at the namespace's EOF header, once its CRC-64 has been
-/// checked (when [`super::ReadOptions::verify_crc`] is on); what follows in the
-/// archive is not read. Every problem before that point (truncation, corruption, a
-/// CRC mismatch) is an [`io::Error`] whose source is the [`ArchiveError`], and every
-/// later `read` fails too: the stream never just stops short.
+/// The stream ends (`Ok(0)`) once the namespace's EOF header has been read and its
+/// CRC-64 checked (when [`super::ReadOptions::verify_crc`] is on), and the rest of the
+/// archive has been read to its end and found complete, so that a truncated archive
+/// (a gzip stream without its trailer included) never reads as complete. mongodump
+/// writes the oplog last, so for the oplog the rest is at most a few bytes; for
+/// another namespace [`NamespaceReader::stop_at_namespace_end`] skips it. Every
+/// problem (truncation, corruption, a CRC mismatch) is an [`io::Error`] whose source
+/// is the [`ArchiveError`], and every later `read` fails too: the stream never just
+/// stops short.
 pub struct NamespaceReader {
     archive: ArchiveReader,
     target: usize,
     /// Bytes of the target's documents ready in `archive.buf`.
     pending: std::ops::Range<usize>,
+    /// The target's EOF header has been read.
+    target_ended: bool,
+    /// Read the rest of the archive after the target's end (default).
+    check_rest: bool,
     done: bool,
 }
 
@@ -37,8 +45,17 @@ impl NamespaceReader {
             archive,
             target,
             pending: 0..0,
+            target_ended: false,
+            check_rest: true,
             done: false,
         })
+    }
+
+    /// Ends the stream right after the namespace's EOF header, without reading the
+    /// rest of the archive (whose completeness then goes unchecked).
+    pub fn stop_at_namespace_end(mut self) -> Self {
+        self.check_rest = false;
+        self
     }
 
     pub fn namespace(&self) -> &Namespace {
@@ -50,7 +67,9 @@ impl NamespaceReader {
         &self.archive
     }
 
-    /// Whether the namespace's EOF header has been reached (and its CRC checked).
+    /// Whether everything has been handed out: the namespace's EOF header was reached
+    /// (its CRC checked) and, unless [`Self::stop_at_namespace_end`], the archive
+    /// was read to its complete end.
     pub fn is_complete(&self) -> bool {
         self.done && self.pending.is_empty()
     }
@@ -85,8 +104,12 @@ impl Read for NamespaceReader {
                 Step::Docs { ns, start, len, .. } if ns == self.target => {
                     self.pending = start..start + len;
                 }
-                Step::End { ns, .. } if ns == self.target => self.done = true,
+                Step::End { ns, .. } if ns == self.target => {
+                    self.target_ended = true;
+                    self.done = !self.check_rest;
+                }
                 Step::Docs { .. } | Step::End { .. } => {}
+                Step::Finished if self.target_ended => self.done = true,
                 // Cannot happen: the reader only finishes once every namespace of
                 // the prelude, this one included, has ended.
                 Step::Finished => {

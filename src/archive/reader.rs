@@ -477,6 +477,18 @@ impl ArchiveReader {
             return Err(self.corrupt(at, Block::BlockStart, format!("`{ns}` has {what}")));
         }
         if !h.eof {
+            // spec.md: `CRC` is always 0 in a segment header. mongorestore ignores it;
+            // anything else here means damaged bytes, so it is refused.
+            if h.crc != 0 {
+                return Err(self.corrupt(
+                    at,
+                    Block::BlockStart,
+                    format!(
+                        "the segment header of `{ns}` has CRC {:#x} (always 0 in segment headers)",
+                        h.crc
+                    ),
+                ));
+            }
             self.states[i].status = Status::Open;
             self.cursor = Cursor::Segment(i);
             return Ok(None);

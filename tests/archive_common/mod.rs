@@ -164,3 +164,44 @@ impl Drop for Mongod {
         let _ = self.child.wait();
     }
 }
+
+/// Writes back what `r` holds through `ArchiveWriter`, in the same order: the
+/// writer starts a segment whenever the namespace changes, as mongodump's
+/// multiplexer does, so the output must equal the input byte for byte (except the
+/// prelude of tools older than the `type` field).
+pub fn replay(mut r: ArchiveReader, gzip: bool) -> Vec<u8> {
+    use pitr::archive::{ArchiveWriter, WriterOptions};
+    let header = r.header().clone();
+    let prelude = r.prelude().to_vec();
+    let mut w = ArchiveWriter::new(Vec::new(), &header, &prelude, WriterOptions { gzip }).unwrap();
+    while let Some(ev) = r.next_event().unwrap() {
+        match ev {
+            Event::Document(d) => w.write_document(d.namespace, d.bytes).unwrap(),
+            Event::End(e) => w.end_namespace(e.namespace).unwrap(),
+        }
+    }
+    w.finish().unwrap()
+}
+
+/// Where the prelude of a (decompressed) archive ends: after the magic, the header,
+/// the metadata documents and the terminator.
+pub fn prelude_end(archive: &[u8]) -> usize {
+    let mut p = 4;
+    loop {
+        let n = u32::from_le_bytes(archive[p..p + 4].try_into().unwrap());
+        p += 4;
+        if n == u32::MAX {
+            return p;
+        }
+        p += n as usize - 4;
+    }
+}
+
+pub fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
