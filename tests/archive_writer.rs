@@ -67,14 +67,16 @@ fn small_archive(gzip: bool) -> Vec<u8> {
     ];
     let mut w = ArchiveWriter::new(Vec::new(), &header, &prelude, WriterOptions { gzip }).unwrap();
     let orders = Namespace::new("shop", "orders");
+    let empty = Namespace::new("shop", "empty");
     let oplog = Namespace::oplog();
     for i in 0..10 {
-        // Interleaved: orders and oplog alternate in runs of 3, giving several segments.
-        let ns = if (i / 3) % 2 == 0 { &orders } else { &oplog };
+        // Interleaved: orders and empty alternate in runs of 3, giving several segments.
+        let ns = if (i / 3) % 2 == 0 { &orders } else { &empty };
         w.write_document(ns, &doc(i)).unwrap();
     }
     w.end_namespace(&orders).unwrap();
-    w.end_namespace(&Namespace::new("shop", "empty")).unwrap();
+    w.end_namespace(&empty).unwrap();
+    w.write_document(&oplog, &doc(99)).unwrap();
     w.end_namespace(&oplog).unwrap();
     w.finish().unwrap()
 }
@@ -113,16 +115,17 @@ fn the_layout_is_mongodumps() {
         blocks,
         [
             b("shop.orders", false, 3),
-            b(".oplog", false, 3),
+            b("shop.empty", false, 3),
             b("shop.orders", false, 3),
-            b(".oplog", false, 1),
+            b("shop.empty", false, 1),
             // Ending a namespace that is not the current one: an empty segment
             // first (multiplexer.go: MuxIn.Close flushes its buffer, then formatEOF).
             b("shop.orders", false, 0),
             b("shop.orders", true, 0),
+            // The current one: its segment just ends.
             b("shop.empty", false, 0),
             b("shop.empty", true, 0),
-            b(".oplog", false, 0),
+            b(".oplog", false, 1),
             b(".oplog", true, 0),
         ]
     );
@@ -138,9 +141,10 @@ fn gzip_wraps_the_whole_stream_and_reads_back() {
     assert!(r.is_gzip());
     let inv = inventory(r).unwrap();
     assert_eq!(inv.counts["shop.orders"], 6);
-    assert_eq!(inv.counts["oplog"], 4);
-    assert_eq!(inv.counts["shop.empty"], 0);
-    assert_eq!(inv.documents["oplog"][0], doc(3));
+    assert_eq!(inv.counts["shop.empty"], 4);
+    assert_eq!(inv.counts["oplog"], 1);
+    assert_eq!(inv.documents["shop.empty"][0], doc(3));
+    assert_eq!(inv.documents["oplog"], [doc(99)]);
 }
 
 #[test]
@@ -181,6 +185,21 @@ fn the_writer_refuses_what_mongorestore_would() {
         Err(WriteError::AlreadyEnded(_))
     ));
     w.finish().unwrap();
+
+    // The oplog comes last.
+    let with_oplog = [prelude[0].clone(), CollectionMetadata::oplog()];
+    let mut w =
+        ArchiveWriter::new(Vec::new(), &header, &with_oplog, WriterOptions::default()).unwrap();
+    match w.write_document(&Namespace::oplog(), &doc(1)) {
+        Err(e @ WriteError::OplogNotLast(_)) => assert!(e.to_string().contains("`a.b`"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        w.end_namespace(&Namespace::oplog()),
+        Err(WriteError::OplogNotLast(_))
+    ));
+    w.end_namespace(&ab).unwrap();
+    w.write_document(&Namespace::oplog(), &doc(1)).unwrap();
 
     let w = ArchiveWriter::new(Vec::new(), &header, &prelude, WriterOptions::default()).unwrap();
     match w.finish() {

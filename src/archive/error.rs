@@ -226,6 +226,9 @@ pub enum WriteError {
 
     #[error("the archive is not complete: {} never ended", quote_list(.0))]
     Unended(Vec<String>),
+
+    #[error("the oplog must come after every other namespace, but {} has not ended", quote_list(.0))]
+    OplogNotLast(Vec<String>),
 }
 
 impl Hint for WriteError {
@@ -233,6 +236,7 @@ impl Hint for WriteError {
         match self {
             WriteError::Io(_) => Some("check free space and permissions where the archive is written".into()),
             WriteError::Unended(_) => Some("every namespace of the prelude needs `end_namespace` (mongorestore refuses archives without all EOF headers)".into()),
+            WriteError::OplogNotLast(_) => Some("end every collection before writing the oplog: mongorestore restores nothing that comes after it".into()),
             _ => None,
         }
     }

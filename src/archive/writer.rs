@@ -60,7 +60,12 @@ struct WState {
 
 /// Streams an archive into a caller-provided writer. The caller handles where the
 /// bytes go (e.g. a temporary name, then a rename once [`ArchiveWriter::finish`]
-/// succeeded).
+/// succeeded): after an error, or when dropped without `finish`, whatever was
+/// buffered may still reach the writer, an archive without all its EOF headers that
+/// readers and mongorestore refuse, and that must be discarded.
+///
+/// The oplog namespace ([`Namespace::oplog`]) can only be written once every other
+/// namespace has ended, as mongodump does and mongorestore requires.
 pub struct ArchiveWriter<W: Write> {
     out: BufWriter<Sink<W>>,
     states: Vec<WState>,
@@ -123,6 +128,23 @@ impl<W: Write> ArchiveWriter<W> {
             .ok_or_else(|| WriteError::NotInPrelude(ns.to_string()))?;
         if self.states[i].ended {
             return Err(WriteError::AlreadyEnded(self.states[i].label.clone()));
+        }
+        if ns.is_oplog() {
+            // mongodump writes the oplog after every collection has ended (mongodump.go
+            // `Dump`, phase III). mongorestore depends on it: once the oplog appears its
+            // prioritizer stops handing out namespaces (demultiplexer.go
+            // `Prioritizer.Get`), and a collection whose data comes later fails with
+            // "no demux consumer currently consuming namespace" (checked with
+            // mongorestore 100.18: nothing is restored).
+            let open: Vec<String> = self
+                .states
+                .iter()
+                .filter(|s| !s.ended && !s.ns.is_oplog())
+                .map(|s| s.label.clone())
+                .collect();
+            if !open.is_empty() {
+                return Err(WriteError::OplogNotLast(open));
+            }
         }
         Ok(i)
     }
