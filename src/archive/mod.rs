@@ -19,8 +19,11 @@
 //! ```
 //!
 //! * A namespace's documents may be split over several segments, interleaved with
-//!   other namespaces' (mongodump dumps collections in parallel; each segment holds
-//!   up to 16 MiB). Empty collections and views get one segment with no documents.
+//!   other namespaces' (mongodump dumps 4 collections in parallel by default and
+//!   flushes each one's 16 MiB buffer as it fills). Empty collections and views get
+//!   one segment with no documents. The EOF header usually follows the namespace's
+//!   last segment, but with parallel dumps other blocks can come in between
+//!   ([`writer`] explains why).
 //! * The EOF header's `CRC` is Go's `crc64.ECMA` (CRC-64/XZ, see [`crc`]) over all
 //!   the namespace's documents, stored as the raw bit pattern of an int64.
 //! * `--oplog` puts the oplog in namespace `{db: "", collection: "oplog"}`, listed in

@@ -1,13 +1,20 @@
 //! Writing archives exactly as mongodump does, one document at a time.
 //!
-//! mongodump's multiplexer (mongo-tools `common/archive/multiplexer.go`) writes a
-//! namespace header whenever the namespace of the data changes, a terminator before
-//! each change, and at the end of a namespace (`MuxIn.Close` then `formatEOF`) it
-//! first flushes its buffer as a body, so a namespace that is not the current one at
-//! that moment (e.g. an empty collection or a view) gets a header followed directly
-//! by a terminator, then the EOF header with the CRC-64 and a terminator. This
-//! writer follows the same rules, single-threaded: namespaces written one after the
-//! other come out as one segment each, as with `mongodump -j 1`.
+//! mongodump's multiplexer (mongo-tools `common/archive/multiplexer.go` `Run`,
+//! `formatBody`, `formatEOF`) writes a namespace header whenever the namespace of
+//! the data changes, a terminator before each change, and ends a namespace in two
+//! steps: `MuxIn.Close` first flushes its buffer as a body (possibly empty, which
+//! still opens a segment when the namespace is not the current one), then
+//! `formatEOF` writes a terminator if a segment is open, the EOF header with the
+//! CRC-64, and a terminator. This writer does the same, single-threaded, which is
+//! byte for byte what `mongodump --numParallelCollections=1` writes: one segment per
+//! namespace in the order written, an empty collection as a header directly followed
+//! by a terminator, then its EOF header.
+//!
+//! With parallel collections mongodump's layout depends on goroutine scheduling: the
+//! flush and the EOF of a namespace are two events of the multiplexer's `select`,
+//! so another namespace's segment, even its EOF, can come between them, leaving an
+//! EOF header that no segment of its own namespace precedes. Readers accept both.
 //!
 //! With [`WriterOptions::gzip`] the whole stream is gzipped (mongodump.go
 //! `getArchiveOut`), at the default level, as Go's `gzip.NewWriter`; the compressed
