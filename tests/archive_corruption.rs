@@ -381,6 +381,13 @@ fn structural_damage_is_refused() {
 }
 
 #[test]
+fn readers_can_move_to_another_thread() {
+    fn send<T: Send>() {}
+    send::<ArchiveReader>();
+    send::<NamespaceReader>();
+}
+
+#[test]
 fn the_adapter_keeps_failing_after_an_error() {
     let mut bad = archive(false);
     let n = bad.len();
@@ -423,6 +430,21 @@ proptest! {
             Err(_) => {}
             Ok(n) => prop_assert!(in_other_content && n == 12, "flip at {} passed the adapter with {} entries", at, n),
         }
+    }
+
+    /// Any bytes at all, gzipped or not: a clear refusal, never a panic.
+    #[test]
+    fn random_bytes_are_refused(bytes in prop::collection::vec(any::<u8>(), 0..64), gzip in any::<bool>()) {
+        let data = if gzip {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&bytes).unwrap();
+            e.finish().unwrap()
+        } else {
+            bytes
+        };
+        let r = read_all(data);
+        prop_assert!(matches!(r, Err(ArchiveError::NotAnArchive { .. })), "{:?}", r.map(|i| i.counts));
     }
 
     /// Anywhere, prelude included, and in gzip data: never a panic.

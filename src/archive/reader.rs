@@ -774,12 +774,13 @@ fn describe(head: &[u8]) -> String {
         return "an empty file".into();
     }
     if head.len() >= MIN_DOC_BYTES {
-        let len = i32::from_le_bytes(head[..4].try_into().unwrap());
-        let plausible = (MIN_DOC_BYTES as i32..=MAX_DOCUMENT_BYTES as i32).contains(&len);
-        let ends_right = (len as usize) > head.len() || head[len as usize - 1] == 0;
+        let len = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+        let plausible = (MIN_DOC_BYTES..=MAX_DOCUMENT_BYTES).contains(&len);
+        // Checked only when plausible: `len - 1` is then in range.
+        let ends_right = plausible && (len > head.len() || head[len - 1] == 0);
         // The first element's type byte (or the NUL of an empty document).
         let typed = matches!(head[4], 0x00..=0x13 | 0x7f | 0xff);
-        if plausible && ends_right && typed {
+        if ends_right && typed {
             return "a plain BSON file (a `.bson` collection or oplog dump)".into();
         }
     }
