@@ -9,7 +9,8 @@
 //! the `--oplog` namespace of an archive, after a 256 MiB collection the adapter must
 //! skip) and `oplog.archive.gz`. Every file is read once first so that all runs read
 //! from the page cache; each figure is the best of `RUNS` (default 3) runs, in MB/s of
-//! oplog bytes. Pin it to one core (`taskset -c 0`) for steadier numbers.
+//! oplog bytes. Pin it to one core (`taskset -c 0`) for steadier numbers; `ONLY=text`
+//! runs only the rows whose label contains `text` (e.g. for `perf record`).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -57,7 +58,11 @@ fn main() {
         size(&gz_archive)
     );
     println!("{:<58} {:>8} {:>8}", "reader", "seconds", "MB/s");
+    let only = std::env::var("ONLY").unwrap_or_default();
     let row = |what: &str, f: &dyn Fn() -> u64| {
+        if !what.contains(only.as_str()) {
+            return;
+        }
         let mut best = f64::MAX;
         let mut n = 0;
         for _ in 0..runs {

@@ -234,3 +234,42 @@ fn timeseries_data_goes_under_system_buckets_before_8_3() {
         );
     }
 }
+
+#[test]
+fn events_carry_offsets_and_indexes() {
+    let bytes = small_archive(false);
+    let mut r = ArchiveReader::new(
+        "x",
+        std::io::Cursor::new(bytes.clone()),
+        ReadOptions::default(),
+    )
+    .unwrap();
+    let mut per_ns = std::collections::BTreeMap::<String, u64>::new();
+    loop {
+        let end = match r.next_event().unwrap() {
+            None => break,
+            Some(archive::Event::Document(d)) => {
+                let o = d.offset as usize;
+                assert_eq!(&bytes[o..o + d.bytes.len()], d.bytes);
+                let n = per_ns.entry(d.namespace.to_string()).or_default();
+                assert_eq!(d.index, *n);
+                *n += 1;
+                d.offset + d.bytes.len() as u64
+            }
+            Some(archive::Event::End(e)) => {
+                let ns = e.namespace.to_string();
+                assert_eq!(e.documents, per_ns.get(&ns).copied().unwrap_or(0));
+                // The EOF header of that namespace is at the offset given.
+                let o = e.offset as usize;
+                let len = u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap()) as usize;
+                let h = bson::RawDocument::from_bytes(&bytes[o..o + len]).unwrap();
+                assert!(h.get_bool("EOF").unwrap());
+                assert_eq!(h.get_str("collection").unwrap(), e.namespace.collection);
+                (o + len + 4) as u64
+            }
+        };
+        // offset() is just past what was handed out.
+        assert_eq!(r.offset(), end);
+    }
+    assert_eq!(r.offset(), bytes.len() as u64);
+}

@@ -27,11 +27,15 @@
 //! * The EOF header's `CRC` is Go's `crc64.ECMA` (CRC-64/XZ, see [`crc`]) over all
 //!   the namespace's documents, stored as the raw bit pattern of an int64.
 //! * `--oplog` puts the oplog in namespace `{db: "", collection: "oplog"}`, listed in
-//!   the prelude with empty metadata; it comes last ([`Namespace::oplog`]).
+//!   the prelude with empty metadata ([`Namespace::oplog`]). It comes last, after
+//!   every collection has ended, and mongorestore depends on that: with the oplog
+//!   first it restores nothing ([`ArchiveWriter`] enforces the order).
 //! * Time series (before 8.3) have their prelude entry under the collection name and
 //!   their data under `system.buckets.<name>` ([`CollectionMetadata::data_namespace`]).
 //! * `--gzip` with `--archive` gzips the whole stream (mongodump.go `getArchiveOut`),
-//!   not each document or namespace.
+//!   not each document or namespace. mongorestore only gunzips when told `--gzip`
+//!   (otherwise: "stream or file does not appear to be a mongodump archive"); this
+//!   module decides by the bytes.
 //! * `size` is never set by mongodump 100.x (always 0), and prelude order is Go map
 //!   order (random); tools before 100.x wrote no `type` field.
 //!
@@ -41,7 +45,8 @@
 //! [`MAX_DOCUMENT_BYTES`], or the terminator) and every document's trailing NUL;
 //! that the header and the namespace headers are what they claim (a namespace
 //! header with unknown fields, a wrong type or no collection name is refused, like
-//! Go's `NamespaceHeader.UnmarshalBSON`); that each prelude entry's metadata is
+//! Go's `NamespaceHeader.UnmarshalBSON`; a segment header whose `CRC` is not 0 too,
+//! which mongorestore ignores); that each prelude entry's metadata is
 //! JSON (mongo-tools' `bad-format.archive` fails there); that every block names a
 //! namespace of the prelude, never reopened after its EOF header; that a terminator
 //! follows each EOF header; each namespace's CRC-64 ([`ReadOptions::verify_crc`]).
@@ -52,7 +57,10 @@
 //! error, so a truncated archive is never read as complete. Errors name the source,
 //! the byte offset (in the decompressed stream for gzip) and the block being read
 //! (header, prelude, or the namespace `db.collection`). Document contents are not
-//! parsed.
+//! parsed. Nothing protects the header and prelude strings: a damaged version
+//! string or metadata text that is still valid JSON goes unnoticed, as in
+//! mongorestore. Documents may be up to 16 MiB + 16 KiB, the oplog's limit
+//! (mongorestore's parser stops at exactly 16 MiB).
 //!
 //! # Memory
 //!
@@ -62,7 +70,7 @@
 //!
 //! # API
 //!
-//! * [`open`] (path, directory holding `archive`/`archive.gz`, or `-`) or
+//! * [`open()`] (path, directory holding `archive`/`archive.gz`, or `-`) or
 //!   [`ArchiveReader::new`] (any `Read`): gzip recognised by its magic bytes, then the
 //!   archive magic checked ([`ArchiveError::NotAnArchive`] says what the bytes look
 //!   like). [`ArchiveReader::is_gzip`], [`ArchiveReader::header`],
@@ -71,6 +79,10 @@
 //!   bytes, offset) and every [`NamespaceEnd`] (document count, CRC checked).
 //! * [`NamespaceReader`]: `Read + Send` over the documents of one namespace, e.g.
 //!   `OplogReader::new(name, NamespaceReader::new(archive, &Namespace::oplog())?, opts)`.
+//!   It checks that namespace's CRC, skips the others (framing checked, CRC not
+//!   computed) and reads on to the end of the archive before its last `Ok(0)`, so a
+//!   cut archive is an error there too. Errors come as `io::Error`s whose source is
+//!   the [`ArchiveError`].
 //! * [`ArchiveWriter`]: writes what mongodump writes, gzipped or not.
 //! * [`prelude_json`]: the `prelude.json` of directory dumps.
 

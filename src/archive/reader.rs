@@ -146,6 +146,9 @@ pub struct ArchiveReader {
     states: Vec<NsState>,
     by_name: HashMap<Namespace, usize>,
     cursor: Cursor,
+    /// Documents of the last run not yet handed out by [`Self::next_event`]:
+    /// (namespace, next document in `buf`, end of the run, its offset, its index).
+    run: Option<(usize, usize, usize, u64, u64)>,
     counter: ByteCounter,
     source_len: Option<u64>,
 }
@@ -204,6 +207,7 @@ impl ArchiveReader {
             states: Vec::new(),
             by_name: HashMap::new(),
             cursor: Cursor::BlockStart,
+            run: None,
             counter,
             source_len,
         };
@@ -238,6 +242,14 @@ impl ArchiveReader {
 
     /// Offset just past what has been handed out, in the decompressed stream.
     pub fn offset(&self) -> u64 {
+        match self.run {
+            Some((_, _, _, next, _)) => next,
+            None => self.stream_pos(),
+        }
+    }
+
+    /// Offset of the next unread byte.
+    fn stream_pos(&self) -> u64 {
         self.base + self.pos as u64
     }
 
@@ -251,31 +263,42 @@ impl ArchiveReader {
     /// read and found complete (every namespace of the prelude ended by its EOF
     /// header).
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, ArchiveError> {
-        match self.step(0, None)? {
-            Step::Finished => Ok(None),
-            Step::Docs {
-                ns,
-                start,
-                len,
-                offset,
-                first_index,
-            } => Ok(Some(Event::Document(Document {
-                namespace: &self.states[ns].ns,
-                bytes: &self.buf[start..start + len],
-                offset,
-                index: first_index,
-            }))),
-            Step::End { ns, offset, crc } => {
-                let st = &self.states[ns];
-                Ok(Some(Event::End(NamespaceEnd {
-                    namespace: &st.ns,
-                    documents: st.documents,
-                    bytes: st.bytes,
-                    crc,
+        // Documents are framed and checksummed a run at a time (one CRC update per
+        // run, not per document), then handed out one by one.
+        if self.run.is_none() {
+            match self.step(usize::MAX, None)? {
+                Step::Finished => return Ok(None),
+                Step::Docs {
+                    ns,
+                    start,
+                    len,
                     offset,
-                })))
+                    first_index,
+                } => self.run = Some((ns, start, start + len, offset, first_index)),
+                Step::End { ns, offset, crc } => {
+                    let st = &self.states[ns];
+                    return Ok(Some(Event::End(NamespaceEnd {
+                        namespace: &st.ns,
+                        documents: st.documents,
+                        bytes: st.bytes,
+                        crc,
+                        offset,
+                    })));
+                }
             }
         }
+        let (ns, start, end, offset, index) = self.run.take().expect("a run was just set");
+        // Framing was checked when the run was formed.
+        let len = u32::from_le_bytes(self.buf[start..start + 4].try_into().unwrap()) as usize;
+        if start + len < end {
+            self.run = Some((ns, start + len, end, offset + len as u64, index + 1));
+        }
+        Ok(Some(Event::Document(Document {
+            namespace: &self.states[ns].ns,
+            bytes: &self.buf[start..start + len],
+            offset,
+            index,
+        })))
     }
 
     pub(crate) fn index_of(&self, ns: &Namespace) -> Result<usize, ArchiveError> {
@@ -362,7 +385,7 @@ impl ArchiveReader {
 
         // The header, then metadata documents up to a terminator (parser.go
         // `ReadBlock` with prelude.go's `preludeParserConsumer`).
-        let at = self.offset();
+        let at = self.stream_pos();
         let (start, len) = match self.read_unit(&|_| Block::Header, "the header")? {
             Unit::Doc { start, len } => (start, len),
             Unit::Terminator => {
@@ -373,7 +396,7 @@ impl ArchiveReader {
             .map_err(|e| self.corrupt(at, Block::Header, format!("not an archive header: {e}")))?;
 
         loop {
-            let at = self.offset();
+            let at = self.stream_pos();
             let n = self.prelude.len() + 1;
             let (start, len) =
                 match self.read_unit(&|_| Block::Prelude, &format!("metadata entry {n}"))? {
@@ -425,7 +448,7 @@ impl ArchiveReader {
     /// A namespace header or an EOF header (demultiplexer.go `HeaderBSON`), or the
     /// clean end of the archive (`End`).
     fn block_start(&mut self) -> Result<Option<Step>, ArchiveError> {
-        let at = self.offset();
+        let at = self.stream_pos();
         if !self.need(4, &|_| Block::BlockStart)? {
             let remaining = self.filled - self.pos;
             if remaining == 0 {
@@ -497,7 +520,7 @@ impl ArchiveReader {
         // EOF header: a terminator must follow (a document there is "collection data
         // without a collection header" in mongorestore).
         let eof_block = |s: &Self| Block::Eof(s.states[i].label.clone());
-        let term_at = self.offset();
+        let term_at = self.stream_pos();
         if !self.need(4, &eof_block)? {
             return Err(self.truncated(
                 term_at,
@@ -544,7 +567,7 @@ impl ArchiveReader {
 
     /// Documents of segment `i` up to its terminator (demultiplexer.go `BodyBSON`).
     fn segment_run(&mut self, i: usize, max_run: usize) -> Result<Option<Step>, ArchiveError> {
-        let at = self.offset();
+        let at = self.stream_pos();
         let block = |s: &Self| Block::Namespace(s.states[i].label.clone());
         if !self.need(4, &block)? {
             let remaining = self.filled - self.pos;
@@ -636,7 +659,7 @@ impl ArchiveReader {
         block: &dyn Fn(&Self) -> Block,
         what: &str,
     ) -> Result<Unit, ArchiveError> {
-        let at = self.offset();
+        let at = self.stream_pos();
         if !self.need(4, block)? {
             let remaining = self.filled - self.pos;
             let detail = if remaining == 0 {
