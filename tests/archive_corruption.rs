@@ -458,3 +458,109 @@ proptest! {
         let _ = read_oplog(bad);
     }
 }
+
+/// A source that hands out its bytes in chunks of the given sizes (cycled).
+struct Trickle {
+    data: Cursor<Vec<u8>>,
+    sizes: Vec<usize>,
+    next: usize,
+}
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.sizes[self.next % self.sizes.len()].min(buf.len());
+        self.next += 1;
+        self.data.read(&mut buf[..n])
+    }
+}
+
+/// A larger archive: collections interleaved, then an oplog of a few hundred KB.
+fn big_archive() -> Vec<u8> {
+    let header = Header::new("7.0.14", "pitr-test", 4);
+    let meta = |c: &str| CollectionMetadata::new("shop", c, "{}", CollectionType::Collection);
+    let prelude = [meta("a"), meta("b"), CollectionMetadata::oplog()];
+    let (a, b) = (Namespace::new("shop", "a"), Namespace::new("shop", "b"));
+    let mut w =
+        ArchiveWriter::new(Vec::new(), &header, &prelude, WriterOptions::default()).unwrap();
+    for i in 0..600 {
+        w.write_document(if i % 3 == 0 { &a } else { &b }, &entry(i))
+            .unwrap();
+    }
+    w.end_namespace(&a).unwrap();
+    w.end_namespace(&b).unwrap();
+    for i in 0..3000 {
+        w.write_document(&Namespace::oplog(), &entry(i)).unwrap();
+    }
+    w.end_namespace(&Namespace::oplog()).unwrap();
+    w.finish().unwrap()
+}
+
+fn oplog_through_adapter(src: impl Read + Send + 'static) -> Result<Vec<Vec<u8>>, String> {
+    let r = ArchiveReader::new("t", src, ReadOptions::default()).map_err(|e| e.to_string())?;
+    let ns = NamespaceReader::new(r, &Namespace::oplog()).map_err(|e| e.to_string())?;
+    let mut o = OplogReader::new("t", ns, OplogOptions::default());
+    let mut out = Vec::new();
+    loop {
+        match o.next_bytes() {
+            Ok(Some((b, _, _))) => out.push(b.to_vec()),
+            Ok(None) => return Ok(out),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+#[test]
+fn next_event_then_the_adapter_continues_where_it_stopped() {
+    let bytes = big_archive();
+    let all = inventory(
+        ArchiveReader::new("t", Cursor::new(bytes.clone()), ReadOptions::default()).unwrap(),
+    )
+    .unwrap()
+    .documents
+    .remove("oplog")
+    .unwrap();
+    let mut r = ArchiveReader::new("t", Cursor::new(bytes), ReadOptions::default()).unwrap();
+    // Up to the 10th oplog document through the event stream...
+    let mut seen = 0;
+    while seen < 10 {
+        if let Some(Event::Document(d)) = r.next_event().unwrap() {
+            seen += d.namespace.is_oplog() as usize;
+        }
+    }
+    // ...then the rest through the adapter.
+    let mut rest = Vec::new();
+    NamespaceReader::new(r, &Namespace::oplog())
+        .unwrap()
+        .read_to_end(&mut rest)
+        .unwrap();
+    assert_eq!(rest, all[10..].concat());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// However the source delivers its bytes, the adapter hands out exactly the
+    /// oplog's documents, and a cut archive is an error.
+    #[test]
+    fn any_read_chunking_gives_the_same_oplog(
+        sizes in prop::collection::vec(1usize..200_000, 1..8),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let bytes = big_archive();
+        let expected = inventory(ArchiveReader::new("t", Cursor::new(bytes.clone()), ReadOptions::default()).unwrap())
+            .unwrap()
+            .documents
+            .remove("oplog")
+            .unwrap();
+        let whole = Trickle { data: Cursor::new(bytes.clone()), sizes: sizes.clone(), next: 0 };
+        prop_assert_eq!(oplog_through_adapter(whole), Ok(expected.clone()));
+        // The event stream over the same chunking.
+        let r = ArchiveReader::new("t", Trickle { data: Cursor::new(bytes.clone()), sizes: sizes.clone(), next: 0 }, ReadOptions::default()).unwrap();
+        prop_assert_eq!(&inventory(r).unwrap().documents["oplog"], &expected);
+        // Cut anywhere: never complete.
+        let at = cut.index(bytes.len());
+        let short = Trickle { data: Cursor::new(bytes[..at].to_vec()), sizes, next: 0 };
+        let r = oplog_through_adapter(short);
+        prop_assert!(r.is_err(), "cut at {} of {} read as complete", at, bytes.len());
+    }
+}

@@ -35,16 +35,24 @@ pub struct NamespaceReader {
 impl NamespaceReader {
     /// Fails with [`ArchiveError::NoSuchNamespace`] when the prelude does not list
     /// `ns`.
+    ///
+    /// The stream continues from where `archive` is: documents already handed out
+    /// by [`ArchiveReader::next_event`] are not repeated.
     pub fn new(
         mut archive: ArchiveReader,
         ns: &Namespace,
     ) -> Result<NamespaceReader, ArchiveError> {
         let target = archive.index_of(ns)?;
         archive.verify_only(target);
+        // A run of documents next_event had framed but not handed out yet.
+        let pending = match archive.take_run() {
+            Some((i, range)) if i == target => range,
+            _ => 0..0,
+        };
         Ok(NamespaceReader {
             archive,
             target,
-            pending: 0..0,
+            pending,
             target_ended: false,
             check_rest: true,
             done: false,
@@ -94,6 +102,17 @@ impl Read for NamespaceReader {
             }
             if self.done {
                 break;
+            }
+            // Straight into `out` while inside this namespace's data; returned at
+            // once, so that the next call again has a large `out` to fill.
+            if let Some(k) = self
+                .archive
+                .read_direct(self.target, &mut out[n..])
+                .map_err(io::Error::other)?
+            {
+                if k > 0 {
+                    return Ok(n + k);
+                }
             }
             // `pending` is empty, so the buffer may move.
             match self

@@ -28,6 +28,10 @@ const READ_CHUNK: usize = 4 * 1024 * 1024;
 /// Bytes looked at to say what a non-archive file is.
 const SNIFF_BYTES: usize = 512;
 
+/// The most buffered bytes [`ArchiveReader::read_direct`] moves to the caller's
+/// buffer before reading straight into it (normally the start of one document).
+const MAX_CARRY: usize = 64 * 1024;
+
 #[derive(Clone, Copy, Debug)]
 pub struct ReadOptions {
     /// Compute each namespace's CRC-64 and fail on a mismatch with its EOF header
@@ -318,6 +322,91 @@ impl ArchiveReader {
 
     pub(crate) fn documents_of(&self, i: usize) -> u64 {
         self.states[i].documents
+    }
+
+    /// Hands back the documents of a pending [`Self::next_event`] run:
+    /// (namespace, range in `buf`).
+    pub(crate) fn take_run(&mut self) -> Option<(usize, std::ops::Range<usize>)> {
+        self.run
+            .take()
+            .map(|(ns, start, end, _, _)| (ns, start..end))
+    }
+
+    /// Reads whole documents of segment `target` straight into `out`, without going
+    /// through `buf` (which saves a copy of every byte for [`super::NamespaceReader`]).
+    /// Applies only inside a segment of `target` with at most [`MAX_CARRY`] bytes
+    /// buffered (`None` otherwise): those go first into `out`, then one read of the
+    /// source fills the rest; the documents are framed there and what follows the last
+    /// whole one (part of a document, or the terminator and beyond) goes back into
+    /// `buf` for the ordinary path, which reports any problem. Returns how many bytes
+    /// of whole documents `out` starts with (possibly 0).
+    pub(crate) fn read_direct(
+        &mut self,
+        target: usize,
+        out: &mut [u8],
+    ) -> Result<Option<usize>, ArchiveError> {
+        let carried = self.filled - self.pos;
+        if self.cursor != Cursor::Segment(target)
+            || self.eof
+            || carried > MAX_CARRY
+            || out.len() < 2 * MAX_CARRY
+        {
+            return Ok(None);
+        }
+        let at = self.stream_pos();
+        out[..carried].copy_from_slice(&self.buf[self.pos..self.filled]);
+        let mut got = carried;
+        loop {
+            match self.src.read(&mut out[got..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(k) => {
+                    got += k;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Nothing changed in `buf`: the carried bytes are still there.
+                Err(source) => {
+                    return Err(ArchiveError::Io {
+                        name: self.name.clone(),
+                        at: self.at(at + carried as u64),
+                        block: Block::Namespace(self.states[target].label.clone()),
+                        source,
+                    })
+                }
+            }
+        }
+        // Whole, well-framed documents; anything else stops the walk.
+        let mut end = 0;
+        let mut count = 0;
+        while got - end >= 4 {
+            let l = u32::from_le_bytes(out[end..end + 4].try_into().unwrap()) as usize;
+            if !(MIN_DOC_BYTES..=MAX_DOCUMENT_BYTES).contains(&l)
+                || l > got - end
+                || out[end + l - 1] != 0
+            {
+                break;
+            }
+            end += l;
+            count += 1;
+        }
+        let rest = got - end;
+        if self.buf.len() < rest {
+            self.buf.resize(rest.max(READ_CHUNK), 0);
+        }
+        self.buf[..rest].copy_from_slice(&out[end..got]);
+        self.base = at + end as u64;
+        self.pos = 0;
+        self.filled = rest;
+        let st = &mut self.states[target];
+        if st.verify {
+            st.crc.update(&out[..end]);
+        }
+        st.documents += count;
+        st.bytes += end as u64;
+        Ok(Some(end))
     }
 
     /// Stops computing checksums for every namespace but `keep`.
