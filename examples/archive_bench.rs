@@ -5,12 +5,13 @@
 //!   pitr gen-fixtures --scenario bench --target-bytes 1073741824 --out bench-data/bench-1073741824 --seed 1
 //!   cargo run --release --example archive_bench -- bench-data/bench-1073741824/oplog.bson
 //!
-//! Next to the oplog it writes (once, then reuses) `oplog.archive` (the oplog as
-//! the `--oplog` namespace of an archive, after a 256 MiB collection the adapter must
-//! skip) and `oplog.archive.gz`. Every file is read once first so that all runs read
-//! from the page cache; each figure is the best of `RUNS` (default 3) runs, in MB/s of
-//! oplog bytes. Pin it to one core (`taskset -c 0`) for steadier numbers; `ONLY=text`
-//! runs only the rows whose label contains `text` (e.g. for `perf record`).
+//! Next to the oplog it writes (once, then reuses) `oplog.archive` (the oplog as the
+//! `--oplog` namespace of an archive), `oplog-after-256MiB.archive` (the same after a
+//! 256 MiB collection that the adapter must skip) and `oplog.archive.gz`. Every file
+//! is read once first so that all runs read from the page cache; each figure is the
+//! best of `RUNS` (default 3) runs, in MB/s of oplog bytes. Pin it to one core
+//! (`taskset -c 0`) for steadier numbers; `ONLY=text` runs only the rows whose label
+//! contains `text` (e.g. for `perf record`).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -35,30 +36,36 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
+    let only = std::env::var("ONLY").unwrap_or_default();
     let dir = oplog.parent().unwrap().to_path_buf();
     let plain_archive = dir.join("oplog.archive");
+    let filler_archive = dir.join("oplog-after-256MiB.archive");
     let gz_archive = dir.join("oplog.archive.gz");
-    for (path, gzip) in [(&plain_archive, false), (&gz_archive, true)] {
+    for (path, gzip, filler) in [
+        (&plain_archive, false, 0),
+        (&filler_archive, false, FILLER_BYTES),
+        (&gz_archive, true, 0),
+    ] {
         if !path.exists() {
             eprintln!("writing {} ...", path.display());
-            write_archive(&oplog, path, gzip);
+            write_archive(&oplog, path, gzip, filler);
         }
     }
     let oplog_bytes = std::fs::metadata(&oplog).unwrap().len();
-    for p in [&oplog, &plain_archive, &gz_archive] {
+    for p in [&oplog, &plain_archive, &filler_archive, &gz_archive] {
         std::io::copy(&mut File::open(p).unwrap(), &mut std::io::sink()).unwrap();
     }
 
     let size = |p: &Path| std::fs::metadata(p).unwrap().len() >> 20;
     println!(
-        "oplog {} MiB; archive {} MiB (oplog after a {} MiB collection); archive.gz {} MiB; best of {runs}",
+        "oplog {} MiB; archive {} MiB; with a {} MiB collection first {} MiB; archive.gz {} MiB; best of {runs}",
         oplog_bytes >> 20,
         size(&plain_archive),
         FILLER_BYTES >> 20,
+        size(&filler_archive),
         size(&gz_archive)
     );
-    println!("{:<58} {:>8} {:>8}", "reader", "seconds", "MB/s");
-    let only = std::env::var("ONLY").unwrap_or_default();
+    println!("{:<56} {:>8} {:>8}", "reader", "seconds", "MB/s");
     let row = |what: &str, f: &dyn Fn() -> u64| {
         if !what.contains(only.as_str()) {
             return;
@@ -71,7 +78,7 @@ fn main() {
             best = best.min(t.elapsed().as_secs_f64());
         }
         println!(
-            "{what:<58} {best:>8.3} {:>8.0}   ({n} entries)",
+            "{what:<56} {best:>8.3} {:>8.0}   ({n} entries)",
             oplog_bytes as f64 / 1e6 / best
         );
     };
@@ -96,6 +103,9 @@ fn main() {
     row("archive, same, CRC not verified", &|| {
         entries(from_archive(&plain_archive, false))
     });
+    row("archive after 256 MiB to skip, same", &|| {
+        entries(from_archive(&filler_archive, true))
+    });
     row(
         "plain file, OplogReader::next_bytes (framing only)",
         &|| frames(plain()),
@@ -105,7 +115,7 @@ fn main() {
         &|| frames(from_archive(&plain_archive, true)),
     );
     row(
-        "archive, ArchiveReader::next_event (all namespaces)",
+        "archive, ArchiveReader::next_event (all documents)",
         &|| {
             let mut a =
                 archive::open(plain_archive.to_str().unwrap(), ReadOptions::default()).unwrap();
@@ -142,32 +152,34 @@ fn frames(mut r: OplogReader) -> u64 {
     r.entries_read()
 }
 
-/// A `bench.filler` collection made of the oplog's first documents, then the oplog.
-fn write_archive(oplog: &Path, out: &Path, gzip: bool) {
+/// `filler` bytes of a `bench.filler` collection made of the oplog's first
+/// documents (none when 0), then the oplog.
+fn write_archive(oplog: &Path, out: &Path, gzip: bool, filler: u64) {
     let header = Header::new("7.0.14", "archive_bench", 4);
-    let prelude = [
-        CollectionMetadata::new(
-            "bench",
-            "filler",
-            r#"{"options":{},"indexes":[]}"#,
-            CollectionType::Collection,
-        ),
-        CollectionMetadata::oplog(),
-    ];
+    let filler_ns = Namespace::new("bench", "filler");
+    let mut prelude = vec![CollectionMetadata::oplog()];
+    if filler > 0 {
+        let meta = r#"{"options":{},"indexes":[]}"#;
+        prelude.insert(
+            0,
+            CollectionMetadata::new("bench", "filler", meta, CollectionType::Collection),
+        );
+    }
     let tmp = out.with_extension("tmp");
     let file = BufWriter::with_capacity(1 << 20, File::create(&tmp).unwrap());
     let mut w = ArchiveWriter::new(file, &header, &prelude, WriterOptions { gzip }).unwrap();
-    let filler = Namespace::new("bench", "filler");
-    let mut r = OplogReader::new("oplog", File::open(oplog).unwrap(), OplogOptions::default());
-    let mut written = 0u64;
-    while written < FILLER_BYTES {
-        let Some((doc, _, _)) = r.next_bytes().unwrap() else {
-            break;
-        };
-        w.write_document(&filler, doc).unwrap();
-        written += doc.len() as u64;
+    if filler > 0 {
+        let mut r = OplogReader::new("oplog", File::open(oplog).unwrap(), OplogOptions::default());
+        let mut written = 0u64;
+        while written < filler {
+            let Some((doc, _, _)) = r.next_bytes().unwrap() else {
+                break;
+            };
+            w.write_document(&filler_ns, doc).unwrap();
+            written += doc.len() as u64;
+        }
+        w.end_namespace(&filler_ns).unwrap();
     }
-    w.end_namespace(&filler).unwrap();
     let mut r = OplogReader::new("oplog", File::open(oplog).unwrap(), OplogOptions::default());
     while let Some((doc, _, _)) = r.next_bytes().unwrap() {
         w.write_document(&Namespace::oplog(), doc).unwrap();

@@ -103,6 +103,12 @@ impl Read for NamespaceReader {
             if self.done {
                 break;
             }
+            // Refill only at the start of a call, when `out` has room for the direct
+            // path below; refilling `buf` with `out` nearly full would keep the next
+            // calls copying out of `buf`.
+            if n > 0 && self.archive.needs_input() {
+                break;
+            }
             // Straight into `out` while inside this namespace's data; returned at
             // once, so that the next call again has a large `out` to fill.
             if let Some(k) = self

@@ -324,6 +324,17 @@ impl ArchiveReader {
         self.states[i].documents
     }
 
+    /// Whether the next step has to read from the source: the buffer does not hold
+    /// the next length prefix, or not the whole document it announces.
+    pub(crate) fn needs_input(&self) -> bool {
+        let avail = self.filled - self.pos;
+        if avail < 4 {
+            return !(self.eof && avail == 0 && self.cursor == Cursor::BlockStart);
+        }
+        let l = u32::from_le_bytes(self.buf[self.pos..self.pos + 4].try_into().unwrap());
+        l != u32::MAX && l as usize > avail
+    }
+
     /// Hands back the documents of a pending [`Self::next_event`] run:
     /// (namespace, range in `buf`).
     pub(crate) fn take_run(&mut self) -> Option<(usize, std::ops::Range<usize>)> {
