@@ -409,7 +409,8 @@ fn real_mongorestore_and_the_reader_refuse_the_same_archives() {
     // A byte inside the first document of shop.orders (past its length and type).
     crc_bad[first_order + 12] ^= 0x01;
 
-    let mut cases: Vec<(&str, Vec<u8>, fn(&ArchiveError) -> bool)> = vec![
+    type Case = (&'static str, Vec<u8>, fn(&ArchiveError) -> bool);
+    let mut cases: Vec<Case> = vec![
         (
             "no EOF header for shop.orders",
             cut(&sound, orders_eof, orders_eof + orders_eof_len + 4),
