@@ -4,6 +4,7 @@
 //! parts (reading oplogs, time values, ObjectIds, forensics, planning) sit at the
 //! bottom and know nothing of processes or the network.
 
+pub mod archive;
 pub mod backup;
 pub mod cli;
 pub mod error;
