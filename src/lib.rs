@@ -5,6 +5,7 @@
 //! bottom and know nothing of processes or the network.
 
 pub mod cli;
+pub mod engine;
 pub mod error;
 pub mod exec;
 pub mod forensics;
