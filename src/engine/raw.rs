@@ -1,15 +1,14 @@
 //! Reading and writing raw BSON bytes for the engine.
 //!
 //! Documents stay as bytes: the appliers walk a pre-image's elements with
-//! [`fields`] (the bounds-checked walk of [`crate::oplog::elements`]), copy untouched
-//! elements whole, and write new elements with the small writers here. A document
+//! [`fields`] (bounds-checked: corrupt input is an error, never a panic), copy
+//! untouched elements whole, and write new elements with the small writers here. A document
 //! under construction is opened with [`begin_doc`] (a placeholder length) and closed
 //! with [`end_doc`] (which patches the length).
 
 use bson::RawBsonRef;
 
 use super::error::{Result, UpdateError};
-use crate::oplog::elements::Elements;
 
 pub(crate) const T_DOUBLE: u8 = 0x01;
 pub(crate) const T_STRING: u8 = 0x02;
@@ -47,41 +46,176 @@ pub(crate) struct Field<'a> {
 }
 
 /// Iterates the elements of `doc` (whole document bytes, framing already checked).
+///
+/// The same bounds-checked walk as [`crate::oplog::elements`], specialised for the
+/// engine's hot loops: it also hands out each element's whole bytes, and stays small
+/// enough to be inlined into them.
 pub(crate) struct Fields<'a> {
     doc: &'a [u8],
-    inner: Elements<'a>,
+    pos: usize,
+    end: usize,
+}
+
+/// Value sizes of fixed-size types by type byte; `VAR` when read from the value,
+/// `BAD` for bytes that are no BSON type.
+const VAR: u8 = 0xFE;
+const BAD: u8 = 0xFF;
+const FIXED: [u8; 256] = {
+    let mut t = [BAD; 256];
+    t[T_DOUBLE as usize] = 8;
+    t[T_DATE as usize] = 8;
+    t[T_TIMESTAMP as usize] = 8;
+    t[T_INT64 as usize] = 8;
+    t[T_INT32 as usize] = 4;
+    t[T_BOOL as usize] = 1;
+    t[T_OID as usize] = 12;
+    t[T_DECIMAL as usize] = 16;
+    t[T_UNDEFINED as usize] = 0;
+    t[T_NULL as usize] = 0;
+    t[T_MINKEY as usize] = 0;
+    t[T_MAXKEY as usize] = 0;
+    t[T_STRING as usize] = VAR;
+    t[T_CODE as usize] = VAR;
+    t[T_SYMBOL as usize] = VAR;
+    t[T_OBJECT as usize] = VAR;
+    t[T_ARRAY as usize] = VAR;
+    t[T_CODE_W_SCOPE as usize] = VAR;
+    t[T_BINARY as usize] = VAR;
+    t[T_DBPOINTER as usize] = VAR;
+    t[T_REGEX as usize] = VAR;
+    t
+};
+
+impl<'a> Fields<'a> {
+    /// The size of a variable-size value at `v`, checked to end within the document
+    /// (and, for strings and documents, with a NUL).
+    #[inline(always)]
+    fn var_len(&self, kind: u8, v: usize) -> Option<usize> {
+        let b = self.doc;
+        if kind == T_REGEX {
+            // two C strings
+            let s = b.get(v..self.end)?;
+            let p1 = s.iter().position(|&c| c == 0)?;
+            let p2 = s[p1 + 1..].iter().position(|&c| c == 0)?;
+            return Some(p1 + 1 + p2 + 1);
+        }
+        let n = i64::from(i32::from_le_bytes(b.get(v..v + 4)?.try_into().ok()?));
+        let (len, min, nul) = match kind {
+            T_STRING | T_CODE | T_SYMBOL => (4 + n, 5, true),
+            T_OBJECT | T_ARRAY => (n, 5, true),
+            T_CODE_W_SCOPE => (n, 14, false),
+            T_BINARY => (5 + n, 5, false),
+            // DBPointer: a string, then a 12-byte id
+            _ => (4 + n + 12, 17, false),
+        };
+        if len < min {
+            return None;
+        }
+        let e = v.checked_add(len as usize)?;
+        if e > self.end || (nul && b[e - 1] != 0) {
+            return None;
+        }
+        Some(len as usize)
+    }
+
+    #[cold]
+    fn fail(&mut self, what: &'static str) -> Option<Result<Field<'a>>> {
+        let at = self.pos;
+        self.pos = self.end;
+        Some(Err(UpdateError::malformed(
+            "a document",
+            format!("{what} at byte {at}"),
+        )))
+    }
 }
 
 impl<'a> Iterator for Fields<'a> {
     type Item = Result<Field<'a>>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        match self.inner.next()? {
-            Ok(el) => {
-                let base = self.doc.as_ptr() as usize;
-                let start = el.key.as_ptr() as usize - base - 1;
-                let end = el.value.as_ptr() as usize - base + el.value.len();
-                Some(Ok(Field {
-                    kind: el.kind,
-                    name: el.key,
-                    value: el.value,
-                    whole: &self.doc[start..end],
-                }))
-            }
-            Err(e) => Some(Err(UpdateError::malformed("a document", e.what))),
+        if self.pos >= self.end {
+            return None;
         }
+        let b = self.doc;
+        let start = self.pos;
+        let kind = b[start];
+        let Some(klen) = nul_at(&b[start + 1..self.end]) else {
+            return self.fail("element name without its NUL");
+        };
+        let v = start + 1 + klen + 1;
+        let len = match FIXED[kind as usize] {
+            BAD => return self.fail("unknown BSON type"),
+            VAR => match self.var_len(kind, v) {
+                Some(n) => n,
+                None => return self.fail("element with a bad length"),
+            },
+            n => {
+                let n = n as usize;
+                if v + n > self.end {
+                    return self.fail("element runs past the end of its document");
+                }
+                n
+            }
+        };
+        self.pos = v + len;
+        Some(Ok(Field {
+            kind,
+            name: &b[start + 1..start + 1 + klen],
+            value: &b[v..v + len],
+            whole: &b[start..v + len],
+        }))
     }
+}
+
+/// The position of the first NUL in `s`, eight bytes at a time (field names are
+/// short, so this is usually a single word).
+#[inline(always)]
+fn nul_at(s: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while i + 8 <= s.len() {
+        let w = u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+        let z = w.wrapping_sub(LO) & !w & HI;
+        if z != 0 {
+            return Some(i + (z.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    s[i..].iter().position(|&c| c == 0).map(|p| i + p)
 }
 
 /// The elements of a document whose framing (length prefix, trailing NUL) is valid:
 /// a top-level document checked with [`check_doc`], or a nested document value.
 #[inline]
 pub(crate) fn fields(doc: &[u8]) -> Fields<'_> {
+    let end = doc.len().saturating_sub(1);
     Fields {
         doc,
-        inner: Elements::new(doc),
+        pos: 4.min(end),
+        end,
     }
+}
+
+/// Byte equality for field names, which are short: an inline loop beats a call to
+/// `memcmp`.
+#[inline(always)]
+pub(crate) fn name_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Checks a top-level document's framing: length prefix equal to its byte length,
@@ -110,7 +244,7 @@ pub(crate) fn is_empty_doc(doc: &[u8]) -> bool {
 pub(crate) fn find_field<'a>(doc: &'a [u8], name: &[u8]) -> Result<Option<Field<'a>>> {
     for f in fields(doc) {
         let f = f?;
-        if f.name == name {
+        if name_eq(f.name, name) {
             return Ok(Some(f));
         }
     }

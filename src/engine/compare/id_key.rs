@@ -160,9 +160,16 @@ impl PartialOrd for IdKey {
 
 impl Ord for IdKey {
     fn cmp(&self, other: &IdKey) -> Ordering {
-        // Fast path: two ObjectIds compare by their bytes.
+        // Fast path: two ObjectIds compare by their bytes (big-endian words).
         if self.element_type() == raw::T_OID && other.element_type() == raw::T_OID {
-            return self.value_bytes().cmp(other.value_bytes());
+            let words = |k: &IdKey| {
+                let v = k.value_bytes();
+                (
+                    u64::from_be_bytes(v[..8].try_into().expect("12 bytes")),
+                    u32::from_be_bytes(v[8..12].try_into().expect("12 bytes")),
+                )
+            };
+            return words(self).cmp(&words(other));
         }
         cmp_val(&self.val(), &other.val())
     }

@@ -10,6 +10,7 @@ mod diff;
 mod diff_calc;
 mod modifier;
 mod props;
+mod real_oplog;
 
 use bson::{RawDocument, RawDocumentBuf};
 

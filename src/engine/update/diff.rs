@@ -34,10 +34,12 @@
 //! server pad the array without bound until its 64 MB buffer limit (13548); pitr
 //! reports that at once.
 
+use smallvec::SmallVec;
+
 use super::super::error::{codes, show, Result, UpdateError};
 use super::super::raw::{
-    self, begin_doc, end_doc, fields, find_field, parse_array_index, put_header, put_index_header,
-    read_f64, read_i32, read_i64, Field, MAX_USER_DOC,
+    self, begin_doc, end_doc, fields, find_field, name_eq, parse_array_index, put_header,
+    put_index_header, read_f64, read_i32, read_i64, Field, MAX_USER_DOC,
 };
 
 /// Nesting deeper than this is refused (the server's BSON depth limit is lower).
@@ -65,24 +67,31 @@ fn diff_error(code: i32, message: impl Into<String>) -> UpdateError {
 #[derive(Clone, Copy, Debug)]
 struct ObjDiff<'a> {
     doc: &'a [u8],
-    deletes: Option<&'a [u8]>,
-    updates: Option<&'a [u8]>,
-    inserts: Option<&'a [u8]>,
-    binaries: Option<&'a [u8]>,
-    /// How many fields precede the first `s` sub-diff, if there is one.
-    subdiffs_from: Option<usize>,
+    /// Where the `d`, `u`, `i` and `b` sections' values lie in `doc` (start, length;
+    /// a length of 0 for a missing section). Offsets keep the reader small: it is
+    /// stored in its parent's table.
+    sections: [(u32, u32); 4],
+    /// How many fields precede the first `s` sub-diff (`u32::MAX`: none).
+    subdiffs_from: u32,
 }
 
+const DELETES: usize = 0;
+const UPDATES: usize = 1;
+const INSERTS: usize = 2;
+const BINARIES: usize = 3;
+
 impl<'a> ObjDiff<'a> {
+    fn section(&self, which: usize) -> Option<&'a [u8]> {
+        let (at, len) = self.sections[which];
+        (len != 0).then(|| &self.doc[at as usize..(at + len) as usize])
+    }
+
     /// `DocumentDiffReader::DocumentDiffReader`.
     fn read(doc: &'a [u8]) -> Result<ObjDiff<'a>> {
         let mut d = ObjDiff {
             doc,
-            deletes: None,
-            updates: None,
-            inserts: None,
-            binaries: None,
-            subdiffs_from: None,
+            sections: [(0, 0); 4],
+            subdiffs_from: u32::MAX,
         };
         if raw::is_empty_doc(doc) {
             return Err(diff_error(codes::DIFF_EMPTY, "a diff is empty"));
@@ -119,13 +128,15 @@ impl<'a> ObjDiff<'a> {
                     format!("section `{}` is not an object", show(f.name)),
                 ));
             }
+            let at = (f.value.as_ptr() as usize - doc.as_ptr() as usize) as u32;
+            let section = (at, f.value.len() as u32);
             match c {
-                b'd' => d.deletes = Some(f.value),
-                b'u' => d.updates = Some(f.value),
-                b'i' => d.inserts = Some(f.value),
-                b'b' => d.binaries = Some(f.value),
+                b'd' => d.sections[DELETES] = section,
+                b'u' => d.sections[UPDATES] = section,
+                b'i' => d.sections[INSERTS] = section,
+                b'b' => d.sections[BINARIES] = section,
                 _ => {
-                    d.subdiffs_from = Some(n);
+                    d.subdiffs_from = n as u32;
                     break;
                 }
             }
@@ -225,7 +236,7 @@ fn read_sub(doc: &[u8]) -> Result<SubDiff<'_>> {
 enum ArrMod<'a> {
     /// `u<idx>`: the new element (its name is the diff's, its value the new one).
     Update(Field<'a>),
-    /// `s<idx>`.
+    /// `s<idx>`, already checked by its reader.
     Sub(SubDiff<'a>),
 }
 
@@ -285,9 +296,13 @@ impl<'a> ArrMods<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Op<'a> {
     Delete,
-    Update(Field<'a>),
-    Insert(Field<'a>),
-    Binary(Field<'a>),
+    /// The `u` element, whole (its name is the field's).
+    Update(&'a [u8]),
+    /// The `i` element, whole.
+    Insert(&'a [u8]),
+    /// The `b` element's type byte and value.
+    Binary(u8, &'a [u8]),
+    /// A sub-diff, with its reader.
     Sub(SubDiff<'a>),
 }
 
@@ -300,18 +315,34 @@ struct Entry<'a> {
 
 /// `DocumentDiffTables`: the modifications of one level, by field name.
 struct Tables<'a> {
-    entries: Vec<Entry<'a>>,
+    entries: SmallVec<[Entry<'a>; 4]>,
     /// Built once the level has more entries than a linear scan handles well.
     index: Option<std::collections::HashMap<&'a [u8], usize>>,
+    /// One bit per (length, first byte) signature of the names: most fields of a
+    /// document are not in the diff, and this rejects them without comparing names.
+    sigs: u64,
 }
 
 const LINEAR_MAX: usize = 16;
 
+#[inline]
+fn sig(name: &[u8]) -> u64 {
+    let h = name
+        .len()
+        .wrapping_mul(31)
+        .wrapping_add(usize::from(name.first().copied().unwrap_or(0)));
+    1u64 << (h & 63)
+}
+
 impl<'a> Tables<'a> {
+    #[inline(always)]
     fn lookup(&self, name: &[u8]) -> Option<usize> {
+        if self.sigs & sig(name) == 0 {
+            return None;
+        }
         match &self.index {
             Some(m) => m.get(name).copied(),
-            None => self.entries.iter().position(|e| e.name == name),
+            None => self.entries.iter().position(|e| name_eq(e.name, name)),
         }
     }
 
@@ -323,6 +354,7 @@ impl<'a> Tables<'a> {
                 format!("field `{}` is named twice", show(name)),
             ));
         }
+        self.sigs |= sig(name);
         self.entries.push(Entry {
             name,
             op,
@@ -347,32 +379,37 @@ impl<'a> Tables<'a> {
         Ok(())
     }
 
+    fn new() -> Tables<'a> {
+        Tables {
+            entries: SmallVec::new(),
+            index: None,
+            sigs: 0,
+        }
+    }
+
     /// `buildObjDiffTables` (with `mustCheckExistenceForInsertOperations`, which oplog
     /// application always uses outside time-series secondaries).
-    fn build(d: &ObjDiff<'a>) -> Result<Tables<'a>> {
-        let mut t = Tables {
-            entries: Vec::new(),
-            index: None,
-        };
-        if let Some(s) = d.deletes {
+    fn build(&mut self, d: &ObjDiff<'a>) -> Result<()> {
+        let t = self;
+        if let Some(s) = d.section(DELETES) {
             for f in fields(s) {
                 t.insert(f?.name, Op::Delete)?;
             }
         }
-        if let Some(s) = d.updates {
+        if let Some(s) = d.section(UPDATES) {
             for f in fields(s) {
                 let f = f?;
-                t.insert(f.name, Op::Update(f))?;
+                t.insert(f.name, Op::Update(f.whole))?;
             }
         }
-        if let Some(s) = d.binaries {
+        if let Some(s) = d.section(BINARIES) {
             for f in fields(s) {
                 let f = f?;
-                t.insert(f.name, Op::Binary(f))?;
+                t.insert(f.name, Op::Binary(f.kind, f.value))?;
             }
         }
-        if let Some(from) = d.subdiffs_from {
-            for f in fields(d.doc).skip(from) {
+        if d.subdiffs_from != u32::MAX {
+            for f in fields(d.doc).skip(d.subdiffs_from as usize) {
                 let f = f?;
                 // `DocumentDiffReader::nextSubDiff`.
                 if f.name.first() != Some(&b's') {
@@ -391,13 +428,13 @@ impl<'a> Tables<'a> {
                 t.insert(&f.name[1..], Op::Sub(sub))?;
             }
         }
-        if let Some(s) = d.inserts {
+        if let Some(s) = d.section(INSERTS) {
             for f in fields(s) {
                 let f = f?;
-                t.insert(f.name, Op::Insert(f))?;
+                t.insert(f.name, Op::Insert(f.whole))?;
             }
         }
-        Ok(t)
+        Ok(())
     }
 }
 
@@ -413,21 +450,26 @@ fn check_depth(depth: usize) -> Result<()> {
 /// `DiffApplier::applyDiffToObject`: writes the new version of the document `pre`.
 fn apply_object(pre: &[u8], d: &ObjDiff<'_>, out: &mut Vec<u8>, depth: usize) -> Result<()> {
     check_depth(depth)?;
-    let mut t = Tables::build(d)?;
+    let mut t = Tables::new();
+    t.build(d)?;
     let start = begin_doc(out);
+    // Untouched fields are copied in runs: `run` is where the current run began.
+    let mut run = 4;
     for f in fields(pre) {
         let f = f?;
         let Some(i) = t.lookup(f.name) else {
-            out.extend_from_slice(f.whole);
             continue;
         };
+        let at = f.whole.as_ptr() as usize - pre.as_ptr() as usize;
+        out.extend_from_slice(&pre[run..at]);
+        run = at + f.whole.len();
         match t.entries[i].op {
             Op::Delete | Op::Insert(_) => {}
             Op::Update(u) => {
-                out.extend_from_slice(u.whole);
+                out.extend_from_slice(u);
                 t.entries[i].applied = true;
             }
-            Op::Binary(b) => apply_binary(&f, &b, out)?,
+            Op::Binary(kind, value) => apply_binary(&f, t.entries[i].name, kind, value, out)?,
             Op::Sub(SubDiff::Obj(sub)) if f.kind == raw::T_OBJECT => {
                 put_header(out, raw::T_OBJECT, f.name);
                 apply_object(f.value, &sub, out, depth + 1)?;
@@ -441,18 +483,19 @@ fn apply_object(pre: &[u8], d: &ObjDiff<'_>, out: &mut Vec<u8>, depth: usize) ->
             Op::Sub(_) => put_header(out, raw::T_NULL, f.name),
         }
     }
+    out.extend_from_slice(&pre[run.min(pre.len() - 1)..pre.len() - 1]);
     // `fieldsToInsert`: the updates (in `u` order) not applied in place, then the
     // inserts (in `i` order).
     for e in &t.entries {
         if let Op::Update(u) = e.op {
             if !e.applied {
-                out.extend_from_slice(u.whole);
+                out.extend_from_slice(u);
             }
         }
     }
     for e in &t.entries {
         if let Op::Insert(ins) = e.op {
-            out.extend_from_slice(ins.whole);
+            out.extend_from_slice(ins);
         }
     }
     end_doc(out, start);
@@ -581,13 +624,19 @@ fn append_new_value(
 /// The `b` section (newest servers): `{o: <offset>, d: <BinData>}` keeps the first
 /// `o` bytes of the current BinData and appends `d`, keeping the current subtype; a
 /// current value shorter than `o` is left alone (re-application).
-fn apply_binary(cur: &Field<'_>, spec: &Field<'_>, out: &mut Vec<u8>) -> Result<()> {
-    if spec.kind != raw::T_OBJECT {
+fn apply_binary(
+    cur: &Field<'_>,
+    name: &[u8],
+    kind: u8,
+    spec: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if kind != raw::T_OBJECT {
         return Err(UpdateError::rejected(
             codes::EXPECTED_OBJECT,
             format!(
                 "malformed $v:2 diff: binary diff for `{}` is not an object",
-                show(spec.name)
+                show(name)
             ),
         ));
     }
@@ -595,18 +644,15 @@ fn apply_binary(cur: &Field<'_>, spec: &Field<'_>, out: &mut Vec<u8>) -> Result<
     if offset < 0 {
         return Err(diff_error(
             codes::DIFF_BINARY_NEGATIVE_OFFSET,
-            format!(
-                "binary diff for `{}` has a negative offset",
-                show(spec.name)
-            ),
+            format!("binary diff for `{}` has a negative offset", show(name)),
         ));
     }
-    let data = match find_field(spec.value, b"d")? {
+    let data = match find_field(spec, b"d")? {
         Some(f) if f.kind == raw::T_BINARY => bin_data(&f)?,
         _ => {
             return Err(diff_error(
                 codes::DIFF_BINARY_DATA_NOT_BINDATA,
-                format!("binary diff for `{}` has no BinData `d`", show(spec.name)),
+                format!("binary diff for `{}` has no BinData `d`", show(name)),
             ))
         }
     };
@@ -620,7 +666,7 @@ fn apply_binary(cur: &Field<'_>, spec: &Field<'_>, out: &mut Vec<u8>) -> Result<
     let offset = offset as usize;
     if current.len() >= offset {
         let new_len = offset + data.len();
-        put_header(out, raw::T_BINARY, spec.name);
+        put_header(out, raw::T_BINARY, name);
         out.extend_from_slice(&(new_len as i32).to_le_bytes());
         out.push(cur.value[4]);
         out.extend_from_slice(&current[..offset]);
@@ -639,8 +685,8 @@ fn bin_data<'a>(f: &Field<'a>) -> Result<&'a [u8]> {
 }
 
 /// `BSONObj::getIntField("o")`: a number cast to int, `INT_MIN` otherwise.
-fn binary_offset(spec: &Field<'_>) -> Result<i64> {
-    let Some(o) = find_field(spec.value, b"o")? else {
+fn binary_offset(spec: &[u8]) -> Result<i64> {
+    let Some(o) = find_field(spec, b"o")? else {
         return Ok(i64::from(i32::MIN));
     };
     let as_double = match o.kind {

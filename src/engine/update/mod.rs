@@ -138,6 +138,9 @@ fn apply_at(
             let d = d.as_bytes();
             check_doc(d, "the $v:2 diff")?;
             diff::apply_diff(current, d, out)?;
+            if replace::id_is_first(&out[start..]) {
+                return Ok(());
+            }
             replace::keep_id_if_missing(current, out, start)?;
         }
         UpdateKind::Modifier(o) => {
@@ -146,6 +149,9 @@ fn apply_at(
             let tree = modifier::parse(o, opts.field_order)?;
             modifier::apply(current, &tree, out)?;
         }
+    }
+    if replace::id_is_first(&out[start..]) {
+        return Ok(());
     }
     replace::ensure_id_first(out, start)
 }

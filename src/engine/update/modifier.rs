@@ -41,7 +41,8 @@ use std::cmp::Ordering;
 
 use super::super::error::{codes, show, Result, UpdateError};
 use super::super::raw::{
-    self, begin_doc, end_doc, fields, parse_array_index, put_element, put_header, put_index_header,
+    self, begin_doc, end_doc, fields, name_eq, parse_array_index, put_element, put_header,
+    put_index_header,
 };
 use super::diff::MAX_DEPTH;
 use super::FieldOrder;
@@ -298,7 +299,7 @@ fn apply_object(pre: &[u8], kids: &[Node<'_>], out: &mut Vec<u8>, depth: usize) 
         let f = f?;
         // `element[field]` finds the first field of that name; later duplicates are
         // left alone.
-        match kids.iter().position(|n| n.name == f.name) {
+        match kids.iter().position(|n| name_eq(n.name, f.name)) {
             Some(j) if !found.get(j) => {
                 found.set(j);
                 match &kids[j].kind {

@@ -54,6 +54,13 @@ pub(crate) fn keep_id_if_missing(current: &[u8], out: &mut Vec<u8>, start: usize
     Ok(())
 }
 
+/// Whether the document's first field is `_id` (the common case, which needs no
+/// further work).
+#[inline]
+pub(crate) fn id_is_first(doc: &[u8]) -> bool {
+    doc.get(5..9) == Some(b"_id\0")
+}
+
 /// `ensureIdFieldIsFirst` on the document at `out[start..]`: moves its first `_id`
 /// field to the front. A document left without `_id` is refused: the server would
 /// generate a new ObjectId (nondeterministic) or, for a capped collection, store it
