@@ -18,6 +18,24 @@
 //! without `_id`, and the few inputs on which the server fails an internal
 //! assertion.
 //!
+//! Where server versions differ (sources cited in the modules):
+//!
+//! - order in which a `$set`/`$unset` update's fields are applied, hence the order
+//!   of the fields it creates: bytes up to 4.4, numbers as numbers from 5.0
+//!   ([`update::FieldOrder`], a parameter; default 5.0+);
+//! - classifying `o`: 5.x+ reject `$v:1`/unversioned modifier updates and check `_id`
+//!   first, 4.7–5.x accept them and check `$v` first; pitr accepts the union with
+//!   `_id` first (only a replacement holds `_id`) ([`update::classify`]);
+//! - the `b` (binary) section of `$v:2` diffs and the 12495901 check of array
+//!   modifications beyond `l` exist only in the newest servers; older oplogs cannot
+//!   contain the first, older servers crash on the second: both are applied as the
+//!   newest servers do;
+//! - the order in which one diff level's sections are read (which error a diff with
+//!   several faults reports): the newest order is used;
+//! - the too-large-document code: 10334 (older servers 17419);
+//! - pre-3.6 update semantics ("v0") are not modelled: unversioned entries are
+//!   applied as a 3.6+ server applies them.
+//!
 //! Documents are never decoded into `bson::Document`: the appliers walk the
 //! pre-image's elements, copy untouched elements whole, and write the new document
 //! into a caller-provided `Vec<u8>`.

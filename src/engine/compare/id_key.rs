@@ -86,6 +86,18 @@ impl IdKey {
 
     /// The key of a value.
     pub fn from_value(v: RawBsonRef<'_>) -> IdKey {
+        // Fixed-size values are encoded on the stack.
+        let fixed: Option<(u8, [u8; 16], usize)> = match v {
+            RawBsonRef::ObjectId(o) => Some((raw::T_OID, pad(&o.bytes()), 12)),
+            RawBsonRef::Int32(i) => Some((raw::T_INT32, pad(&i.to_le_bytes()), 4)),
+            RawBsonRef::Int64(i) => Some((raw::T_INT64, pad(&i.to_le_bytes()), 8)),
+            RawBsonRef::Double(d) => Some((raw::T_DOUBLE, pad(&d.to_le_bytes()), 8)),
+            RawBsonRef::Decimal128(d) => Some((raw::T_DECIMAL, d.bytes(), 16)),
+            _ => None,
+        };
+        if let Some((kind, bytes, len)) = fixed {
+            return IdKey::from_raw_parts(kind, &bytes[..len]);
+        }
         let mut tmp = Vec::with_capacity(32);
         raw::put_raw_value(&mut tmp, b"", v);
         // type byte, "" NUL, value
@@ -193,4 +205,10 @@ impl fmt::Debug for IdKey {
             ),
         }
     }
+}
+
+fn pad(b: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..b.len()].copy_from_slice(b);
+    out
 }

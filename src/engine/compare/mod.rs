@@ -10,7 +10,7 @@
 //!    Date < Timestamp < regex < DBPointer < code < code with scope < MaxKey.
 //!    Undefined (0) and Null (5) are *different* brackets, so `undefined < null`.
 //! 2. Within a bracket: numbers by value across int32/int64/double/decimal128
-//!    ([`numeric`]); strings, symbols and code by bytes, shorter first on a common
+//!    (`numeric.rs`); strings, symbols and code by bytes, shorter first on a common
 //!    prefix; objects and arrays element by element (canonical type, then field name
 //!    by bytes, then value), the shorter first; BinData by length, then subtype, then
 //!    bytes; ObjectId by bytes; bool by its byte; Date signed; Timestamp unsigned;
@@ -24,7 +24,8 @@
 //! Comparisons work on borrowed bytes and never allocate (a DBPointer given as a
 //! [`RawBsonRef`] is the one exception: the bson crate keeps its parts private).
 //! Malformed nested documents cannot make the comparison fail: from the first
-//! framing error on, the two documents compare by their raw bytes.
+//! framing error on, the two documents compare by their raw bytes (as do documents
+//! nested deeper than [`MAX_NESTING`], which no stored document reaches).
 
 mod id_key;
 pub(crate) mod numeric;
@@ -38,6 +39,11 @@ pub use id_key::{IdKey, IdKeyError};
 use numeric::{cmp_num, num_key, Num};
 
 use super::raw::{self, fields, read_f64, read_i32, read_i64};
+
+/// Nesting beyond which documents compare (and hash) by their raw bytes; stored
+/// documents are limited to far less (`BSONDepth`), so this only bounds recursion on
+/// corrupt input.
+pub const MAX_NESTING: usize = 256;
 
 /// `canonicalizeBSONType` for a BSON type byte; `None` for bytes that are no type.
 pub fn canonical_type(kind: u8) -> Option<i32> {
@@ -75,7 +81,7 @@ pub fn compare_values(a: RawBsonRef<'_>, b: RawBsonRef<'_>) -> Ordering {
 
 /// Compares two documents as `BSONObj::woCompare` (field names considered).
 pub fn compare_documents(a: &RawDocument, b: &RawDocument) -> Ordering {
-    cmp_docs(a.as_bytes(), b.as_bytes())
+    cmp_docs(a.as_bytes(), b.as_bytes(), 0)
 }
 
 /// One value, borrowed from its bytes, in the shape the comparison needs.
@@ -244,6 +250,10 @@ impl<'a> Val<'a> {
 
 /// Compares two values (`BSONElement::compareElements` after the type check).
 pub(crate) fn cmp_val(a: &Val<'_>, b: &Val<'_>) -> Ordering {
+    cmp_val_at(a, b, 0)
+}
+
+fn cmp_val_at(a: &Val<'_>, b: &Val<'_>, depth: usize) -> Ordering {
     let (ca, cb) = (a.bracket(), b.bracket());
     if ca != cb {
         return ca.cmp(&cb);
@@ -251,7 +261,7 @@ pub(crate) fn cmp_val(a: &Val<'_>, b: &Val<'_>) -> Ordering {
     match (a, b) {
         (Val::Num(x), Val::Num(y)) => cmp_num(*x, *y),
         (Val::Str(x), Val::Str(y)) | (Val::Code(x), Val::Code(y)) => x.cmp(y),
-        (Val::Obj(x), Val::Obj(y)) | (Val::Arr(x), Val::Arr(y)) => cmp_docs(x, y),
+        (Val::Obj(x), Val::Obj(y)) | (Val::Arr(x), Val::Arr(y)) => cmp_docs(x, y, depth + 1),
         (
             Val::Bin {
                 subtype: sa,
@@ -283,7 +293,7 @@ pub(crate) fn cmp_val(a: &Val<'_>, b: &Val<'_>) -> Ordering {
             na.len().cmp(&nb.len()).then(na.cmp(nb)).then(ia.cmp(ib))
         }
         (Val::CodeWScope(ca, sa), Val::CodeWScope(cb, sb)) => {
-            ca.cmp(cb).then_with(|| cmp_docs(sa, sb))
+            ca.cmp(cb).then_with(|| cmp_docs(sa, sb, depth + 1))
         }
         (Val::Bad(ka, xa), Val::Bad(kb, xb)) => ka.cmp(kb).then(xa.cmp(xb)),
         // Same bracket, no value to compare: MinKey, MaxKey, Undefined, Null.
@@ -292,7 +302,10 @@ pub(crate) fn cmp_val(a: &Val<'_>, b: &Val<'_>) -> Ordering {
 }
 
 /// `BSONObj::woCompare` with field names considered, on whole document bytes.
-pub(crate) fn cmp_docs(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn cmp_docs(a: &[u8], b: &[u8], depth: usize) -> Ordering {
+    if depth > MAX_NESTING {
+        return a.cmp(b);
+    }
     let (mut ia, mut ib) = (fields(a), fields(b));
     loop {
         match (ia.next(), ib.next()) {
@@ -311,7 +324,7 @@ pub(crate) fn cmp_docs(a: &[u8], b: &[u8]) -> Ordering {
                 };
                 let o = by_type
                     .then_with(|| x.name.cmp(y.name))
-                    .then_with(|| cmp_val(&vx, &vy));
+                    .then_with(|| cmp_val_at(&vx, &vy, depth));
                 if o != Ordering::Equal {
                     return o;
                 }
@@ -324,12 +337,16 @@ pub(crate) fn cmp_docs(a: &[u8], b: &[u8]) -> Ordering {
 
 /// Feeds `v` to `h` so that values equal under [`cmp_val`] hash equally.
 pub(crate) fn hash_val<H: Hasher>(v: &Val<'_>, h: &mut H) {
+    hash_val_at(v, h, 0)
+}
+
+fn hash_val_at<H: Hasher>(v: &Val<'_>, h: &mut H, depth: usize) {
     h.write_i32(v.bracket());
     match v {
         Val::Num(n) => std::hash::Hash::hash(&num_key(*n), h),
         Val::Str(s) | Val::Code(s) => h.write(s),
         Val::Oid(o) => h.write(o),
-        Val::Obj(d) | Val::Arr(d) => hash_doc(d, h),
+        Val::Obj(d) | Val::Arr(d) => hash_doc(d, h, depth + 1),
         Val::Bin {
             subtype,
             prefix,
@@ -352,7 +369,7 @@ pub(crate) fn hash_val<H: Hasher>(v: &Val<'_>, h: &mut H) {
         Val::CodeWScope(c, s) => {
             h.write(c);
             h.write_u8(0);
-            hash_doc(s, h);
+            hash_doc(s, h, depth + 1);
         }
         Val::Bad(k, b) => {
             h.write_u8(*k);
@@ -362,10 +379,10 @@ pub(crate) fn hash_val<H: Hasher>(v: &Val<'_>, h: &mut H) {
     }
 }
 
-fn hash_doc<H: Hasher>(d: &[u8], h: &mut H) {
-    // Mirrors `cmp_docs`: a framing error switches to the raw bytes of the whole
-    // document, so first check that every element parses.
-    if fields(d).any(|f| f.is_err()) {
+fn hash_doc<H: Hasher>(d: &[u8], h: &mut H, depth: usize) {
+    // Mirrors `cmp_docs`: a framing error (or too deep a nesting) switches to the raw
+    // bytes of the whole document, so first check that every element parses.
+    if depth > MAX_NESTING || fields(d).any(|f| f.is_err()) {
         h.write_u8(0xEE);
         h.write(d);
         return;
@@ -373,7 +390,7 @@ fn hash_doc<H: Hasher>(d: &[u8], h: &mut H) {
     for f in fields(d).flatten() {
         h.write(f.name);
         h.write_u8(0);
-        hash_val(&Val::from_raw(f.kind, f.value), h);
+        hash_val_at(&Val::from_raw(f.kind, f.value), h, depth);
     }
     h.write_u8(0xFF);
 }

@@ -528,3 +528,41 @@ fn id_key_orders_a_map_like_the_id_index() {
     let order: Vec<usize> = map.values().copied().collect();
     assert_eq!(order, vec![8, 4, 5, 6, 2, 1, 7, 0, 9, 3]);
 }
+
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    // {a: {a: {a: ... 1 ...}}} 10,000 levels deep, as bytes.
+    fn nested(depth: usize, leaf: i32) -> Vec<u8> {
+        let mut doc = rawdoc! {"a": leaf}.into_bytes();
+        for _ in 0..depth {
+            let mut outer = Vec::with_capacity(doc.len() + 8);
+            let start = crate::engine::raw::begin_doc(&mut outer);
+            crate::engine::raw::put_header(&mut outer, 0x03, b"a");
+            outer.extend_from_slice(&doc);
+            crate::engine::raw::end_doc(&mut outer, start);
+            doc = outer;
+        }
+        doc
+    }
+    let (x, y) = (nested(10_000, 1), nested(10_000, 2));
+    let (x, y) = (
+        bson::RawDocumentBuf::from_bytes(x).unwrap(),
+        bson::RawDocumentBuf::from_bytes(y).unwrap(),
+    );
+    assert_eq!(compare_documents(&x, &y), Less);
+    let (kx, ky) = (
+        IdKey::from_value(RawBsonRef::Document(&x)),
+        IdKey::from_value(RawBsonRef::Document(&y)),
+    );
+    assert!(kx < ky);
+    assert_eq!(hash(&kx), hash(&kx.clone()));
+    // And through the update appliers: refused, not a crash.
+    let o = {
+        let mut d = bson::RawDocumentBuf::new();
+        d.append("$v", 2);
+        d.append("diff", x.clone());
+        d
+    };
+    let r = crate::engine::update::apply_oplog_update(&x, &o, Default::default(), &mut Vec::new());
+    assert!(r.is_err(), "{r:?}");
+}

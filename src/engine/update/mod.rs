@@ -16,7 +16,7 @@
 //!
 //! Not modelled (refused or documented): the storage validation of user writes
 //! (`$`-prefixed names, DBRef shape, depth limits) which oplog application skips on
-//! secondaries; operators other than `$set`/`$unset` ([`modifier`]); the insert-only
+//! secondaries; operators other than `$set`/`$unset` (`modifier.rs`); the insert-only
 //! shortcut of time-series buckets on secondaries
 //! (`mustCheckExistenceForInsertOperations = false`), which applyOps never uses.
 

@@ -171,6 +171,11 @@ fn insert_path<'a>(root: &mut Vec<Node<'a>>, path: &'a [u8], leaf: NodeKind<'a>)
         ));
     }
     let parts: Vec<&[u8]> = path.split(|&c| c == b'.').collect();
+    if parts.len() > MAX_DEPTH {
+        return Err(UpdateError::unsupported(format!(
+            "the update path `{shown}` has more than {MAX_DEPTH} components"
+        )));
+    }
     if parts.iter().any(|p| p.is_empty()) {
         return Err(UpdateError::rejected(
             codes::EMPTY_FIELD_NAME,
