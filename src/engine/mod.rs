@@ -43,6 +43,7 @@
 pub mod compare;
 pub mod error;
 pub(crate) mod raw;
+pub mod replica;
 pub mod update;
 
 #[cfg(test)]

@@ -212,3 +212,21 @@ fn pad(b: &[u8]) -> [u8; 16] {
     out[..b.len()].copy_from_slice(b);
     out
 }
+
+impl IdKey {
+    /// Reads back a key from [`IdKey::document_bytes`] (as a storage backend keeps
+    /// it): a framed one-field document whose field is `_id`.
+    pub fn from_document_bytes(bytes: &[u8]) -> Result<IdKey, IdKeyError> {
+        if bytes.len() < VALUE_AT + 1
+            || &bytes[5..VALUE_AT] != b"_id\0"
+            || i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize != bytes.len()
+            || bytes[bytes.len() - 1] != 0
+        {
+            return Err(IdKeyError::Malformed("not an `{_id: value}` key".into()));
+        }
+        Ok(IdKey::from_raw_parts(
+            bytes[4],
+            &bytes[VALUE_AT..bytes.len() - 1],
+        ))
+    }
+}

@@ -1,0 +1,396 @@
+//! Commands (`op: "c"`), as `applyCommand_inlock` applies them
+//! (`src/mongo/db/repl/oplog.cpp`, its `kOpsMap`: each command with the error codes
+//! that are "acceptable" and swallowed as success during oplog application).
+//!
+//! | command | effect here | acceptable (a no-op, counted in [`super::Tolerated`]) |
+//! |---|---|---|
+//! | `create` | new collection with the entry's options; `_id_` from `idIndex` (none when clustered); a time-series collection is its buckets collection; `viewOn` makes a view (`create_collection.cpp` `createCollectionForApplyOps`) | NamespaceExists |
+//! | `drop` | drops the collection and its documents | NamespaceNotFound |
+//! | `dropDatabase` | drops every collection of the database | NamespaceNotFound |
+//! | `renameCollection` | `rename_collection.cpp` `renameCollectionForApplyOps` (below) | NamespaceNotFound, NamespaceExists |
+//! | `createIndexes`, `commitIndexBuild` | appends the spec(s) to the catalog | IndexAlreadyExists, NamespaceNotFound |
+//! | `startIndexBuild`, `abortIndexBuild` | nothing: an index exists from its commit on | NamespaceNotFound |
+//! | `dropIndexes` (and `deleteIndexes`) | by name, key pattern, list or `"*"` | IndexNotFound, NamespaceNotFound |
+//! | `collMod` | collection options (`validator`, `validationLevel`, `validationAction`, `expireAfterSeconds`, `viewOn`, `pipeline`, ...) and `index: {name or keyPattern, expireAfterSeconds, hidden}` | IndexNotFound, NamespaceNotFound |
+//! | `emptycapped` | removes every document | NamespaceNotFound |
+//! | `convertToCapped` | the collection becomes capped with `size` | NamespaceNotFound |
+//! | `dbCheck`, `setMultikeyMetadata`, `dropIdent`, `createDatabaseMetadata`, ... | no user data change | — |
+//!
+//! Anything else (`importCollection`, unknown commands) is refused: pitr does not
+//! guess what it does.
+
+use bson::{Bson, Document, RawBsonRef, RawDocument};
+
+use super::catalog::{default_id_index, CollInfo, CollKind};
+use super::{Phase, Replica, ReplicaError};
+use crate::oplog::Entry;
+
+/// Commands that change no user data or catalog entry pitr dumps.
+const NO_DATA_CHANGE: &[&str] = &[
+    // startIndexBuild/abortIndexBuild: the index appears in the catalog at its
+    // commitIndexBuild (two-phase index builds, 4.4+).
+    "startIndexBuild",
+    "abortIndexBuild",
+    "dbCheck",
+    "setMultikeyMetadata",
+    "dropIdent",
+    "createDatabaseMetadata",
+    "dropDatabaseMetadata",
+    "invalidateCollectionMetadata",
+    "setAllowChunkOperations",
+    "updateCollectionMetadata",
+    "initReplicatedFastCount",
+];
+
+pub(super) fn apply(r: &mut Replica, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+    let Some(o) = op.o else {
+        return Err(Replica::fail(op, "the command entry has no `o`"));
+    };
+    let Some(name) = op.command_name() else {
+        return Err(Replica::fail(op, "the command's `o` is empty"));
+    };
+    let db = op.db();
+    let target = || o.get_str(name).ok().map(|c| format!("{db}.{c}"));
+    match name {
+        "create" => create(r, op, o, target()),
+        "drop" => {
+            let ns = named(op, target())?;
+            let found = r.drop_ns(&ns)?;
+            acceptable(r, found);
+            Ok(())
+        }
+        "dropDatabase" => {
+            for ns in r.namespaces_of_db(db) {
+                r.drop_ns(&ns)?;
+            }
+            Ok(())
+        }
+        "renameCollection" => rename(r, op, o),
+        "createIndexes" => {
+            let ns = named(op, target())?;
+            let mut spec = without(o, &["createIndexes"]);
+            spec.remove("ns");
+            add_indexes(r, &ns, vec![spec]);
+            Ok(())
+        }
+        "commitIndexBuild" => {
+            let ns = named(op, target())?;
+            let specs = match o.get_array("indexes") {
+                Ok(a) => a
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Ok(RawBsonRef::Document(d)) => Document::try_from(d).ok(),
+                        _ => None,
+                    })
+                    .collect(),
+                Err(_) => return Err(Replica::fail(op, "commitIndexBuild without `indexes`")),
+            };
+            add_indexes(r, &ns, specs);
+            Ok(())
+        }
+        "dropIndexes" | "deleteIndexes" => {
+            let ns = named(op, target())?;
+            drop_indexes(r, &ns, o);
+            Ok(())
+        }
+        "collMod" => {
+            let ns = named(op, target())?;
+            coll_mod(r, &ns, o);
+            Ok(())
+        }
+        "emptycapped" => {
+            let ns = named(op, target())?;
+            let found = r.exists(&ns);
+            acceptable(r, found);
+            r.clear_documents(&ns)
+        }
+        "convertToCapped" => {
+            let ns = named(op, target())?;
+            let size = o.get("size").ok().flatten().and_then(bson_of);
+            match r.coll_mut(&ns) {
+                Some(c) => {
+                    c.options.insert("capped", true);
+                    if let Some(s) = size {
+                        c.options.insert("size", s);
+                    }
+                }
+                None => acceptable(r, false),
+            }
+            Ok(())
+        }
+        n if NO_DATA_CHANGE.contains(&n) => Ok(()),
+        // The walk unpacks these; one reaching here sits where the walk does not
+        // expect it (a nested transaction command).
+        "applyOps" | "commitTransaction" | "abortTransaction" => Ok(()),
+        other => r.refuse(op, phase, || {
+            format!("the command `{other}` is not modelled")
+        }),
+    }
+}
+
+fn named(op: &Entry<'_>, ns: Option<String>) -> Result<String, ReplicaError> {
+    ns.ok_or_else(|| Replica::fail(op, "the command does not name its collection as a string"))
+}
+
+/// Records an "acceptable" error (the operation found nothing to work on).
+fn acceptable(r: &mut Replica, found: bool) {
+    if !found {
+        r.tolerated.acceptable += 1;
+    }
+}
+
+fn bson_of(v: RawBsonRef<'_>) -> Option<Bson> {
+    Bson::try_from(v).ok()
+}
+
+/// `o` as a document without the named fields, in its order.
+fn without(o: &RawDocument, skip: &[&str]) -> Document {
+    let mut d = Document::new();
+    for (k, v) in o.iter().flatten() {
+        if !skip.contains(&k) {
+            if let Some(b) = bson_of(v) {
+                d.insert(k, b);
+            }
+        }
+    }
+    d
+}
+
+fn create(
+    r: &mut Replica,
+    op: &Entry<'_>,
+    o: &RawDocument,
+    ns: Option<String>,
+) -> Result<(), ReplicaError> {
+    let ns = named(op, ns)?;
+    let options = without(o, &["create", "idIndex"]);
+    let (data_ns, kind) = if options.contains_key("viewOn") {
+        (ns.clone(), CollKind::View)
+    } else if options.contains_key("timeseries") {
+        // The buckets collection holds the data; the view `db.X` is implied.
+        let (db, coll) = ns.split_once('.').unwrap_or((&ns, ""));
+        (
+            format!("{db}.system.buckets.{coll}"),
+            CollKind::TimeseriesBuckets,
+        )
+    } else {
+        (ns.clone(), CollKind::Collection)
+    };
+    // NamespaceExists is acceptable: an existing collection keeps its options
+    // (`createCollectionForApplyOps` without a UUID match changes nothing).
+    if r.exists(&data_ns) {
+        acceptable(r, false);
+        return Ok(());
+    }
+    let indexes = match kind {
+        CollKind::View => Vec::new(),
+        // Clustered collections (and time-series buckets, clustered by `_id`) have
+        // no `_id` index.
+        _ if options.contains_key("clusteredIndex") || kind == CollKind::TimeseriesBuckets => {
+            Vec::new()
+        }
+        _ => match o.get_document("idIndex") {
+            Ok(ix) => {
+                let mut d = Document::try_from(ix).unwrap_or_default();
+                d.remove("ns");
+                vec![d]
+            }
+            Err(_) => vec![default_id_index()],
+        },
+    };
+    let uuid = op.ui.and_then(|u| <[u8; 16]>::try_from(u).ok());
+    r.create(&data_ns, |slot| {
+        let mut c = CollInfo::new(slot, kind);
+        c.options = options;
+        c.indexes = indexes;
+        c.uuid = uuid;
+        c
+    });
+    Ok(())
+}
+
+/// `renameCollectionForApplyOps` (`src/mongo/db/catalog/rename_collection.cpp`):
+/// the source (by `ui` when it resolves, else by name) takes the target's name;
+/// with `dropTarget` (true or the target's UUID) an existing target is dropped; a
+/// missing source with `dropTarget` drops the target; across databases an
+/// existing target without `dropTarget` is NamespaceExists (nothing renamed).
+/// `temp` is cleared unless `stayTemp` (`CollectionImpl::rename`... via
+/// `renameCollection` options).
+fn rename(r: &mut Replica, op: &Entry<'_>, o: &RawDocument) -> Result<(), ReplicaError> {
+    let (Ok(from), Ok(to)) = (o.get_str("renameCollection"), o.get_str("to")) else {
+        return Err(Replica::fail(
+            op,
+            "renameCollection without string `renameCollection`/`to`",
+        ));
+    };
+    let from = op
+        .ui
+        .and_then(|u| r.find_by_uuid(u))
+        .unwrap_or_else(|| from.to_string());
+    if from == to {
+        return Ok(());
+    }
+    let drop_target = match o.get("dropTarget") {
+        Ok(Some(RawBsonRef::Boolean(b))) => b,
+        Ok(Some(RawBsonRef::Binary(_))) => true,
+        _ => false,
+    };
+    let stay_temp = matches!(o.get("stayTemp"), Ok(Some(RawBsonRef::Boolean(true))));
+    if !r.exists(&from) {
+        if drop_target {
+            r.drop_ns(to)?;
+        } else {
+            acceptable(r, false);
+        }
+        return Ok(());
+    }
+    let db_of = |ns: &str| ns.split_once('.').map_or(ns, |(d, _)| d).to_string();
+    if r.exists(to) {
+        if !drop_target && db_of(&from) != db_of(to) {
+            acceptable(r, false);
+            return Ok(());
+        }
+        // Same database without dropTarget the server moves the target aside to a
+        // `tmpXXXXX.rename` name; a primary never logs that (it fails such a
+        // rename), so it cannot appear in a source's oplog: treated as a drop.
+        r.drop_ns(to)?;
+    }
+    let across = db_of(&from) != db_of(to);
+    r.rename_ns(&from, to);
+    if let Some(c) = r.coll_mut(to) {
+        if !stay_temp {
+            c.options.remove("temp");
+        }
+        if across {
+            // A copy into a new collection: a new UUID, unknown until a later entry
+            // names it in `ui`.
+            c.uuid = None;
+        }
+    }
+    Ok(())
+}
+
+fn add_indexes(r: &mut Replica, ns: &str, specs: Vec<Document>) {
+    let Some(c) = r.coll_mut(ns) else {
+        acceptable(r, false);
+        return;
+    };
+    let mut dup = false;
+    for spec in specs {
+        let name = spec.get_str("name").unwrap_or("").to_string();
+        if c.indexes
+            .iter()
+            .any(|ix| ix.get_str("name") == Ok(name.as_str()))
+        {
+            dup = true; // IndexAlreadyExists
+            continue;
+        }
+        c.indexes.push(spec);
+    }
+    if dup {
+        acceptable(r, false);
+    }
+}
+
+fn drop_indexes(r: &mut Replica, ns: &str, o: &RawDocument) {
+    let Some(c) = r.coll_mut(ns) else {
+        acceptable(r, false);
+        return;
+    };
+    let which = o.get("index").ok().flatten().and_then(bson_of);
+    let mut missing = false;
+    match which {
+        Some(Bson::String(s)) if s == "*" => {
+            c.indexes.retain(|ix| ix.get_str("name") == Ok("_id_"))
+        }
+        Some(Bson::Array(names)) => {
+            for n in names {
+                match c.find_index(&n) {
+                    Some(i) => {
+                        c.indexes.remove(i);
+                    }
+                    None => missing = true,
+                }
+            }
+        }
+        Some(by) => match c.find_index(&by) {
+            Some(i) => {
+                c.indexes.remove(i);
+            }
+            None => missing = true,
+        },
+        None => missing = true,
+    }
+    if missing {
+        acceptable(r, false);
+    }
+}
+
+/// Option keys `collMod` copies into the collection options; `index` changes one
+/// index; anything else (`noPadding`, `usePowerOf2Sizes`, `dryRun`, ...) changes no
+/// listed option.
+const COLLMOD_OPTIONS: &[&str] = &[
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "expireAfterSeconds",
+    "viewOn",
+    "pipeline",
+    "changeStreamPreAndPostImages",
+    "timeseriesBucketsMayHaveMixedSchemaData",
+];
+
+fn coll_mod(r: &mut Replica, ns: &str, o: &RawDocument) {
+    let Some(c) = r.coll_mut(ns) else {
+        acceptable(r, false);
+        return;
+    };
+    let mut missing = false;
+    for (k, v) in o.iter().flatten() {
+        if COLLMOD_OPTIONS.contains(&k) {
+            if let Some(b) = bson_of(v) {
+                // `expireAfterSeconds: "off"` removes the option (clustered TTL).
+                if k == "expireAfterSeconds" && b == Bson::String("off".into()) {
+                    c.options.remove(k);
+                } else {
+                    c.options.insert(k, b);
+                }
+            }
+        } else if k == "index" {
+            let Some(Bson::Document(spec)) = bson_of(v) else {
+                continue;
+            };
+            let by = spec
+                .get("name")
+                .cloned()
+                .or_else(|| spec.get("keyPattern").cloned());
+            let Some(i) = by.and_then(|b| c.find_index(&b)) else {
+                missing = true;
+                continue;
+            };
+            let ix = &mut c.indexes[i];
+            if let Some(secs) = spec.get("expireAfterSeconds") {
+                ix.insert("expireAfterSeconds", secs.clone());
+            }
+            match spec.get("hidden") {
+                Some(Bson::Boolean(true)) => {
+                    ix.insert("hidden", true);
+                }
+                // Unhiding removes the field from the spec (`CollModCommand`
+                // `hidden: false` -> `IndexCatalogEntry` spec without `hidden`).
+                Some(Bson::Boolean(false)) => {
+                    ix.remove("hidden");
+                }
+                _ => {}
+            }
+            for key in ["prepareUnique", "unique"] {
+                if let Some(Bson::Boolean(true)) = spec.get(key) {
+                    ix.insert(key, true);
+                }
+            }
+        }
+    }
+    if missing {
+        acceptable(r, false);
+    }
+}

@@ -1,0 +1,360 @@
+//! Writing the replica as mongodump writes a dump, so that the real mongorestore
+//! restores it as is (also with `--nsFrom/--nsTo`).
+//!
+//! - Directory (mongo-tools `mongodump/prepare.go` `NewIntentFromOptions`,
+//!   `outputPath`): `<db>/<coll>.bson` (documents) and `<db>/<coll>.metadata.json`;
+//!   a time-series collection `X` as `<db>/system.buckets.X.bson` with its metadata
+//!   under `X.metadata.json`; a view as metadata only. Collection names are
+//!   `url.QueryEscape`d. With `--gzip` every file is gzip content named `.gz`.
+//! - Archive: [`crate::archive::ArchiveWriter`] (the prelude carries the same
+//!   metadata), optionally gzipped whole.
+//! - Metadata (`mongodump/metadata_dump.go` `dumpMetadata`): canonical extended JSON
+//!   of `{options (omitted when empty), indexes, uuid (omitted when unknown),
+//!   collectionName, type}`, in that key order.
+//!
+//! Documents are written in `_id` order. What is dumped: every namespace except the
+//! `local` and `config` databases (mongodump skips them in a full dump), optionally
+//! restricted by a predicate (the plan's `--ns`).
+//!
+//! Everything is written under a temporary name beside the destination and renamed
+//! into place when complete.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use bson::{Bson, Document};
+
+use super::catalog::{uuid_hex, CollInfo, CollKind};
+use super::{Replica, ReplicaError};
+use crate::archive::{
+    ArchiveWriter, CollectionMetadata, CollectionType, Header, Namespace, WriterOptions,
+};
+
+/// The dump's form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DumpFormat {
+    Directory { gzip: bool },
+    Archive { gzip: bool },
+}
+
+/// Why the dump could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum DumpError {
+    #[error("cannot write `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write the archive `{path}`: {detail}")]
+    Archive { path: PathBuf, detail: String },
+    #[error("`{out}` already exists; pitr never overwrites a dump")]
+    Exists { out: PathBuf },
+    #[error("the collection name `{name}` is too long for a dump file name (mongodump truncates and hashes it; pitr does not)")]
+    NameTooLong { name: String },
+    #[error(transparent)]
+    Replica(#[from] ReplicaError),
+}
+
+impl crate::error::Hint for DumpError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            DumpError::Exists { .. } => Some("choose another --out, or remove the old one".into()),
+            DumpError::Replica(e) => e.hint(),
+            _ => Some("check the disk space and permissions of the --out directory".into()),
+        }
+    }
+}
+
+/// One dumped namespace.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Dumped {
+    /// As users know it (`db.X` for a time-series collection).
+    pub ns: String,
+    pub kind: &'static str,
+    pub documents: u64,
+}
+
+/// `url.QueryEscape` (Go): unreserved bytes kept, space as `+`, the rest `%XX`.
+pub fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// What mongodump calls the namespace, its type, and whether it has data.
+fn user_view(ns: &str, c: &CollInfo) -> (String, String, &'static str) {
+    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
+    match c.kind {
+        CollKind::TimeseriesBuckets => (
+            db.to_string(),
+            coll.strip_prefix("system.buckets.")
+                .unwrap_or(coll)
+                .to_string(),
+            "timeseries",
+        ),
+        CollKind::View => (db.to_string(), coll.to_string(), "view"),
+        CollKind::Collection => (db.to_string(), coll.to_string(), "collection"),
+    }
+}
+
+/// The `<coll>.metadata.json` text.
+pub fn metadata_json(coll_name: &str, kind: &str, c: &CollInfo) -> String {
+    let mut d = Document::new();
+    if !c.options.is_empty() {
+        d.insert("options", c.options.clone());
+    }
+    d.insert(
+        "indexes",
+        Bson::Array(c.indexes.iter().cloned().map(Bson::Document).collect()),
+    );
+    if let Some(u) = &c.uuid {
+        d.insert("uuid", uuid_hex(u));
+    }
+    d.insert("collectionName", coll_name);
+    d.insert("type", kind);
+    let mut s = String::new();
+    super::extjson::write_canonical(&Bson::Document(d), &mut s);
+    s
+}
+
+/// Whether a full mongodump includes `ns`.
+pub fn dumped_by_default(ns: &str) -> bool {
+    let db = ns.split_once('.').map_or(ns, |(d, _)| d);
+    db != "local" && db != "config"
+}
+
+/// Writes the replica to `out`; `include` says which namespaces (their user-facing
+/// names) to write.
+pub fn write(
+    r: &mut Replica,
+    out: &Path,
+    format: DumpFormat,
+    include: &dyn Fn(&str) -> bool,
+    server_version: &str,
+) -> Result<Vec<Dumped>, DumpError> {
+    if out.exists() {
+        return Err(DumpError::Exists {
+            out: out.to_path_buf(),
+        });
+    }
+    r.flush()?;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(parent).map_err(|source| DumpError::Io {
+        path: parent.to_path_buf(),
+        source,
+    })?;
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dump".into());
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.pitr-"))
+        .tempdir_in(parent)
+        .map_err(|source| DumpError::Io {
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    let mut list: Vec<(String, String, String, &'static str)> = Vec::new();
+    for (ns, c) in r.namespaces() {
+        let (db, coll, kind) = user_view(ns, c);
+        let user_ns = format!("{db}.{coll}");
+        if dumped_by_default(ns) && include(&user_ns) {
+            list.push((ns.to_string(), db, coll, kind));
+        }
+    }
+    let dumped = match format {
+        DumpFormat::Directory { gzip } => write_dir(r, tmp.path(), &list, gzip)?,
+        DumpFormat::Archive { gzip } => {
+            let file = tmp.path().join("archive");
+            let d = write_archive(r, &file, &list, gzip, server_version)?;
+            persist(&file, out)?;
+            return Ok(d);
+        }
+    };
+    let dir = tmp.keep();
+    persist(&dir, out).inspect_err(|_| {
+        let _ = fs::remove_dir_all(&dir);
+    })?;
+    Ok(dumped)
+}
+
+fn persist(from: &Path, to: &Path) -> Result<(), DumpError> {
+    fs::rename(from, to).map_err(|source| DumpError::Io {
+        path: to.to_path_buf(),
+        source,
+    })
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DumpError + '_ {
+    move |source| DumpError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A file writer, plain or gzip.
+fn create(path: &Path, gzip: bool) -> Result<Box<dyn FinishWrite>, DumpError> {
+    let f = fs::File::create(path).map_err(io_err(path))?;
+    let w = BufWriter::with_capacity(1 << 20, f);
+    Ok(if gzip {
+        Box::new(flate2::write::GzEncoder::new(
+            w,
+            flate2::Compression::default(),
+        ))
+    } else {
+        Box::new(w)
+    })
+}
+
+trait FinishWrite: Write {
+    fn finish_write(self: Box<Self>) -> std::io::Result<()>;
+}
+
+impl<W: Write> FinishWrite for BufWriter<W> {
+    fn finish_write(mut self: Box<Self>) -> std::io::Result<()> {
+        self.flush()
+    }
+}
+
+impl<W: Write> FinishWrite for flate2::write::GzEncoder<W> {
+    fn finish_write(self: Box<Self>) -> std::io::Result<()> {
+        let mut w = (*self).finish()?;
+        w.flush()
+    }
+}
+
+fn write_dir(
+    r: &Replica,
+    root: &Path,
+    list: &[(String, String, String, &'static str)],
+    gzip: bool,
+) -> Result<Vec<Dumped>, DumpError> {
+    let gz = if gzip { ".gz" } else { "" };
+    let mut out = Vec::new();
+    for (ns, db, coll, kind) in list {
+        let c = r.get(ns).expect("listed from the replica");
+        let dir = root.join(db);
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let escaped = query_escape(coll);
+        if escaped.len() > 238 {
+            return Err(DumpError::NameTooLong { name: coll.clone() });
+        }
+        let meta_path = dir.join(format!("{escaped}.metadata.json{gz}"));
+        let mut m = create(&meta_path, gzip)?;
+        m.write_all(metadata_json(coll, kind, c).as_bytes())
+            .map_err(io_err(&meta_path))?;
+        m.finish_write().map_err(io_err(&meta_path))?;
+        let mut documents = 0;
+        if c.kind != CollKind::View {
+            let data_name = if c.kind == CollKind::TimeseriesBuckets {
+                format!("system.buckets.{escaped}")
+            } else {
+                escaped.clone()
+            };
+            let data_path = dir.join(format!("{data_name}.bson{gz}"));
+            let mut w = create(&data_path, gzip)?;
+            let mut failed = None;
+            r.for_each_document(ns, &mut |doc| {
+                documents += 1;
+                if let Err(e) = w.write_all(doc) {
+                    failed = Some(e);
+                    return Err(ReplicaError::Disk(super::disk::DiskError::Stopped));
+                }
+                Ok(())
+            })
+            .or_else(|e| match failed.take() {
+                Some(io) => Err(io_err(&data_path)(io)),
+                None => Err(DumpError::from(e)),
+            })?;
+            w.finish_write().map_err(io_err(&data_path))?;
+        }
+        out.push(Dumped {
+            ns: format!("{db}.{coll}"),
+            kind,
+            documents,
+        });
+    }
+    Ok(out)
+}
+
+fn write_archive(
+    r: &Replica,
+    path: &Path,
+    list: &[(String, String, String, &'static str)],
+    gzip: bool,
+    server_version: &str,
+) -> Result<Vec<Dumped>, DumpError> {
+    let aerr = |e: crate::archive::WriteError| DumpError::Archive {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    };
+    let header = Header::new(
+        server_version,
+        format!("pitr {}", env!("CARGO_PKG_VERSION")),
+        1,
+    );
+    let prelude: Vec<CollectionMetadata> = list
+        .iter()
+        .map(|(ns, db, coll, kind)| {
+            let c = r.get(ns).expect("listed from the replica");
+            CollectionMetadata::new(
+                db.clone(),
+                coll.clone(),
+                metadata_json(coll, kind, c),
+                match *kind {
+                    "timeseries" => CollectionType::Timeseries,
+                    "view" => CollectionType::View,
+                    _ => CollectionType::Collection,
+                },
+            )
+        })
+        .collect();
+    let file = fs::File::create(path).map_err(io_err(path))?;
+    let mut w =
+        ArchiveWriter::new(file, &header, &prelude, WriterOptions { gzip }).map_err(aerr)?;
+    let mut out = Vec::new();
+    for ((ns, db, coll, kind), meta) in list.iter().zip(&prelude) {
+        let c = r.get(ns).expect("listed from the replica");
+        let mut documents = 0;
+        if c.kind != CollKind::View {
+            let data = meta.data_namespace(&header);
+            let mut failed = None;
+            r.for_each_document(ns, &mut |doc| {
+                documents += 1;
+                if let Err(e) = w.write_document(&data, doc) {
+                    failed = Some(e);
+                    return Err(ReplicaError::Disk(super::disk::DiskError::Stopped));
+                }
+                Ok(())
+            })
+            .or_else(|e| match failed.take() {
+                Some(we) => Err(aerr(we)),
+                None => Err(DumpError::from(e)),
+            })?;
+            w.end_namespace(&data).map_err(aerr)?;
+        } else {
+            let data = Namespace::new(db.clone(), coll.clone());
+            let _ = w.end_namespace(&data);
+        }
+        out.push(Dumped {
+            ns: format!("{db}.{coll}"),
+            kind,
+            documents,
+        });
+    }
+    let f = w.finish().map_err(aerr)?;
+    f.sync_all().map_err(io_err(path))?;
+    Ok(out)
+}

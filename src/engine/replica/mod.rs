@@ -1,0 +1,555 @@
+//! The replica: a source's collections, indexes and documents, built from a backup
+//! and rolled forward through oplog entries as the source's secondaries apply them.
+//!
+//! This is pitr's one model of what the oplog does to data. The plan runs it in
+//! counts-only mode ([`Content::KeysOnly`]: `_id`s only, for expected counts and the
+//! lint); `pitr replay --engine embedded` runs it with whole documents and writes the
+//! result as a mongodump directory ([`dump`]), with the `dbHash` of every collection
+//! ([`hash`]). The walk that feeds it (which entries are applied, transactions at
+//! their commit, `applyOps` unpacked) is [`crate::plan::apply::Applier`]'s.
+//!
+//! How an entry applies depends on where it sits ([`Phase`]):
+//!
+//! - [`Phase::Idempotent`]: the backup's own oplog. The data files were copied while
+//!   these writes went on, so documents may already show them. Applied as initial
+//!   sync applies the oplog after cloning (`OplogApplication::Mode::kInitialSync`,
+//!   `src/mongo/db/repl/oplog.cpp` `applyOperation_inlock`; jstests
+//!   `replsets/initial_sync_update_missing_doc*.js`): an insert of an existing `_id`
+//!   replaces it, an update of a missing document is ignored unless it is an upsert,
+//!   an update that fails on a later shape of the document is ignored, a delete of a
+//!   missing document and a write to a missing collection (dropped later) do nothing.
+//! - [`Phase::Strict`]: the oplog after the backup's end, which must apply exactly:
+//!   an insert of an existing `_id` becomes a replacement, as on a secondary
+//!   (`applyOperation_inlock`: a duplicate-key insert outside a transaction is retried
+//!   as an upsert of `o`), but an update or delete of a missing document, an
+//!   insert into a missing collection or an update the server rejects
+//!   (malformed diff, ...) is an error naming the entry
+//!   (`oplogApplicationEnforcesSteadyStateConstraints` semantics).
+//! - [`Phase::Lenient`]: the plan's model of a mongorestore replay: nothing fails
+//!   (the lint reports what would), an insert creates a missing collection.
+//!
+//! Commands follow `applyCommand_inlock` (`oplog.cpp`, its `kOpsMap`), each with its
+//! "acceptable" errors treated as success; see [`commands`].
+
+pub mod catalog;
+mod commands;
+pub mod disk;
+pub mod dump;
+pub mod error;
+pub mod extjson;
+pub mod hash;
+pub mod store;
+pub mod visit;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bson::{RawBsonRef, RawDocument};
+
+use crate::engine::update::{self, ApplyOptions};
+use crate::engine::IdKey;
+use crate::oplog::{Entry, Op, Ts};
+
+pub use catalog::{CollInfo, CollKind};
+pub use error::ReplicaError;
+pub use store::{Content, Slot, Store};
+
+/// How strictly an entry is applied; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Idempotent,
+    Strict,
+    Lenient,
+}
+
+/// How the replica is built.
+#[derive(Clone, Debug)]
+pub struct ReplicaOptions {
+    pub content: Content,
+    /// Bytes of documents kept in memory before they move to disk.
+    pub memory: usize,
+    /// Where documents go past `memory` (None: never spill).
+    pub spill_dir: Option<std::path::PathBuf>,
+    /// Update semantics of the source's release.
+    pub update: ApplyOptions,
+}
+
+impl Default for ReplicaOptions {
+    fn default() -> ReplicaOptions {
+        ReplicaOptions {
+            content: Content::KeysOnly,
+            memory: usize::MAX,
+            spill_dir: None,
+            update: ApplyOptions::default(),
+        }
+    }
+}
+
+/// What was tolerated while applying (reported, never silent).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tolerated {
+    /// Backup-oplog entries that found their document already in a later state.
+    pub idempotent: u64,
+    /// Commands whose "acceptable" error the server swallows (drop of a missing
+    /// collection, ...).
+    pub acceptable: u64,
+}
+
+/// The replica; see the module documentation.
+pub struct Replica {
+    colls: HashMap<String, CollInfo>,
+    store: Store,
+    next_slot: Slot,
+    opts: ReplicaOptions,
+    pub tolerated: Tolerated,
+    /// Entries applied.
+    pub applied: u64,
+    scratch: Vec<u8>,
+}
+
+impl Replica {
+    pub fn new(opts: ReplicaOptions) -> Replica {
+        Replica {
+            colls: HashMap::new(),
+            store: Store::new(opts.content, opts.memory, opts.spill_dir.as_deref()),
+            next_slot: 0,
+            opts,
+            tolerated: Tolerated::default(),
+            applied: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn content(&self) -> Content {
+        self.opts.content
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Adds an (empty) namespace of the backup.
+    pub fn seed_namespace(&mut self, ns: &str, make: impl FnOnce(Slot) -> CollInfo) {
+        let slot = self.take_slot();
+        let mut info = make(slot);
+        info.backup_documents = Some(0);
+        self.colls.insert(ns.to_string(), info);
+    }
+
+    /// Adds one document of the backup's data file for `ns` (seeded first).
+    pub fn seed_document(
+        &mut self,
+        ns: &str,
+        doc: &RawDocument,
+        index: u64,
+    ) -> Result<(), ReplicaError> {
+        let Some(c) = self.colls.get_mut(ns) else {
+            return Err(ReplicaError::Seed {
+                ns: ns.into(),
+                index,
+                why: "no such namespace was seeded".into(),
+            });
+        };
+        *c.backup_documents.get_or_insert(0) += 1;
+        match IdKey::from_document_id(doc) {
+            Ok(key) => {
+                self.store.put(c.slot, key, doc.as_bytes())?;
+            }
+            Err(crate::engine::IdKeyError::Missing) => c.no_id.push(match self.opts.content {
+                Content::Documents => doc.as_bytes().to_vec(),
+                Content::KeysOnly => Vec::new(),
+            }),
+            Err(e) => {
+                return Err(ReplicaError::Seed {
+                    ns: ns.into(),
+                    index,
+                    why: e.to_string(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    fn take_slot(&mut self) -> Slot {
+        self.next_slot += 1;
+        self.next_slot
+    }
+
+    /// Whether `ns` exists (a collection, buckets collection or view).
+    pub fn exists(&self, ns: &str) -> bool {
+        self.colls.contains_key(ns)
+    }
+
+    pub fn get(&self, ns: &str) -> Option<&CollInfo> {
+        self.colls.get(ns)
+    }
+
+    /// Whether `ns` holds a document with this `_id`.
+    pub fn holds(&self, ns: &str, id: RawBsonRef<'_>) -> Result<bool, ReplicaError> {
+        let Some(c) = self.colls.get(ns) else {
+            return Ok(false);
+        };
+        Ok(self.store.contains(c.slot, &IdKey::from_value(id))?)
+    }
+
+    /// Documents in `ns` (0 when it does not exist).
+    pub fn count(&self, ns: &str) -> u64 {
+        self.colls
+            .get(ns)
+            .map_or(0, |c| self.store.count(c.slot) + c.no_id.len() as u64)
+    }
+
+    /// Every namespace, sorted.
+    pub fn namespaces(&self) -> Vec<(&str, &CollInfo)> {
+        let mut v: Vec<(&str, &CollInfo)> =
+            self.colls.iter().map(|(k, c)| (k.as_str(), c)).collect();
+        v.sort_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+
+    /// Calls `f` with every document of `ns` with an `_id`, in `_id` order, then the
+    /// documents without `_id` in natural order.
+    pub fn for_each_document(
+        &self,
+        ns: &str,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), ReplicaError>,
+    ) -> Result<(), ReplicaError> {
+        let Some(c) = self.colls.get(ns) else {
+            return Ok(());
+        };
+        let mut failed: Option<ReplicaError> = None;
+        let r = self.store.for_each(c.slot, &mut |_, doc| match f(doc) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                failed = Some(e);
+                Err(disk::DiskError::Stopped)
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        r?;
+        for d in &c.no_id {
+            f(d)?;
+        }
+        Ok(())
+    }
+
+    /// Makes pending writes visible to scans.
+    pub fn flush(&mut self) -> Result<(), ReplicaError> {
+        Ok(self.store.flush()?)
+    }
+
+    /// Applies one operation (a leaf: `applyOps` are unpacked by the walk).
+    pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        self.applied += 1;
+        match op.op {
+            Op::Insert => self.insert(op, phase),
+            Op::Update => self.update(op, phase),
+            Op::Delete => self.delete(op, phase),
+            Op::Command => commands::apply(self, op, phase),
+            Op::Noop => Ok(()),
+            _ => self.refuse(op, phase, || {
+                format!("op type `{}` is not modelled", op.op.as_str())
+            }),
+        }
+    }
+
+    fn fail(op: &Entry<'_>, why: impl Into<String>) -> ReplicaError {
+        ReplicaError::Apply {
+            ts: op.ts,
+            ns: op.ns.to_string(),
+            op: op.op.as_str().to_string(),
+            why: why.into(),
+        }
+    }
+
+    /// Something pitr does not model: an error unless the plan only counts.
+    fn refuse(
+        &mut self,
+        op: &Entry<'_>,
+        phase: Phase,
+        why: impl FnOnce() -> String,
+    ) -> Result<(), ReplicaError> {
+        if phase == Phase::Lenient {
+            return Ok(());
+        }
+        Err(ReplicaError::Unsupported {
+            ts: op.ts,
+            ns: op.ns.to_string(),
+            why: why(),
+        })
+    }
+
+    /// The collection a CRUD entry writes, or what to do when it is missing.
+    fn target_slot(&mut self, op: &Entry<'_>, phase: Phase) -> Result<Option<Slot>, ReplicaError> {
+        if let Some(c) = self.colls.get(op.ns) {
+            if c.kind == CollKind::View {
+                return match phase {
+                    Phase::Lenient => Ok(None),
+                    _ => Err(Self::fail(op, "the namespace is a view")),
+                };
+            }
+            return Ok(Some(c.slot));
+        }
+        match phase {
+            Phase::Strict => Err(Self::fail(
+                op,
+                "the collection does not exist (NamespaceNotFound): a secondary would stop here",
+            )),
+            // Initial sync: the collection was dropped later in the oplog.
+            Phase::Idempotent => {
+                self.tolerated.idempotent += 1;
+                Ok(None)
+            }
+            Phase::Lenient => {
+                let slot = self.take_slot();
+                self.colls
+                    .insert(op.ns.to_string(), CollInfo::new(slot, CollKind::Collection));
+                Ok(Some(slot))
+            }
+        }
+    }
+
+    fn insert(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        let Some(o) = op.o else {
+            return Err(Self::fail(op, "the entry has no `o`"));
+        };
+        let Some(slot) = self.target_slot(op, phase)? else {
+            return Ok(());
+        };
+        match IdKey::from_document_id(o) {
+            // `applyOperation_inlock`: a duplicate-key insert is retried as an upsert
+            // with `o` as the whole document (also in initial sync).
+            Ok(key) => {
+                self.store.put(slot, key, o.as_bytes())?;
+                Ok(())
+            }
+            Err(crate::engine::IdKeyError::Missing) if phase == Phase::Lenient => {
+                if let Some(c) = self.colls.get_mut(op.ns) {
+                    c.no_id.push(Vec::new());
+                }
+                Ok(())
+            }
+            // `applyOperation_inlock`: "Failed to apply insert due to missing _id".
+            Err(e) => Err(Self::fail(
+                op,
+                format!("the inserted document's `_id`: {e}"),
+            )),
+        }
+    }
+
+    fn entry_id(
+        op: &Entry<'_>,
+        doc: Option<&RawDocument>,
+        field: &str,
+    ) -> Result<IdKey, ReplicaError> {
+        let doc = doc.ok_or_else(|| Self::fail(op, format!("the entry has no `{field}`")))?;
+        IdKey::from_document_id(doc).map_err(|e| Self::fail(op, format!("`{field}._id`: {e}")))
+    }
+
+    fn update(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        let key = Self::entry_id(op, op.o2, "o2")?;
+        let Some(o) = op.o else {
+            return Err(Self::fail(op, "the entry has no `o`"));
+        };
+        let Some(slot) = self.target_slot(op, phase)? else {
+            return Ok(());
+        };
+        // `b: true`: the primary's update was an upsert (`OplogEntry::getUpsert`).
+        let upsert = matches!(op.raw.get("b"), Ok(Some(RawBsonRef::Boolean(true))));
+        let mut cur = std::mem::take(&mut self.scratch);
+        cur.clear();
+        let found = self.store.get(slot, &key, &mut cur)?;
+        let r = self.update_found(op, phase, slot, key, o, found, upsert, &mut cur);
+        self.scratch = cur;
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update_found(
+        &mut self,
+        op: &Entry<'_>,
+        phase: Phase,
+        slot: Slot,
+        key: IdKey,
+        o: &RawDocument,
+        found: bool,
+        upsert: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), ReplicaError> {
+        if !found && !upsert {
+            return match phase {
+                Phase::Strict => Err(Self::fail(
+                    op,
+                    "no document has this `_id` (an update of a missing document): the backup and the oplog disagree",
+                )),
+                Phase::Idempotent => {
+                    self.tolerated.idempotent += 1;
+                    Ok(())
+                }
+                Phase::Lenient => Ok(()),
+            };
+        }
+        if self.opts.content == Content::KeysOnly {
+            if !found {
+                self.store.put(slot, key, &[])?;
+            }
+            return Ok(());
+        }
+        let kind = match update::classify(o) {
+            Ok(k) => k,
+            Err(e) => return self.update_failed(op, phase, e),
+        };
+        let start = buf.len();
+        let r = if found {
+            let cur = RawDocument::from_bytes(&buf[..start])
+                .map_err(|e| Self::fail(op, format!("the stored document is corrupt: {e}")))?;
+            let mut out = Vec::with_capacity(start + 64);
+            let r = update::apply(cur, kind, self.opts.update, &mut out);
+            buf.clear();
+            buf.extend_from_slice(&out);
+            r.map(|()| 0)
+        } else {
+            update::upsert(&key, kind, self.opts.update, buf).map(|()| start)
+        };
+        match r {
+            Ok(at) => {
+                self.store.put(slot, key, &buf[at..])?;
+                Ok(())
+            }
+            Err(e) => self.update_failed(op, phase, e),
+        }
+    }
+
+    fn update_failed(
+        &mut self,
+        op: &Entry<'_>,
+        phase: Phase,
+        e: crate::engine::UpdateError,
+    ) -> Result<(), ReplicaError> {
+        match phase {
+            // Initial sync: the document's current shape comes from a later write
+            // (initial_sync_update_missing_field.js and friends); a later entry fixes it.
+            Phase::Idempotent if !matches!(e, crate::engine::UpdateError::Unsupported { .. }) => {
+                self.tolerated.idempotent += 1;
+                Ok(())
+            }
+            Phase::Lenient => Ok(()),
+            _ => match e {
+                crate::engine::UpdateError::Unsupported { .. } => Err(ReplicaError::Unsupported {
+                    ts: op.ts,
+                    ns: op.ns.to_string(),
+                    why: e.to_string(),
+                }),
+                e => Err(Self::fail(op, e.to_string())),
+            },
+        }
+    }
+
+    fn delete(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        let key = Self::entry_id(op, op.o, "o")?;
+        let Some(slot) = self.target_slot_for_delete(op, phase)? else {
+            return Ok(());
+        };
+        if self.store.remove(slot, &key)? {
+            return Ok(());
+        }
+        match phase {
+            Phase::Strict => Err(Self::fail(
+                op,
+                "no document has this `_id` (a delete of a missing document): the backup and the oplog disagree",
+            )),
+            Phase::Idempotent => {
+                self.tolerated.idempotent += 1;
+                Ok(())
+            }
+            Phase::Lenient => Ok(()),
+        }
+    }
+
+    /// A delete never creates a collection, even in the lenient model.
+    fn target_slot_for_delete(
+        &mut self,
+        op: &Entry<'_>,
+        phase: Phase,
+    ) -> Result<Option<Slot>, ReplicaError> {
+        if phase == Phase::Lenient && !self.colls.contains_key(op.ns) {
+            return Ok(None);
+        }
+        self.target_slot(op, phase)
+    }
+
+    /// Per namespace, documents now (for the report's "at the backup's end" column).
+    pub fn counts(&self) -> HashMap<String, u64> {
+        self.colls
+            .keys()
+            .map(|ns| (ns.clone(), self.count(ns)))
+            .collect()
+    }
+
+    // Catalog changes, used by `commands`.
+
+    fn create(&mut self, ns: &str, info: impl FnOnce(Slot) -> CollInfo) {
+        let slot = self.take_slot();
+        self.colls.insert(ns.to_string(), info(slot));
+    }
+
+    fn drop_ns(&mut self, ns: &str) -> Result<bool, ReplicaError> {
+        match self.colls.remove(ns) {
+            Some(c) => {
+                self.store.clear(c.slot)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn rename_ns(&mut self, from: &str, to: &str) {
+        if let Some(c) = self.colls.remove(from) {
+            self.colls.insert(to.to_string(), c);
+        }
+    }
+
+    fn coll_mut(&mut self, ns: &str) -> Option<&mut CollInfo> {
+        self.colls.get_mut(ns)
+    }
+
+    fn find_by_uuid(&self, uuid: &[u8]) -> Option<String> {
+        self.colls
+            .iter()
+            .find(|(_, c)| c.uuid.is_some_and(|u| u[..] == *uuid))
+            .map(|(ns, _)| ns.clone())
+    }
+
+    fn namespaces_of_db(&self, db: &str) -> Vec<String> {
+        let prefix = format!("{db}.");
+        self.colls
+            .keys()
+            .filter(|k| k.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    fn clear_documents(&mut self, ns: &str) -> Result<(), ReplicaError> {
+        if let Some(c) = self.colls.get_mut(ns) {
+            c.no_id.clear();
+            let slot = c.slot;
+            self.store.clear(slot)?;
+        }
+        Ok(())
+    }
+
+    /// The time an entry's error names.
+    pub fn ts_of(op: &Entry<'_>) -> Ts {
+        op.ts
+    }
+
+    /// Where documents go past the memory budget.
+    pub fn spill_dir(&self) -> Option<&Path> {
+        self.opts.spill_dir.as_deref()
+    }
+}

@@ -1,0 +1,216 @@
+//! Where the replica's documents live: in memory while they fit in the budget, then
+//! in an embedded ordered key-value store on disk ([`super::disk`]).
+//!
+//! Documents are keyed by (collection slot, `_id`) and read back in the `_id`
+//! index's order ([`IdKey`]'s `Ord`, the server's), which is the order `dbHash`
+//! hashes them and the order the dump writes them. A collection keeps its slot when
+//! it is renamed, so a rename moves no document.
+//!
+//! In counts-only mode ([`Content::KeysOnly`]) only the `_id`s are kept: the plan's
+//! expected counts and lint need membership, not content.
+//!
+//! Memory accounting is an estimate of the heap held (document bytes, key bytes and
+//! a fixed per-entry overhead for the B-tree node and allocations); when it passes the
+//! budget every document moves to disk at once and later writes go there.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::disk::{DiskError, DiskStore};
+use crate::engine::IdKey;
+
+/// What the store keeps of a document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// The whole document.
+    Documents,
+    /// Only its `_id` (counts and membership).
+    KeysOnly,
+}
+
+/// A collection's documents are addressed by this slot, not by name.
+pub type Slot = u32;
+
+/// Per-entry heap overhead assumed on top of the bytes (B-tree node share, two
+/// allocations' headers, the `Box` pointers).
+const ENTRY_OVERHEAD: usize = 64;
+
+/// The documents of every collection; see the module documentation.
+pub struct Store {
+    content: Content,
+    mem: HashMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
+    counts: HashMap<Slot, u64>,
+    mem_bytes: usize,
+    budget: usize,
+    spill_dir: Option<PathBuf>,
+    disk: Option<DiskStore>,
+    peak_mem_bytes: usize,
+}
+
+impl Store {
+    /// `budget`: bytes of documents kept in memory before spilling to `spill_dir`
+    /// (None: never spill).
+    pub fn new(content: Content, budget: usize, spill_dir: Option<&Path>) -> Store {
+        Store {
+            content,
+            mem: HashMap::new(),
+            counts: HashMap::new(),
+            mem_bytes: 0,
+            budget,
+            spill_dir: spill_dir.map(Path::to_path_buf),
+            disk: None,
+            peak_mem_bytes: 0,
+        }
+    }
+
+    pub fn content(&self) -> Content {
+        self.content
+    }
+
+    /// Whether documents live on disk now.
+    pub fn spilled(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    /// The most memory the documents held (estimate), in bytes.
+    pub fn peak_memory(&self) -> usize {
+        self.peak_mem_bytes
+    }
+
+    pub fn count(&self, slot: Slot) -> u64 {
+        self.counts.get(&slot).copied().unwrap_or(0)
+    }
+
+    fn cost(key: &IdKey, doc_len: usize) -> usize {
+        let k = key.document_bytes().len();
+        ENTRY_OVERHEAD + doc_len + if k > 30 { k } else { 0 }
+    }
+
+    /// The document with `_id` `key`, appended to `out`; false when absent. In
+    /// counts-only mode nothing is appended.
+    pub fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> Result<bool, DiskError> {
+        if let Some(d) = &self.disk {
+            return d.get(slot, key, out);
+        }
+        match self.mem.get(&slot).and_then(|m| m.get(key)) {
+            Some(doc) => {
+                out.extend_from_slice(doc);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
+        if let Some(d) = &self.disk {
+            return d.contains(slot, key);
+        }
+        Ok(self.mem.get(&slot).is_some_and(|m| m.contains_key(key)))
+    }
+
+    /// Inserts or replaces; returns whether a document was replaced.
+    pub fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> Result<bool, DiskError> {
+        let doc: &[u8] = match self.content {
+            Content::Documents => doc,
+            Content::KeysOnly => &[],
+        };
+        let replaced = if let Some(d) = &mut self.disk {
+            d.put(slot, &key, doc)?
+        } else {
+            let add = Self::cost(&key, doc.len());
+            let old = self
+                .mem
+                .entry(slot)
+                .or_default()
+                .insert(key, doc.to_vec().into_boxed_slice());
+            self.mem_bytes += add;
+            if let Some(old) = &old {
+                // Same key size: the old entry cost `add` with the old document's length.
+                self.mem_bytes -= add - doc.len() + old.len();
+            }
+            self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
+            old.is_some()
+        };
+        if !replaced {
+            *self.counts.entry(slot).or_default() += 1;
+        }
+        if self.disk.is_none() && self.mem_bytes > self.budget && self.spill_dir.is_some() {
+            self.spill()?;
+        }
+        Ok(replaced)
+    }
+
+    /// Removes; returns whether the document existed.
+    pub fn remove(&mut self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
+        let removed = if let Some(d) = &mut self.disk {
+            d.remove(slot, key)?
+        } else {
+            match self.mem.get_mut(&slot).and_then(|m| m.remove_entry(key)) {
+                Some((k, doc)) => {
+                    self.mem_bytes = self.mem_bytes.saturating_sub(Self::cost(&k, doc.len()));
+                    true
+                }
+                None => false,
+            }
+        };
+        if removed {
+            if let Some(c) = self.counts.get_mut(&slot) {
+                *c -= 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes every document of `slot`.
+    pub fn clear(&mut self, slot: Slot) -> Result<(), DiskError> {
+        self.counts.remove(&slot);
+        if let Some(d) = &mut self.disk {
+            return d.clear(slot);
+        }
+        if let Some(m) = self.mem.remove(&slot) {
+            for (k, doc) in m {
+                self.mem_bytes = self.mem_bytes.saturating_sub(Self::cost(&k, doc.len()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every document of `slot` in `_id` order (the server's order).
+    pub fn for_each(
+        &self,
+        slot: Slot,
+        f: &mut dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError>,
+    ) -> Result<(), DiskError> {
+        if let Some(d) = &self.disk {
+            return d.for_each(slot, f);
+        }
+        if let Some(m) = self.mem.get(&slot) {
+            for (k, doc) in m {
+                f(k, doc)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves every document to disk; from now on the store works there.
+    fn spill(&mut self) -> Result<(), DiskError> {
+        let dir = self.spill_dir.clone().expect("checked by the caller");
+        let mut disk = DiskStore::create(&dir)?;
+        let mem = std::mem::take(&mut self.mem);
+        for (slot, docs) in mem {
+            disk.load(slot, docs.into_iter())?;
+        }
+        disk.flush()?;
+        self.mem_bytes = 0;
+        self.disk = Some(disk);
+        Ok(())
+    }
+
+    /// Makes pending disk writes readable by a fresh scan (a no-op in memory).
+    pub fn flush(&mut self) -> Result<(), DiskError> {
+        match &mut self.disk {
+            Some(d) => d.flush(),
+            None => Ok(()),
+        }
+    }
+}

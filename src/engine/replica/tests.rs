@@ -1,0 +1,1 @@
+//! Per-rule tests of the replica.
