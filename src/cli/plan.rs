@@ -147,6 +147,7 @@ impl PlanInputArgs {
             id_cap: self.expect_max_ids,
             sort_memory: (self.sort_memory as usize).saturating_mul(1 << 20),
             versions,
+            content: None,
         }
     }
 }

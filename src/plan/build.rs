@@ -57,10 +57,33 @@ pub struct PlanRequest {
     /// What is known of the versions of mongorestore and the spare mongod (the
     /// backup's server version is added from the backup itself).
     pub versions: VersionHints,
+    /// Build the replica with whole documents (the embedded engine; hash
+    /// predictions); None: counts only.
+    pub content: Option<ContentOptions>,
+}
+
+/// How the plan builds the replica with whole documents.
+#[derive(Clone, Debug)]
+pub struct ContentOptions {
+    /// Bytes of documents kept in memory before they move to `spill_dir`.
+    pub memory: usize,
+    /// An existing directory for the on-disk store (removed by the caller).
+    pub spill_dir: PathBuf,
+    /// Apply the slice strictly (the embedded engine): an entry that a secondary
+    /// could not apply stops the plan. Otherwise as a mongorestore replay does.
+    pub strict: bool,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
 pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, PlanError> {
+    build_with_model(req, progress).map(|(plan, _)| plan)
+}
+
+/// [`build`], also returning the replay model (the replica at the limit).
+pub fn build_with_model(
+    req: &PlanRequest,
+    progress: &dyn Progress,
+) -> Result<(RestorePlan, Model), PlanError> {
     if req.oplog == "-" {
         return Err(PlanError::OplogStdin);
     }
@@ -74,7 +97,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     let mut inv = inventory(
         &req.backup,
         InventoryOptions {
-            collect_ids: req.expect,
+            collect_ids: req.expect && req.content.is_none(),
             id_cap: req.id_cap,
         },
     )?;
@@ -213,25 +236,32 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     // Replay model and lint over exactly what the two mongorestore runs apply.
     let restore_all = backup_oplog_replay || filter.is_none();
     let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
-    let counting = inv.ids.is_some();
-    let mut ids = inv.ids.take().unwrap_or_default();
-    let seeds: Vec<Seed> = inv
-        .namespaces
-        .iter()
-        .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries) && restored(&n.ns))
-        .map(|n| {
-            // Time-series data lives in (and the oplog writes) the buckets collection.
-            let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
-            Seed {
-                ids: ids.remove(&data_ns),
-                ns: data_ns,
-                documents: n.documents,
-                no_id: n.no_id_documents,
-            }
-        })
-        .collect();
-    drop(ids);
-    let mut model = Model::new(seeds, counting);
+    let mut model = match &req.content {
+        Some(c) => seed_documents(&inv, c, &restored, &rules, req.expect)?,
+        None => {
+            let counting = inv.ids.is_some();
+            let mut ids = inv.ids.take().unwrap_or_default();
+            let seeds: Vec<Seed> = inv
+                .namespaces
+                .iter()
+                .filter(|n| {
+                    matches!(n.kind, NsKind::Collection | NsKind::Timeseries) && restored(&n.ns)
+                })
+                .map(|n| {
+                    // Time-series data lives in (and the oplog writes) the buckets collection.
+                    let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
+                    Seed {
+                        ids: ids.remove(&data_ns),
+                        ns: data_ns,
+                        documents: n.documents,
+                        no_id: n.no_id_documents,
+                    }
+                })
+                .collect();
+            drop(ids);
+            Model::new(seeds, counting)
+        }
+    };
     // One mongorestore run for the backup and the slice when the layout allows it
     // (see `RestoreSpec`): a directory backup, restored whole.
     let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
@@ -249,6 +279,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
             at_or_after.extend(found);
         }
     }
+    model.mark_backup_end();
     replay_slice(
         &slice,
         backup_end,
@@ -265,7 +296,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         .min_by_key(|e| e.ts);
     until::explain(&mut until, first_not_applied, union_last);
 
-    let mut expected = model.finish();
+    let mut expected = model.finish()?;
     let expected_note = if !req.expect {
         Some("not computed (--no-expect)".to_string())
     } else if expected.is_none() {
@@ -441,7 +472,78 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         None
     };
     out.commit(slice, restore_dir, &plan)?;
-    Ok(plan)
+    Ok((plan, model))
+}
+
+/// The replica with whole documents: every restored namespace of the backup with
+/// its metadata, then every document of its data.
+fn seed_documents(
+    inv: &Inventory,
+    c: &ContentOptions,
+    restored: &dyn Fn(&str) -> bool,
+    rules: &Rules,
+    counting: bool,
+) -> Result<Model, PlanError> {
+    use crate::engine::replica::{CollInfo, CollKind, Content, Phase, Replica, ReplicaOptions};
+    let field_order = inv
+        .backup
+        .prelude
+        .as_ref()
+        .and_then(|p| p.server_version.as_deref())
+        .and_then(|v| {
+            let mut it = v.split('.').map(|x| x.parse::<u32>().ok());
+            Some((it.next()??, it.next().flatten().unwrap_or(0)))
+        })
+        .map(|(major, minor)| crate::engine::FieldOrder::for_server(major, minor))
+        .unwrap_or_default();
+    let _ = rules;
+    let mut replica = Replica::new(ReplicaOptions {
+        content: Content::Documents,
+        memory: c.memory,
+        spill_dir: Some(c.spill_dir.clone()),
+        update: crate::engine::ApplyOptions { field_order },
+    });
+    let mut backup_ns = std::collections::HashMap::new();
+    for n in &inv.namespaces {
+        let kind = match n.kind {
+            NsKind::Collection | NsKind::Auth => CollKind::Collection,
+            NsKind::Timeseries => CollKind::TimeseriesBuckets,
+            NsKind::View => CollKind::View,
+            NsKind::IndexCatalog | NsKind::Local | NsKind::NotRestored => continue,
+        };
+        if !restored(&n.ns) {
+            continue;
+        }
+        let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
+        let meta = inv.backup.get(&n.ns).and_then(|e| e.metadata.clone());
+        replica.seed_namespace(&data_ns, |slot| match &meta {
+            Some(m) => CollInfo::from_metadata(slot, kind, m),
+            None => CollInfo::new(slot, kind),
+        });
+        if kind != CollKind::View {
+            backup_ns.insert(data_ns, n.documents);
+        }
+    }
+    inv.backup
+        .for_each_document(|entry, doc, _offset, index| -> Result<(), PlanError> {
+            let data_ns = entry.data_ns.as_deref().unwrap_or(&entry.ns);
+            if replica.exists(data_ns) {
+                replica.seed_document(data_ns, doc, index)?;
+            }
+            Ok(())
+        })?;
+    let slice_phase = if c.strict {
+        Phase::Strict
+    } else {
+        Phase::Lenient
+    };
+    Ok(Model::from_replica(
+        replica,
+        counting,
+        Phase::Idempotent,
+        slice_phase,
+        backup_ns,
+    ))
 }
 
 fn skip_positions(skip: &[TimeValue]) -> Result<Vec<Ts>, PlanError> {
@@ -536,6 +638,9 @@ fn replay_backup_oplog(
                 },
             )
             .map_err(|err| not_an_entry(name.clone(), offset, index, err))?;
+        if let Some(err) = model.take_error() {
+            return Err(err.into());
+        }
     }
     Ok(first)
 }
@@ -575,6 +680,9 @@ fn replay_slice(
                 },
             )
             .map_err(|err| not_an_entry(name.clone(), offset, index, err))?;
+        if let Some(err) = model.take_error() {
+            return Err(err.into());
+        }
     }
     Ok(())
 }

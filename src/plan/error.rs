@@ -27,6 +27,9 @@ pub enum PlanError {
     #[error(transparent)]
     Version(#[from] super::versions::BadVersion),
 
+    #[error(transparent)]
+    Replica(#[from] crate::engine::replica::ReplicaError),
+
     #[error("cannot read `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -95,6 +98,7 @@ impl Hint for PlanError {
             PlanError::Coverage(e) => return e.hint(),
             PlanError::Backup(e) => return e.hint(),
             PlanError::Version(e) => return e.hint(),
+            PlanError::Replica(e) => return e.hint(),
             PlanError::Io { .. } => "check the path and its permissions".into(),
             PlanError::NoBackupEnd { .. } => {
                 "pass --backup-end with the oplog position the backup is complete up to: for a dump made without --oplog, \

@@ -1,80 +1,42 @@
-//! Expected document counts after the replay.
+//! Expected document counts after the replay, read off the engine's replica
+//! ([`crate::engine::replica`]): the one model of what the oplog does to data.
 //!
-//! Starts from the `_id`s of every backup collection and applies, in replay order,
-//! what changes membership: inserts, deletes, `create`, `drop`, `dropDatabase`,
-//! `renameCollection`, `emptycapped` (transactions at their commit: see
-//! [`super::apply`]). Sets make this exact for a `mongodump --oplog` backup, whose
-//! collection files may already hold some of the writes its own oplog replays
-//! (re-inserting an `_id` or deleting a missing one changes nothing, as on the server).
-//! Updates never change a count.
+//! The plan runs the replica in counts-only mode: the `_id`s of every backup
+//! collection, rolled forward through the replayed entries (transactions at their
+//! commit: see [`super::apply`]) with the lenient rules of a mongorestore replay
+//! (nothing fails; the lint reports what would). `pitr replay --engine embedded`
+//! runs the same walk with whole documents and strict rules. Sets make this exact
+//! for a `mongodump --oplog` backup, whose collection files may already hold some of
+//! the writes its own oplog replays (re-inserting an `_id` or deleting a missing one
+//! changes nothing, as on the server).
 //!
-//! Memory: one entry per document, about 70 bytes (the `_id` bytes plus hash-set
-//! overhead); above `--expect-max-ids` (default [`DEFAULT_ID_CAP`]) the counts are
-//! left out of the plan rather than risk the machine; `--no-expect` skips them.
-//! Without `_id`s the model still tracks which namespaces exist (for the lint).
+//! Memory: one entry per document, about 70 bytes (the `_id` plus B-tree overhead);
+//! above `--expect-max-ids` (default [`DEFAULT_ID_CAP`]) the counts are left out of
+//! the plan rather than risk the machine; `--no-expect` skips them. Without `_id`s
+//! the model still tracks which namespaces exist (for the lint).
 //!
-//! `_id` equality follows the server: numbers compare by value (`1`, `1.0` and
-//! `NumberLong(1)` are the same `_id`); other types compare by type and bytes.
+//! `_id` equality follows the server ([`IdKey`]): numbers compare by value (`1`,
+//! `1.0` and `NumberLong(1)` are the same `_id`).
 
 use std::collections::{HashMap, HashSet};
 
 use bson::RawBsonRef;
 use serde::{Deserialize, Serialize};
 
-use crate::oplog::{Entry, Op, Ts};
+use crate::engine::replica::{
+    CollInfo, CollKind, Content, Phase, Replica, ReplicaError, ReplicaOptions,
+};
+pub use crate::engine::IdKey;
+use crate::oplog::{Entry, Ts};
 
 use super::apply::{Source, Visitor};
 
 /// Default cap on `_id`s kept in memory (about 1.4 GB at 70 bytes each).
 pub const DEFAULT_ID_CAP: u64 = 20_000_000;
 
-/// The comparable bytes of one `_id`.
-pub type IdKey = Box<[u8]>;
-
-/// The key of an `_id` value; see the module documentation for equality.
+/// The key of an `_id` value.
 pub fn id_key(v: RawBsonRef<'_>) -> IdKey {
-    let mut k: Vec<u8> = Vec::with_capacity(17);
-    let num = |k: &mut Vec<u8>, n: i64| {
-        k.push(b'n');
-        k.extend_from_slice(&n.to_le_bytes());
-    };
-    match v {
-        RawBsonRef::Int32(n) => num(&mut k, n as i64),
-        RawBsonRef::Int64(n) => num(&mut k, n),
-        RawBsonRef::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => num(&mut k, f as i64),
-        RawBsonRef::Double(f) => {
-            k.push(b'f');
-            k.extend_from_slice(&f.to_bits().to_le_bytes());
-        }
-        other => {
-            k.push(other.element_type() as u8);
-            match other {
-                RawBsonRef::String(s) | RawBsonRef::Symbol(s) | RawBsonRef::JavaScriptCode(s) => {
-                    k.extend_from_slice(s.as_bytes())
-                }
-                RawBsonRef::ObjectId(o) => k.extend_from_slice(&o.bytes()),
-                RawBsonRef::Document(d) => k.extend_from_slice(d.as_bytes()),
-                RawBsonRef::Array(a) => k.extend_from_slice(a.as_bytes()),
-                RawBsonRef::Binary(b) => {
-                    k.push(u8::from(b.subtype));
-                    k.extend_from_slice(b.bytes);
-                }
-                RawBsonRef::DateTime(d) => k.extend_from_slice(&d.timestamp_millis().to_le_bytes()),
-                RawBsonRef::Boolean(b) => k.push(b as u8),
-                RawBsonRef::Timestamp(t) => {
-                    k.extend_from_slice(&t.time.to_le_bytes());
-                    k.extend_from_slice(&t.increment.to_le_bytes());
-                }
-                RawBsonRef::Decimal128(d) => k.extend_from_slice(&d.bytes()),
-                RawBsonRef::Null
-                | RawBsonRef::Undefined
-                | RawBsonRef::MinKey
-                | RawBsonRef::MaxKey => {}
-                rare => k.extend_from_slice(format!("{rare:?}").as_bytes()),
-            }
-        }
-    }
-    k.into_boxed_slice()
+    IdKey::from_value(v)
 }
 
 /// True for namespaces whose count the plan promises: user databases (not
@@ -93,29 +55,22 @@ pub fn is_checked_ns(ns: &str) -> bool {
 
 /// One namespace's expectation after the replay. JSON: `ns`, `exists`, `documents`,
 /// `backup_documents` (count in the backup's data files, null when the backup does
-/// not hold it), `num_records` (the count the entry at the limit recorded when it
-/// is a drop or a rename over this namespace: an independent cross-check).
+/// not hold it), `backup_end_documents` (after the backup's own oplog: the state at
+/// the backup's end; null when not computed), `num_records` (the count the entry at
+/// the limit recorded when it is a drop or a rename over this namespace: an
+/// independent cross-check), `md5` (the `dbHash` the engine predicts; null when the
+/// plan did not build documents).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedNs {
     pub ns: String,
     pub exists: bool,
     pub documents: u64,
     pub backup_documents: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_end_documents: Option<u64>,
     pub num_records: Option<i64>,
-}
-
-#[derive(Default, Debug)]
-struct NsState {
-    exists: bool,
-    ids: HashSet<IdKey>,
-    no_id: u64,
-    backup_documents: Option<u64>,
-}
-
-/// The replay model; see the module documentation.
-pub struct Model {
-    ns: HashMap<String, NsState>,
-    counting: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub md5: Option<String>,
 }
 
 /// One restored backup namespace: its name, documents, documents without `_id`,
@@ -127,27 +82,78 @@ pub struct Seed {
     pub ids: Option<HashSet<IdKey>>,
 }
 
+/// The replica as the plan drives it: how each source applies, the first error.
+pub struct Model {
+    replica: Replica,
+    counting: bool,
+    backup_phase: Phase,
+    slice_phase: Phase,
+    error: Option<ReplicaError>,
+    /// Counts at the backup's end, once [`Model::mark_backup_end`] was called.
+    backup_end: Option<std::collections::HashMap<String, u64>>,
+    /// Documents in the backup's data per namespace it held (whatever happened to
+    /// them since).
+    backup_ns: HashMap<String, u64>,
+}
+
 impl Model {
-    /// `counting`: track `_id`s (each seed then carries its set); otherwise only
-    /// which namespaces exist.
+    /// Counts-only: `counting` tracks `_id`s (each seed then carries its set);
+    /// otherwise only which namespaces exist.
     pub fn new(seeds: Vec<Seed>, counting: bool) -> Model {
-        let mut ns = HashMap::new();
+        let mut replica = Replica::new(ReplicaOptions::default());
+        let mut backup_ns = HashMap::new();
         for s in seeds {
-            ns.insert(
-                s.ns,
-                NsState {
-                    exists: true,
-                    ids: s.ids.unwrap_or_default(),
-                    no_id: s.no_id,
-                    backup_documents: Some(s.documents),
-                },
-            );
+            replica.seed_namespace(&s.ns, |slot| CollInfo::new(slot, CollKind::Collection));
+            replica.seed_keys(&s.ns, s.ids.unwrap_or_default(), s.no_id);
+            backup_ns.insert(s.ns, s.documents);
         }
-        Model { ns, counting }
+        Model::from_replica(replica, counting, Phase::Lenient, Phase::Lenient, backup_ns)
+    }
+
+    /// A model over a replica seeded by the caller.
+    pub fn from_replica(
+        replica: Replica,
+        counting: bool,
+        backup_phase: Phase,
+        slice_phase: Phase,
+        backup_ns: HashMap<String, u64>,
+    ) -> Model {
+        Model {
+            replica,
+            counting,
+            backup_phase,
+            slice_phase,
+            error: None,
+            backup_end: None,
+            backup_ns,
+        }
+    }
+
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    pub fn into_replica(self) -> Replica {
+        self.replica
+    }
+
+    /// Whether the replica keeps whole documents (then hashes can be predicted).
+    pub fn has_documents(&self) -> bool {
+        self.replica.content() == Content::Documents
+    }
+
+    /// The first error since the last call.
+    pub fn take_error(&mut self) -> Option<ReplicaError> {
+        self.error.take()
+    }
+
+    /// Remembers the counts now, as those at the backup's end.
+    pub fn mark_backup_end(&mut self) {
+        self.backup_end = Some(self.replica.counts());
     }
 
     pub fn exists(&self, ns: &str) -> bool {
-        self.ns.get(ns).is_some_and(|s| s.exists)
+        self.replica.exists(ns)
     }
 
     /// Whether the document with this `_id` is in `ns` now; `None` when not counting
@@ -156,163 +162,67 @@ impl Model {
         if !self.counting {
             return None;
         }
-        Some(
-            self.ns
-                .get(ns)
-                .is_some_and(|s| s.exists && s.ids.contains(&id_key(id))),
-        )
+        self.replica.holds(ns, id).ok()
     }
 
     /// Current count of `ns` (0 when it does not exist).
     pub fn count(&self, ns: &str) -> u64 {
-        self.ns.get(ns).map_or(0, |s| {
-            if s.exists {
-                s.ids.len() as u64 + s.no_id
-            } else {
-                0
-            }
-        })
-    }
-
-    fn state(&mut self, ns: &str) -> &mut NsState {
-        if !self.ns.contains_key(ns) {
-            self.ns.insert(ns.to_string(), NsState::default());
-        }
-        self.ns.get_mut(ns).expect("inserted above")
-    }
-
-    fn clear(&mut self, ns: &str) {
-        if let Some(s) = self.ns.get_mut(ns) {
-            s.exists = false;
-            s.ids = HashSet::new();
-            s.no_id = 0;
-        }
+        self.replica.count(ns)
     }
 
     /// The expectations for checked namespaces the backup held or the replay
     /// touched, sorted by namespace (None when not counting).
-    pub fn finish(self) -> Option<Vec<ExpectedNs>> {
+    pub fn finish(&self) -> Result<Option<Vec<ExpectedNs>>, ReplicaError> {
         if !self.counting {
-            return None;
+            return Ok(None);
         }
-        let mut out: Vec<ExpectedNs> = self
-            .ns
+        let mut names: Vec<String> = self
+            .replica
+            .namespaces()
             .into_iter()
-            .filter(|(ns, _)| is_checked_ns(ns))
-            .map(|(ns, s)| ExpectedNs {
-                exists: s.exists,
-                documents: if s.exists {
-                    s.ids.len() as u64 + s.no_id
-                } else {
-                    0
-                },
-                backup_documents: s.backup_documents,
-                num_records: None,
-                ns,
-            })
+            .filter(|(_, c)| c.kind != CollKind::View)
+            .map(|(ns, _)| ns.to_string())
+            .chain(self.backup_ns.keys().cloned())
+            .filter(|ns| is_checked_ns(ns))
             .collect();
-        out.sort_by(|a, b| a.ns.cmp(&b.ns));
-        Some(out)
-    }
-
-    fn command(&mut self, op: &Entry<'_>) {
-        let (Some(name), Some(o)) = (op.command_name(), op.o) else {
-            return;
-        };
-        let db = op.db();
-        let coll_ns = || o.get_str(name).ok().map(|c| format!("{db}.{c}"));
-        match name {
-            "create" => {
-                if let Some(ns) = coll_ns() {
-                    self.state(&ns).exists = true;
-                }
-            }
-            "drop" => {
-                if let Some(ns) = coll_ns() {
-                    self.clear(&ns);
-                }
-            }
-            "emptycapped" => {
-                if let Some(ns) = coll_ns() {
-                    let s = self.state(&ns);
-                    s.ids = HashSet::new();
-                    s.no_id = 0;
-                }
-            }
-            "dropDatabase" => {
-                let prefix = format!("{db}.");
-                let doomed: Vec<String> = self
-                    .ns
-                    .keys()
-                    .filter(|k| k.starts_with(&prefix))
-                    .cloned()
-                    .collect();
-                for ns in doomed {
-                    self.clear(&ns);
-                }
-            }
-            "renameCollection" => {
-                let (Ok(from), Ok(to)) = (o.get_str("renameCollection"), o.get_str("to")) else {
-                    return;
-                };
-                if from == to {
-                    return;
-                }
-                let moved = match self.ns.get_mut(from) {
-                    Some(s) if s.exists => {
-                        let m = NsState {
-                            exists: true,
-                            ids: std::mem::take(&mut s.ids),
-                            no_id: s.no_id,
-                            backup_documents: None,
-                        };
-                        s.exists = false;
-                        s.no_id = 0;
-                        m
-                    }
-                    _ => NsState {
-                        exists: true,
-                        ..NsState::default()
-                    },
-                };
-                let target = self.state(to);
-                target.exists = true;
-                target.ids = moved.ids;
-                target.no_id = moved.no_id;
-            }
-            _ => {}
+        names.sort();
+        names.dedup();
+        let mut out = Vec::new();
+        for ns in names {
+            let info = self.replica.get(&ns);
+            let md5 = if self.has_documents() {
+                self.replica.collection_hash(&ns)?.map(|h| h.md5)
+            } else {
+                None
+            };
+            out.push(ExpectedNs {
+                exists: info.is_some(),
+                documents: self.replica.count(&ns),
+                backup_documents: self.backup_ns.get(&ns).copied(),
+                backup_end_documents: self
+                    .backup_end
+                    .as_ref()
+                    .map(|m| m.get(&ns).copied().unwrap_or(0)),
+                num_records: None,
+                md5,
+                ns,
+            });
         }
+        Ok(Some(out))
     }
-}
-
-fn doc_id<'a>(op: &Entry<'a>) -> Option<RawBsonRef<'a>> {
-    op.o?.get("_id").ok().flatten()
 }
 
 impl Visitor for Model {
-    fn applied(&mut self, op: &Entry<'_>, _at: Ts, _src: Source, _in_txn: bool) {
-        match op.op {
-            Op::Insert => {
-                let counting = self.counting;
-                let id = doc_id(op);
-                let s = self.state(op.ns);
-                s.exists = true;
-                if counting {
-                    match id {
-                        Some(v) => {
-                            s.ids.insert(id_key(v));
-                        }
-                        None => s.no_id += 1,
-                    }
-                }
-            }
-            Op::Delete if self.counting => {
-                if let (Some(v), Some(s)) = (doc_id(op), self.ns.get_mut(op.ns)) {
-                    s.ids.remove(&id_key(v));
-                }
-            }
-            Op::Command => self.command(op),
-            _ => {}
+    fn applied(&mut self, op: &Entry<'_>, _at: Ts, src: Source, _in_txn: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        let phase = match src {
+            Source::BackupOplog => self.backup_phase,
+            Source::Slice => self.slice_phase,
+        };
+        if let Err(e) = self.replica.apply(op, phase) {
+            self.error = Some(e);
         }
     }
 }
@@ -408,7 +318,7 @@ mod tests {
             ],
         );
         assert_eq!(m.count("shop.orders"), 3);
-        let exp = m.finish().unwrap();
+        let exp = m.finish().unwrap().unwrap();
         let got: Vec<(&str, bool, u64, Option<u64>)> = exp
             .iter()
             .map(|e| (e.ns.as_str(), e.exists, e.documents, e.backup_documents))
@@ -436,6 +346,6 @@ mod tests {
             &[doc! { "ts": ts(1, 1), "op": "c", "ns": "a.$cmd", "o": { "dropDatabase": 1 } }],
         );
         assert!(!m.exists("a.x") && !m.exists("a.y") && m.exists("b.z"));
-        assert!(m.finish().is_none());
+        assert!(m.finish().unwrap().is_none());
     }
 }

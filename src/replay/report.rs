@@ -257,6 +257,7 @@ mod tests {
                 id_cap: 1_000_000,
                 sort_memory: 1 << 20,
                 versions: Default::default(),
+                content: None,
             },
             &Quiet,
         )

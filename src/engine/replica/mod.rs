@@ -173,6 +173,25 @@ impl Replica {
         Ok(())
     }
 
+    /// Counts-only seeding: the `_id`s of `ns` (seeded first) and how many documents
+    /// had none.
+    pub fn seed_keys(&mut self, ns: &str, ids: impl IntoIterator<Item = IdKey>, no_id: u64) {
+        let Some(c) = self.colls.get_mut(ns) else {
+            return;
+        };
+        let slot = c.slot;
+        c.no_id.extend((0..no_id).map(|_| Vec::new()));
+        let mut n = c.no_id.len() as u64;
+        for k in ids {
+            // Keys only: in memory, never spilled (the plan caps their number).
+            let _ = self.store.put(slot, k, &[]);
+            n += 1;
+        }
+        if let Some(c) = self.colls.get_mut(ns) {
+            c.backup_documents = Some(n);
+        }
+    }
+
     fn take_slot(&mut self) -> Slot {
         self.next_slot += 1;
         self.next_slot
