@@ -61,6 +61,21 @@ Examples:
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,
+    /// Which engine restores: `embedded` (pitr applies the backup and the oplog itself
+    /// and writes a mongodump dump to --out; needs no MongoDB) or `mongod` (a spare
+    /// mongod and mongorestore)
+    #[arg(long, value_enum, default_value_t = Engine::Embedded)]
+    pub engine: Engine,
+    /// Embedded engine: memory for documents before they move to an on-disk store in
+    /// the work dir (e.g. `512MiB`, `2GiB`)
+    #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
+    pub memory: usize,
+    /// Embedded engine: write --out as `mongodump --gzip` does
+    #[arg(long)]
+    pub gzip: bool,
+    /// Embedded engine: write --out as one archive file (`mongodump --archive`)
+    #[arg(long)]
+    pub archive: bool,
     /// Print the plan and the exact commands (with the programs found); start nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -95,6 +110,44 @@ pub struct ReplayArgs {
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]
     pub json: bool,
+}
+
+/// The restore engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// In-process: no MongoDB needed.
+    Embedded,
+    /// A spare mongod and mongorestore.
+    Mongod,
+}
+
+/// clap value parser for sizes: `512MiB`, `2GiB`, `300MB`, or bytes.
+pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size; use e.g. `512MiB`, `2GiB`"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit; use B, KiB, MiB, GiB, KB, MB, GB"
+            ))
+        }
+    };
+    let v = n.saturating_mul(mult);
+    if v < (1 << 20) {
+        return Err(format!("`{s}`: at least 1MiB"));
+    }
+    Ok(v)
 }
 
 /// clap value parser for durations: `500ms`, `30s`, `90m`, `2h`.
@@ -176,6 +229,16 @@ fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
 }
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    if a.engine == Engine::Embedded {
+        return run_embedded(a);
+    }
+    if a.gzip || a.archive {
+        return Err(Failure::new(
+            "--gzip and --archive choose the form of the embedded engine's dump",
+        )
+        .with_hint("with --engine mongod, --out is written by mongodump as a directory")
+        .with_exit_code(exit::ERROR));
+    }
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
@@ -319,6 +382,67 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         ))
         .with_exit_code(report.exit_code)),
     }
+}
+
+/// `--engine embedded`: plan, build the state in-process, write the dump.
+fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
+    use crate::engine::replica::dump::DumpFormat;
+    if a.keep || a.mongodb_bin.is_some() || a.port.is_some() {
+        return Err(Failure::new(
+            "--keep, --mongodb-bin and --port are for --engine mongod (the embedded engine starts no server)",
+        )
+        .with_exit_code(exit::ERROR));
+    }
+    if a.gzip && a.archive {
+        // mongodump --archive --gzip gzips the whole archive: allowed.
+    }
+    let cwd = std::env::current_dir()?;
+    let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
+    let out = absolute(
+        &cwd,
+        a.out.clone().unwrap_or_else(|| work.root.join("dump")),
+    );
+    if out.exists() {
+        work.discard_if_unused();
+        return Err(Failure::from(ReplayError::OutNotEmpty(out)));
+    }
+    let format = if a.archive {
+        DumpFormat::Archive { gzip: a.gzip }
+    } else {
+        DumpFormat::Directory { gzip: a.gzip }
+    };
+    let req = a
+        .plan
+        .request(Some(work.plan_dir()), cwd.clone(), Default::default());
+    eprintln!(
+        "pitr replay (engine: embedded): no mongod, no mongorestore; work dir {}",
+        work.root.display()
+    );
+    let (report, result) = crate::replay::embedded::run(
+        crate::replay::embedded::EmbeddedRun {
+            req,
+            work: &work,
+            out,
+            format,
+            memory: a.memory,
+        },
+        &CliProgress { enabled: !a.json },
+    );
+    let Some(report) = report else {
+        work.discard_if_unused();
+        return result.map(|()| exit::OK);
+    };
+    {
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::new(stdout.lock());
+        if a.json {
+            super::output::write_json(&mut w, &report)?;
+        } else {
+            write!(w, "{}", crate::replay::embedded::summary(&report))?;
+        }
+        w.flush()?;
+    }
+    result.map(|()| exit::OK)
 }
 
 #[cfg(test)]

@@ -475,6 +475,40 @@ pub fn build_with_model(
     Ok((plan, model))
 }
 
+/// Adds view `ns` as its definition document in `<db>.system.views`.
+fn seed_view(
+    replica: &mut crate::engine::replica::Replica,
+    ns: &str,
+    m: &crate::backup::Metadata,
+) -> Result<(), PlanError> {
+    use crate::engine::replica::{catalog::default_id_index, CollInfo, CollKind};
+    let (db, _) = ns.split_once('.').unwrap_or((ns, ""));
+    let views = format!("{db}.system.views");
+    if !replica.exists(&views) {
+        replica.seed_namespace(&views, |slot| {
+            let mut c = CollInfo::new(slot, CollKind::Collection);
+            c.indexes = vec![default_id_index()];
+            c.indexes[0].insert("v", 2);
+            c
+        });
+    }
+    let mut d = bson::doc! { "_id": ns };
+    for k in ["viewOn", "pipeline", "collation"] {
+        if let Some(v) = m.options.get(k) {
+            d.insert(k, v.clone());
+        }
+    }
+    let raw = bson::RawDocumentBuf::from_document(&d).map_err(|e| {
+        PlanError::Replica(crate::engine::replica::ReplicaError::Seed {
+            ns: ns.into(),
+            index: 0,
+            why: e.to_string(),
+        })
+    })?;
+    replica.seed_document(&views, &raw, 0)?;
+    Ok(())
+}
+
 /// The replica with whole documents: every restored namespace of the backup with
 /// its metadata, then every document of its data.
 fn seed_documents(
@@ -514,8 +548,16 @@ fn seed_documents(
         if !restored(&n.ns) {
             continue;
         }
-        let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
         let meta = inv.backup.get(&n.ns).and_then(|e| e.metadata.clone());
+        if kind == CollKind::View {
+            // A view is a document of `<db>.system.views` on the server; the oplog
+            // creates and drops views by writing there.
+            if let Some(m) = &meta {
+                seed_view(&mut replica, &n.ns, m)?;
+            }
+            continue;
+        }
+        let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
         replica.seed_namespace(&data_ns, |slot| match &meta {
             Some(m) => CollInfo::from_metadata(slot, kind, m),
             None => CollInfo::new(slot, kind),

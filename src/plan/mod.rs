@@ -70,7 +70,7 @@ use serde::{Deserialize, Serialize};
 use crate::oplog::reader::ByteCounter;
 use crate::oplog::Ts;
 
-pub use build::{build, PlanRequest, OUT_FILES};
+pub use build::{build, build_with_model, ContentOptions, PlanRequest, OUT_FILES};
 pub use coverage::{Coverage, Mode};
 pub use error::PlanError;
 pub use expect::ExpectedNs;

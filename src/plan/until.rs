@@ -72,6 +72,12 @@ pub struct FindingRef {
     pub num_records: Option<i64>,
     pub collections: Vec<String>,
     pub details: String,
+    /// The incident's last entry (a burst's last delete); null in older plans.
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub last_ts: Option<Ts>,
+    /// Entries involved (a burst's deletes or updates).
+    #[serde(default)]
+    pub count: u64,
 }
 
 impl FindingRef {
@@ -85,6 +91,8 @@ impl FindingRef {
             num_records: f.num_records,
             collections: f.collections.clone(),
             details: f.details.clone(),
+            last_ts: Some(f.last_ts),
+            count: f.count,
         }
     }
 }

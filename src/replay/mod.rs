@@ -19,6 +19,7 @@
 
 pub mod commands;
 pub mod dry_run;
+pub mod embedded;
 pub mod error;
 pub mod markdown;
 pub mod progress;

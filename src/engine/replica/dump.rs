@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use bson::{Bson, Document};
 
 use super::catalog::{uuid_hex, CollInfo, CollKind};
+use super::listing::{listing, Item};
 use super::{Replica, ReplicaError};
 use crate::archive::{
     ArchiveWriter, CollectionMetadata, CollectionType, Header, Namespace, WriterOptions,
@@ -90,22 +91,6 @@ pub fn query_escape(s: &str) -> String {
     out
 }
 
-/// What mongodump calls the namespace, its type, and whether it has data.
-fn user_view(ns: &str, c: &CollInfo) -> (String, String, &'static str) {
-    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
-    match c.kind {
-        CollKind::TimeseriesBuckets => (
-            db.to_string(),
-            coll.strip_prefix("system.buckets.")
-                .unwrap_or(coll)
-                .to_string(),
-            "timeseries",
-        ),
-        CollKind::View => (db.to_string(), coll.to_string(), "view"),
-        CollKind::Collection => (db.to_string(), coll.to_string(), "collection"),
-    }
-}
-
 /// The `<coll>.metadata.json` text.
 pub fn metadata_json(coll_name: &str, kind: &str, c: &CollInfo) -> String {
     let mut d = Document::new();
@@ -124,12 +109,6 @@ pub fn metadata_json(coll_name: &str, kind: &str, c: &CollInfo) -> String {
     let mut s = String::new();
     super::extjson::write_canonical(&Bson::Document(d), &mut s);
     s
-}
-
-/// Whether a full mongodump includes `ns`.
-pub fn dumped_by_default(ns: &str) -> bool {
-    let db = ns.split_once('.').map_or(ns, |(d, _)| d);
-    db != "local" && db != "config"
 }
 
 /// Writes the replica to `out`; `include` says which namespaces (their user-facing
@@ -166,14 +145,10 @@ pub fn write(
             path: parent.to_path_buf(),
             source,
         })?;
-    let mut list: Vec<(String, String, String, &'static str)> = Vec::new();
-    for (ns, c) in r.namespaces() {
-        let (db, coll, kind) = user_view(ns, c);
-        let user_ns = format!("{db}.{coll}");
-        if dumped_by_default(ns) && include(&user_ns) {
-            list.push((ns.to_string(), db, coll, kind));
-        }
-    }
+    let list: Vec<Item> = listing(r)?
+        .into_iter()
+        .filter(|it| include(&format!("{}.{}", it.db, it.coll)))
+        .collect();
     let dumped = match format {
         DumpFormat::Directory { gzip } => write_dir(r, tmp.path(), &list, gzip)?,
         DumpFormat::Archive { gzip } => {
@@ -238,13 +213,19 @@ impl<W: Write> FinishWrite for flate2::write::GzEncoder<W> {
 fn write_dir(
     r: &Replica,
     root: &Path,
-    list: &[(String, String, String, &'static str)],
+    list: &[Item],
     gzip: bool,
 ) -> Result<Vec<Dumped>, DumpError> {
     let gz = if gzip { ".gz" } else { "" };
     let mut out = Vec::new();
-    for (ns, db, coll, kind) in list {
-        let c = r.get(ns).expect("listed from the replica");
+    for Item {
+        data_ns,
+        db,
+        coll,
+        kind,
+        info: c,
+    } in list
+    {
         let dir = root.join(db);
         fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let escaped = query_escape(coll);
@@ -257,7 +238,7 @@ fn write_dir(
             .map_err(io_err(&meta_path))?;
         m.finish_write().map_err(io_err(&meta_path))?;
         let mut documents = 0;
-        if c.kind != CollKind::View {
+        if let Some(ns) = data_ns {
             let data_name = if c.kind == CollKind::TimeseriesBuckets {
                 format!("system.buckets.{escaped}")
             } else {
@@ -292,7 +273,7 @@ fn write_dir(
 fn write_archive(
     r: &Replica,
     path: &Path,
-    list: &[(String, String, String, &'static str)],
+    list: &[Item],
     gzip: bool,
     server_version: &str,
 ) -> Result<Vec<Dumped>, DumpError> {
@@ -307,13 +288,12 @@ fn write_archive(
     );
     let prelude: Vec<CollectionMetadata> = list
         .iter()
-        .map(|(ns, db, coll, kind)| {
-            let c = r.get(ns).expect("listed from the replica");
+        .map(|it| {
             CollectionMetadata::new(
-                db.clone(),
-                coll.clone(),
-                metadata_json(coll, kind, c),
-                match *kind {
+                it.db.clone(),
+                it.coll.clone(),
+                metadata_json(&it.coll, it.kind, &it.info),
+                match it.kind {
                     "timeseries" => CollectionType::Timeseries,
                     "view" => CollectionType::View,
                     _ => CollectionType::Collection,
@@ -325,10 +305,10 @@ fn write_archive(
     let mut w =
         ArchiveWriter::new(file, &header, &prelude, WriterOptions { gzip }).map_err(aerr)?;
     let mut out = Vec::new();
-    for ((ns, db, coll, kind), meta) in list.iter().zip(&prelude) {
-        let c = r.get(ns).expect("listed from the replica");
+    for (it, meta) in list.iter().zip(&prelude) {
+        let (db, coll, kind) = (&it.db, &it.coll, it.kind);
         let mut documents = 0;
-        if c.kind != CollKind::View {
+        if let Some(ns) = &it.data_ns {
             let data = meta.data_namespace(&header);
             let mut failed = None;
             r.for_each_document(ns, &mut |doc| {

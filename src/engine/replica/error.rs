@@ -24,6 +24,8 @@ pub enum ReplicaError {
     Seed { ns: String, index: u64, why: String },
     #[error(transparent)]
     Disk(#[from] DiskError),
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl Hint for ReplicaError {
@@ -40,6 +42,7 @@ impl Hint for ReplicaError {
                 Some("the backup's data file is corrupt; inspect it with `bsondump`".into())
             }
             ReplicaError::Disk(e) => e.hint(),
+            ReplicaError::Interrupted => None,
         }
     }
 }

@@ -38,6 +38,8 @@ pub mod dump;
 pub mod error;
 pub mod extjson;
 pub mod hash;
+pub mod interrupt;
+pub mod listing;
 pub mod store;
 pub mod visit;
 
@@ -96,6 +98,8 @@ pub struct Tolerated {
     /// Commands whose "acceptable" error the server swallows (drop of a missing
     /// collection, ...).
     pub acceptable: u64,
+    /// Index builds on time-series buckets collections, not dumped (see `commands`).
+    pub untranslated_indexes: u64,
 }
 
 /// The replica; see the module documentation.
@@ -146,6 +150,9 @@ impl Replica {
         doc: &RawDocument,
         index: u64,
     ) -> Result<(), ReplicaError> {
+        if index % 1024 == 0 && interrupt::requested() {
+            return Err(ReplicaError::Interrupted);
+        }
         let Some(c) = self.colls.get_mut(ns) else {
             return Err(ReplicaError::Seed {
                 ns: ns.into(),
@@ -264,6 +271,9 @@ impl Replica {
 
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk).
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        if interrupt::requested() {
+            return Err(ReplicaError::Interrupted);
+        }
         self.applied += 1;
         match op.op {
             Op::Insert => self.insert(op, phase),
