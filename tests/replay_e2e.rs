@@ -74,6 +74,8 @@ fn replay(bins: &Bins, until: &str, extra: &[&str], env: &[(&str, &str)]) -> Run
     let bin = bins.dir.display().to_string();
     let mut args = vec![
         "replay",
+        "--engine",
+        "mongod",
         "--backup",
         &backup,
         "--oplog",
@@ -277,6 +279,8 @@ fn peer_dump_with_oplog_gives_14_then_15_documents() {
                 tmp.path(),
                 &[
                     "replay",
+                    "--engine",
+                    "mongod",
                     "--backup",
                     &dump,
                     "--oplog",
@@ -367,6 +371,8 @@ fn dry_run_shows_real_paths_and_starts_nothing() {
         tmp.path(),
         &[
             "replay",
+            "--engine",
+            "mongod",
             "--backup",
             &backup,
             "--oplog",
@@ -588,6 +594,8 @@ fn documents_that_fail_to_restore_fail_the_replay() {
             tmp.path(),
             &[
                 "replay",
+                "--engine",
+                "mongod",
                 "--backup",
                 &b,
                 "--oplog",

@@ -44,6 +44,8 @@ impl Case {
     fn args(&self, extra: &[&str]) -> Vec<String> {
         let mut v: Vec<String> = [
             "replay",
+            "--engine",
+            "mongod",
             "--backup",
             &format!("{FIXTURE}/backup"),
             "--oplog",

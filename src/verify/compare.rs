@@ -31,6 +31,8 @@ pub struct Expectation {
     pub check: Check,
     pub documents: Option<u64>,
     pub num_records: Option<i64>,
+    /// The `dbHash` the engine predicts for the collection's content.
+    pub md5: Option<String>,
 }
 
 /// Pass or fail.
@@ -52,7 +54,8 @@ impl Status {
 
 /// One line of the table. JSON: `ns`, `check` (`count`, `absent`, `exists`),
 /// `expected_documents`, `num_records`, `found` (the namespace exists),
-/// `documents` (counted; null when absent), `status` (`pass`/`fail`), `note`.
+/// `documents` (counted; null when absent), `expected_md5` (the engine's predicted
+/// `dbHash`), `md5` (the server's `dbHash`), `status` (`pass`/`fail`), `note`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Row {
     pub ns: String,
@@ -61,6 +64,8 @@ pub struct Row {
     pub num_records: Option<i64>,
     pub found: bool,
     pub documents: Option<u64>,
+    pub expected_md5: Option<String>,
+    pub md5: Option<String>,
     pub status: Status,
     pub note: String,
 }
@@ -86,6 +91,7 @@ pub fn expectations(plan: &RestorePlan) -> Result<Vec<Expectation>, VerifyError>
                 },
                 documents: e.exists.then_some(e.documents),
                 num_records: e.num_records,
+                md5: e.md5.clone().filter(|_| e.exists),
             });
         }
     }
@@ -109,6 +115,7 @@ pub fn expectations(plan: &RestorePlan) -> Result<Vec<Expectation>, VerifyError>
                 check: Check::Exists,
                 documents: None,
                 num_records: None,
+                md5: None,
             });
         }
     }
@@ -137,7 +144,35 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
     } else {
         None
     };
-    let (status, note) = judge(e, found, documents);
+    let (mut status, mut note) = judge(e, found, documents);
+    let md5 = if found {
+        seen.hashes.get(&e.ns).cloned()
+    } else {
+        None
+    };
+    if let (Some(want), Some(got)) = (&e.md5, &md5) {
+        if want != got {
+            status = Status::Fail;
+            let why = format!(
+                "content differs: dbHash {got}, the engine predicts {want}{}",
+                seen.first_difference
+                    .get(&e.ns)
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            );
+            note = if note.is_empty() {
+                why
+            } else {
+                format!("{note}; {why}")
+            };
+        } else if status == Status::Pass {
+            note = if note.is_empty() {
+                "content = the engine's dbHash".into()
+            } else {
+                format!("{note}; content = the engine's dbHash")
+            };
+        }
+    }
     Row {
         ns: e.ns.clone(),
         check: e.check,
@@ -145,6 +180,8 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
         num_records: e.num_records,
         found,
         documents,
+        expected_md5: e.md5.clone(),
+        md5,
         status,
         note,
     }
@@ -219,6 +256,8 @@ mod tests {
                 .iter()
                 .map(|(n, c)| (n.to_string(), *c))
                 .collect::<BTreeMap<_, _>>(),
+            hashes: BTreeMap::new(),
+            first_difference: BTreeMap::new(),
             server: Default::default(),
         }
     }
@@ -234,7 +273,33 @@ mod tests {
             check,
             documents,
             num_records,
+            md5: None,
         }
+    }
+
+    #[test]
+    fn content_hash_mismatch_fails_and_names_the_first_difference() {
+        let mut a = exp("shop.orders", Check::Count, Some(2), None);
+        a.md5 = Some("aaaa".into());
+        let mut b = exp("shop.users", Check::Count, Some(1), None);
+        b.md5 = Some("bbbb".into());
+        let mut s = seen(&[("shop.orders", 2), ("shop.users", 1)]);
+        s.hashes.insert("shop.orders".into(), "ffff".into());
+        s.hashes.insert("shop.users".into(), "bbbb".into());
+        s.first_difference
+            .insert("shop.orders".into(), "first differing _id: 7".into());
+        let out = compare(&[a, b], &s);
+        assert_eq!(out.rows[0].status, Status::Fail);
+        assert!(
+            out.rows[0]
+                .note
+                .contains("dbHash ffff, the engine predicts aaaa"),
+            "{}",
+            out.rows[0].note
+        );
+        assert!(out.rows[0].note.contains("first differing _id: 7"));
+        assert_eq!(out.rows[1].status, Status::Pass);
+        assert!(out.rows[1].note.contains("content = the engine's dbHash"));
     }
 
     #[test]

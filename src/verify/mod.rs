@@ -80,7 +80,12 @@ pub async fn verify(
     let exps = expectations(plan)?;
     let client = connect(uri, timeout).await?;
     let wanted: Vec<String> = exps.iter().map(|e| e.ns.clone()).collect();
-    let observed = observe(&client, uri, &wanted).await?;
+    let hashed: Vec<String> = exps
+        .iter()
+        .filter(|e| e.md5.is_some())
+        .map(|e| e.ns.clone())
+        .collect();
+    let observed = observe(&client, uri, &wanted, &hashed).await?;
     let outcome = compare(&exps, &observed);
     let note = plan.expected.is_none().then(|| {
         format!(

@@ -18,6 +18,11 @@ use super::ServerInfo;
 pub struct Observed {
     pub namespaces: BTreeSet<String>,
     pub counts: BTreeMap<String, u64>,
+    /// `dbHash` of the namespaces asked for by hash.
+    pub hashes: BTreeMap<String, String>,
+    /// Per namespace, what the first differing document is (filled by the caller
+    /// when it has a dump to compare with).
+    pub first_difference: BTreeMap<String, String>,
     pub server: ServerInfo,
 }
 
@@ -27,6 +32,7 @@ pub async fn observe(
     client: &Client,
     uri: &str,
     wanted: &[String],
+    hashed: &[String],
 ) -> Result<Observed, VerifyError> {
     let err = |what: String| {
         move |e: mongodb::error::Error| VerifyError::Command {
@@ -83,9 +89,33 @@ pub async fn observe(
             .map_err(err(format!("counting the documents of `{ns}`")))?;
         counts.insert(ns.clone(), n);
     }
+    // dbHash per database, for the collections whose content is predicted
+    // (`src/mongo/db/commands/dbhash.cpp`: `collections` restricts the reply).
+    let mut by_db: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for ns in hashed.iter().filter(|ns| namespaces.contains(*ns)) {
+        let (db, coll) = ns.split_once('.').unwrap_or((ns.as_str(), ""));
+        by_db.entry(db).or_default().push(coll);
+    }
+    let mut hashes = BTreeMap::new();
+    for (db, colls) in by_db {
+        let reply: Document = client
+            .database(db)
+            .run_command(doc! { "dbHash": 1, "collections": colls.clone() })
+            .await
+            .map_err(err(format!("dbHash on `{db}`")))?;
+        if let Ok(c) = reply.get_document("collections") {
+            for (name, v) in c {
+                if let Bson::String(h) = v {
+                    hashes.insert(format!("{db}.{name}"), h.clone());
+                }
+            }
+        }
+    }
     Ok(Observed {
         namespaces,
         counts,
+        hashes,
+        first_difference: BTreeMap::new(),
         server,
     })
 }
