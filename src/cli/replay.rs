@@ -144,8 +144,8 @@ pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
         }
     };
     let v = n.saturating_mul(mult);
-    if v < (1 << 20) {
-        return Err(format!("`{s}`: at least 1MiB"));
+    if v < (64 << 10) {
+        return Err(format!("`{s}`: at least 64KiB"));
     }
     Ok(v)
 }

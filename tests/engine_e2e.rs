@@ -1,0 +1,532 @@
+//! The embedded engine end to end: `pitr replay --engine embedded` on the committed
+//! incident and on fresh seeds, against the generator's truth for every planted
+//! incident; its `--out` restored by the REAL mongorestore (every release in
+//! `../shared/tools`) into the stand-in mongod, which must hold the counts and the
+//! `dbHash` the engine predicted; a memory budget far below the backup; Ctrl-C.
+
+mod common;
+mod replay_common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use replay_common::{code, read_json, run_pitr, show, tool_sets, FIXTURE};
+
+/// Runs the embedded engine into `work/out` (`extra` flags added); returns the
+/// report and the output.
+fn embedded(
+    cwd: &Path,
+    scenario: &Path,
+    until: &str,
+    extra: &[&str],
+) -> (Output, Option<serde_json::Value>) {
+    let backup = scenario.join("backup");
+    let oplog = scenario.join("oplog.bson");
+    let mut args = vec![
+        "replay",
+        "--engine",
+        "embedded",
+        "--backup",
+        backup.to_str().unwrap(),
+        "--oplog",
+        oplog.to_str().unwrap(),
+        "--until",
+        until,
+        "--workdir",
+        "work",
+        "--out",
+        "out",
+    ];
+    args.extend_from_slice(extra);
+    let o = run_pitr(cwd, &args, &[]);
+    let report = cwd.join("work/report.json");
+    (o, report.exists().then(|| read_json(&report)))
+}
+
+/// Per namespace, the documents at the limit (existing namespaces only).
+fn counts_of(report: &serde_json::Value) -> Vec<(String, u64)> {
+    report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["exists"].as_bool().unwrap())
+        .map(|n| {
+            (
+                n["ns"].as_str().unwrap().to_string(),
+                n["documents"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Every planted incident's limit: the engine's counts equal the generator's truth.
+fn check_truth(test: &str, scenario: &Path) {
+    let truth = read_json(&scenario.join("truth.json"));
+    let expected = truth["expected_counts"].as_array().unwrap();
+    assert!(!expected.is_empty(), "{test}: no incidents in the truth");
+    for e in expected {
+        let limit = e["oplog_limit"].as_str().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (o, report) = embedded(tmp.path(), scenario, limit, &[]);
+        assert_eq!(code(&o), 0, "{test} at {limit}: {}", show(&o));
+        let report = report.unwrap();
+        assert_eq!(report["engine"], "embedded");
+        let mut want: Vec<(String, u64)> = e["counts"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect();
+        want.sort();
+        let mut got = counts_of(&report);
+        got.retain(|(ns, n)| *n > 0 || want.iter().any(|(w, _)| w == ns));
+        got.sort();
+        assert_eq!(got, want, "{test}: counts at {limit}");
+        // The dump holds what the report says.
+        for (ns, n) in &want {
+            let (db, coll) = ns.split_once('.').unwrap();
+            let f = tmp.path().join("out").join(db).join(format!("{coll}.bson"));
+            if f.exists() {
+                assert_eq!(
+                    replay_common::bson_docs(&f) as u64,
+                    *n,
+                    "{test}: {ns} at {limit}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn committed_incident_every_limit_equals_the_truth() {
+    check_truth(
+        "committed_incident_every_limit_equals_the_truth",
+        Path::new(FIXTURE),
+    );
+}
+
+#[test]
+fn fresh_seeds_every_limit_equal_the_truth() {
+    for seed in [11, 12345] {
+        let dir = tempfile::tempdir().unwrap();
+        common::generate_incident(dir.path(), seed);
+        check_truth(&format!("fresh seed {seed}"), dir.path());
+    }
+}
+
+#[test]
+fn restores_shop_orders_with_its_113_documents_and_names_the_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (o, report) = embedded(tmp.path(), Path::new(FIXTURE), "auto", &[]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = replay_common::stdout(&o);
+    assert!(out.contains("Engine    embedded"), "{out}");
+    let report = report.unwrap();
+    let orders = counts_of(&report)
+        .into_iter()
+        .find(|(ns, _)| ns == "shop.orders")
+        .unwrap();
+    assert_eq!(orders.1, 113);
+    assert_eq!(
+        replay_common::bson_docs(&tmp.path().join("out/shop/orders.bson")),
+        113
+    );
+    // The documents the drop destroys, on their own, cross-checked with numRecords.
+    let d = &report["destroyed"];
+    assert_eq!(
+        (d["documents"].as_u64(), d["num_records"].as_i64()),
+        (Some(113), Some(113))
+    );
+    assert_eq!(
+        replay_common::bson_docs(&tmp.path().join("out-destroyed/shop/orders.bson")),
+        113
+    );
+    let md = std::fs::read_to_string(tmp.path().join("work/report.md")).unwrap();
+    assert!(md.contains("engine: embedded"), "{md}");
+    // Nothing temporary left.
+    let leftovers: Vec<String> = std::fs::read_dir(tmp.path().join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A stand-in mongod on a free loopback port; killed on drop.
+struct Mongod {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Mongod {
+    fn start(bin: &Path) -> Mongod {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("db")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(bin)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind_ip",
+                "127.0.0.1",
+                "--dbpath",
+            ])
+            .arg(dir.path().join("db"))
+            .arg("--logpath")
+            .arg(dir.path().join("mongod.log"))
+            .env_remove("PITR_STANDIN_FAULT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the stand-in mongod");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "mongod did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Mongod {
+            child,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn restore(&self, mongorestore: &Path, args: &[&str]) -> Output {
+        let o = Command::new(mongorestore)
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mongorestore");
+        assert!(
+            o.status.success(),
+            "mongorestore {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+
+    fn uri(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Mongod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `dbHash` of `db.coll` and its count, through the driver.
+fn server_hash(uri: &str, db: &str, coll: &str) -> (String, u64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = mongodb::Client::with_uri_str(uri).await.unwrap();
+        let d = client.database(db);
+        let reply = d
+            .run_command(bson::doc! { "dbHash": 1, "collections": [coll] })
+            .await
+            .unwrap();
+        let h = reply
+            .get_document("collections")
+            .unwrap()
+            .get_str(coll)
+            .unwrap()
+            .to_string();
+        let n = d
+            .collection::<bson::Document>(coll)
+            .count_documents(bson::doc! {})
+            .await
+            .unwrap();
+        (h, n)
+    })
+}
+
+#[test]
+fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
+    let test = "real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash";
+    let sets = tool_sets(test);
+    for (form, flags, restore_args) in [
+        ("directory", &[][..], &["out"][..]),
+        ("gzip", &["--gzip"][..], &["--gzip", "out"][..]),
+        ("archive", &["--archive"][..], &["--archive=out"][..]),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (o, report) = embedded(tmp.path(), Path::new(FIXTURE), "auto", flags);
+        assert_eq!(code(&o), 0, "{form}: {}", show(&o));
+        let report = report.unwrap();
+        let plan_file: PathBuf = tmp.path().join("work/plan/plan.json");
+        for b in &sets {
+            let mongod = Mongod::start(&b.dir.join("mongod"));
+            let mut args: Vec<&str> = restore_args.to_vec();
+            let out_path = tmp.path().join("out");
+            let archive_arg = format!("--archive={}", out_path.display());
+            for a in args.iter_mut() {
+                if *a == "out" {
+                    *a = out_path.to_str().unwrap();
+                } else if *a == "--archive=out" {
+                    *a = &archive_arg;
+                }
+            }
+            mongod.restore(&b.dir.join("mongorestore"), &args);
+            // pitr verify compares every count and every dbHash with the plan.
+            let v = run_pitr(
+                tmp.path(),
+                &[
+                    "verify",
+                    "--uri",
+                    &mongod.uri(),
+                    "--expect",
+                    plan_file.to_str().unwrap(),
+                    "--json",
+                ],
+                &[],
+            );
+            assert_eq!(code(&v), 0, "{form} with {}: {}", b.label, show(&v));
+            let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+            let hashed = vj["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["md5"].is_string() && r["md5"] == r["expected_md5"])
+                .count();
+            assert!(
+                hashed >= 10,
+                "{form}: only {hashed} collections hashed: {vj}"
+            );
+            // And the engine's report agrees with the server's dbHash of shop.orders.
+            let (h, n) = server_hash(&mongod.uri(), "shop", "orders");
+            let row = report["namespaces"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["ns"] == "shop.orders")
+                .unwrap();
+            assert_eq!(
+                (
+                    row["md5"].as_str().unwrap(),
+                    row["documents"].as_u64().unwrap()
+                ),
+                (h.as_str(), n)
+            );
+        }
+    }
+}
+
+#[test]
+fn real_mongorestore_renames_with_ns_from_ns_to() {
+    let test = "real_mongorestore_renames_with_ns_from_ns_to";
+    let tmp = tempfile::tempdir().unwrap();
+    let (o, report) = embedded(tmp.path(), Path::new(FIXTURE), "auto", &[]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let report = report.unwrap();
+    let want = report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ns"] == "shop.orders")
+        .unwrap()["md5"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for b in tool_sets(test) {
+        let mongod = Mongod::start(&b.dir.join("mongod"));
+        mongod.restore(
+            &b.dir.join("mongorestore"),
+            &[
+                "--nsInclude",
+                "shop.orders",
+                "--nsFrom",
+                "shop.orders",
+                "--nsTo",
+                "recovered.orders_before_drop",
+                tmp.path().join("out").to_str().unwrap(),
+            ],
+        );
+        let (h, n) = server_hash(&mongod.uri(), "recovered", "orders_before_drop");
+        assert_eq!((h.as_str(), n), (want.as_str(), 113), "{}", b.label);
+    }
+}
+
+#[test]
+fn a_memory_budget_far_below_the_backup_gives_the_same_dump() {
+    // The committed backup is ~300 KB; 64 KiB of memory forces the on-disk store.
+    let big = tempfile::tempdir().unwrap();
+    let (o, r_big) = embedded(
+        big.path(),
+        Path::new(FIXTURE),
+        "auto",
+        &["--memory", "512MiB"],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let small = tempfile::tempdir().unwrap();
+    let (o, r_small) = embedded(
+        small.path(),
+        Path::new(FIXTURE),
+        "auto",
+        &["--memory", "64KiB"],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let (r_big, r_small) = (r_big.unwrap(), r_small.unwrap());
+    assert_eq!(r_small["engine_stats"]["spilled_to_disk"], true);
+    assert_eq!(r_big["engine_stats"]["spilled_to_disk"], false);
+    assert_eq!(r_big["namespaces"], r_small["namespaces"]);
+    // Byte for byte the same dump.
+    let files = |root: &Path| {
+        let mut v = Vec::new();
+        for db in std::fs::read_dir(root).unwrap() {
+            let db = db.unwrap().path();
+            for f in std::fs::read_dir(&db).unwrap() {
+                let f = f.unwrap().path();
+                v.push((
+                    f.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&f).unwrap(),
+                ));
+            }
+        }
+        v.sort();
+        v
+    };
+    assert_eq!(
+        files(&big.path().join("out")),
+        files(&small.path().join("out"))
+    );
+    // The on-disk store is gone.
+    let left: Vec<_> = std::fs::read_dir(small.path().join("work"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".pitr"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_strict_failure_names_the_entry_and_writes_nothing() {
+    // Delete a document the backup holds, before the backup's end... then ask to
+    // replay a slice that deletes it again: built from the committed fixture by
+    // dropping every document of shop.orders from a copy of the backup.
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("scenario");
+    copy_dir(Path::new(FIXTURE), &scenario);
+    std::fs::write(scenario.join("backup/shop/customers.bson"), b"").unwrap();
+    let (o, report) = embedded(tmp.path(), &scenario, "auto", &[]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = replay_common::stderr(&o);
+    assert!(
+        err.contains("shop.customers") && err.contains("--skip"),
+        "{err}"
+    );
+    // The error names an exact position; nothing was written to --out.
+    assert!(!tmp.path().join("out").exists());
+    let _ = report;
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_long_apply_leaves_nothing_behind() {
+    // A bigger scenario so the apply takes a while; SIGINT halfway.
+    let gen = tempfile::tempdir().unwrap();
+    pitr_fixturegen::generate(&pitr_fixturegen::Options {
+        out: gen.path().to_path_buf(),
+        seed: 5,
+        scenario: pitr_fixturegen::Scenario::Bench,
+        target_bytes: 40 << 20,
+        start: pitr_fixturegen::DEFAULT_START_SECS,
+    })
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let backup = gen.path().join("backup");
+    let oplog = gen.path().join("oplog.bson");
+    let mut child = replay_common::pitr_cmd(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            backup.to_str().unwrap(),
+            "--oplog",
+            oplog.to_str().unwrap(),
+            "--until",
+            "end",
+            "--workdir",
+            "work",
+            "--out",
+            "out",
+            "--memory",
+            "64KiB",
+        ],
+        &[],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Wait until the engine's on-disk store exists, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let busy = std::fs::read_dir(tmp.path().join("work"))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with(".pitr-engine-"))
+            })
+            .unwrap_or(false);
+        if busy {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the engine never started");
+        if child.try_wait().unwrap().is_some() {
+            panic!("pitr finished before it could be interrupted: make the scenario bigger");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!tmp.path().join("out").exists());
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    if tmp.path().join("work").exists() {
+        let left: Vec<_> = std::fs::read_dir(tmp.path().join("work"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
