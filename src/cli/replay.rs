@@ -252,12 +252,26 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
     let rt = runtime()?;
     let probed = rt.block_on(tools::probe(&search, out.is_some(), &Cancel::new()));
-    let req = a.plan.request(
+    let mut req = a.plan.request(
         Some(work.plan_dir()),
         cwd.clone(),
         tools::version_hints(&probed),
     );
-    let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
+    // The engine predicts each collection's content (its dbHash) so verification
+    // checks more than counts; its temporary store lives in the work dir.
+    let predict = tempfile::Builder::new()
+        .prefix(".pitr-engine-")
+        .tempdir_in(&work.root)?;
+    if !a.dry_run && req.expect {
+        req.content = Some(plan::ContentOptions {
+            memory: a.memory,
+            spill_dir: predict.path().to_path_buf(),
+            strict: false,
+        });
+    }
+    let built = plan::build(&req, &CliProgress { enabled: !a.json });
+    drop(predict);
+    let plan = match built {
         Ok(p) => p,
         Err(e) => {
             work.discard_if_unused();
@@ -414,6 +428,29 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     let req = a
         .plan
         .request(Some(work.plan_dir()), cwd.clone(), Default::default());
+    if a.dry_run {
+        let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
+            Ok(p) => p,
+            Err(e) => {
+                work.discard_if_unused();
+                return Err(e.into());
+            }
+        };
+        let stdout = io::stdout();
+        let mut w = io::BufWriter::new(stdout.lock());
+        if a.json {
+            super::output::write_json(&mut w, &plan)?;
+        } else {
+            super::plan::render(&mut w, &plan)?;
+            writeln!(
+                w,
+                "\nEngine    embedded: would apply the backup and the slice in-process and write {} (nothing started, nothing written there)",
+                out.display()
+            )?;
+        }
+        w.flush()?;
+        return Ok(exit::OK);
+    }
     eprintln!(
         "pitr replay (engine: embedded): no mongod, no mongorestore; work dir {}",
         work.root.display()

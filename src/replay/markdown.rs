@@ -24,6 +24,11 @@ pub fn render(r: &ReplayReport) -> String {
     let mut s = String::new();
     let w = &mut s;
     let _ = writeln!(w, "# pitr replay report\n");
+    let _ = writeln!(
+        w,
+        "Engine: **{}** (a spare mongod and mongorestore)\n",
+        r.engine
+    );
     if let Some(sw) = &r.standin_warning {
         let _ = writeln!(
             w,

@@ -86,6 +86,8 @@ pub struct ErrorRecord {
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplayReport {
     pub format: &'static str,
+    /// The engine that restored: `mongod` here (`embedded`: see `replay::embedded`).
+    pub engine: &'static str,
     pub pitr_version: &'static str,
     pub result: ResultKind,
     pub exit_code: u8,
@@ -146,6 +148,7 @@ impl ReplayReport {
         let u = &plan.until;
         ReplayReport {
             format: FORMAT,
+            engine: "mongod",
             pitr_version: env!("CARGO_PKG_VERSION"),
             result,
             exit_code,

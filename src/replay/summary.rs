@@ -16,6 +16,7 @@ pub fn text(r: &ReplayReport) -> String {
         let _ = writeln!(s, "*** {sw} ***");
     }
     let p = &r.restore_point;
+    let _ = writeln!(s, "Engine    mongod (a spare mongod and mongorestore)");
     let _ = writeln!(
         s,
         "Replay    limit {} ({}), exclusive: entries with ts < {} applied",
