@@ -65,7 +65,7 @@ pub(super) fn apply(r: &mut Replica, op: &Entry<'_>, phase: Phase) -> Result<(),
             }
             Ok(())
         }
-        "renameCollection" => rename(r, op, o),
+        "renameCollection" => rename(r, op, o, phase),
         "createIndexes" => {
             let ns = named(op, target())?;
             let mut spec = without(o, &["createIndexes"]);
@@ -214,61 +214,113 @@ fn create(
     Ok(())
 }
 
-/// `renameCollectionForApplyOps` (`src/mongo/db/catalog/rename_collection.cpp`):
-/// the source (by `ui` when it resolves, else by name) takes the target's name;
-/// with `dropTarget` (true or the target's UUID) an existing target is dropped; a
-/// missing source with `dropTarget` drops the target; across databases an
-/// existing target without `dropTarget` is NamespaceExists (nothing renamed).
-/// `temp` is cleared unless `stayTemp` (`CollectionImpl::rename`... via
-/// `renameCollection` options).
-fn rename(r: &mut Replica, op: &Entry<'_>, o: &RawDocument) -> Result<(), ReplicaError> {
+/// `renameCollectionForApplyOps` (`src/mongo/db/catalog/rename_collection.cpp`), as
+/// its tests in `rename_collection_test.cpp` pin it:
+///
+/// - the source is the collection of the entry's `ui` when it resolves, else the
+///   named one; source = target: nothing;
+/// - `dropTarget: true` drops an existing target; `dropTarget: <UUID>` drops the
+///   collection with that UUID, wherever it is
+///   (`RenameCollectionForApplyOpsDropTargetByUUIDEvenIfSourceDoesNotExist`), also
+///   when the source is missing (`...DropTargetEvenIfSourceDoesNotExist`); a source
+///   missing otherwise is NamespaceNotFound (`...SourceAndTargetDoNotExist`);
+/// - a target still in the way (its UUID is not the `dropTarget` one) is moved aside
+///   to a random `tmpXXXXX.rename` name by the server
+///   (`...DropTargetByUUIDTargetExistsButRealDropTargetDoesNotExist`): a random name
+///   cannot be reproduced, so this is refused (a primary never logs such a rename:
+///   the two catalogs disagree);
+/// - across databases, an existing target without `dropTarget` is NamespaceExists
+///   and nothing is renamed (`RenameCollectionReturnsNamespaceExitsIfTargetExistsAndDropTargetIsFalse`);
+///   the renamed collection is a copy with a new UUID, learnt from later entries;
+/// - `temp` is cleared unless `stayTemp` (`RenameSameDatabaseStayTempFalse`,
+///   `RenameDifferentDatabaseStayTempTrue`, ...).
+fn rename(
+    r: &mut Replica,
+    op: &Entry<'_>,
+    o: &RawDocument,
+    phase: Phase,
+) -> Result<(), ReplicaError> {
     let (Ok(from), Ok(to)) = (o.get_str("renameCollection"), o.get_str("to")) else {
         return Err(Replica::fail(
             op,
             "renameCollection without string `renameCollection`/`to`",
         ));
     };
-    let from = op
-        .ui
-        .and_then(|u| r.find_by_uuid(u))
-        .unwrap_or_else(|| from.to_string());
+    let by_uuid = if phase == Phase::Lenient {
+        None
+    } else {
+        op.ui.and_then(|u| r.find_by_uuid(u))
+    };
+    let from = by_uuid.unwrap_or_else(|| from.to_string());
     if from == to {
         return Ok(());
     }
+    enum DropTarget {
+        No,
+        Yes,
+        Uuid([u8; 16]),
+    }
     let drop_target = match o.get("dropTarget") {
-        Ok(Some(RawBsonRef::Boolean(b))) => b,
-        Ok(Some(RawBsonRef::Binary(_))) => true,
-        _ => false,
+        Ok(Some(RawBsonRef::Boolean(true))) => DropTarget::Yes,
+        Ok(Some(RawBsonRef::Binary(b))) => match <[u8; 16]>::try_from(b.bytes) {
+            // mongorestore strips UUIDs: the lenient model drops by name.
+            Ok(u) if phase != Phase::Lenient => DropTarget::Uuid(u),
+            _ => DropTarget::Yes,
+        },
+        _ => DropTarget::No,
     };
     let stay_temp = matches!(o.get("stayTemp"), Ok(Some(RawBsonRef::Boolean(true))));
-    if !r.exists(&from) {
-        if drop_target {
+    // The dropTarget collection goes first, whatever happens to the source.
+    match drop_target {
+        DropTarget::Uuid(u) => {
+            match r.find_by_uuid(&u) {
+                Some(ns) => {
+                    r.drop_ns(&ns)?;
+                }
+                // A target whose UUID pitr never learnt is taken for the dropTarget.
+                None if r.get(to).is_some_and(|c| c.uuid.is_none()) => {
+                    r.drop_ns(to)?;
+                }
+                None => {}
+            }
+        }
+        DropTarget::Yes => {
             r.drop_ns(to)?;
-        } else {
+        }
+        _ => {}
+    }
+    if !r.exists(&from) {
+        if matches!(drop_target, DropTarget::No) {
             acceptable(r, false);
         }
         return Ok(());
     }
     let db_of = |ns: &str| ns.split_once('.').map_or(ns, |(d, _)| d).to_string();
-    if r.exists(to) {
-        if !drop_target && db_of(&from) != db_of(to) {
-            acceptable(r, false);
-            return Ok(());
-        }
-        // Same database without dropTarget the server moves the target aside to a
-        // `tmpXXXXX.rename` name; a primary never logs that (it fails such a
-        // rename), so it cannot appear in a source's oplog: treated as a drop.
-        r.drop_ns(to)?;
-    }
     let across = db_of(&from) != db_of(to);
+    if r.exists(to) {
+        if across || phase == Phase::Lenient {
+            if across {
+                acceptable(r, false);
+                return Ok(());
+            }
+            r.drop_ns(to)?;
+        } else {
+            return Err(ReplicaError::Unsupported {
+                ts: op.ts,
+                ns: to.to_string(),
+                why: format!(
+                    "the rename of `{from}` onto the existing `{to}` (whose UUID is not the entry's dropTarget) would move \
+                     `{to}` aside to a random `tmpXXXXX.rename` name on a secondary"
+                ),
+            });
+        }
+    }
     r.rename_ns(&from, to);
     if let Some(c) = r.coll_mut(to) {
         if !stay_temp {
             c.options.remove("temp");
         }
         if across {
-            // A copy into a new collection: a new UUID, unknown until a later entry
-            // names it in `ui`.
             c.uuid = None;
         }
     }

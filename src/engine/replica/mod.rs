@@ -315,6 +315,54 @@ impl Replica {
 
     /// The collection a CRUD entry writes, or what to do when it is missing.
     fn target_slot(&mut self, op: &Entry<'_>, phase: Phase) -> Result<Option<Slot>, ReplicaError> {
+        // A secondary finds the collection by the entry's `ui` when it has one, not by
+        // `ns` (oplog_applier_impl_test.cpp
+        // `applyOplogEntryOrGroupedInsertsInsertDocumentCollectionLockedByUUID`,
+        // `...LookupByUUIDFails`). mongorestore strips `ui`: the lenient model goes by name.
+        if phase != Phase::Lenient {
+            let ui = op
+                .ui
+                .and_then(|u| <[u8; 16]>::try_from(u).ok())
+                .filter(|ui| !self.colls.get(op.ns).is_some_and(|c| c.uuid == Some(*ui)));
+            if let Some(ui) = ui {
+                let known_elsewhere = self.find_by_uuid(&ui).is_some();
+                match self.colls.get_mut(op.ns) {
+                    Some(c) if c.uuid == Some(ui) => {}
+                    // A UUID pitr did not know yet (a dump without it, a rename
+                    // across databases): the entry teaches it.
+                    Some(c) if c.uuid.is_none() && !known_elsewhere => {
+                        c.uuid = Some(ui);
+                    }
+                    _ => match self.find_by_uuid(&ui) {
+                        Some(ns) => {
+                            let c = &self.colls[&ns];
+                            if c.kind == CollKind::View {
+                                return Err(Self::fail(op, "the namespace is a view"));
+                            }
+                            return Ok(Some(c.slot));
+                        }
+                        None if self.colls.contains_key(op.ns) => {
+                            return match phase {
+                                Phase::Idempotent => {
+                                    self.tolerated.idempotent += 1;
+                                    Ok(None)
+                                }
+                                _ => Err(Self::fail(
+                                    op,
+                                    format!(
+                                        "its `ui` {} names no collection here, and `{}` has another UUID \
+                                         (NamespaceNotFound on a secondary): the backup and the oplog come from different histories",
+                                        crate::oplog::entry::format_uuid(&ui),
+                                        op.ns
+                                    ),
+                                )),
+                            };
+                        }
+                        None => {}
+                    },
+                }
+            }
+        }
         if let Some(c) = self.colls.get(op.ns) {
             if c.kind == CollKind::View {
                 return match phase {
@@ -547,7 +595,7 @@ impl Replica {
         self.colls.get_mut(ns)
     }
 
-    fn find_by_uuid(&self, uuid: &[u8]) -> Option<String> {
+    pub(crate) fn find_by_uuid(&self, uuid: &[u8]) -> Option<String> {
         self.colls
             .iter()
             .find(|(_, c)| c.uuid.is_some_and(|u| u[..] == *uuid))
