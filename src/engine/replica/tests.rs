@@ -1,1 +1,569 @@
-//! Per-rule tests of the replica.
+//! Per-rule tests of the replica, each taken from the server test that pins the
+//! rule (named in the test), plus the engine's own invariants (memory and disk give
+//! the same documents in the same order).
+
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf, Timestamp};
+
+use super::*;
+use crate::plan::apply::{Applier, Source};
+use crate::plan::expect::Model;
+
+fn ts(t: u32, i: u32) -> Bson {
+    Bson::Timestamp(Timestamp {
+        time: t,
+        increment: i,
+    })
+}
+
+fn uuid(n: u8) -> Binary {
+    Binary {
+        subtype: BinarySubtype::Uuid,
+        bytes: vec![n; 16],
+    }
+}
+
+fn replica() -> Replica {
+    Replica::new(ReplicaOptions {
+        content: Content::Documents,
+        ..ReplicaOptions::default()
+    })
+}
+
+fn apply(r: &mut Replica, d: Document, phase: Phase) -> Result<(), ReplicaError> {
+    let raw = RawDocumentBuf::from_document(&d).unwrap();
+    let e = Entry::parse(&raw).unwrap();
+    r.apply(&e, phase)
+}
+
+fn ok(r: &mut Replica, d: Document) {
+    apply(r, d.clone(), Phase::Strict).unwrap_or_else(|e| panic!("{d}: {e}"));
+}
+
+fn create(r: &mut Replica, ns: &str, ui: u8) {
+    let (db, coll) = ns.split_once('.').unwrap();
+    ok(
+        r,
+        doc! { "ts": ts(1, 1), "op": "c", "ns": format!("{db}.$cmd"), "ui": uuid(ui),
+        "o": { "create": coll, "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } } },
+    );
+}
+
+fn docs(r: &Replica, ns: &str) -> Vec<Document> {
+    let mut v = Vec::new();
+    r.for_each_document(ns, &mut |d| {
+        v.push(bson::from_slice(d).unwrap());
+        Ok(())
+    })
+    .unwrap();
+    v
+}
+
+fn ins(ns: &str, ui: u8, o: Document) -> Document {
+    doc! { "ts": ts(2, 1), "op": "i", "ns": ns, "ui": uuid(ui), "o": o }
+}
+
+/// oplog_applier_impl_test.cpp `applyOplogEntryOrGroupedInsertsInsertDocumentCollectionMissing`:
+/// NamespaceNotFound on a secondary, and the collection is not created implicitly.
+#[test]
+fn insert_into_a_missing_collection_is_an_error_and_creates_nothing() {
+    let mut r = replica();
+    let e = apply(&mut r, ins("test.t", 1, doc! { "_id": 0 }), Phase::Strict).unwrap_err();
+    assert!(
+        e.to_string().contains("NamespaceNotFound") && e.to_string().contains("test.t"),
+        "{e}"
+    );
+    assert!(!r.exists("test.t"));
+    // Initial sync (the backup's own oplog): the collection was dropped later.
+    apply(
+        &mut r,
+        ins("test.t", 1, doc! { "_id": 0 }),
+        Phase::Idempotent,
+    )
+    .unwrap();
+    assert!(!r.exists("test.t"));
+}
+
+/// `applyOplogEntryOrGroupedInsertsInsertExistingDocument` (constraints relaxed: OK,
+/// the insert becomes an upsert of `o`): the existing document becomes exactly `o`.
+#[test]
+fn insert_of_an_existing_id_replaces_the_document() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    ok(&mut r, ins("test.t", 1, doc! { "_id": 0, "a": 1, "b": 2 }));
+    ok(&mut r, ins("test.t", 1, doc! { "_id": 0.0, "c": 3 }));
+    assert_eq!(docs(&r, "test.t"), vec![doc! { "_id": 0.0, "c": 3 }]);
+    assert_eq!(r.count("test.t"), 1);
+}
+
+/// `applyOplogEntryOrGroupedInsertsDeleteDocumentDocMissing` (constraints enforced:
+/// NoSuchKey) and `...UpdateMissingDocument` (UpdateOperationFailed): errors in the
+/// strict phase, tolerated and counted in the initial-sync phase.
+#[test]
+fn update_or_delete_of_a_missing_document() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    let upd = doc! { "ts": ts(3, 1), "op": "u", "ns": "test.t", "ui": uuid(1), "o": { "$v": 2, "diff": { "u": { "a": 1 } } }, "o2": { "_id": 0 } };
+    let del = doc! { "ts": ts(3, 2), "op": "d", "ns": "test.t", "ui": uuid(1), "o": { "_id": 0 } };
+    let e = apply(&mut r, upd.clone(), Phase::Strict).unwrap_err();
+    assert!(
+        e.to_string().contains("3:1") && e.to_string().contains("missing document"),
+        "{e}"
+    );
+    let e = apply(&mut r, del.clone(), Phase::Strict).unwrap_err();
+    assert!(e.to_string().contains("3:2"), "{e}");
+    apply(&mut r, upd, Phase::Idempotent).unwrap();
+    apply(&mut r, del, Phase::Idempotent).unwrap();
+    assert_eq!(r.tolerated.idempotent, 2);
+    assert_eq!(r.count("test.t"), 0);
+}
+
+/// An update with `b: true` was an upsert on the primary: the document is created
+/// from `{_id}` and the update (`UpsertStage`), in every phase.
+#[test]
+fn upsert_flag_creates_the_document() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    ok(
+        &mut r,
+        doc! { "ts": ts(3, 1), "op": "u", "ns": "test.t", "ui": uuid(1), "b": true, "o": { "$v": 2, "diff": { "i": { "a": 1 } } }, "o2": { "_id": 5 } },
+    );
+    assert_eq!(docs(&r, "test.t"), vec![doc! { "_id": 5, "a": 1 }]);
+}
+
+/// A malformed `$v:2` diff is refused with the server's code, naming the entry.
+#[test]
+fn malformed_diff_stops_the_strict_phase() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    ok(&mut r, ins("test.t", 1, doc! { "_id": 0, "a": 1 }));
+    // document_diff_serialization: an unknown section is 4770503.
+    let bad = doc! { "ts": ts(4, 7), "op": "u", "ns": "test.t", "ui": uuid(1), "o": { "$v": 2, "diff": { "x": { "a": 2 } } }, "o2": { "_id": 0 } };
+    let e = apply(&mut r, bad, Phase::Strict).unwrap_err();
+    assert!(
+        e.to_string().contains("4:7") && e.to_string().contains("4770503"),
+        "{e}"
+    );
+    assert_eq!(docs(&r, "test.t"), vec![doc! { "_id": 0, "a": 1 }]);
+}
+
+/// `applyOplogEntryOrGroupedInsertsInsertDocumentCollectionLockedByUUID`: the
+/// collection is the one of `ui`, not of `ns`; `...LookupByUUIDFails`: a `ui` that
+/// names no collection while `ns` has another UUID is NamespaceNotFound.
+#[test]
+fn crud_finds_the_collection_by_uuid() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    create(&mut r, "test.othername", 2);
+    ok(&mut r, ins("test.othername", 1, doc! { "_id": 0 }));
+    assert_eq!((r.count("test.t"), r.count("test.othername")), (1, 0));
+    let e = apply(
+        &mut r,
+        ins("test.othername", 9, doc! { "_id": 1 }),
+        Phase::Strict,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("NamespaceNotFound"), "{e}");
+}
+
+fn rename(from: &str, to: &str, drop_target: Bson, ui: Option<u8>) -> Document {
+    let mut o = doc! { "renameCollection": from, "to": to, "stayTemp": false };
+    if drop_target != Bson::Null {
+        o.insert("dropTarget", drop_target);
+    }
+    let mut d = doc! { "ts": ts(5, 1), "op": "c", "ns": "test.$cmd", "o": o };
+    if let Some(u) = ui {
+        d.insert("ui", uuid(u));
+    }
+    d
+}
+
+/// rename_collection_test.cpp `RenameCollectionForApplyOpsDropTargetEvenIfSourceDoesNotExist`
+/// and `RenameCollectionForApplyOpsSourceAndTargetDoNotExist`.
+#[test]
+fn rename_drop_target_even_if_source_does_not_exist() {
+    let mut r = replica();
+    create(&mut r, "test.bar", 1);
+    ok(
+        &mut r,
+        rename("test.bar2", "test.bar", Bson::Boolean(true), Some(7)),
+    );
+    assert!(!r.exists("test.bar"));
+    // Neither exists: NamespaceNotFound, an acceptable error (nothing happens).
+    ok(
+        &mut r,
+        rename("test.foo", "test.bar", Bson::Boolean(true), Some(8)),
+    );
+    assert!(!r.exists("test.foo") && !r.exists("test.bar"));
+}
+
+/// `RenameCollectionForApplyOpsDropTargetByUUIDEvenIfSourceDoesNotExist`: the
+/// collection with the dropTarget UUID is dropped; the named target stays.
+#[test]
+fn rename_drop_target_by_uuid() {
+    let mut r = replica();
+    create(&mut r, "test.bar", 1);
+    create(&mut r, "test.bar3", 3);
+    ok(
+        &mut r,
+        rename("test.bar2", "test.bar", Bson::Binary(uuid(3)), Some(9)),
+    );
+    assert!(r.exists("test.bar") && !r.exists("test.bar3"));
+    // Source present, the target's UUID is the dropTarget: replaced.
+    create(&mut r, "test.src", 4);
+    ok(&mut r, ins("test.src", 4, doc! { "_id": 1 }));
+    ok(
+        &mut r,
+        rename("test.src", "test.bar", Bson::Binary(uuid(1)), Some(4)),
+    );
+    assert_eq!((r.exists("test.src"), r.count("test.bar")), (false, 1));
+    assert_eq!(r.get("test.bar").unwrap().uuid, Some([4; 16]));
+}
+
+/// `RenameCollectionForApplyOpsDropTargetByUUIDTargetExistsButRealDropTargetDoesNotExist`:
+/// the server moves the target aside to a random name; pitr refuses rather than
+/// invent it.
+#[test]
+fn rename_onto_a_target_that_is_not_the_drop_target_is_refused() {
+    let mut r = replica();
+    create(&mut r, "test.A", 1);
+    create(&mut r, "test.B", 2);
+    let e = apply(
+        &mut r,
+        rename("test.A", "test.B", Bson::Binary(uuid(3)), Some(1)),
+        Phase::Strict,
+    )
+    .unwrap_err();
+    assert!(matches!(e, ReplicaError::Unsupported { .. }), "{e}");
+}
+
+/// `RenameSameDatabaseStayTempFalse` / `RenameSameDatabaseStayTempTrue`: `temp` is
+/// cleared unless `stayTemp`.
+#[test]
+fn rename_clears_temp_unless_stay_temp() {
+    for stay in [false, true] {
+        let mut r = replica();
+        ok(
+            &mut r,
+            doc! { "ts": ts(1, 1), "op": "c", "ns": "test.$cmd", "ui": uuid(1), "o": { "create": "tmp", "temp": true } },
+        );
+        ok(
+            &mut r,
+            doc! { "ts": ts(2, 1), "op": "c", "ns": "test.$cmd", "o": { "renameCollection": "test.tmp", "to": "test.final", "stayTemp": stay } },
+        );
+        let c = r.get("test.final").unwrap();
+        assert_eq!(
+            c.options.get_bool("temp").ok(),
+            stay.then_some(true),
+            "stayTemp {stay}"
+        );
+    }
+}
+
+/// `RenameCollectionReturnsNamespaceExitsIfTargetExistsAndDropTargetIsFalse`, across
+/// databases in applyOps: NamespaceExists (acceptable), nothing renamed. With
+/// `dropTarget` the copy gets a new UUID.
+#[test]
+fn rename_across_databases() {
+    let mut r = replica();
+    create(&mut r, "test.a", 1);
+    create(&mut r, "other.a", 2);
+    ok(&mut r, ins("test.a", 1, doc! { "_id": 1 }));
+    ok(&mut r, rename("test.a", "other.a", Bson::Null, None));
+    assert!(r.exists("test.a") && r.count("other.a") == 0);
+    ok(
+        &mut r,
+        rename("test.a", "other.a", Bson::Boolean(true), None),
+    );
+    assert!(!r.exists("test.a"));
+    assert_eq!(r.count("other.a"), 1);
+    assert_eq!(r.get("other.a").unwrap().uuid, None);
+}
+
+/// `create` (`createCollectionForApplyOps`): options as logged, `idIndex` as the
+/// `_id` index, no `_id` index for a clustered collection, a buckets collection for
+/// time series, NamespaceExists leaves an existing collection as it is.
+#[test]
+fn create_options_and_indexes() {
+    let mut r = replica();
+    ok(
+        &mut r,
+        doc! { "ts": ts(1, 1), "op": "c", "ns": "test.$cmd", "ui": uuid(1), "o": {
+        "create": "capped", "capped": true, "size": 4096_i64, "max": 10,
+        "validator": { "a": { "$exists": true } }, "collation": { "locale": "fr" },
+        "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_", "collation": { "locale": "fr" } } } },
+    );
+    let c = r.get("test.capped").unwrap();
+    assert!(c.is_capped());
+    assert_eq!(
+        c.options,
+        doc! { "capped": true, "size": 4096_i64, "max": 10, "validator": { "a": { "$exists": true } }, "collation": { "locale": "fr" } }
+    );
+    assert_eq!(
+        c.indexes,
+        vec![doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_", "collation": { "locale": "fr" } }]
+    );
+    ok(
+        &mut r,
+        doc! { "ts": ts(1, 2), "op": "c", "ns": "test.$cmd", "ui": uuid(2), "o": { "create": "clustered", "clusteredIndex": { "key": { "_id": 1 }, "unique": true, "v": 2 } } },
+    );
+    assert!(r.get("test.clustered").unwrap().indexes.is_empty());
+    ok(
+        &mut r,
+        doc! { "ts": ts(1, 3), "op": "c", "ns": "test.$cmd", "ui": uuid(3), "o": { "create": "system.buckets.w", "clusteredIndex": true, "timeseries": { "timeField": "t" } } },
+    );
+    assert_eq!(
+        r.get("test.system.buckets.w").unwrap().kind,
+        CollKind::TimeseriesBuckets
+    );
+    // Again: NamespaceExists, nothing changes.
+    ok(
+        &mut r,
+        doc! { "ts": ts(1, 4), "op": "c", "ns": "test.$cmd", "o": { "create": "capped" } },
+    );
+    assert!(r.get("test.capped").unwrap().is_capped());
+    assert_eq!(r.tolerated.acceptable, 1);
+    // Without idIndex the primary's _id index was version 1.
+    ok(
+        &mut r,
+        doc! { "ts": ts(1, 5), "op": "c", "ns": "test.$cmd", "o": { "create": "old" } },
+    );
+    assert_eq!(
+        r.get("test.old").unwrap().indexes,
+        vec![catalog::default_id_index()]
+    );
+}
+
+/// Index commands: `createIndexes`, two-phase builds (only the commit adds the
+/// index), `dropIndexes` by name, key pattern and `*`, `collMod` TTL and hidden.
+#[test]
+fn index_commands() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    let cmd = |i: u32, o: Document| doc! { "ts": ts(6, i), "op": "c", "ns": "test.$cmd", "ui": uuid(1), "o": o };
+    ok(
+        &mut r,
+        cmd(
+            1,
+            doc! { "createIndexes": "t", "v": 2, "key": { "a": 1 }, "name": "a_1" },
+        ),
+    );
+    ok(
+        &mut r,
+        cmd(
+            2,
+            doc! { "startIndexBuild": "t", "indexBuildUUID": uuid(5), "indexes": [ { "v": 2, "key": { "b": 1 }, "name": "b_1" } ] },
+        ),
+    );
+    assert_eq!(r.get("test.t").unwrap().indexes.len(), 2);
+    ok(
+        &mut r,
+        cmd(
+            3,
+            doc! { "commitIndexBuild": "t", "indexBuildUUID": uuid(5), "indexes": [ { "v": 2, "key": { "b": 1 }, "name": "b_1", "expireAfterSeconds": 60 } ] },
+        ),
+    );
+    ok(
+        &mut r,
+        cmd(
+            4,
+            doc! { "collMod": "t", "index": { "name": "b_1", "expireAfterSeconds": 3600 } },
+        ),
+    );
+    ok(
+        &mut r,
+        cmd(
+            5,
+            doc! { "collMod": "t", "index": { "keyPattern": { "a": 1 }, "hidden": true } },
+        ),
+    );
+    let ix = &r.get("test.t").unwrap().indexes;
+    assert_eq!(
+        ix[1],
+        doc! { "v": 2, "key": { "a": 1 }, "name": "a_1", "hidden": true }
+    );
+    assert_eq!(
+        ix[2],
+        doc! { "v": 2, "key": { "b": 1 }, "name": "b_1", "expireAfterSeconds": 3600 }
+    );
+    ok(
+        &mut r,
+        cmd(6, doc! { "dropIndexes": "t", "index": { "a": 1 } }),
+    );
+    assert_eq!(r.get("test.t").unwrap().indexes.len(), 2);
+    ok(&mut r, cmd(7, doc! { "dropIndexes": "t", "index": "*" }));
+    assert_eq!(r.get("test.t").unwrap().indexes.len(), 1);
+    // IndexNotFound is acceptable.
+    ok(&mut r, cmd(8, doc! { "dropIndexes": "t", "index": "nope" }));
+    ok(
+        &mut r,
+        cmd(
+            9,
+            doc! { "collMod": "t", "validator": { "x": 1 }, "validationLevel": "moderate" },
+        ),
+    );
+    assert_eq!(
+        r.get("test.t").unwrap().options,
+        doc! { "validator": { "x": 1 }, "validationLevel": "moderate" }
+    );
+}
+
+/// `drop`, `dropDatabase`, `emptycapped`, `convertToCapped`.
+#[test]
+fn drops_and_capped_commands() {
+    let mut r = replica();
+    create(&mut r, "a.x", 1);
+    create(&mut r, "a.y", 2);
+    create(&mut r, "b.z", 3);
+    ok(&mut r, ins("a.x", 1, doc! { "_id": 1 }));
+    ok(&mut r, ins("b.z", 3, doc! { "_id": 1 }));
+    ok(
+        &mut r,
+        doc! { "ts": ts(7, 1), "op": "c", "ns": "b.$cmd", "o": { "convertToCapped": "z", "size": 1000 } },
+    );
+    assert!(r.get("b.z").unwrap().is_capped());
+    ok(
+        &mut r,
+        doc! { "ts": ts(7, 2), "op": "c", "ns": "b.$cmd", "o": { "emptycapped": "z" } },
+    );
+    assert_eq!((r.exists("b.z"), r.count("b.z")), (true, 0));
+    ok(
+        &mut r,
+        doc! { "ts": ts(7, 3), "op": "c", "ns": "a.$cmd", "o": { "dropDatabase": 1 } },
+    );
+    assert!(!r.exists("a.x") && !r.exists("a.y") && r.exists("b.z"));
+    // A drop of a missing collection is NamespaceNotFound: acceptable.
+    ok(
+        &mut r,
+        doc! { "ts": ts(7, 4), "op": "c", "ns": "a.$cmd", "o": { "drop": "x" } },
+    );
+    // An unknown command is refused, not guessed.
+    let e = apply(
+        &mut r,
+        doc! { "ts": ts(7, 5), "op": "c", "ns": "a.$cmd", "o": { "importCollection": "x" } },
+        Phase::Strict,
+    )
+    .unwrap_err();
+    assert!(matches!(e, ReplicaError::Unsupported { .. }), "{e}");
+}
+
+fn txn_part(t: u32, txn: i64, ops: Vec<Document>, extra: Document) -> Document {
+    let mut o = doc! { "applyOps": ops };
+    o.extend(extra);
+    doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(42) }, "txnNumber": txn, "o": o }
+}
+
+/// Transactions through the one walk (`plan::apply::Applier`): an unprepared
+/// `partialTxn` chain applies at its last part, a prepared one at
+/// `commitTransaction`, an aborted one never, and the vectored inserts of one
+/// `applyOps` without a session apply at once.
+#[test]
+fn transactions_apply_at_their_commit() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    let mut m = Model::from_replica(
+        r,
+        true,
+        Phase::Idempotent,
+        Phase::Strict,
+        Default::default(),
+    );
+    let mut a = Applier::default();
+    let i = |id: i32| doc! { "op": "i", "ns": "test.t", "ui": uuid(1), "o": { "_id": id } };
+    let entries = vec![
+        txn_part(10, 1, vec![i(1)], doc! { "partialTxn": true }),
+        txn_part(11, 1, vec![i(2)], doc! {}),
+        txn_part(12, 2, vec![i(3)], doc! { "prepare": true }),
+        doc! { "ts": ts(13, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(42) }, "txnNumber": 2_i64, "o": { "commitTransaction": 1, "commitTimestamp": ts(12, 5) } },
+        txn_part(14, 3, vec![i(4)], doc! { "prepare": true }),
+        doc! { "ts": ts(15, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(42) }, "txnNumber": 3_i64, "o": { "abortTransaction": 1 } },
+        doc! { "ts": ts(16, 1), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [ i(5), i(6) ] } },
+        txn_part(17, 4, vec![i(7)], doc! { "partialTxn": true }),
+    ];
+    let mut counts = Vec::new();
+    for d in entries {
+        let raw = RawDocumentBuf::from_document(&d).unwrap();
+        a.feed(&Entry::parse(&raw).unwrap(), Source::Slice, &mut m)
+            .unwrap();
+        assert!(m.take_error().is_none());
+        counts.push(m.count("test.t"));
+    }
+    assert_eq!(counts, vec![0, 2, 2, 3, 3, 3, 5, 5]);
+}
+
+/// dbHash (`dbhash.cpp`): MD5 over the documents in `_id` order, numbers by value
+/// across types (the stand-in's `hash_reads_in_id_order_across_numeric_types`);
+/// an empty collection hashes to the MD5 of nothing.
+#[test]
+fn dbhash_reads_in_id_order() {
+    let mut r = replica();
+    create(&mut r, "test.t", 1);
+    create(&mut r, "test.empty", 2);
+    let ds = [
+        doc! { "_id": 3_i64, "x": "c" },
+        doc! { "_id": 1.5, "x": "b" },
+        doc! { "_id": 1, "x": "a" },
+        doc! { "_id": "s" },
+    ];
+    for d in &ds {
+        ok(&mut r, ins("test.t", 1, d.clone()));
+    }
+    let mut bytes = Vec::new();
+    for i in [2, 1, 0, 3] {
+        bytes.extend(bson::to_vec(&ds[i]).unwrap());
+    }
+    use md5::{Digest, Md5};
+    assert_eq!(
+        r.collection_hash("test.t").unwrap().unwrap().md5,
+        hash::hex(&Md5::digest(&bytes))
+    );
+    assert_eq!(
+        r.collection_hash("test.empty").unwrap().unwrap().md5,
+        "d41d8cd98f00b204e9800998ecf8427e"
+    );
+}
+
+/// Past the memory budget the documents move to disk; reads, order and hashes
+/// are the same, also across numeric `_id` types and after deletes.
+#[test]
+fn disk_store_keeps_the_server_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mk = |budget: usize| {
+        Replica::new(ReplicaOptions {
+            content: Content::Documents,
+            memory: budget,
+            spill_dir: Some(dir.path().join(budget.to_string())),
+            update: Default::default(),
+        })
+    };
+    std::fs::create_dir_all(dir.path().join("100")).unwrap();
+    std::fs::create_dir_all(dir.path().join(usize::MAX.to_string())).unwrap();
+    let (mut small, mut big) = (mk(100), mk(usize::MAX));
+    for r in [&mut small, &mut big] {
+        create(r, "test.t", 1);
+        for i in (0..300).rev() {
+            let id: Bson = match i % 4 {
+                0 => Bson::Int32(i),
+                1 => Bson::Int64(i as i64),
+                2 => Bson::Double(i as f64 + 0.5),
+                _ => Bson::String(format!("k{i:04}")),
+            };
+            ok(r, ins("test.t", 1, doc! { "_id": id, "n": i }));
+        }
+        for i in (0..300).step_by(7) {
+            let _ = apply(
+                r,
+                doc! { "ts": ts(8, 1), "op": "d", "ns": "test.t", "ui": uuid(1), "o": { "_id": i } },
+                Phase::Strict,
+            );
+        }
+        ok(
+            r,
+            doc! { "ts": ts(9, 1), "op": "u", "ns": "test.t", "ui": uuid(1), "o": { "$v": 2, "diff": { "u": { "n": -1 } } }, "o2": { "_id": 2.5 } },
+        );
+        r.flush().unwrap();
+    }
+    assert!(small.store().spilled() && !big.store().spilled());
+    assert_eq!(docs(&small, "test.t"), docs(&big, "test.t"));
+    assert_eq!(small.count("test.t"), big.count("test.t"));
+    assert_eq!(small.hashes().unwrap(), big.hashes().unwrap());
+}
