@@ -94,6 +94,7 @@ pub fn build_with_model(
     };
 
     // The backup, and where its data is complete up to.
+    let timer = PhaseTimer::start();
     let mut inv = inventory(
         &req.backup,
         InventoryOptions {
@@ -168,6 +169,7 @@ pub fn build_with_model(
         findings: true,
         catalog: Some(&catalog),
     };
+    timer.mark("backup and its oplog read");
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
 
     // The limit, coverage, and the --skip positions.
@@ -212,6 +214,7 @@ pub fn build_with_model(
         .unwrap_or_else(|| req.cwd.join(format!("pitr-plan-{}-{}", limit.t, limit.i)));
     let out = OutDir::prepare(out_path)?;
     let skip_set: HashSet<Ts> = skips.iter().copied().collect();
+    timer.mark("oplog scanned");
     let slice = if coverage.mode == Mode::AfterBackup && coverage.oplog_needed {
         slice::write(
             &SliceRequest {
@@ -236,6 +239,7 @@ pub fn build_with_model(
     // Replay model and lint over exactly what the two mongorestore runs apply.
     let restore_all = backup_oplog_replay || filter.is_none();
     let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
+    timer.mark("slice written");
     let mut model = match &req.content {
         Some(c) => seed_documents(&inv, c, &restored, &rules, req.expect)?,
         None => {
@@ -268,6 +272,7 @@ pub fn build_with_model(
     let one_run = replays_slice
         && inv.backup.layout == crate::backup::Layout::Directory
         && (backup_oplog_replay || filter.is_none());
+    timer.mark("replica seeded");
     let mut linter = Linter::new(&rules);
     linter.set_second_run(replays_slice && !one_run);
     let mut applier = Applier::new(rules.mongorestore.clone());
@@ -326,6 +331,7 @@ pub fn build_with_model(
         backup_oplog_replay,
     };
     plan_lints(&ctx, &mut linter);
+    timer.mark("backup oplog and slice applied, counts and hashes");
     let lint = linter.finish();
 
     // The restore commands.
@@ -471,6 +477,7 @@ pub fn build_with_model(
     } else {
         None
     };
+    timer.mark("one-run restore directory written");
     out.commit(slice, restore_dir, &plan)?;
     Ok((plan, model))
 }
@@ -586,6 +593,33 @@ fn seed_documents(
         slice_phase,
         backup_ns,
     ))
+}
+
+/// `PITR_TIMING=1` prints how long each phase of the plan took (for the benchmark
+/// and for finding where time goes on a large oplog).
+struct PhaseTimer {
+    on: bool,
+    last: std::cell::Cell<std::time::Instant>,
+}
+
+impl PhaseTimer {
+    fn start() -> PhaseTimer {
+        PhaseTimer {
+            on: std::env::var_os("PITR_TIMING").is_some_and(|v| v == "1"),
+            last: std::cell::Cell::new(std::time::Instant::now()),
+        }
+    }
+
+    fn mark(&self, what: &str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            eprintln!(
+                "pitr timing: {:>8.3} s  {what}",
+                (now - self.last.get()).as_secs_f64()
+            );
+            self.last.set(now);
+        }
+    }
 }
 
 fn skip_positions(skip: &[TimeValue]) -> Result<Vec<Ts>, PlanError> {

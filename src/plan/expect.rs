@@ -159,7 +159,9 @@ impl Model {
     /// Whether the document with this `_id` is in `ns` now; `None` when not counting
     /// (then nothing is known about single documents).
     pub fn holds(&self, ns: &str, id: RawBsonRef<'_>) -> Option<bool> {
-        if !self.counting {
+        // The strict engine fails on an update of a missing document itself; the
+        // lint need not look (one lookup less per update).
+        if !self.counting || self.slice_phase == Phase::Strict {
             return None;
         }
         self.replica.holds(ns, id).ok()

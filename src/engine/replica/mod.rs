@@ -436,6 +436,23 @@ impl Replica {
         let Some(slot) = self.target_slot(op, phase)? else {
             return Ok(());
         };
+        // Fast path: the document is in memory; the post-image replaces it in place.
+        if self.opts.content == Content::Documents {
+            let opts = self.opts.update;
+            if let Some(cur) = self.store.mem_get(slot, &key) {
+                let r = update::classify(o).and_then(|kind| {
+                    let mut out = Vec::with_capacity(cur.len() + 64);
+                    let cur = RawDocument::from_bytes(cur).map_err(|e| {
+                        crate::engine::UpdateError::malformed("the stored document", e.to_string())
+                    })?;
+                    update::apply(cur, kind, opts, &mut out).map(|()| out)
+                });
+                return match r {
+                    Ok(out) => Ok(self.store.mem_replace(slot, &key, out)?),
+                    Err(e) => self.update_failed(op, phase, e),
+                };
+            }
+        }
         // `b: true`: the primary's update was an upsert (`OplogEntry::getUpsert`).
         let upsert = matches!(op.raw.get("b"), Ok(Some(RawBsonRef::Boolean(true))));
         let mut cur = std::mem::take(&mut self.scratch);

@@ -101,6 +101,30 @@ impl Store {
         }
     }
 
+    /// The in-memory document (None when absent or when documents are on disk).
+    pub fn mem_get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
+        if self.disk.is_some() {
+            return None;
+        }
+        self.mem.get(&slot).and_then(|m| m.get(key)).map(|d| &d[..])
+    }
+
+    /// Replaces an in-memory document (after [`Store::mem_get`] found it).
+    pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: Vec<u8>) -> Result<(), DiskError> {
+        let new_len = doc.len();
+        let Some(old) = self.mem.get_mut(&slot).and_then(|m| m.get_mut(key)) else {
+            return self.put(slot, key.clone(), &doc).map(|_| ());
+        };
+        let old_len = old.len();
+        *old = doc.into_boxed_slice();
+        self.mem_bytes = (self.mem_bytes + new_len).saturating_sub(old_len);
+        self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
+        if self.mem_bytes > self.budget && self.spill_dir.is_some() {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
     pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
