@@ -38,6 +38,30 @@ if [ ! -f "$dir/oplog.bson" ]; then
 fi
 oplog=$dir/oplog.bson
 backup=$dir/backup
+# The generator's backups are small; a real one is of the order of the oplog. A
+# collection the oplog never touches (bench.filler, ~1 KiB documents) brings the
+# backup to the oplog's size, so that the budget runs are about a big backup.
+if [ ! -f "$backup/bench/filler.bson" ]; then
+  mkdir -p "$backup/bench"
+  python3 - "$backup/bench" "$(stat -c %s "$oplog")" <<'PY'
+import struct, sys
+d, target = sys.argv[1], int(sys.argv[2])
+pad = b"x" * 1000
+with open(f"{d}/filler.bson", "wb") as f:
+    i, written = 0, 0
+    while written < target:
+        body = (b"\x10_id\x00" + struct.pack("<i", i)
+                + b"\x02pad\x00" + struct.pack("<i", len(pad) + 1) + pad + b"\x00"
+                + b"\x10n\x00" + struct.pack("<i", i * 7) + b"\x00")
+        doc = struct.pack("<i", len(body) + 4) + body
+        f.write(doc)
+        written += len(doc)
+        i += 1
+open(f"{d}/filler.metadata.json", "w").write(
+    '{"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_"}],'
+    '"collectionName":"filler","type":"collection"}')
+PY
+fi
 bytes=$(stat -c %s "$oplog")
 backup_bytes=$(du -sb "$backup" | cut -f1)
 entries=$(python3 -c "import json,sys; print(json.load(open('$dir/truth.json'))['oplog']['entries'])")

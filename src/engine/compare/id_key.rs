@@ -230,3 +230,17 @@ impl IdKey {
         ))
     }
 }
+
+/// Compares two [`IdKey::document_bytes`] encodings as their keys compare, without
+/// building the keys (the on-disk store's comparator). Both must be well-formed
+/// keys, as the store writes them.
+pub(crate) fn cmp_key_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    fn val(k: &[u8]) -> (u8, &[u8]) {
+        (k[4], &k[VALUE_AT..k.len() - 1])
+    }
+    let ((ka, va), (kb, vb)) = (val(a), val(b));
+    if ka == raw::T_OID && kb == raw::T_OID {
+        return va.cmp(vb);
+    }
+    cmp_val(&Val::from_raw(ka, va), &Val::from_raw(kb, vb))
+}

@@ -27,7 +27,7 @@
 //! framing error on, the two documents compare by their raw bytes (as do documents
 //! nested deeper than [`MAX_NESTING`], which no stored document reaches).
 
-mod id_key;
+pub(crate) mod id_key;
 pub(crate) mod numeric;
 
 use std::cmp::Ordering;

@@ -84,16 +84,10 @@ impl Value for DocKey {
 
 impl Key for DocKey {
     fn compare(a: &[u8], b: &[u8]) -> Ordering {
-        a[..4].cmp(&b[..4]).then_with(|| {
-            match (
-                IdKey::from_document_bytes(&a[4..]),
-                IdKey::from_document_bytes(&b[4..]),
-            ) {
-                (Ok(x), Ok(y)) => x.cmp(&y),
-                // Keys are written only by `key_bytes`: never reached.
-                _ => a[4..].cmp(&b[4..]),
-            }
-        })
+        // Keys are written only by `key_bytes`: a slot and a framed `{_id: v}`.
+        a[..4]
+            .cmp(&b[..4])
+            .then_with(|| crate::engine::compare::id_key::cmp_key_bytes(&a[4..], &b[4..]))
     }
 }
 
