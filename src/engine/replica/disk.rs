@@ -8,8 +8,10 @@
 //! inventing an order-preserving encoding of every BSON type. LSM stores (fjall)
 //! and SQLite or LMDB only order raw bytes.
 //!
-//! Writes go through one open write transaction committed every [`BATCH_BYTES`] of
-//! written data, so redb's dirty pages stay bounded; each commit is durable
+//! Writes go through one open write transaction committed every few thousand
+//! writes (a quarter of the memory budget divided by [`DIRTY_PER_WRITE`]), so redb's
+//! dirty pages stay within the budget: a random write dirties a whole leaf page and
+//! its path, whatever the document's size; each commit is durable
 //! (`Durability::Immediate`) because redb only reuses the pages freed by a durable
 //! commit, and a non-durable chain would grow the file without bound. The file
 //! lives in a temporary directory of the work dir and is removed with it; nothing
@@ -18,9 +20,9 @@
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 
-use redb::{
-    Database, Durability, Key, ReadableTable, TableDefinition, TypeName, Value, WriteTransaction,
-};
+use std::collections::BTreeMap;
+
+use redb::{Database, Durability, Key, ReadTransaction, TableDefinition, TypeName, Value};
 
 use super::store::Slot;
 use crate::engine::IdKey;
@@ -28,6 +30,10 @@ use crate::error::Hint;
 
 /// Commit the write transaction after this many bytes written.
 pub const BATCH_BYTES: usize = 32 << 20;
+
+/// Memory one random write dirties in redb (a 4 KiB leaf, a share of its branch
+/// pages, the allocator's bookkeeping): an upper estimate that sizes the commits.
+pub const DIRTY_PER_WRITE: usize = 16 << 10;
 
 /// redb's page cache.
 pub const CACHE_BYTES: usize = 64 << 20;
@@ -106,72 +112,92 @@ fn slot_start(slot: Slot) -> Vec<u8> {
     key_bytes(slot, &IdKey::from_raw_parts(0xFF, &[]))
 }
 
+/// Memory a buffered write costs besides the document (map node, key, allocation).
+const DIRTY_OVERHEAD: usize = 96;
+
 /// The on-disk document store; see the module documentation.
 pub struct DiskStore {
     path: PathBuf,
     db: Database,
-    txn: Option<WriteTransaction>,
-    pending: usize,
+    /// Writes not yet in redb, in key order: a document, or `None` for a delete.
+    dirty: BTreeMap<(Slot, IdKey), Option<Box<[u8]>>>,
+    dirty_bytes: usize,
+    dirty_limit: usize,
+    /// A snapshot of what redb holds (renewed after every commit).
+    read: Option<ReadTransaction>,
 }
 
 impl DiskStore {
-    /// Creates the store in `dir` (which must exist).
-    pub fn create(dir: &Path) -> Result<DiskStore, DiskError> {
+    /// Creates the store in `dir` (which must exist). `budget`: the memory the store
+    /// may use: its write buffer (half), redb's page cache (a quarter, at most
+    /// [`CACHE_BYTES`]).
+    pub fn create(dir: &Path, budget: usize) -> Result<DiskStore, DiskError> {
         let path = dir.join("documents.redb");
         let db = Database::builder()
-            .set_cache_size(CACHE_BYTES)
+            .set_cache_size((budget / 4).clamp(1 << 20, CACHE_BYTES))
             .create(&path)
             .map_err(|e| err(&path, e))?;
+        let t = db.begin_write().map_err(|e| err(&path, e))?;
+        t.open_table(DOCS).map_err(|e| err(&path, e))?;
+        t.commit().map_err(|e| err(&path, e))?;
+        let read = Some(db.begin_read().map_err(|e| err(&path, e))?);
         Ok(DiskStore {
             path,
             db,
-            txn: None,
-            pending: 0,
+            dirty: BTreeMap::new(),
+            dirty_bytes: 0,
+            dirty_limit: (budget / 2).max(1 << 20),
+            read,
         })
     }
 
-    fn txn(&mut self) -> Result<&WriteTransaction, DiskError> {
-        if self.txn.is_none() {
-            let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
-            t.set_durability(Durability::Immediate);
-            self.txn = Some(t);
-        }
-        Ok(self.txn.as_ref().expect("opened above"))
+    fn committed_get(&self, k: &[u8], out: &mut Vec<u8>) -> Result<bool, DiskError> {
+        let r = self.read.as_ref().expect("a snapshot is always open");
+        let table = r.open_table(DOCS).map_err(|e| err(&self.path, e))?;
+        let v = table.get(k).map_err(|e| err(&self.path, e))?;
+        Ok(v.map(|g| out.extend_from_slice(g.value())).is_some())
     }
 
-    fn wrote(&mut self, bytes: usize) -> Result<(), DiskError> {
-        self.pending += bytes;
-        if self.pending >= BATCH_BYTES {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Commits pending writes.
+    /// Writes the buffered writes in key order in one durable transaction (redb
+    /// reuses pages only after a durable commit), then renews the snapshot.
     pub fn flush(&mut self) -> Result<(), DiskError> {
-        if let Some(t) = self.txn.take() {
-            t.commit().map_err(|e| err(&self.path, e))?;
+        if self.dirty.is_empty() {
+            return Ok(());
         }
-        self.pending = 0;
+        self.read = None;
+        let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+        t.set_durability(Durability::Immediate);
+        {
+            let mut table = t.open_table(DOCS).map_err(|e| err(&self.path, e))?;
+            for ((slot, key), v) in std::mem::take(&mut self.dirty) {
+                let k = key_bytes(slot, &key);
+                match v {
+                    Some(doc) => {
+                        table
+                            .insert(&k[..], &doc[..])
+                            .map_err(|e| err(&self.path, e))?;
+                    }
+                    None => {
+                        table.remove(&k[..]).map_err(|e| err(&self.path, e))?;
+                    }
+                }
+            }
+        }
+        t.commit().map_err(|e| err(&self.path, e))?;
+        self.dirty_bytes = 0;
+        self.read = Some(self.db.begin_read().map_err(|e| err(&self.path, e))?);
         Ok(())
     }
 
     pub fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> Result<bool, DiskError> {
-        let k = key_bytes(slot, key);
-        let found = match &self.txn {
-            Some(t) => {
-                let table = t.open_table(DOCS).map_err(|e| err(&self.path, e))?;
-                let v = table.get(&k[..]).map_err(|e| err(&self.path, e))?;
-                v.map(|g| out.extend_from_slice(g.value())).is_some()
+        match self.dirty.get(&(slot, key.clone())) {
+            Some(Some(doc)) => {
+                out.extend_from_slice(doc);
+                Ok(true)
             }
-            None => {
-                let r = self.db.begin_read().map_err(|e| err(&self.path, e))?;
-                let table = r.open_table(DOCS).map_err(|e| err(&self.path, e))?;
-                let v = table.get(&k[..]).map_err(|e| err(&self.path, e))?;
-                v.map(|g| out.extend_from_slice(g.value())).is_some()
-            }
-        };
-        Ok(found)
+            Some(None) => Ok(false),
+            None => self.committed_get(&key_bytes(slot, key), out),
+        }
     }
 
     pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
@@ -179,107 +205,129 @@ impl DiskStore {
         self.get(slot, key, &mut scratch)
     }
 
+    fn buffer(&mut self, slot: Slot, key: IdKey, v: Option<Box<[u8]>>) -> Result<(), DiskError> {
+        let add = DIRTY_OVERHEAD + v.as_ref().map_or(0, |d| d.len());
+        if let Some(old) = self.dirty.insert((slot, key), v) {
+            self.dirty_bytes -= DIRTY_OVERHEAD + old.map_or(0, |d| d.len());
+        }
+        self.dirty_bytes += add;
+        if self.dirty_bytes > self.dirty_limit {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     /// Inserts or replaces; returns whether a document was replaced.
     pub fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<bool, DiskError> {
-        let k = key_bytes(slot, key);
-        let path = self.path.clone();
-        let t = self.txn()?;
-        let replaced = {
-            let mut table = t.open_table(DOCS).map_err(|e| err(&path, e))?;
-            let old = table.insert(&k[..], doc).map_err(|e| err(&path, e))?;
-            old.is_some()
-        };
-        self.wrote(k.len() + doc.len())?;
+        let replaced = self.contains(slot, key)?;
+        self.buffer(slot, key.clone(), Some(doc.to_vec().into_boxed_slice()))?;
         Ok(replaced)
     }
 
     pub fn remove(&mut self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
-        let k = key_bytes(slot, key);
-        let path = self.path.clone();
-        let t = self.txn()?;
-        let removed = {
-            let mut table = t.open_table(DOCS).map_err(|e| err(&path, e))?;
-            let old = table.remove(&k[..]).map_err(|e| err(&path, e))?;
-            old.is_some()
-        };
-        self.wrote(k.len())?;
-        Ok(removed)
+        if !self.contains(slot, key)? {
+            return Ok(false);
+        }
+        self.buffer(slot, key.clone(), None)?;
+        Ok(true)
     }
 
     /// Removes every document of `slot`.
     pub fn clear(&mut self, slot: Slot) -> Result<(), DiskError> {
+        self.flush()?;
         let (start, end) = (slot_start(slot), slot_start(slot + 1));
-        let path = self.path.clone();
-        let t = self.txn()?;
+        self.read = None;
+        let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+        t.set_durability(Durability::Immediate);
         {
-            let mut table = t.open_table(DOCS).map_err(|e| err(&path, e))?;
+            let mut table = t.open_table(DOCS).map_err(|e| err(&self.path, e))?;
             table
                 .retain_in(&start[..]..&end[..], |_, _| false)
-                .map_err(|e| err(&path, e))?;
+                .map_err(|e| err(&self.path, e))?;
         }
-        self.wrote(BATCH_BYTES / 8)
+        t.commit().map_err(|e| err(&self.path, e))?;
+        self.read = Some(self.db.begin_read().map_err(|e| err(&self.path, e))?);
+        Ok(())
     }
 
-    /// Loads documents already in `_id` order (the spill of the in-memory maps).
+    /// Loads documents already in `_id` order (the spill of the in-memory maps),
+    /// straight into redb.
     pub fn load(
         &mut self,
         slot: Slot,
         docs: impl Iterator<Item = (IdKey, Box<[u8]>)>,
     ) -> Result<(), DiskError> {
-        for (k, d) in docs {
-            self.put(slot, &k, &d)?;
+        self.flush()?;
+        self.read = None;
+        let mut docs = docs.peekable();
+        while docs.peek().is_some() {
+            let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+            t.set_durability(Durability::Immediate);
+            {
+                let mut table = t.open_table(DOCS).map_err(|e| err(&self.path, e))?;
+                let mut bytes = 0;
+                for (k, d) in docs.by_ref() {
+                    table
+                        .insert(&key_bytes(slot, &k)[..], &d[..])
+                        .map_err(|e| err(&self.path, e))?;
+                    bytes += d.len();
+                    if bytes >= BATCH_BYTES {
+                        break;
+                    }
+                }
+            }
+            t.commit().map_err(|e| err(&self.path, e))?;
         }
+        self.read = Some(self.db.begin_read().map_err(|e| err(&self.path, e))?);
         Ok(())
     }
 
-    /// Every document of `slot` in `_id` order.
+    /// Every document of `slot` in `_id` order: redb's snapshot merged with the
+    /// buffered writes.
     pub fn for_each(
         &self,
         slot: Slot,
         f: &mut dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError>,
     ) -> Result<(), DiskError> {
+        let lo = (slot, IdKey::from_raw_parts(0xFF, &[]));
+        let hi = (slot + 1, IdKey::from_raw_parts(0xFF, &[]));
+        let mut pending = self.dirty.range(lo..hi).peekable();
         let (start, end) = (slot_start(slot), slot_start(slot + 1));
-        let mut visit = |table: &dyn Fn(
-            &mut dyn FnMut(&[u8], &[u8]) -> Result<(), DiskError>,
-        ) -> Result<(), DiskError>| {
-            table(&mut |k, v| {
-                let key = IdKey::from_document_bytes(&k[4..]).map_err(|e| err(&self.path, e))?;
-                f(&key, v)
-            })
-        };
-        match &self.txn {
-            Some(t) => {
-                let table = t.open_table(DOCS).map_err(|e| err(&self.path, e))?;
-                visit(&|g| {
-                    for item in table
-                        .range(&start[..]..&end[..])
-                        .map_err(|e| err(&self.path, e))?
-                    {
-                        let (k, v) = item.map_err(|e| err(&self.path, e))?;
-                        g(k.value(), v.value())?;
-                    }
-                    Ok(())
-                })
+        let r = self.read.as_ref().expect("a snapshot is always open");
+        let table = r.open_table(DOCS).map_err(|e| err(&self.path, e))?;
+        for item in table
+            .range(&start[..]..&end[..])
+            .map_err(|e| err(&self.path, e))?
+        {
+            let (k, v) = item.map_err(|e| err(&self.path, e))?;
+            let key =
+                IdKey::from_document_bytes(&k.value()[4..]).map_err(|e| err(&self.path, e))?;
+            // Buffered writes before this key: new documents.
+            while let Some(((_, dk), dv)) = pending.peek() {
+                if *dk >= key {
+                    break;
+                }
+                if let Some(d) = dv {
+                    f(dk, d)?;
+                }
+                pending.next();
             }
-            None => {
-                let r = self.db.begin_read().map_err(|e| err(&self.path, e))?;
-                let table = match r.open_table(DOCS) {
-                    Ok(t) => t,
-                    Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
-                    Err(e) => return Err(err(&self.path, e)),
-                };
-                visit(&|g| {
-                    for item in table
-                        .range(&start[..]..&end[..])
-                        .map_err(|e| err(&self.path, e))?
-                    {
-                        let (k, v) = item.map_err(|e| err(&self.path, e))?;
-                        g(k.value(), v.value())?;
+            match pending.peek() {
+                Some(((_, dk), dv)) if *dk == key => {
+                    if let Some(d) = dv {
+                        f(dk, d)?;
                     }
-                    Ok(())
-                })
+                    pending.next();
+                }
+                _ => f(&key, v.value())?,
             }
         }
+        for ((_, dk), dv) in pending {
+            if let Some(d) = dv {
+                f(dk, d)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -219,7 +219,7 @@ impl Store {
     /// Moves every document to disk; from now on the store works there.
     fn spill(&mut self) -> Result<(), DiskError> {
         let dir = self.spill_dir.clone().expect("checked by the caller");
-        let mut disk = DiskStore::create(&dir)?;
+        let mut disk = DiskStore::create(&dir, self.budget)?;
         let mem = std::mem::take(&mut self.mem);
         for (slot, docs) in mem {
             disk.load(slot, docs.into_iter())?;
