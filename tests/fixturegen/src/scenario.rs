@@ -272,6 +272,8 @@ pub struct Gen {
     pub sessions_coll_uuid: [u8; 16],
     /// Set at the end: no more transactions that span seconds.
     pub winding_down: bool,
+    /// The bench's kind of background traffic.
+    pub mix: super::mix::Mix,
 }
 
 impl Gen {
@@ -293,7 +295,8 @@ fn io_err(what: &str, path: &std::path::Path, source: std::io::Error) -> GenErro
 /// Runs a whole scenario.
 pub fn run(opts: &Options) -> Result<Summary, GenError> {
     let started = Instant::now();
-    let params = Params::for_scenario(opts.scenario, opts.target_bytes);
+    let mut params = Params::for_scenario(opts.scenario, opts.target_bytes);
+    super::mix::tune(&mut params, opts.mix);
     let out = OutDir::prepare(&opts.out)?;
     let backup_dir = out.backup_dir().to_path_buf();
     let main_path = out.root.join("oplog.bson");
@@ -327,10 +330,15 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
         pending: Vec::new(),
         sessions_coll_uuid,
         winding_down: false,
+        mix: opts.mix,
     };
+    g.em.legacy = opts.mix == super::mix::Mix::Legacy;
 
     // The data before the backup: ids born over the previous 30 days, oldest first.
-    for (spec, n) in initial_catalogue() {
+    for (spec, n) in initial_catalogue()
+        .into_iter()
+        .chain(super::mix::extra_catalogue(opts.mix))
+    {
         let u = uuid(&mut g.rng);
         let cap = g.params.pool_cap;
         let c = g.world.add(spec, u, cap);
@@ -509,7 +517,7 @@ fn second(g: &mut Gen, script: &mut Script, sec: u32) -> std::io::Result<()> {
     slots.shuffle(&mut g.rng);
     for s in slots {
         match s {
-            Slot::Background => g.background(),
+            Slot::Background => super::mix::background(g),
             Slot::Event(i) => script.step(g, i),
         }
     }
