@@ -54,8 +54,7 @@ fn fast_paths_find_what_the_full_parse_finds_on_every_mix() {
         .unwrap();
         let docs = entries(&dir.path().join("oplog.bson"));
         let truth: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("truth.json")).unwrap())
-                .unwrap();
+            serde_json::from_slice(&std::fs::read(dir.path().join("truth.json")).unwrap()).unwrap();
         let full = findings(&docs, false);
         let fast = findings(&docs, true);
         assert_eq!(fast, full, "mix {}", mix.name());

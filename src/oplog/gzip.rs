@@ -96,7 +96,9 @@ fn recorded_size(head: &[u8]) -> Option<usize> {
         let data = extra.get(p + 4..p + 4 + len)?;
         if extra[p..p + 2] == SIZE_SUBFIELD && len == 4 {
             let n = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
-            return (n >= MEMBER_HEADER_BYTES + 8 && n <= MAX_WHOLE_MEMBER).then_some(n);
+            return (MEMBER_HEADER_BYTES + 8..=MAX_WHOLE_MEMBER)
+                .contains(&n)
+                .then_some(n);
         }
         p += 4 + len;
     }
@@ -541,9 +543,9 @@ mod tests {
     fn sized_and_plain_members_mix_and_an_empty_input_is_empty() {
         let (a, b, c) = (data(70_000, 1), data(3_000_000, 2), data(10, 3));
         let file = [
-            members(&[a.clone()]),
+            members(std::slice::from_ref(&a)),
             plain_member(&b),
-            members(&[c.clone()]),
+            members(std::slice::from_ref(&c)),
         ]
         .concat();
         assert_eq!(read_all(file, 2).unwrap(), [a, b, c].concat());
