@@ -38,8 +38,16 @@ pub fn scan_sources(
 ) -> Result<SourcesSummary, Failure> {
     let mut summary = SourcesSummary::default();
     let mut newest_before: Option<Ts> = None;
-    for (n, src) in sources.iter().enumerate() {
-        let mut r = oplog::open(src, opts)?;
+    // Each source is opened while the one before it is scanned: a compressed one
+    // starts decompressing on its own threads (see `oplog::gzip`), and a missing
+    // file is reported before a long scan rather than after it.
+    let mut next = sources.first().map(|s| oplog::open(s, opts)).transpose()?;
+    for (n, _) in sources.iter().enumerate() {
+        let mut r = next.take().expect("opened ahead");
+        next = sources
+            .get(n + 1)
+            .map(|s| oplog::open(s, opts))
+            .transpose()?;
         let (counter, total) = r.progress();
         let bar = ScanProgress::new(counter, total, show_progress);
         if sources.len() > 1 {

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use bson::RawBsonRef;
 
-use crate::oplog::elements::leading_op;
+use crate::oplog::elements::{find_field, find_op, Elements};
 use crate::oplog::entry::as_i64;
 use crate::oplog::entry::Parsed;
 use crate::oplog::{Entry, EntryError, Op, Ts};
@@ -124,24 +124,25 @@ impl Scanner {
 
     /// Processes one top-level entry given as the bytes of a framed BSON document.
     ///
-    /// The fastest path: in 4.4+ oplogs `op` is the first field, so an insert or
-    /// no-op is recognised from fixed byte positions and passed over without being
-    /// walked at all (its position is not read, so [`ScanStats`] positions and the
-    /// out-of-order count cover the entries that are examined).
+    /// The fast path: inserts and no-ops (most of any oplog) are recognised from
+    /// their `op` alone ([`find_op`]: fixed byte positions when `op` comes first as
+    /// in 4.4+, a walk over the few elements before it for retryable writes and
+    /// 4.0/4.2 oplogs) and passed over without being parsed; their position is not
+    /// read, so [`ScanStats`] positions and the out-of-order count cover the entries
+    /// that are examined. An update is parsed only when its `o` may wipe content.
     pub fn feed_bytes(&mut self, doc: &[u8]) -> Result<(), EntryError> {
         if self.pending_drops.is_empty() {
-            match leading_op(doc) {
-                Some(b'i' | b'n') => {
+            if let Some((op, after_op)) = find_op(doc) {
+                let skip = match op {
+                    b'i' | b'n' => true,
+                    // Whether an update wipes content depends on `o` alone.
+                    b'u' => !update_may_wipe(doc, after_op),
+                    _ => false,
+                };
+                if skip {
                     self.stats.entries += 1;
                     return Ok(());
                 }
-                // Most updates only set fields; whether one wipes content depends on
-                // `o` alone, so only the wiping ones are parsed in full.
-                Some(b'u') if !update_may_wipe(doc) => {
-                    self.stats.entries += 1;
-                    return Ok(());
-                }
-                _ => {}
             }
         }
         self.feed_raw(bson::RawDocument::from_bytes(doc)?)
@@ -624,17 +625,60 @@ impl Scanner {
     }
 }
 
-/// For an update entry's bytes: false only when its `o` is present, well-formed and
-/// does not wipe content. Anything unusual answers true, so the caller parses the
-/// entry fully and reports problems precisely.
-fn update_may_wipe(doc: &[u8]) -> bool {
-    for el in crate::oplog::elements::Elements::new(doc) {
-        let Ok(el) = el else { return true };
-        if el.key == b"o" {
-            return match bson::RawDocument::from_bytes(el.value) {
-                Ok(o) if el.kind == 0x03 => wiping_reason(o).is_some(),
-                _ => true,
-            };
+/// For an update entry's bytes: false only when its `o` (the first one after `op`,
+/// which starts at offset `after_op`) is present, well-formed and does not wipe
+/// content. Anything unusual answers true, so the caller parses the entry fully and
+/// reports problems precisely.
+#[inline]
+fn update_may_wipe(doc: &[u8], after_op: usize) -> bool {
+    match find_field(doc, after_op, b"o") {
+        Some((0x03, o)) => {
+            if plain_v2_diff(o) {
+                return false;
+            }
+            match bson::RawDocument::from_bytes(o) {
+                Ok(o) => wiping_reason(o).is_some(),
+                Err(_) => true,
+            }
+        }
+        _ => true,
+    }
+}
+
+/// True for the commonest update of 5.0+ oplogs, answered from the bytes: `o` is
+/// exactly `{$v: 2 (int32), diff: {...}}` and the diff's top level has neither a
+/// `d` section nor any `s<field>` sub-diff. [`wiping_reason`] (forensics/updates.rs)
+/// finds such an update harmless: with `$v: 2` only `diff_deletes` decides, and it
+/// only answers yes for a `d` key or through a sub-diff. Anything else answers
+/// false and is classified by [`wiping_reason`] itself.
+#[inline]
+fn plain_v2_diff(o: &[u8]) -> bool {
+    // 10 '$' 'v' 00 <02 00 00 00> 03 'd' 'i' 'f' 'f' 00 <diff>, then o's final NUL.
+    const HEAD: [u8; 14] = [
+        0x10, b'$', b'v', 0, 2, 0, 0, 0, 0x03, b'd', b'i', b'f', b'f', 0,
+    ];
+    let Some(diff) = o.get(4 + HEAD.len()..o.len() - 1) else {
+        return false;
+    };
+    if o[4..4 + HEAD.len()] != HEAD {
+        return false;
+    }
+    // The diff must fill the rest of `o` exactly (no third field after it).
+    let Some(len) = diff
+        .get(0..4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    else {
+        return false;
+    };
+    if len as usize != diff.len() || len < 5 {
+        return false;
+    }
+    for el in Elements::new(diff) {
+        let Ok(el) = el else { return false };
+        match el.key {
+            b"d" => return false,
+            [b's', _, ..] if el.kind == 0x03 => return false,
+            _ => {}
         }
     }
     true
@@ -877,6 +921,57 @@ mod tests {
             (f[0].ts, f[0].oplog_limit, f[0].last_ts, f[0].count),
             (Ts::new(1000, 1), Ts::new(1000, 1), Ts::new(1002, 100), 300)
         );
+    }
+}
+
+#[cfg(test)]
+mod plain_v2_diff_tests {
+    use super::*;
+    use bson::{doc, rawdoc, Document};
+
+    /// `plain_v2_diff` must never call harmless what `wiping_reason` calls wiping.
+    #[test]
+    fn agrees_with_wiping_reason() {
+        let cases: Vec<(Document, bool)> = vec![
+            (doc! { "$v": 2, "diff": { "u": { "a": 1 } } }, true),
+            (
+                doc! { "$v": 2, "diff": { "u": { "a": 1 }, "i": { "b": 2 } } },
+                true,
+            ),
+            (doc! { "$v": 2, "diff": { "d": { "a": false } } }, false),
+            (doc! { "$v": 2, "diff": { "u": { "d": 1 } } }, true),
+            (
+                doc! { "$v": 2, "diff": { "sitems": { "a": true, "u0": 1 } } },
+                false,
+            ),
+            (
+                doc! { "$v": 2, "diff": { "sprefs": { "d": { "x": false } } } },
+                false,
+            ),
+            (doc! { "$v": 2i64, "diff": { "u": { "a": 1 } } }, false),
+            (
+                doc! { "$v": 2, "diff": { "u": { "a": 1 } }, "$unset": { "a": 1 } },
+                false,
+            ),
+            (doc! { "diff": { "u": { "a": 1 } }, "$v": 2 }, false),
+            (doc! { "$set": { "a": 1 } }, false),
+            (doc! { "_id": 1 }, false),
+        ];
+        for (o, expect) in cases {
+            let bytes = bson::to_vec(&o).unwrap();
+            let plain = plain_v2_diff(&bytes);
+            assert_eq!(plain, expect, "{o}");
+            if plain {
+                let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
+                assert_eq!(wiping_reason(raw), None, "{o}");
+            }
+        }
+        // Truncated or inconsistent bytes are never called harmless.
+        let mut bytes = bson::to_vec(&doc! { "$v": 2, "diff": { "u": { "a": 1 } } }).unwrap();
+        let n = bytes.len();
+        bytes[18..22].copy_from_slice(&((n - 18) as i32).to_le_bytes());
+        assert!(!plain_v2_diff(&bytes));
+        assert!(!plain_v2_diff(rawdoc! {}.as_bytes()));
     }
 }
 

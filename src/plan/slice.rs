@@ -276,8 +276,10 @@ struct Dedup {
     w: BufWriter<File>,
     path: PathBuf,
     group_ts: Option<Ts>,
-    /// The entries written with `group_ts` (almost always one).
-    group: Vec<Vec<u8>>,
+    /// The entries written with `group_ts` (almost always one), one after another
+    /// in one reused buffer (no allocation per entry), and where each ends.
+    group: Vec<u8>,
+    group_ends: Vec<usize>,
     stats: SinkStats,
 }
 
@@ -288,6 +290,7 @@ impl Dedup {
             path,
             group_ts: None,
             group: Vec::new(),
+            group_ends: Vec::new(),
             stats: SinkStats {
                 entries: 0,
                 bytes: 0,
@@ -302,7 +305,13 @@ impl Dedup {
 
     fn put(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
         if self.group_ts == Some(ts) {
-            if self.group.iter().any(|g| g == bytes) {
+            let mut start = 0;
+            let seen = self.group_ends.iter().any(|&end| {
+                let same = &self.group[start..end] == bytes;
+                start = end;
+                same
+            });
+            if seen {
                 self.stats.duplicates += 1;
                 return Ok(());
             }
@@ -310,12 +319,14 @@ impl Dedup {
         } else {
             self.group_ts = Some(ts);
             self.group.clear();
+            self.group_ends.clear();
         }
         self.w.write_all(bytes).map_err(|source| PlanError::Write {
             path: self.path.clone(),
             source,
         })?;
-        self.group.push(bytes.to_vec());
+        self.group.extend_from_slice(bytes);
+        self.group_ends.push(self.group.len());
         self.stats.entries += 1;
         self.stats.bytes += bytes.len() as u64;
         self.stats.first.get_or_insert(ts);

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use pitr::error::Failure;
 use pitr::size::parse_size;
+use pitr_fixturegen::mix::Mix;
 use pitr_fixturegen::{
     self as generator, Options, Scenario, DEFAULT_BENCH_BYTES, DEFAULT_START, MAX_START, MIN_START,
 };
@@ -22,7 +23,8 @@ use pitr_fixturegen::{
         schema in tests/fixturegen/src/truth.rs). The same seed always gives the same bytes.\n\n\
         Examples:\n  \
         pitr-gen --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
-        pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB"
+        pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB\n  \
+        pitr-gen --out bench-data/oltp --scenario bench --target-bytes 1GiB --mix oltp"
 )]
 pub struct GenArgs {
     /// Output directory: created if missing; must be empty or hold a previous run's output
@@ -37,6 +39,9 @@ pub struct GenArgs {
     /// Bench only: approximate size of oplog.bson (bytes, or with K/M/G/KiB/MiB/GiB) [default: 256MiB]
     #[arg(long, value_name = "BYTES")]
     pub target_bytes: Option<String>,
+    /// Bench only: the kind of traffic (see tests/fixturegen/src/mix.rs)
+    #[arg(long, value_enum, default_value_t = Mix::Current)]
+    pub mix: Mix,
     /// When the simulated backup starts (RFC 3339)
     #[arg(long, value_name = "RFC3339", default_value = DEFAULT_START)]
     pub start: String,
@@ -91,12 +96,17 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         }
         (None, _) => DEFAULT_BENCH_BYTES,
     };
+    if a.mix != Mix::Current && a.scenario != Scenario::Bench {
+        return Err(Failure::new("--mix only applies to --scenario bench")
+            .with_hint("drop --mix, or add --scenario bench"));
+    }
     let opts = Options {
         out: a.out,
         seed: a.seed,
         scenario: a.scenario,
         target_bytes,
         start: parse_start(&a.start)?,
+        mix: a.mix,
     };
     let s = generator::generate(&opts)?;
     let secs = s.elapsed.as_secs_f64();
