@@ -629,3 +629,121 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A real `mongodump --archive --oplog` (mongo-tools' own test data, server 4.0.2)
+/// restored by the real mongorestore (`--archive=FILE --oplogReplay`) into the
+/// stand-in gives exactly the counts `pitr plan` expects from it.
+#[test]
+fn peer_archive_with_oplog_restores_to_the_planned_counts() {
+    let Some(peer) = common::peer_dir("peer_archive_with_oplog_restores_to_the_planned_counts")
+    else {
+        return;
+    };
+    let archive = peer
+        .join("mongorestore/testdata/dump-w-oplog.archive")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    for bins in tool_sets("peer_archive_with_oplog") {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = bins.dir.display().to_string();
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--backup",
+                &archive,
+                "--oplog",
+                &archive,
+                "--until",
+                "end",
+                "--mongodb-bin",
+                &bin,
+                "--workdir",
+                "w",
+                "--grace",
+                "3s",
+                "--json",
+            ],
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}: {}", bins.label, show(&o));
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let cmd = step(&report, "restore_backup")["commands"][0]
+            .as_str()
+            .unwrap();
+        assert!(
+            cmd.contains("--oplogReplay") && cmd.contains(&format!("--archive={archive}")),
+            "{cmd}"
+        );
+        let plan = read_json(&tmp.path().join("w/plan/plan.json"));
+        let want = plan["expected"].as_array().unwrap();
+        assert!(!want.is_empty());
+        let rows = verify_rows(&report["verify"]);
+        for e in want {
+            let row = rows
+                .iter()
+                .find(|r| r.0 == e["ns"].as_str().unwrap())
+                .unwrap();
+            assert_eq!(row.2, e["documents"].as_u64(), "{}: {row:?}", bins.label);
+            assert_eq!(row.3, "pass");
+        }
+        assert_clean_dir(&report, &tmp.path().join("w"));
+    }
+}
+
+/// The incident's backup in every layout mongodump writes (a `--gzip --oplog`
+/// directory with gzip content in `oplog.bson`, an archive, a gzipped archive),
+/// restored by the real mongorestore of both releases to just before the drop of
+/// `shop.orders`: verified against the generator's truth.
+#[test]
+fn every_backup_layout_replays_with_the_real_tools() {
+    use pitr_fixturegen::layout::{convert, Layout};
+    let sets = tool_sets("every_backup_layout_replays_with_the_real_tools");
+    if sets.is_empty() {
+        return;
+    }
+    let layouts = tempfile::tempdir().unwrap();
+    let limit = incident_limit("drop", "shop.orders");
+    for l in [Layout::Gzip, Layout::Archive, Layout::ArchiveGzip] {
+        let backup = layouts.path().join(l.file_name());
+        convert(&Path::new(FIXTURE).join("backup"), l, &backup).unwrap();
+        for bins in &sets {
+            let tmp = tempfile::tempdir().unwrap();
+            let (b, o, bin) = (
+                backup.display().to_string(),
+                format!("{FIXTURE}/oplog.bson"),
+                bins.dir.display().to_string(),
+            );
+            let out = run_pitr(
+                tmp.path(),
+                &[
+                    "replay",
+                    "--backup",
+                    &b,
+                    "--oplog",
+                    &o,
+                    "--until",
+                    &limit,
+                    "--mongodb-bin",
+                    &bin,
+                    "--workdir",
+                    "work",
+                    "--grace",
+                    "3s",
+                    "--json",
+                ],
+                &[],
+            );
+            assert_eq!(code(&out), 0, "{l:?}, {}: {}", bins.label, show(&out));
+            let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let cmd = step(&report, "restore_backup")["commands"][0]
+                .as_str()
+                .unwrap();
+            assert_eq!(cmd.contains(" --gzip "), l != Layout::Archive, "{cmd}");
+            assert_counts_match_truth(&report, &limit);
+            assert_clean_dir(&report, &tmp.path().join("work"));
+        }
+    }
+}

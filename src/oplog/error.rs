@@ -68,6 +68,9 @@ pub enum ReadError {
     #[error("{0}")]
     Truncated(Truncation),
 
+    #[error(transparent)]
+    Archive(Box<crate::archive::ArchiveError>),
+
     #[error("`{name}` is corrupt at byte {offset}: entry {} declares an impossible length of {declared} bytes", index + 1)]
     BadLength {
         name: String,
@@ -113,6 +116,7 @@ impl ReadError {
             | ReadError::NotBson { name, .. }
             | ReadError::Malformed { name, .. }
             | ReadError::NotAnEntry { name, .. } => name.clone(),
+            ReadError::Archive(e) => e.source_name(),
         }
     }
 }
@@ -124,6 +128,7 @@ impl Hint for ReadError {
                 "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
             }
             ReadError::Open { .. } | ReadError::Io { .. } => return None,
+            ReadError::Archive(e) => return e.hint(),
             ReadError::NoOplogInDir { .. } => {
                 "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
             }

@@ -83,15 +83,13 @@ pub fn decompressed(
 }
 
 /// Opens `spec`: `-` for stdin, a directory (see [`DIR_CANDIDATES`]), or a file;
-/// plain BSON or gzip-compressed BSON, recognised by content.
+/// plain BSON, gzip-compressed BSON, or a mongodump archive (`--archive [--gzip]
+/// --oplog`: its oplog namespace is read), all recognised by content.
 pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
-        let (src, _) = decompressed("<stdin>", src)?;
-        return Ok(OplogReader::with_counter(
-            "<stdin>", src, opts, counter, None,
-        ));
+        return open_stream("<stdin>".into(), src, opts, counter, None);
     }
     let path = resolve(Path::new(spec))?;
     let file = File::open(&path).map_err(|source| ReadError::Open {
@@ -101,9 +99,42 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     let len = file.metadata().ok().map(|m| m.len());
     let counter = ByteCounter::default();
     let counted = CountingRead::new(file, counter.clone());
-    let name = path.display().to_string();
-    let (src, _) = decompressed(&name, counted)?;
-    Ok(OplogReader::with_counter(name, src, opts, counter, len))
+    open_stream(path.display().to_string(), counted, opts, counter, len)
+}
+
+fn open_stream(
+    name: String,
+    raw: impl Read + Send + 'static,
+    opts: ReadOptions,
+    counter: ByteCounter,
+    len: Option<u64>,
+) -> Result<OplogReader, ReadError> {
+    let (mut src, _) = decompressed(&name, raw)?;
+    let mut head = [0u8; 4];
+    let got = read_head(&mut src, &mut head).map_err(|source| ReadError::Io {
+        name: name.clone(),
+        offset: 0,
+        source,
+    })?;
+    let whole: Box<dyn Read + Send> = Box::new(io::Cursor::new(head[..got].to_vec()).chain(src));
+    if got == 4 && head == crate::archive::MAGIC {
+        let archive = crate::archive::ArchiveReader::new(
+            name.clone(),
+            whole,
+            crate::archive::ReadOptions::default(),
+        )
+        .map_err(|e| ReadError::Archive(Box::new(e)))?;
+        let ns = crate::archive::NamespaceReader::new(archive, &crate::archive::Namespace::oplog())
+            .map_err(|e| ReadError::Archive(Box::new(e)))?;
+        return Ok(OplogReader::with_counter(
+            name,
+            Box::new(ns),
+            opts,
+            counter,
+            len,
+        ));
+    }
+    Ok(OplogReader::with_counter(name, whole, opts, counter, len))
 }
 
 /// How the file at `path` is compressed, by its first bytes.

@@ -30,10 +30,12 @@ use super::versions::{Rules, VersionHints};
 use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
 
 /// The files `pitr plan` writes into its output directory.
-pub const OUT_FILES: [&str; 3] = ["oplog.bson", "plan.json", RESTORE_DIR];
+pub const OUT_FILES: [&str; 4] = ["oplog.bson", "plan.json", RESTORE_DIR, RESTORE_ARCHIVE];
 
 /// The one-run restore directory inside the plan's output (see `RestoreSpec`).
 pub const RESTORE_DIR: &str = "restore";
+/// The one-run restore archive inside the plan's output (archive backups).
+pub const RESTORE_ARCHIVE: &str = "restore.archive";
 
 /// Everything `pitr plan` was asked (the CLI's flags, already parsed).
 #[derive(Clone, Debug)]
@@ -235,9 +237,8 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     // One mongorestore run for the backup and the slice when the layout allows it
     // (see `RestoreSpec`): a directory backup, restored whole.
     let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-    let one_run = replays_slice
-        && inv.backup.layout == crate::backup::Layout::Directory
-        && (backup_oplog_replay || filter.is_none());
+    let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
+    let one_run = replays_slice && (backup_oplog_replay || filter.is_none());
     let mut linter = Linter::new(&rules);
     linter.set_second_run(replays_slice && !one_run);
     let mut applier = Applier::new(rules.mongorestore.clone());
@@ -344,11 +345,19 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
     };
     let restore = RestoreSpec {
         backup_dir: if one_run {
-            Path::new(&out_dir).join(RESTORE_DIR).display().to_string()
+            Path::new(&out_dir)
+                .join(if is_archive {
+                    RESTORE_ARCHIVE
+                } else {
+                    RESTORE_DIR
+                })
+                .display()
+                .to_string()
         } else {
             backup_dir.clone()
         },
         combined: one_run,
+        archive: is_archive,
         gzip: inv.gzip,
         backup_oplog_replay: backup_oplog_replay || one_run,
         backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog || one_run).then_some(limit),
@@ -385,7 +394,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
             documents: inv
                 .namespaces
                 .iter()
-                .filter(|n| n.kind == NsKind::Collection)
+                .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries))
                 .map(|n| n.documents)
                 .sum(),
             namespaces: inv.namespaces.clone(),
@@ -403,7 +412,9 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         lint,
         slice: SliceSection {
             dir: out_dir.clone(),
-            oplog_file: if one_run {
+            oplog_file: if one_run && is_archive {
+                Path::new(&out_dir).join(RESTORE_ARCHIVE)
+            } else if one_run {
                 Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
             } else {
                 Path::new(&out_dir).join("oplog.bson")
@@ -429,16 +440,20 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         restore,
         steps,
     };
-    let restore_dir = if one_run {
-        Some(onerun::write(
+    let restore_dir = match (one_run, is_archive) {
+        (true, true) => Some(onerun::write_archive(
+            &out.path,
+            &req.backup,
+            slice.file.path(),
+        )?),
+        (true, false) => Some(onerun::write(
             &out.path,
             &req.backup,
             inv.oplog_file.as_deref(),
             inv.gzip,
             slice.file.path(),
-        )?)
-    } else {
-        None
+        )?),
+        (false, _) => None,
     };
     out.commit(slice, restore_dir, &plan)?;
     Ok(plan)
@@ -877,7 +892,7 @@ impl OutDir {
     fn commit(
         mut self,
         slice: SliceOutcome,
-        restore_dir: Option<tempfile::TempDir>,
+        restore_dir: Option<onerun::Written>,
         plan: &RestorePlan,
     ) -> Result<(), PlanError> {
         let plan_path = self.path.join("plan.json");
@@ -929,6 +944,7 @@ impl OutDir {
                 drop(slice);
             }
             None => {
+                onerun::remove_stale(&self.path)?;
                 slice
                     .file
                     .persist(&oplog_path)

@@ -16,7 +16,7 @@
 //! - [`emit`]: entry layout, timestamps, wall clocks, the oplog files;
 //! - [`traffic`]: background operations; [`mix`]: the bench's traffic mixes;
 //!   [`script`]: incidents and decoys; [`routine`]: retryable writes, `$out`
-//!   refreshes, TTL and time-series expiry;
+//!   refreshes, TTL and time-series expiry; [`layout`]: the backup in every layout;
 //! - [`scenario`]: the timeline of a run; [`dump`]: the backup directory;
 //! - [`truth`]: `truth.json`; [`files`]: atomic output.
 
@@ -30,6 +30,7 @@ pub mod dump;
 pub mod emit;
 pub mod files;
 pub mod ids;
+pub mod layout;
 pub mod mix;
 pub mod rng;
 pub mod routine;

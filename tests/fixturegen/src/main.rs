@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use pitr::error::Failure;
 use pitr::size::parse_size;
+use pitr_fixturegen::layout::{self, Layout};
 use pitr_fixturegen::mix::Mix;
 use pitr_fixturegen::{
     self as generator, Options, Scenario, DEFAULT_BENCH_BYTES, DEFAULT_START, MAX_START, MIN_START,
@@ -45,6 +46,10 @@ pub struct GenArgs {
     /// When the simulated backup starts (RFC 3339)
     #[arg(long, value_name = "RFC3339", default_value = DEFAULT_START)]
     pub start: String,
+    /// Also write the backup in these layouts beside backup/: gzip (backup-gzip/),
+    /// archive (backup.archive), archive-gzip (backup-gzip.archive)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LAYOUT")]
+    pub layouts: Vec<Layout>,
 }
 
 fn parse_start(s: &str) -> Result<u32, Failure> {
@@ -129,6 +134,25 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         secs,
         mbps
     );
+    for l in a.layouts.iter().filter(|l| **l != Layout::Dir) {
+        let dest = opts.out.join(l.file_name());
+        let stale = if dest.is_dir() {
+            std::fs::remove_dir_all(&dest)
+        } else {
+            std::fs::remove_file(&dest)
+        };
+        match stale {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(
+                    Failure::new(format!("cannot replace `{}`", dest.display())).with_cause(e)
+                )
+            }
+        }
+        layout::convert(&opts.out.join("backup"), *l, &dest)?;
+        println!("wrote {} ({l:?} layout of backup/)", dest.display());
+    }
     Ok(())
 }
 
