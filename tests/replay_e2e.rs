@@ -747,3 +747,72 @@ fn every_backup_layout_replays_with_the_real_tools() {
         }
     }
 }
+
+/// mongo-tools' time-series dump with its oplog (872 `$v:2` updates of buckets,
+/// server 5.0): the real mongorestore restores the time-series collection and
+/// replays the bucket updates; verify counts buckets and raises no false failure
+/// for the view, `admin.system.views` or the `config` collections of the dump.
+#[test]
+fn peer_timeseries_dump_replays_and_verifies() {
+    let Some(peer) = common::peer_dir("peer_timeseries_dump_replays_and_verifies") else {
+        return;
+    };
+    let dump = peer
+        .join("mongorestore/testdata/timeseries_tests/ts_dump_with_oplog")
+        .canonicalize()
+        .unwrap()
+        .display()
+        .to_string();
+    for bins in tool_sets("peer_timeseries_dump") {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = bins.dir.display().to_string();
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--backup",
+                &dump,
+                "--oplog",
+                &dump,
+                "--until",
+                "end",
+                "--mongodb-bin",
+                &bin,
+                "--workdir",
+                "w",
+                "--grace",
+                "3s",
+                "--json",
+                "--out",
+                "out",
+                "--ns",
+                "timeseries_test.*",
+            ],
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}: {}", bins.label, show(&o));
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = verify_rows(&report["verify"]);
+        let buckets = rows
+            .iter()
+            .find(|r| r.0 == "timeseries_test.system.buckets.foo_ts")
+            .unwrap_or_else(|| panic!("{rows:?}"));
+        assert_eq!(buckets.2, Some(10), "{rows:?}");
+        assert!(rows.iter().all(|r| r.3 == "pass"), "{rows:?}");
+        // Handed over by its own name, as mongodump requires.
+        let cmd = step(&report, "dump")["commands"][0].as_str().unwrap();
+        assert!(cmd.contains("--collection foo_ts"), "{cmd}");
+        assert!(
+            tmp.path()
+                .join("out/timeseries_test/foo_ts.metadata.json")
+                .is_file()
+                || tmp
+                    .path()
+                    .join("out/timeseries_test/foo_ts.metadata.json.gz")
+                    .is_file(),
+            "{}",
+            bins.label
+        );
+        assert_clean_dir(&report, &tmp.path().join("w"));
+    }
+}
