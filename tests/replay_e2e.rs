@@ -92,6 +92,36 @@ fn replay(bins: &Bins, until: &str, extra: &[&str], env: &[(&str, &str)]) -> Run
     Run { tmp, out }
 }
 
+/// `pitr replay --backup B --oplog O --until U` with `bins`, work dir `work` in
+/// `tmp`, plus `extra`.
+fn replay_in(
+    tmp: &Path,
+    bins: &Bins,
+    backup: &str,
+    oplog: &str,
+    until: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let bin = bins.dir.display().to_string();
+    let mut args = vec![
+        "replay",
+        "--backup",
+        backup,
+        "--oplog",
+        oplog,
+        "--until",
+        until,
+        "--mongodb-bin",
+        &bin,
+        "--workdir",
+        "work",
+        "--grace",
+        "3s",
+    ];
+    args.extend_from_slice(extra);
+    run_pitr(tmp, &args, &[])
+}
+
 /// Every namespace truth.json lists has its count; nothing else holds documents.
 fn assert_counts_match_truth(report: &Value, limit: &str) {
     let want = truth_counts(limit);
@@ -579,28 +609,13 @@ fn documents_that_fail_to_restore_fail_the_replay() {
         let dup = bytes[..first].to_vec();
         bytes.extend(dup);
         std::fs::write(&file, bytes).unwrap();
-        let (b, o, bin) = (
-            backup.display().to_string(),
-            format!("{FIXTURE}/oplog.bson"),
-            bins.dir.display().to_string(),
-        );
-        let out = run_pitr(
+        let oplog = format!("{FIXTURE}/oplog.bson");
+        let out = replay_in(
             tmp.path(),
-            &[
-                "replay",
-                "--backup",
-                &b,
-                "--oplog",
-                &o,
-                "--until",
-                "auto",
-                "--mongodb-bin",
-                &bin,
-                "--workdir",
-                "work",
-                "--grace",
-                "3s",
-            ],
+            &bins,
+            backup.to_str().unwrap(),
+            &oplog,
+            "auto",
             &[],
         );
         assert_eq!(code(&out), 2, "{}: {}", bins.label, show(&out));
@@ -647,27 +662,7 @@ fn peer_archive_with_oplog_restores_to_the_planned_counts() {
         .to_string();
     for bins in tool_sets("peer_archive_with_oplog") {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = bins.dir.display().to_string();
-        let o = run_pitr(
-            tmp.path(),
-            &[
-                "replay",
-                "--backup",
-                &archive,
-                "--oplog",
-                &archive,
-                "--until",
-                "end",
-                "--mongodb-bin",
-                &bin,
-                "--workdir",
-                "w",
-                "--grace",
-                "3s",
-                "--json",
-            ],
-            &[],
-        );
+        let o = replay_in(tmp.path(), &bins, &archive, &archive, "end", &["--json"]);
         assert_eq!(code(&o), 0, "{}: {}", bins.label, show(&o));
         let report: Value = serde_json::from_slice(&o.stdout).unwrap();
         let cmd = step(&report, "restore_backup")["commands"][0]
@@ -677,7 +672,7 @@ fn peer_archive_with_oplog_restores_to_the_planned_counts() {
             cmd.contains("--oplogReplay") && cmd.contains(&format!("--archive={archive}")),
             "{cmd}"
         );
-        let plan = read_json(&tmp.path().join("w/plan/plan.json"));
+        let plan = read_json(&tmp.path().join("work/plan/plan.json"));
         let want = plan["expected"].as_array().unwrap();
         assert!(!want.is_empty());
         let rows = verify_rows(&report["verify"]);
@@ -711,31 +706,9 @@ fn every_backup_layout_replays_with_the_real_tools() {
         convert(&Path::new(FIXTURE).join("backup"), l, &backup).unwrap();
         for bins in &sets {
             let tmp = tempfile::tempdir().unwrap();
-            let (b, o, bin) = (
-                backup.display().to_string(),
-                format!("{FIXTURE}/oplog.bson"),
-                bins.dir.display().to_string(),
-            );
-            let out = run_pitr(
-                tmp.path(),
-                &[
-                    "replay",
-                    "--backup",
-                    &b,
-                    "--oplog",
-                    &o,
-                    "--until",
-                    &limit,
-                    "--mongodb-bin",
-                    &bin,
-                    "--workdir",
-                    "work",
-                    "--grace",
-                    "3s",
-                    "--json",
-                ],
-                &[],
-            );
+            let oplog = format!("{FIXTURE}/oplog.bson");
+            let b = backup.to_str().unwrap();
+            let out = replay_in(tmp.path(), bins, b, &oplog, &limit, &["--json"]);
             assert_eq!(code(&out), 0, "{l:?}, {}: {}", bins.label, show(&out));
             let report: Value = serde_json::from_slice(&out.stdout).unwrap();
             let cmd = step(&report, "restore_backup")["commands"][0]
@@ -765,31 +738,8 @@ fn peer_timeseries_dump_replays_and_verifies() {
         .to_string();
     for bins in tool_sets("peer_timeseries_dump") {
         let tmp = tempfile::tempdir().unwrap();
-        let bin = bins.dir.display().to_string();
-        let o = run_pitr(
-            tmp.path(),
-            &[
-                "replay",
-                "--backup",
-                &dump,
-                "--oplog",
-                &dump,
-                "--until",
-                "end",
-                "--mongodb-bin",
-                &bin,
-                "--workdir",
-                "w",
-                "--grace",
-                "3s",
-                "--json",
-                "--out",
-                "out",
-                "--ns",
-                "timeseries_test.*",
-            ],
-            &[],
-        );
+        let extra = ["--json", "--out", "out", "--ns", "timeseries_test.*"];
+        let o = replay_in(tmp.path(), &bins, &dump, &dump, "end", &extra);
         assert_eq!(code(&o), 0, "{}: {}", bins.label, show(&o));
         let report: Value = serde_json::from_slice(&o.stdout).unwrap();
         let rows = verify_rows(&report["verify"]);
