@@ -91,6 +91,9 @@ pub enum ReadError {
         detail: String,
     },
 
+    #[error(transparent)]
+    OplogArchive(#[from] super::oplog_archive::manifest::OplogArchiveError),
+
     #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
     NotAnEntry {
         name: String,
@@ -108,6 +111,7 @@ impl ReadError {
             ReadError::Open { path, .. } => path.display().to_string(),
             ReadError::NoOplogInDir { dir, .. } => dir.display().to_string(),
             ReadError::Truncated(t) => t.name.clone(),
+            ReadError::OplogArchive(e) => e.path().display().to_string(),
             ReadError::Io { name, .. }
             | ReadError::BadLength { name, .. }
             | ReadError::NotBson { name, .. }
@@ -124,6 +128,7 @@ impl Hint for ReadError {
                 "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
             }
             ReadError::Open { .. } | ReadError::Io { .. } => return None,
+            ReadError::OplogArchive(e) => return e.hint(),
             ReadError::NoOplogInDir { .. } => {
                 "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
             }
