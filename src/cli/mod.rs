@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::error::{exit, Failure};
 
 pub mod archive;
+pub mod archive_status;
 pub mod dump_oplog;
 pub mod find_drop;
 pub mod oid;

@@ -20,7 +20,7 @@ use super::chunk::{
 };
 use super::ArchiveError;
 use crate::oplog::oplog_archive::lock::{DirLock, ARCHIVER_LOCK};
-use crate::oplog::oplog_archive::manifest::{self, seq_of_file_name, Manifest};
+use crate::oplog::oplog_archive::manifest::{self, seq_of_file_name, Manifest, OplogArchiveError};
 use crate::oplog::oplog_archive::{is_oplog_archive, CHUNKS_DIR, MANIFEST_FILE, SET_ASIDE_DIR};
 use crate::oplog::Ts;
 
@@ -54,7 +54,18 @@ pub(super) fn prepare(
         }
     }
     fs::create_dir_all(dir.join(CHUNKS_DIR)).map_err(io_err("create", dir))?;
-    let lock = DirLock::exclusive(dir, ARCHIVER_LOCK, false)?;
+    // A `pitr status --archive` may hold the lock for an instant to see whether an
+    // archiver runs: try a few times before calling the directory busy.
+    let mut tries = 0;
+    let lock = loop {
+        match DirLock::exclusive(dir, ARCHIVER_LOCK, false) {
+            Err(OplogArchiveError::Busy { .. }) if tries < 10 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => break other?,
+        }
+    };
     let fresh = || Manifest::new(source.to_string(), replica_set.map(str::to_string));
     let (mut m, ()) = manifest::update(dir, fresh, |_m| {
         let new = !dir.join(MANIFEST_FILE).exists();

@@ -31,6 +31,7 @@ pub mod lock;
 pub mod manifest;
 pub mod prune;
 pub mod read;
+pub mod status;
 
 pub use manifest::{ChunkRecord, GapRecord, Manifest, SetAsideRecord};
 pub use read::{is_oplog_archive, ChunkRange};
