@@ -17,7 +17,9 @@
 //!   replaced by the first 3 of them rewritten with the new term `t` (so 3 entries
 //!   differ and 2 are gone), every tailable cursor on the oplog is killed and the
 //!   `getMore` fails with 11602 `InterruptedDueToReplStateChange`. The writer goes on
-//!   with the new term. Once per process.
+//!   with the new term; without a writer, the new primary writes one no-op
+//!   (`{op: "n", o: {msg: "new primary"}}`) one second after the newest entry it
+//!   had, as a real election does. Once per process.
 
 use bson::{doc, Bson, Document, Timestamp};
 
@@ -149,6 +151,11 @@ pub fn rollback(st: &mut State) -> CmdError {
     st.term += 1;
     let term = st.term;
     let mut rewritten = 0;
+    // The newest entry before the rollback: the new primary's no-op comes after it.
+    let newest_before = st
+        .store
+        .get("local", "oplog.rs")
+        .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(d)));
     if let Some(oplog) = st.store.get_mut("local", "oplog.rs") {
         let newest: Vec<u64> = {
             let all: Vec<u64> = oplog.iter().map(|(r, _)| r).collect();
@@ -168,6 +175,20 @@ pub fn rollback(st: &mut State) -> CmdError {
         .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(d)));
     if let Some(l) = last {
         st.last_ts = l;
+    }
+    if st.writer.is_none() {
+        if let (Some(l), Some(oplog)) = (newest_before, st.store.get_mut("local", "oplog.rs")) {
+            let ts = Timestamp {
+                time: l.time + 1,
+                increment: 1,
+            };
+            let _ = oplog.insert(doc! {
+                "op": "n", "ns": "", "o": {"msg": "new primary"},
+                "ts": ts, "t": term, "v": 2i64,
+                "wall": bson::DateTime::from_millis(ts.time as i64 * 1000),
+            });
+            st.last_ts = ts;
+        }
     }
     st.cursors.retain(|_, c| {
         !(c.db == "local"
