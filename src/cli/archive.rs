@@ -348,7 +348,7 @@ impl CliObserver {
 
 fn lag_text(l: Option<Duration>) -> String {
     match l {
-        Some(d) => format!("{:.1} s", d.as_secs_f64()),
+        Some(d) => format!("{:.2} s", d.as_secs_f64()),
         None => "unknown".into(),
     }
 }
