@@ -105,7 +105,8 @@ impl Mongod {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("spawn the stand-in mongod");
+        // Held by `self` at once, so that Drop kills it on every path.
+        self.child = Some(cmd.spawn().expect("spawn the stand-in mongod"));
         let end = Instant::now() + Duration::from_secs(10);
         while Instant::now() < end {
             if TcpStream::connect_timeout(
@@ -114,10 +115,9 @@ impl Mongod {
             )
             .is_ok()
             {
-                self.child = Some(child);
                 return;
             }
-            if let Ok(Some(st)) = child.try_wait() {
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
                 panic!(
                     "the stand-in mongod exited early ({st}); log:\n{}",
                     self.log()

@@ -392,6 +392,8 @@ impl ArchiveObserver for CliObserver {
     }
 
     fn chunk(&mut self, c: &ChunkRecord) {
+        // The final chunk is completed after the last progress report.
+        self.latest.chunks += 1;
         self.say(&format!(
             "chunk {} written: {} entries from {} to {} ({}, {} compressed)",
             c.file,
@@ -531,4 +533,57 @@ fn backup_end(path: &Path) -> Result<Ts, Failure> {
         }
     }
     last.ok_or_else(no_oplog)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// Valid and invalid command lines of `pitr archive` and `pitr status --archive`.
+    #[test]
+    fn command_lines() {
+        let uri_in_env = std::env::var_os("PITR_URI").is_some();
+        let cases: &[(&str, bool)] = &[
+            ("pitr archive --uri mongodb://h/ --dir d", true),
+            (
+                "pitr archive --uri mongodb://h/ --dir d --once --chunk-size 16MiB --chunk-time 5m",
+                true,
+            ),
+            (
+                "pitr archive --uri mongodb://h/ --dir d --chunk-size 0",
+                false,
+            ),
+            (
+                "pitr archive --uri mongodb://h/ --dir d --chunk-size lots",
+                false,
+            ),
+            (
+                "pitr archive --uri mongodb://h/ --dir d --chunk-time 0s",
+                false,
+            ),
+            (
+                "pitr archive --uri mongodb://h/ --dir d --chunk-time soon",
+                false,
+            ),
+            ("pitr archive --uri mongodb://h/", false),
+            ("pitr archive prune --dir d --keep 7d", true),
+            (
+                "pitr archive prune --dir d --keep 7d --backup b1 --backup b2 --dry-run",
+                true,
+            ),
+            ("pitr archive prune --dir d", false),
+            ("pitr archive prune --keep 7d", false),
+            ("pitr archive --dir d prune --dir d --keep 7d", false),
+            ("pitr status --archive d", true),
+            ("pitr status --archive d --uri mongodb://h/ --json", true),
+        ];
+        for (line, valid) in cases {
+            let r = Cli::try_parse_from(line.split_whitespace());
+            assert_eq!(r.is_ok(), *valid, "{line}: {r:?}");
+        }
+        if !uri_in_env {
+            assert!(Cli::try_parse_from(["pitr", "archive", "--dir", "d"]).is_err());
+        }
+    }
 }

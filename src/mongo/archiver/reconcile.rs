@@ -9,10 +9,16 @@
 //! - the oplog's oldest entry is newer: the capped oplog dropped entries before
 //!   they were read, a **gap** (recorded with both positions);
 //! - the server's newest entry is older: it lags behind the member read before
-//!   (wait for it);
+//!   (wait for it). A rolled-back primary is told from a lagging member as soon as
+//!   the new primary writes past the archive's last entry, which is soon even on an
+//!   idle set: a new primary logs a `{msg: "new primary"}` no-op on stepping up
+//!   (mongo `src/mongo/db/repl/replication_coordinator_external_state_impl.cpp`),
+//!   and a primary without writes logs a periodic no-op (`noop_writer.cpp`,
+//!   `writePeriodicNoops`, every `periodicNoopIntervalSecs`);
 //! - otherwise absent, or different: the server's history **diverged** from the
 //!   archive (a rollback after a failover: the old primary's newest entries, which
-//!   the archive got, never reached the new primary). The first archived entry the
+//!   the archive got, never reached the new primary; the server itself finds the
+//!   common point and truncates its oplog after it, `src/mongo/db/repl/rollback_impl.cpp`). The first archived entry the
 //!   server does not have is found (walking back chunk by chunk, then entry by
 //!   entry), and the chunks from there on are set aside (moved to `set-aside/`,
 //!   recorded in the manifest, never read as history again); entries before it in

@@ -110,25 +110,21 @@ pub fn prune(
     if Manifest::load(dir)?.is_none() {
         return Err(missing());
     }
-    let (m, mut out) = manifest::update(
-        dir,
-        || unreachable_fresh(),
-        |m| {
-            let out = plan(m, cutoff, protect);
-            if out.deleted.is_empty() && out.deleted_set_aside.is_empty() {
-                return Ok::<_, OplogArchiveError>((false, out));
-            }
-            if let Some(last) = out.deleted.last() {
-                m.pruned_through = Some(m.pruned_through.map_or(last.last, |p| p.max(last.last)));
-            }
-            m.chunks.drain(..out.deleted.len());
-            let first = m.first().unwrap_or(Ts::MAX);
-            // Gaps that now lie before the archive's first entry are history.
-            m.gaps.retain(|g| g.before > first);
-            m.set_aside.retain(|s| s.through >= cutoff);
-            Ok((true, out))
-        },
-    )?;
+    let (m, mut out) = manifest::update(dir, empty_manifest, |m| {
+        let out = plan(m, cutoff, protect);
+        if out.deleted.is_empty() && out.deleted_set_aside.is_empty() {
+            return Ok::<_, OplogArchiveError>((false, out));
+        }
+        if let Some(last) = out.deleted.last() {
+            m.pruned_through = Some(m.pruned_through.map_or(last.last, |p| p.max(last.last)));
+        }
+        m.chunks.drain(..out.deleted.len());
+        let first = m.first().unwrap_or(Ts::MAX);
+        // Gaps that now lie before the archive's first entry are history.
+        m.gaps.retain(|g| g.before > first);
+        m.set_aside.retain(|s| s.through >= cutoff);
+        Ok((true, out))
+    })?;
     let io_err = |what: &'static str, p: &Path| {
         let p = p.to_path_buf();
         move |source| OplogArchiveError::Io {
@@ -176,7 +172,7 @@ pub fn prune(
     Ok(out)
 }
 
-fn unreachable_fresh() -> Manifest {
+fn empty_manifest() -> Manifest {
     // `prune` checked that the manifest exists; if it vanished since, an empty one
     // is stored by nobody (the update finds nothing to delete).
     Manifest::new(String::new(), None)

@@ -8,6 +8,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::manifest::{ChunkRecord, GapRecord, Manifest, OplogArchiveError, FORMAT};
 use super::MANIFEST_FILE;
@@ -92,6 +94,7 @@ pub fn open(dir: &Path, opts: ReadOptions, range: &ChunkRange) -> Result<OplogRe
         chunks,
         next: 0,
         current: None,
+        checked: Arc::new(AtomicBool::new(false)),
         counter: counter.clone(),
     };
     Ok(OplogReader::with_counter(
@@ -114,6 +117,8 @@ struct Chain {
     chunks: Vec<ChunkRecord>,
     next: usize,
     current: Option<Box<dyn Read + Send>>,
+    /// Set by the current chunk's [`Verified`] once its end was read and checked.
+    checked: Arc<AtomicBool>,
     counter: ByteCounter,
 }
 
@@ -147,8 +152,10 @@ impl Chain {
                 },
             )
         })?;
+        self.checked = Arc::new(AtomicBool::new(false));
         let checked = Verified {
             inner: file,
+            checked: self.checked.clone(),
             path: path.clone(),
             expected_bytes: c.bytes,
             expected_crc,
@@ -170,9 +177,37 @@ impl Read for Chain {
             if self.current.is_none() && !self.open_next()? {
                 return Ok(0);
             }
-            let n = self.current.as_mut().expect("opened").read(buf)?;
+            let n = match self.current.as_mut().expect("opened").read(buf) {
+                Ok(n) => n,
+                Err(e) if e.get_ref().is_some_and(|i| i.is::<OplogArchiveError>()) => {
+                    return Err(e)
+                }
+                // A decompression error: name the chunk.
+                Err(e) => {
+                    let c = &self.chunks[self.next - 1];
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        OplogArchiveError::ChunkMismatch {
+                            path: self.dir.join(&c.file),
+                            detail: format!("it cannot be decompressed ({e})"),
+                        },
+                    ));
+                }
+            };
             if n > 0 || buf.is_empty() {
                 return Ok(n);
+            }
+            // The decompressor says the chunk is over: its file must have been read
+            // to the end, and checked there (never entries without the check).
+            if !self.checked.load(Ordering::Relaxed) {
+                let c = &self.chunks[self.next - 1];
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    OplogArchiveError::ChunkMismatch {
+                        path: self.dir.join(&c.file),
+                        detail: "its compressed data ends before the end of the file".into(),
+                    },
+                ));
             }
             self.current = None;
         }
@@ -182,6 +217,7 @@ impl Read for Chain {
 /// A chunk file, checked against the manifest when its end is reached.
 struct Verified {
     inner: File,
+    checked: Arc<AtomicBool>,
     path: PathBuf,
     expected_bytes: u64,
     expected_crc: u64,
@@ -217,6 +253,7 @@ impl Read for Verified {
                     self.expected_crc
                 )));
             }
+            self.checked.store(true, Ordering::Relaxed);
         }
         Ok(n)
     }
@@ -254,6 +291,125 @@ mod tests {
             last_wall: None,
             written: now_text(),
         }
+    }
+
+    fn entry(t: u32, i: u32) -> Vec<u8> {
+        bson::to_vec(&bson::doc! {
+            "ts": bson::Timestamp { time: t, increment: i }, "t": 1i64, "op": "n", "ns": "", "o": {},
+        })
+        .unwrap()
+    }
+
+    /// An archive of two chunks written the way the archiver writes them.
+    fn archive(dir: &Path) -> Manifest {
+        use std::io::Write;
+        let mut m = Manifest::new("mongodb://h/".into(), None);
+        std::fs::create_dir_all(dir.join(super::super::CHUNKS_DIR)).unwrap();
+        for (seq, ts) in [(1u64, [(10u32, 1u32), (10, 2)]), (2, [(11, 1), (12, 1)])] {
+            let raw: Vec<u8> = ts.iter().flat_map(|(t, i)| entry(*t, *i)).collect();
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(&raw).unwrap();
+            let gz = enc.finish().unwrap();
+            let (first, last) = (Ts::new(ts[0].0, ts[0].1), Ts::new(ts[1].0, ts[1].1));
+            let file = format!("chunks/{}", chunk_file_name(seq, first, last));
+            std::fs::write(dir.join(&file), &gz).unwrap();
+            let mut crc = crc64fast::Digest::new();
+            crc.write(&gz);
+            m.chunks.push(ChunkRecord {
+                seq,
+                file,
+                first,
+                last,
+                entries: 2,
+                bson_bytes: raw.len() as u64,
+                bytes: gz.len() as u64,
+                crc64: format!("{:016x}", crc.sum64()),
+                first_wall: None,
+                last_wall: None,
+                written: now_text(),
+            });
+            m.next_seq = seq + 1;
+        }
+        m.store(dir).unwrap();
+        m
+    }
+
+    fn read_all(dir: &Path) -> Result<Vec<Ts>, ReadError> {
+        let mut r = crate::oplog::open(dir.to_str().unwrap(), ReadOptions::default())?;
+        let mut out = Vec::new();
+        while let Some(e) = r.next_entry()? {
+            out.push(e.ts);
+        }
+        Ok(out)
+    }
+
+    fn cause(e: &ReadError) -> String {
+        let mut s = e.to_string();
+        let mut next = std::error::Error::source(e);
+        while let Some(c) = next {
+            s.push_str(" / ");
+            s.push_str(&c.to_string());
+            next = c.source();
+        }
+        s
+    }
+
+    #[test]
+    fn reads_chunks_in_order_and_refuses_damaged_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let m = archive(d.path());
+        assert!(is_oplog_archive(d.path()));
+        assert_eq!(
+            read_all(d.path()).unwrap(),
+            vec![
+                Ts::new(10, 1),
+                Ts::new(10, 2),
+                Ts::new(11, 1),
+                Ts::new(12, 1)
+            ]
+        );
+        // Only the chunks a range needs.
+        let mut r = open(
+            d.path(),
+            ReadOptions::default(),
+            &ChunkRange {
+                from: Some(Ts::new(11, 0)),
+                to: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(r.next_entry().unwrap().unwrap().ts, Ts::new(11, 1));
+
+        let second = d.path().join(&m.chunks[1].file);
+        let good = std::fs::read(&second).unwrap();
+        // One flipped byte in the middle: the CRC says so, naming the chunk.
+        let mut bad = good.clone();
+        let mid = bad.len() / 2;
+        bad[mid] ^= 0x01;
+        std::fs::write(&second, &bad).unwrap();
+        let e = read_all(d.path()).unwrap_err();
+        assert!(cause(&e).contains("00000002-"), "{}", cause(&e));
+        // Trailing bytes, or a shorter file: the size says so.
+        let mut longer = good.clone();
+        longer.extend_from_slice(&good[..20]);
+        std::fs::write(&second, &longer).unwrap();
+        assert!(read_all(d.path()).is_err());
+        std::fs::write(&second, &good[..good.len() - 4]).unwrap();
+        assert!(read_all(d.path()).is_err());
+        // A missing chunk is named.
+        std::fs::remove_file(&second).unwrap();
+        let e = read_all(d.path()).unwrap_err();
+        assert!(
+            cause(&e).contains("chunk 2 of the oplog archive"),
+            "{}",
+            cause(&e)
+        );
+        std::fs::write(&second, &good).unwrap();
+        assert_eq!(read_all(d.path()).unwrap().len(), 4);
+        // Not an archive: another tool's manifest.json.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("manifest.json"), "{\"format\": \"x\"}").unwrap();
+        assert!(!is_oplog_archive(other.path()));
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!   `getMore` fails with 11602 `InterruptedDueToReplStateChange`. The writer goes on
 //!   with the new term; without a writer, the new primary writes one no-op
 //!   (`{op: "n", o: {msg: "new primary"}}`) one second after the newest entry it
-//!   had, as a real election does. Once per process.
+//!   had, as a real one does on stepping up (mongo
+//!   `src/mongo/db/repl/replication_coordinator_external_state_impl.cpp`). Once per
+//!   process.
 
 use bson::{doc, Bson, Document, Timestamp};
 
@@ -109,7 +111,7 @@ pub fn parse_max_entries(v: &str) -> Result<usize, String> {
 /// Writes the entries due by now, then applies the cap. Called before every command.
 pub fn tick(st: &mut State) {
     if let Some(mut w) = st.writer.take() {
-        let due = w.due(crate::logline::now_millis() as i64);
+        let due = w.due(crate::logline::now_millis());
         if due > w.next {
             st.ensure_oplog();
             let term = st.term;
