@@ -414,6 +414,18 @@ fn follow_survives_sigkill_mid_chunk_restarts_and_a_dropped_connection() {
     let want = server_entries(&uri);
     assert_eq!(want.len(), 14_000);
     assert_same_entries(&entries_of(&arch), &want, "after SIGKILL and restarts");
+    // status: what the archive covers, and that it is level with the server.
+    let o = pitr(&["status", "--archive", arch.to_str().unwrap(), "--uri", &uri]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let so = text(&o.stdout);
+    assert!(
+        so.contains("14000 entries in") && so.contains("gaps      none"),
+        "{so}"
+    );
+    assert!(
+        so.contains("the archive is 0 s behind; its oplog still reaches back"),
+        "{so}"
+    );
     let man = manifest(&arch);
     assert_eq!(man["gaps"].as_array().unwrap().len(), 0, "{man}");
     assert_eq!(man["set_aside"].as_array().unwrap().len(), 0, "{man}");
@@ -535,6 +547,45 @@ fn a_rollover_while_stopped_is_a_recorded_gap_and_a_plan_across_it_is_refused() 
         tmp.path().join("plan2").to_str().unwrap(),
     ]);
     assert_eq!(code(&o), 0, "{}", show(&o));
+}
+
+/// The capped oplog overtakes a following archiver (CappedPositionLost): the gap is
+/// recorded with both positions, a loud warning, and archiving goes on.
+#[test]
+fn a_rollover_while_following_is_recorded_and_archiving_goes_on() {
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
+        ("PITR_STANDIN_MONGOD_FAULT", "rollover-after-getmores=3"),
+    ]);
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("arch");
+    let mut a = Archiver::start(
+        &m.uri(),
+        &arch,
+        &["--batch-size", "100", "--await-time", "300ms"],
+    );
+    a.wait_for("warning: GAP in the oplog archive", Duration::from_secs(20));
+    a.wait_for("caught up", Duration::from_secs(10));
+    let (rc, out, err) = a.stop();
+    assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("CappedPositionLost"), "{err}");
+    let man = manifest(&arch);
+    let gaps = man["gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 1, "{man}");
+    // The fault deleted everything up to the last entry the cursor returned: the
+    // gap runs from there to the oldest entry left, the archive holds both ends.
+    let server = server_entries(&m.uri());
+    let archived = entries_of(&arch);
+    assert_eq!(gaps[0]["before"], server[0].0.to_string());
+    let after = pitr_ts(&gaps[0]["after"]);
+    assert!(archived.iter().any(|(t, _)| *t == after));
+    let tail: Vec<_> = archived
+        .iter()
+        .filter(|(t, _)| *t >= server[0].0)
+        .cloned()
+        .collect();
+    assert_same_entries(&tail, &server, "after the gap");
+    assert!(out.contains("GAP recorded"), "{out}");
 }
 
 /// The member read rolls back its newest entries (after a failover): the archiver
@@ -697,6 +748,25 @@ fn find_drop_and_plan_on_the_archive_equal_the_same_entries_as_one_file() {
         assert!(from_file.contains("oplog_limit"), "{from_file}");
         assert_eq!(from_archive, from_file, "find-drop {extra:?}");
     }
+
+    // Only the chunks a range needs are read: without the first chunk's file, a
+    // find-drop over a later range still works, a whole scan names what is missing.
+    let first = manifest(&arch)["chunks"][0]["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let kept = tmp.path().join("first-chunk");
+    std::fs::rename(arch.join(&first), &kept).unwrap();
+    let o = pitr(&["find-drop", arch.to_str().unwrap(), "--since", "1795223700"]);
+    assert!(code(&o) < 2, "{}", show(&o));
+    let o = pitr(&["find-drop", arch.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        text(&o.stderr).contains("chunk 1 of the oplog archive"),
+        "{}",
+        show(&o)
+    );
+    std::fs::rename(&kept, arch.join(&first)).unwrap();
 
     let plan = |oplog: &str, out: &str| {
         let o = pitr(&[

@@ -104,6 +104,11 @@ pub(super) async fn check_resume(
         });
     };
     if w.oldest.ts > l {
+        // Nothing can lie between `l` and its successor: an oplog starting right
+        // there continues the archive (though `l` itself can no longer be compared).
+        if w.oldest.ts == l.successor() {
+            return Ok(Resume::After(l));
+        }
         return Ok(Resume::Gap {
             last: l,
             oldest: w.oldest.ts,
