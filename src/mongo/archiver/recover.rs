@@ -19,7 +19,7 @@ use super::chunk::{
     self, gap_sidecar_path, place, read_gap_sidecar, record, seq_of_partial, ChunkFacts, Scanned,
 };
 use super::ArchiveError;
-use crate::oplog::oplog_archive::lock::{DirLock, ARCHIVER_LOCK};
+use crate::oplog::oplog_archive::lock::{DirLock, ARCHIVER_LOCK, MANIFEST_LOCK};
 use crate::oplog::oplog_archive::manifest::{self, seq_of_file_name, Manifest, OplogArchiveError};
 use crate::oplog::oplog_archive::{is_oplog_archive, CHUNKS_DIR, MANIFEST_FILE, SET_ASIDE_DIR};
 use crate::oplog::Ts;
@@ -45,15 +45,12 @@ pub(super) fn prepare(
     source: &str,
     replica_set: Option<&str>,
 ) -> Result<Prepared, ArchiveError> {
-    if dir.exists() && !is_oplog_archive(dir) {
-        let mut entries = fs::read_dir(dir).map_err(io_err("read", dir))?;
-        if entries.next().is_some() {
-            return Err(ArchiveError::NotAnArchive {
-                dir: dir.to_path_buf(),
-            });
-        }
+    if dir.exists() && !is_oplog_archive(dir) && !only_our_leftovers(dir)? {
+        return Err(ArchiveError::NotAnArchive {
+            dir: dir.to_path_buf(),
+        });
     }
-    fs::create_dir_all(dir.join(CHUNKS_DIR)).map_err(io_err("create", dir))?;
+    fs::create_dir_all(dir).map_err(io_err("create", dir))?;
     // A `pitr status --archive` may hold the lock for an instant to see whether an
     // archiver runs: try a few times before calling the directory busy.
     let mut tries = 0;
@@ -71,6 +68,7 @@ pub(super) fn prepare(
         let new = !dir.join(MANIFEST_FILE).exists();
         Ok::<_, ArchiveError>((new, ()))
     })?;
+    fs::create_dir_all(dir.join(CHUNKS_DIR)).map_err(io_err("create", dir))?;
     if m.replica_set.as_deref() != replica_set {
         return Err(ArchiveError::OtherSet {
             dir: dir.to_path_buf(),
@@ -102,6 +100,26 @@ pub(super) fn prepare(
         last,
         notes,
     })
+}
+
+/// A directory without a manifest that holds nothing but what a first run leaves
+/// before its manifest exists (the lock files, an empty `chunks/`): a new archive.
+fn only_our_leftovers(dir: &Path) -> Result<bool, ArchiveError> {
+    for e in fs::read_dir(dir).map_err(io_err("read", dir))? {
+        let e = e.map_err(io_err("read", dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ok = match name.as_str() {
+            ARCHIVER_LOCK | MANIFEST_LOCK => true,
+            CHUNKS_DIR => fs::read_dir(e.path())
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false),
+            _ => false,
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn finish_set_aside_moves(
@@ -281,4 +299,145 @@ fn adopt(
     )?;
     let _ = fs::remove_file(&sidecar);
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mongo::archiver::chunk::{gap_sidecar_path, partial_path, ChunkWriter};
+    use crate::oplog::oplog_archive::{ChunkRecord, GapRecord};
+
+    fn entry(k: u32, pad: usize) -> (Ts, Vec<u8>) {
+        let ts = Ts::new(1_800_000_000 + k / 100, k % 100 + 1);
+        let b = bson::to_vec(&bson::doc! {
+            "op": "i", "ns": "a.b", "o": {"_id": k as i64, "pad": "x".repeat(pad)},
+            "ts": bson::Timestamp::from(ts), "t": 1i64,
+        })
+        .unwrap();
+        (ts, b)
+    }
+
+    #[test]
+    fn new_archives_only_in_empty_or_leftover_directories() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        let p = prepare(&a, "mongodb://h/", Some("rs0")).unwrap();
+        assert!(p.manifest.chunks.is_empty() && p.last.is_none());
+        assert!(a.join(MANIFEST_FILE).is_file() && a.join(CHUNKS_DIR).is_dir());
+        // A second archiver is refused while the first holds the directory.
+        assert!(matches!(
+            prepare(&a, "mongodb://h/", Some("rs0")),
+            Err(ArchiveError::Archive(OplogArchiveError::Busy { .. }))
+        ));
+        drop(p);
+        // Another replica set's archive.
+        assert!(matches!(
+            prepare(&a, "mongodb://h/", Some("rs1")),
+            Err(ArchiveError::OtherSet { .. })
+        ));
+        // Someone else's directory.
+        let b = d.path().join("b");
+        fs::create_dir_all(&b).unwrap();
+        fs::write(b.join("notes.txt"), "mine").unwrap();
+        assert!(matches!(
+            prepare(&b, "mongodb://h/", None),
+            Err(ArchiveError::NotAnArchive { .. })
+        ));
+        // What a first run leaves before its manifest exists.
+        let c = d.path().join("c");
+        fs::create_dir_all(c.join(CHUNKS_DIR)).unwrap();
+        fs::write(c.join(ARCHIVER_LOCK), "").unwrap();
+        prepare(&c, "mongodb://h/", None).unwrap();
+    }
+
+    /// A crash in the middle of a chunk: its complete gzip members become a chunk,
+    /// with the gap recorded beside it, and reading resumes after their last entry.
+    #[test]
+    fn an_interrupted_chunk_keeps_its_complete_members_and_its_gap() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        drop(prepare(&a, "mongodb://h/", None).unwrap());
+        let gap = GapRecord {
+            after: Ts::new(1_700_000_000, 1),
+            before: Ts::ZERO,
+            detected: "now".into(),
+            cause: "test".into(),
+        };
+        let mut w = ChunkWriter::create(&a, 1, Some(gap)).unwrap();
+        let es: Vec<(Ts, Vec<u8>)> = (0..400).map(|k| entry(k, 2000)).collect();
+        for (t, b) in &es {
+            w.write(b, *t).unwrap();
+        }
+        w.flush().unwrap();
+        // The process dies: the member being built never reaches the file, and a
+        // torn write leaves half a member behind.
+        std::mem::forget(w);
+        let partial = partial_path(&a, 1);
+        let on_disk = fs::metadata(&partial).unwrap().len();
+        assert!(on_disk > 0);
+        let mut f = fs::OpenOptions::new().append(true).open(&partial).unwrap();
+        std::io::Write::write_all(&mut f, &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap();
+        drop(f);
+
+        let p = prepare(&a, "mongodb://h/", None).unwrap();
+        assert_eq!(p.manifest.chunks.len(), 1, "{:?}", p.notes);
+        let c = &p.manifest.chunks[0];
+        let kept = c.entries as usize;
+        assert!(kept > 0 && kept < es.len(), "{kept}");
+        assert_eq!(c.first, es[0].0);
+        assert_eq!(c.last, es[kept - 1].0);
+        assert_eq!(p.last.as_ref().unwrap().1, es[kept - 1].1);
+        assert_eq!(p.manifest.gaps.len(), 1);
+        assert_eq!(p.manifest.gaps[0].before, es[0].0);
+        assert!(!partial.exists() && !gap_sidecar_path(&a, 1).exists());
+        assert!(
+            p.notes.iter().any(|n| n.contains("interrupted chunk")),
+            "{:?}",
+            p.notes
+        );
+        // The recorded chunk reads back (size and CRC checked) as those entries.
+        let mut r = crate::oplog::open(a.to_str().unwrap(), Default::default()).unwrap();
+        let mut n = 0;
+        while let Some(e) = r.next_entry().unwrap() {
+            assert_eq!(e.raw.as_bytes(), es[n].1.as_slice());
+            n += 1;
+        }
+        assert_eq!(n, kept);
+    }
+
+    /// A crash between a chunk's rename and the manifest change: the chunk is
+    /// recorded at the next start; one that does not continue the archive is moved
+    /// aside, not deleted.
+    #[test]
+    fn a_renamed_but_unrecorded_chunk_is_recorded_or_moved_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        drop(prepare(&a, "mongodb://h/", None).unwrap());
+        let mut w = ChunkWriter::create(&a, 1, None).unwrap();
+        for k in 0..10 {
+            let (t, b) = entry(k, 10);
+            w.write(&b, t).unwrap();
+        }
+        let (rec, _) = w.finish_file(&a).unwrap().unwrap();
+        // And a stray chunk from before (a lower, "older" history) with seq 2.
+        let mut w = ChunkWriter::create(&a, 2, None).unwrap();
+        let (t, b) = entry(5, 10);
+        w.write(&b, t).unwrap();
+        let (stray, _) = w.finish_file(&a).unwrap().unwrap();
+        let p = prepare(&a, "mongodb://h/", None).unwrap();
+        assert_eq!(
+            p.manifest.chunks,
+            vec![ChunkRecord {
+                written: p.manifest.chunks[0].written.clone(),
+                ..rec
+            }]
+        );
+        assert!(!a.join(&stray.file).exists());
+        assert!(
+            p.notes.iter().any(|n| n.contains("does not continue")),
+            "{:?}",
+            p.notes
+        );
+        assert!(a.join(SET_ASIDE_DIR).read_dir().unwrap().next().is_some());
+    }
 }
