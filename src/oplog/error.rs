@@ -94,6 +94,9 @@ pub enum ReadError {
         detail: String,
     },
 
+    #[error(transparent)]
+    OplogArchive(#[from] super::oplog_archive::manifest::OplogArchiveError),
+
     #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
     NotAnEntry {
         name: String,
@@ -111,6 +114,7 @@ impl ReadError {
             ReadError::Open { path, .. } => path.display().to_string(),
             ReadError::NoOplogInDir { dir, .. } => dir.display().to_string(),
             ReadError::Truncated(t) => t.name.clone(),
+            ReadError::OplogArchive(e) => e.path().display().to_string(),
             ReadError::Io { name, .. }
             | ReadError::BadLength { name, .. }
             | ReadError::NotBson { name, .. }
@@ -129,6 +133,7 @@ impl Hint for ReadError {
             }
             ReadError::Open { .. } | ReadError::Io { .. } => return None,
             ReadError::Archive(e) => return e.hint(),
+            ReadError::OplogArchive(e) => return e.hint(),
             ReadError::NoOplogInDir { .. } => {
                 "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
             }

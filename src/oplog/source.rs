@@ -1,8 +1,10 @@
 //! Turning what the user typed (`oplog.bson`, `oplog.bson.gz`, a dump directory,
-//! `-`) into a reader.
+//! an oplog archive directory, `-`) into a reader.
 //!
 //! What a file holds is decided by its bytes, never by its name: gzip content is
-//! decompressed whatever the file is called (see [`super::gzip`]).
+//! decompressed whatever the file is called (see [`super::gzip`]). A directory is an
+//! oplog archive when its `manifest.json` says so ([`super::oplog_archive`]); then
+//! only the chunks holding the range a caller needs are read ([`open_range`]).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
 use super::gzip;
+use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
 use super::reader::{ByteCounter, CountingRead, OplogReader, ReadOptions};
 
 /// Where the oplog of a mongodump directory can be, in order of preference: the
@@ -82,10 +85,25 @@ pub fn decompressed(
     }
 }
 
-/// Opens `spec`: `-` for stdin, a directory (see [`DIR_CANDIDATES`]), or a file;
-/// plain BSON, gzip-compressed BSON, or a mongodump archive (`--archive [--gzip]
-/// --oplog`: its oplog namespace is read), all recognised by content.
+/// Opens `spec`: `-` for stdin, an oplog archive directory (`pitr archive`), a
+/// directory (see [`DIR_CANDIDATES`]), or a file; plain BSON, gzip-compressed BSON,
+/// or a mongodump archive (`--archive [--gzip] --oplog`: its oplog namespace is
+/// read), all recognised by content.
 pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
+    open_range(spec, opts, &ChunkRange::ALL)
+}
+
+/// Like [`open`], but an oplog archive yields only the chunks holding `range` (the
+/// entries from `range.from` up to the first one at or after `range.to`, and maybe
+/// more: whole chunks). Any other source is read whole.
+pub fn open_range(
+    spec: &str,
+    opts: ReadOptions,
+    range: &ChunkRange,
+) -> Result<OplogReader, ReadError> {
+    if spec != "-" && is_oplog_archive(Path::new(spec)) {
+        return oplog_archive::read::open(Path::new(spec), opts, range);
+    }
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
@@ -135,6 +153,15 @@ fn open_stream(
         ));
     }
     Ok(OplogReader::with_counter(name, whole, opts, counter, len))
+}
+
+/// The gaps recorded by the oplog archive `spec` (entries lost from the server's
+/// oplog before the archiver read them); none for any other source.
+pub fn recorded_gaps(spec: &str) -> Result<Vec<GapRecord>, ReadError> {
+    if spec != "-" && is_oplog_archive(Path::new(spec)) {
+        return oplog_archive::read::recorded_gaps(Path::new(spec));
+    }
+    Ok(Vec::new())
 }
 
 /// How the file at `path` is compressed, by its first bytes.

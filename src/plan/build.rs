@@ -146,6 +146,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         ns_filter: filter.as_ref(),
         findings: true,
         catalog: Some(&catalog),
+        chunks_from: Some(backup_end),
     };
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
 
@@ -168,6 +169,7 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
         oplog_name: oplog_scan.name.clone(),
         limit,
         anchor_found: oplog_scan.found.contains_key(&backup_end),
+        gaps: oplog_scan.gaps.clone(),
     })?;
     for &s in &skips {
         if s <= backup_end {

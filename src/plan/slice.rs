@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::{NamedTempFile, TempDir};
 
+use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Ts};
 
@@ -122,7 +123,13 @@ fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
 
 /// Reads the oplog a second time and writes the slice.
 pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
-    let mut r = oplog::open(req.oplog, req.opts)?;
+    // An oplog archive: only the chunks from the backup's end to the first entry at
+    // or after the limit.
+    let range = ChunkRange {
+        from: Some(req.from_exclusive),
+        to: Some(req.to_exclusive),
+    };
+    let mut r = oplog::open_range(req.oplog, req.opts, &range)?;
     let (counter, total) = r.progress();
     let mut tick = progress.pass("writing the slice", counter, total);
     let file = temp_in(req.dir)?;
