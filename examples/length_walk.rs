@@ -12,7 +12,7 @@ use std::time::Instant;
 fn main() -> std::io::Result<()> {
     let path = std::env::args().nth(1).expect("usage: length_walk FILE");
     let mut f = File::open(&path)?;
-    let mut buf = vec![0u8; 4 << 20];
+    let mut buf = vec![0u8; 256 << 10];
     let (mut filled, mut pos) = (0usize, 0usize);
     let (mut entries, mut bytes) = (0u64, 0u64);
     let start = Instant::now();

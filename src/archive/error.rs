@@ -152,6 +152,23 @@ pub(crate) fn quote_list(items: &[String]) -> String {
 }
 
 impl ArchiveError {
+    /// The source (path or `<stdin>`) the error is about.
+    pub fn source_name(&self) -> String {
+        match self {
+            ArchiveError::Open { path, .. } => path.display().to_string(),
+            ArchiveError::NotAnArchive { name, .. }
+            | ArchiveError::Io { name, .. }
+            | ArchiveError::Truncated { name, .. }
+            | ArchiveError::Corrupt { name, .. }
+            | ArchiveError::CrcMismatch { name, .. }
+            | ArchiveError::Unfinished { name, .. }
+            | ArchiveError::MissingNamespaces { name, .. }
+            | ArchiveError::BadMetadata { name, .. }
+            | ArchiveError::NoSuchNamespace { name, .. }
+            | ArchiveError::AfterError { name } => name.clone(),
+        }
+    }
+
     /// Whether the archive ended early (as opposed to holding wrong bytes).
     pub fn is_truncation(&self) -> bool {
         matches!(

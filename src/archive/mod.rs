@@ -96,7 +96,7 @@ pub mod reader;
 pub mod writer;
 
 pub use error::{ArchiveError, Block, Offset, WriteError};
-pub use format::{CollectionMetadata, CollectionType, Header, Namespace};
+pub use format::{CollectionMetadata, CollectionType, Header, Namespace, MAGIC};
 pub use namespace_reader::NamespaceReader;
 pub use open::open;
 pub use reader::{

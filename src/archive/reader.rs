@@ -7,7 +7,7 @@
 //! (`HeaderBSON`, `BodyBSON`, `End`), which is what mongorestore runs.
 
 use std::collections::HashMap;
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 
 use super::crc::Crc64;
 use super::error::{ArchiveError, Block, Offset};
@@ -190,10 +190,9 @@ impl ArchiveReader {
         let gzip = head.starts_with(&[0x1f, 0x8b]);
         let chained = io::Cursor::new(head).chain(counted);
         let src: Box<dyn Read + Send> = if gzip {
-            // mongorestore uses Go's gzip.Reader, which reads concatenated members.
-            Box::new(flate2::bufread::MultiGzDecoder::new(
-                BufReader::with_capacity(1 << 20, chained),
-            ))
+            // mongorestore uses Go's gzip.Reader, which reads concatenated members;
+            // so does pitr's one decoder of every gzip input.
+            crate::oplog::gzip::decoder(chained)
         } else {
             Box::new(chained)
         };

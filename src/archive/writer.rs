@@ -38,7 +38,8 @@ pub struct WriterOptions {
 
 enum Sink<W: Write> {
     Plain(W),
-    Gzip(GzEncoder<W>),
+    // Boxed: the zlib-rs encoder state is large, and the plain variant is tiny.
+    Gzip(Box<GzEncoder<W>>),
 }
 
 impl<W: Write> Write for Sink<W> {
@@ -92,7 +93,10 @@ impl<W: Write> ArchiveWriter<W> {
         opts: WriterOptions,
     ) -> Result<ArchiveWriter<W>, WriteError> {
         let sink = if opts.gzip {
-            Sink::Gzip(GzEncoder::new(out, flate2::Compression::default()))
+            Sink::Gzip(Box::new(GzEncoder::new(
+                out,
+                flate2::Compression::default(),
+            )))
         } else {
             Sink::Plain(out)
         };

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::BackupError;
 use super::metadata::Metadata;
-use super::{Backup, Layout, NsEntry, NsKind, Prelude, Problem};
+use super::{kind_of, Backup, Layout, NsEntry, NsKind, Prelude, Problem};
 use crate::oplog::source::{compression_of, Compression};
 
 /// The time-series buckets prefix (mongo-tools `common.TimeseriesBucketPrefix`).
@@ -161,32 +161,6 @@ pub fn open(dir: &Path) -> Result<Backup, BackupError> {
     }
     b.namespaces.sort_by(|a, c| a.ns.cmp(&c.ns));
     Ok(b)
-}
-
-/// How mongorestore treats `db.coll` (`coll` without the buckets prefix).
-fn kind_of(db: &str, coll: &str, buckets: bool, meta: Option<&Metadata>) -> NsKind {
-    if buckets || meta.is_some_and(Metadata::is_timeseries) {
-        NsKind::Timeseries
-    } else if coll == "system.indexes" {
-        NsKind::IndexCatalog
-    } else if coll == "system.profile" {
-        // TOOLS-717: mongorestore never restores system.profile.
-        NsKind::NotRestored
-    } else if (db == "admin" && matches!(coll, "system.users" | "system.roles" | "system.version"))
-        || matches!(
-            coll,
-            "$admin.system.users" | "$admin.system.roles" | "$admin.system.version"
-        )
-    {
-        // mongo-tools common/intents/intent.go IsUsers/IsRoles/IsAuthVersion.
-        NsKind::Auth
-    } else if db == "local" {
-        NsKind::Local
-    } else if meta.is_some_and(Metadata::is_view) {
-        NsKind::View
-    } else {
-        NsKind::Collection
-    }
 }
 
 /// Records a problem when `p`'s content does not match what its name (and the

@@ -11,6 +11,9 @@ pub enum BackupError {
     #[error(transparent)]
     Read(#[from] ReadError),
 
+    #[error(transparent)]
+    Archive(Box<crate::archive::ArchiveError>),
+
     #[error("backup `{}` does not exist", .0.display())]
     Missing(PathBuf),
 
@@ -38,6 +41,7 @@ impl Hint for BackupError {
     fn hint(&self) -> Option<String> {
         match self {
             BackupError::Read(e) => e.hint(),
+            BackupError::Archive(e) => e.hint(),
             BackupError::Missing(_) => Some(
                 "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
             ),

@@ -10,8 +10,10 @@
 //! [`Backup::for_each_document`] streams every document of every namespace with
 //! constant memory.
 //!
-//! Files: [`dir`] (directories), [`metadata`] (`<coll>.metadata.json`), [`error`].
+//! Files: [`dir`] (directories), [`archive`] (mongodump archives), [`metadata`]
+//! (`<coll>.metadata.json`), [`error`].
 
+pub mod archive;
 pub mod dir;
 pub mod error;
 pub mod metadata;
@@ -140,11 +142,63 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
     if !path.exists() {
         return Err(BackupError::Missing(path.to_path_buf()));
     }
+    if is_archive(path)? {
+        return archive::open(path);
+    }
     let head = head_of(path)?;
     Err(BackupError::NotABackup {
         path: path.to_path_buf(),
         looks_like: crate::oplog::sniff::looks_like(&head).unwrap_or("an empty file"),
     })
+}
+
+/// Whether `path` holds a mongodump archive, plain or gzip (by its first bytes).
+fn is_archive(path: &Path) -> Result<bool, BackupError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|source| BackupError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let (mut r, _) = crate::oplog::source::decompressed(&path.display().to_string(), f)?;
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match r.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Not even decompressible: certainly not an archive; say what it is below.
+            Err(_) => return Ok(false),
+        }
+    }
+    Ok(got == 4 && head == crate::archive::MAGIC)
+}
+
+/// How mongorestore treats `db.coll` (`coll` without the buckets prefix), from its
+/// name and metadata: mongo-tools `common/intents/intent.go` (`IsUsers`, `IsRoles`,
+/// `IsAuthVersion`, `IsSystemIndexes`), `mongorestore/filepath.go` (TOOLS-717:
+/// never `system.profile`).
+pub(crate) fn kind_of(db: &str, coll: &str, buckets: bool, meta: Option<&Metadata>) -> NsKind {
+    if buckets || meta.is_some_and(Metadata::is_timeseries) {
+        NsKind::Timeseries
+    } else if coll == "system.indexes" {
+        NsKind::IndexCatalog
+    } else if coll == "system.profile" {
+        NsKind::NotRestored
+    } else if (db == "admin" && matches!(coll, "system.users" | "system.roles" | "system.version"))
+        || matches!(
+            coll,
+            "$admin.system.users" | "$admin.system.roles" | "$admin.system.version"
+        )
+    {
+        NsKind::Auth
+    } else if db == "local" {
+        NsKind::Local
+    } else if meta.is_some_and(Metadata::is_view) {
+        NsKind::View
+    } else {
+        NsKind::Collection
+    }
 }
 
 fn head_of(path: &Path) -> Result<Vec<u8>, BackupError> {
@@ -180,6 +234,9 @@ impl Backup {
         &self,
         mut f: impl FnMut(&NsEntry, &RawDocument, u64, u64) -> Result<(), E>,
     ) -> Result<(), E> {
+        if self.layout == Layout::Archive {
+            return archive::for_each_document(self, f);
+        }
         for n in &self.namespaces {
             let Some(file) = &n.data_file else { continue };
             let mut r = oplog::open(&file.to_string_lossy(), ReadOptions::default())

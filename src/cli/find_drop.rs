@@ -9,12 +9,13 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use crate::backup;
 use crate::error::{exit, Failure};
 use crate::forensics::{BurstRule, Catalog, Finding, Kind, Scanner, Severity};
-use crate::oplog::ReadOptions;
+use crate::oplog::oplog_archive::ChunkRange;
+use crate::oplog::{ReadOptions, Ts};
 use crate::time::{parse_time, TimeValue};
 
 use crate::table::Columns;
 
-use super::scan::{scan_sources, SourcesSummary};
+use super::scan::{scan_sources_in, SourcesSummary};
 use super::zone::{parse_zone, Zone};
 
 #[derive(Debug, clap::Args)]
@@ -129,7 +130,9 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
     let mut live_notes = Vec::new();
     let summary = match &a.uri {
         Some(uri) => live::scan(uri, &a, &mut scanner, &mut live_notes)?,
-        None => scan_sources(&a.sources, opts, !a.json, |doc| scanner.feed_bytes(doc))?,
+        None => scan_sources_in(&a.sources, opts, !a.json, &archive_range(&a), |doc| {
+            scanner.feed_bytes(doc)
+        })?,
     };
     let out_of_order = scanner.stats().out_of_order;
     let (findings, stats) = scanner.finish();
@@ -303,8 +306,33 @@ impl Filter {
     }
 }
 
+/// The part of an oplog archive `--since`/`--until` need: widened by 10 minutes plus
+/// `--window` on both sides, as for a server (so that incidents crossing a bound are
+/// seen as on a whole file).
+fn archive_range(a: &FindDropArgs) -> ChunkRange {
+    let margin = 600 + a.window;
+    ChunkRange {
+        from: a
+            .since
+            .as_ref()
+            .map(|s| Ts::new(s.ts.t.saturating_sub(margin), 0)),
+        to: a
+            .until
+            .as_ref()
+            .map(|u| Ts::new(u.ts.t.saturating_add(margin), 0)),
+    }
+}
+
 fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
     let mut n = Vec::new();
+    for (src, after, before) in &summary.gaps {
+        n.push(format!(
+            "the oplog archive `{src}` has a GAP after {after} ({}) and before {before} ({}): entries in it were never \
+             archived, so operations there cannot be seen",
+            after.utc_string(),
+            before.utc_string()
+        ));
+    }
     for t in &summary.truncations {
         n.push(format!(
             "{t}; scanned the {} complete entries before it (--allow-truncated)",

@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{exit, Failure};
 
+pub mod archive;
+pub mod archive_status;
 pub mod dump_oplog;
 pub mod find_drop;
 pub mod oid;
@@ -62,6 +64,8 @@ pub enum Command {
     Status(status::StatusArgs),
     /// Dump local.oplog.rs from a replica set to a file, read-only, resumable
     DumpOplog(dump_oplog::DumpOplogArgs),
+    /// Keep the oplog beyond its window: follow it into an archive directory (read-only)
+    Archive(archive::ArchiveArgs),
     /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
     Ts(ts::TsArgs),
 }
@@ -90,6 +94,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Verify(a) => verify::run(a),
         Command::Status(a) => status::run(a),
         Command::DumpOplog(a) => dump_oplog::run(a),
+        Command::Archive(a) => archive::run(a),
         Command::Ts(a) => ts::run(a),
     }
 }

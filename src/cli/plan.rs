@@ -209,7 +209,7 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let collections = b
         .namespaces
         .iter()
-        .filter(|n| n.kind == NsKind::Collection)
+        .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries))
         .count();
     writeln!(
         out,
@@ -228,6 +228,8 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
                 n.documents.to_string(),
                 if n.metadata_file.is_some() {
                     "yes"
+                } else if n.has_metadata {
+                    "in prelude"
                 } else {
                     "no"
                 }

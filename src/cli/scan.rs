@@ -10,6 +10,7 @@ use crate::error::Failure;
 use bson::RawDocument;
 
 use crate::oplog::elements::peek_ts_op;
+use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::{self, reader::not_an_entry, EntryError, ReadOptions, Truncation, Ts};
 
 use super::progress::ScanProgress;
@@ -24,6 +25,9 @@ pub struct SourcesSummary {
     pub skipped_overlap: u64,
     /// Truncated sources read with `--allow-truncated`.
     pub truncations: Vec<Truncation>,
+    /// Gaps recorded by oplog archives among the sources (in the range read): the
+    /// source, and the positions entries may be missing between.
+    pub gaps: Vec<(String, Ts, Ts)>,
 }
 
 /// Calls `f` on every entry of every source, in order, as the bytes of one framed
@@ -34,12 +38,40 @@ pub fn scan_sources(
     sources: &[String],
     opts: ReadOptions,
     show_progress: bool,
+    f: impl FnMut(&[u8]) -> Result<(), EntryError>,
+) -> Result<SourcesSummary, Failure> {
+    scan_sources_in(sources, opts, show_progress, &ChunkRange::ALL, f)
+}
+
+/// [`scan_sources`], reading only the chunks of an oplog archive that hold `range`
+/// (other sources are read whole).
+pub fn scan_sources_in(
+    sources: &[String],
+    opts: ReadOptions,
+    show_progress: bool,
+    range: &ChunkRange,
     mut f: impl FnMut(&[u8]) -> Result<(), EntryError>,
 ) -> Result<SourcesSummary, Failure> {
     let mut summary = SourcesSummary::default();
     let mut newest_before: Option<Ts> = None;
+    // Each source is opened while the one before it is scanned: a compressed one
+    // starts decompressing on its own threads (see `oplog::gzip`), and a missing
+    // file is reported before a long scan rather than after it.
+    let mut next = sources
+        .first()
+        .map(|s| oplog::open_range(s, opts, range))
+        .transpose()?;
     for (n, src) in sources.iter().enumerate() {
-        let mut r = oplog::open(src, opts)?;
+        for g in oplog::source::recorded_gaps(src)? {
+            if g.overlaps(range.from.unwrap_or(Ts::ZERO), range.to.unwrap_or(Ts::MAX)) {
+                summary.gaps.push((src.clone(), g.after, g.before));
+            }
+        }
+        let mut r = next.take().expect("opened ahead");
+        next = sources
+            .get(n + 1)
+            .map(|s| oplog::open_range(s, opts, range))
+            .transpose()?;
         let (counter, total) = r.progress();
         let bar = ScanProgress::new(counter, total, show_progress);
         if sources.len() > 1 {

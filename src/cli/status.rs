@@ -31,13 +31,29 @@ Read-only: hello, buildInfo, replSetGetStatus (optional) and collStats (optional
 
 Exit codes: 0 window at least --min-window, 1 window shorter, 2 error.
 
+With --archive DIR: what the oplog archive covers (first and last entry, entries, chunks, \
+size), its recorded gaps and set-aside histories, whether an archiver is writing it; with \
+--uri as well, how far it lags behind the live oplog, and whether the oplog still reaches \
+back to its last entry (exit 1 when it does not: restarting the archiver would record a gap).
+
 Examples:
   pitr status --uri 'mongodb://monitor@db1:27017/?replicaSet=rs0&authSource=admin'
-  PITR_URI='mongodb://...' pitr status --min-window 48h --json")]
+  PITR_URI='mongodb://...' pitr status --min-window 48h --json
+  pitr status --archive /backup/oplog --uri 'mongodb://monitor@db1/?replicaSet=rs0'")]
 pub struct StatusArgs {
     /// MongoDB connection string (password inside it, never on its own)
-    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
-    pub uri: String,
+    #[arg(
+        long,
+        env = "PITR_URI",
+        hide_env_values = true,
+        value_name = "URI",
+        required_unless_present = "archive"
+    )]
+    pub uri: Option<String>,
+    /// Show an oplog archive directory (written by `pitr archive`) instead; with --uri,
+    /// also its lag behind the live oplog
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<std::path::PathBuf>,
     /// Warn (and exit 1) when the oplog covers less than this (e.g. 24h, 90m, 2d)
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_min_window)]
     pub min_window: Duration,
@@ -52,7 +68,12 @@ fn parse_min_window(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: StatusArgs) -> Result<u8, Failure> {
-    let uri = a.uri.clone();
+    if let Some(dir) = &a.archive {
+        return super::archive_status::run(dir, a.uri.as_deref(), a.json);
+    }
+    let Some(uri) = a.uri.clone() else {
+        return Err(Failure::new("give --uri (or PITR_URI), or --archive DIR"));
+    };
     let st = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
         let st = gather(&client, &topology).await;

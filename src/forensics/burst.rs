@@ -6,7 +6,9 @@
 //! event comes within `window_secs` of the previous one. Its first event is where
 //! the data loss began, so that is the restore limit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use super::FastMap;
 
 use crate::oplog::Ts;
 
@@ -59,7 +61,7 @@ struct NsState {
 /// Tracks every namespace; finished bursts are collected in `done`.
 pub struct BurstDetector {
     rule: BurstRule,
-    states: HashMap<Box<str>, NsState>,
+    states: FastMap<Box<str>, NsState>,
     done: Vec<Burst>,
 }
 
@@ -67,7 +69,7 @@ impl BurstDetector {
     pub fn new(rule: BurstRule) -> Self {
         BurstDetector {
             rule,
-            states: HashMap::new(),
+            states: FastMap::default(),
             done: Vec::new(),
         }
     }

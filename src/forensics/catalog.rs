@@ -12,7 +12,7 @@
 //! Keys are data namespaces: `db.system.buckets.X` for a time-series collection `db.X`
 //! (its deletes are on the buckets collection).
 
-use std::collections::HashMap;
+use super::FastMap;
 
 use bson::{RawBsonRef, RawDocument};
 
@@ -81,7 +81,7 @@ pub enum DeleteKind {
 /// The catalog. [`Catalog::default`] knows nothing (no backup).
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
-    colls: HashMap<String, CollInfo>,
+    colls: FastMap<String, CollInfo>,
     from_backup: bool,
 }
 
@@ -99,7 +99,7 @@ impl Catalog {
     /// and time-series collections, capped collections, views.
     pub fn from_backup(b: &Backup) -> Catalog {
         let mut c = Catalog {
-            colls: HashMap::new(),
+            colls: FastMap::default(),
             from_backup: true,
         };
         for n in &b.namespaces {

@@ -2,8 +2,6 @@
 //! grouped per namespace and cause (a reporting job refreshing `reports.daily` every
 //! five minutes is one `info` finding, not 288).
 
-use std::collections::HashMap;
-
 use crate::oplog::Ts;
 
 use super::burst::Burst;
@@ -75,7 +73,7 @@ pub(crate) fn burst_finding(kind: Kind, b: &Burst) -> Finding {
 /// oplog shortly before the expiry began.
 pub(crate) fn ttl_findings(
     bursts: Vec<Burst>,
-    eras: &HashMap<String, Vec<TtlEra>>,
+    eras: &super::FastMap<String, Vec<TtlEra>>,
 ) -> Vec<Finding> {
     // Bursts come sorted by first ts; group per (ns, era).
     let mut groups: Vec<(String, usize, Vec<Burst>)> = Vec::new();

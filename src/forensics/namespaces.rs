@@ -56,7 +56,21 @@ const INTERNAL_CONFIG_PREFIXES: &[(&str, &str)] = &[
 
 /// True when `ns` (`db.coll`) is the server's own bookkeeping, never user data.
 pub fn is_internal(ns: &str) -> bool {
-    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
+    // Called for every delete and update a scan examines: most namespaces are
+    // answered from their first bytes (no rule below matches a database name that
+    // starts with neither `l`, `c` nor `_` and a collection that starts with
+    // neither `s` nor `_`).
+    let bytes = ns.as_bytes();
+    let dot = bytes.iter().position(|&b| b == b'.');
+    let (db, coll) = match dot {
+        Some(d) => (&ns[..d], &ns[d + 1..]),
+        None => (ns, ""),
+    };
+    if !matches!(db.as_bytes().first(), Some(b'l' | b'c' | b'_'))
+        && !matches!(coll.as_bytes().first(), Some(b's' | b'_'))
+    {
+        return false;
+    }
     match db {
         // The oplog itself, replica-set config, startup log: never user data.
         "local" => true,

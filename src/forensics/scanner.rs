@@ -13,11 +13,11 @@
 //! the backup's metadata and the oplog's own DDL. They become `info` findings, one per
 //! namespace and cause, never `critical` or `high`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use bson::RawBsonRef;
 
-use crate::oplog::elements::leading_op;
+use crate::oplog::elements::{find_field, find_op};
 use crate::oplog::entry::as_i64;
 use crate::oplog::entry::Parsed;
 use crate::oplog::{Entry, EntryError, Op, Ts};
@@ -28,7 +28,8 @@ use super::finding::{Finding, Kind};
 use super::grouped::{burst_finding, capped_findings, out_finding, ttl_findings, OutGroup, TtlEra};
 use super::namespaces::{is_internal, timeseries_view};
 use super::routine::{temp_collection, temp_namespace, Routine, FRESH_COLLECTION_SECS};
-use super::updates::wiping_reason;
+use super::updates::{diff_deletes, wiping_reason};
+use super::{FastMap, FastSet};
 
 /// Counts kept while scanning, for the summary line and for `oplog stats`.
 #[derive(Clone, Debug, Default)]
@@ -54,7 +55,16 @@ pub struct ScanStats {
 #[derive(Default)]
 struct TxnBuffer {
     /// ns -> (deletes, wiping updates)
-    effects: HashMap<String, (u64, u64)>,
+    effects: FastMap<String, (u64, u64)>,
+}
+
+/// The transaction an `applyOps` belongs to, as its leaves need it.
+struct Txn<'k> {
+    /// Present when this part is buffered or parts buffered before it commit.
+    key: Option<&'k [u8]>,
+    in_txn: bool,
+    /// A `partialTxn` or `prepare` part: its effects wait for the commit.
+    deferred: bool,
 }
 
 /// Where a leaf operation's effect goes: applied now, or buffered in a transaction.
@@ -77,17 +87,17 @@ pub struct Scanner {
     ttl_deletes: BurstDetector,
     /// Capped roll-over deletes.
     capped_deletes: BurstDetector,
-    ttl_eras: HashMap<String, Vec<TtlEra>>,
+    ttl_eras: FastMap<String, Vec<TtlEra>>,
     /// By target namespace (as users name it).
     out_replaced: BTreeMap<String, OutGroup>,
     catalog: Catalog,
     /// Namespaces with non-session deletes the catalog knew nothing about.
-    unknown_ns: HashSet<String>,
+    unknown_ns: FastSet<String>,
     findings: Vec<Finding>,
     /// Consecutive per-collection drops of one database, which become a single
     /// dropDatabase finding if a `dropDatabase` entry follows within the window.
-    pending_drops: HashMap<String, Vec<Finding>>,
-    txns: HashMap<Vec<u8>, TxnBuffer>,
+    pending_drops: FastMap<String, Vec<Finding>>,
+    txns: FastMap<Vec<u8>, TxnBuffer>,
     stats: ScanStats,
     prev_ts: Option<Ts>,
 }
@@ -106,13 +116,13 @@ impl Scanner {
             wipes: BurstDetector::new(rule),
             ttl_deletes: BurstDetector::new(rule),
             capped_deletes: BurstDetector::new(rule),
-            ttl_eras: HashMap::new(),
+            ttl_eras: FastMap::default(),
             out_replaced: BTreeMap::new(),
             catalog,
-            unknown_ns: HashSet::new(),
+            unknown_ns: FastSet::default(),
             findings: Vec::new(),
-            pending_drops: HashMap::new(),
-            txns: HashMap::new(),
+            pending_drops: FastMap::default(),
+            txns: FastMap::default(),
             stats: ScanStats::default(),
             prev_ts: None,
         }
@@ -124,25 +134,16 @@ impl Scanner {
 
     /// Processes one top-level entry given as the bytes of a framed BSON document.
     ///
-    /// The fastest path: in 4.4+ oplogs `op` is the first field, so an insert or
-    /// no-op is recognised from fixed byte positions and passed over without being
-    /// walked at all (its position is not read, so [`ScanStats`] positions and the
-    /// out-of-order count cover the entries that are examined).
+    /// The fast path: inserts and no-ops (most of any oplog) are recognised from
+    /// their `op` alone ([`find_op`]: fixed byte positions when `op` comes first as
+    /// in 4.4+, a walk over the few elements before it for retryable writes and
+    /// 4.0/4.2 oplogs) and passed over without being parsed; their position is not
+    /// read, so [`ScanStats`] positions and the out-of-order count cover the entries
+    /// that are examined. An update is parsed only when its `o` may wipe content.
     pub fn feed_bytes(&mut self, doc: &[u8]) -> Result<(), EntryError> {
-        if self.pending_drops.is_empty() {
-            match leading_op(doc) {
-                Some(b'i' | b'n') => {
-                    self.stats.entries += 1;
-                    return Ok(());
-                }
-                // Most updates only set fields; whether one wipes content depends on
-                // `o` alone, so only the wiping ones are parsed in full.
-                Some(b'u') if !update_may_wipe(doc) => {
-                    self.stats.entries += 1;
-                    return Ok(());
-                }
-                _ => {}
-            }
+        if self.pending_drops.is_empty() && passes_over(doc) {
+            self.stats.entries += 1;
+            return Ok(());
         }
         self.feed_raw(bson::RawDocument::from_bytes(doc)?)
     }
@@ -370,16 +371,20 @@ impl Scanner {
             return Ok(());
         };
         match name {
-            "applyOps" => self.apply_ops(e)?,
+            // Transaction bookkeeping: no catalog change of their own (the commands
+            // inside an applyOps reach the catalog through apply_leaf).
+            "applyOps" => return self.apply_ops(e),
             "commitTransaction" => {
                 if let Some(key) = e.transaction_key() {
                     self.commit(&key, e.ts, e.wall_ms);
                 }
+                return Ok(());
             }
             "abortTransaction" => {
                 if let Some(key) = e.transaction_key() {
                     self.txns.remove(&key);
                 }
+                return Ok(());
             }
             "drop" => self.drop_collection(e),
             "dropDatabase" => self.drop_database(e),
@@ -407,22 +412,36 @@ impl Scanner {
     }
 
     fn apply_ops(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
-        let key = e.transaction_key();
-        let deferred = key.is_some() && (e.o_flag("partialTxn") || e.o_flag("prepare"));
+        let in_txn = e.is_transaction();
+        let deferred = in_txn && (e.o_flag("partialTxn") || e.o_flag("prepare"));
+        // The key (an allocation) is needed only to buffer this part, or to commit
+        // parts buffered before it; a single-part transaction needs neither.
+        let key = if deferred || (in_txn && !self.txns.is_empty()) {
+            e.transaction_key()
+        } else {
+            None
+        };
         let Some(ops) = e.apply_ops() else {
             return Ok(());
         };
-        for op in ops?.skipping_inserts() {
+        let txn = Txn {
+            key: key.as_deref(),
+            in_txn,
+            deferred,
+        };
+        // Inner inserts, no-ops and updates that wipe nothing are passed over from
+        // their bytes, as at the top level ([`Scanner::feed_bytes`]).
+        for op in ops?.skipping(passes_over) {
             let op = op?;
             match op.op {
                 Op::Command if op.command_name() == Some("applyOps") => {
                     // Nested applyOps: walk its leaves the same way.
                     op.for_each_leaf(&mut |leaf: &Entry<'_>| -> Result<(), EntryError> {
-                        self.apply_leaf(leaf, e, key.as_deref(), deferred);
+                        self.apply_leaf(leaf, e, &txn);
                         Ok(())
                     })?;
                 }
-                _ => self.apply_leaf(&op, e, key.as_deref(), deferred),
+                _ => self.apply_leaf(&op, e, &txn),
             }
         }
         if !deferred {
@@ -434,14 +453,8 @@ impl Scanner {
         Ok(())
     }
 
-    fn apply_leaf(
-        &mut self,
-        leaf: &Entry<'_>,
-        parent: &Entry<'_>,
-        key: Option<&[u8]>,
-        deferred: bool,
-    ) {
-        match (leaf.op, deferred, key) {
+    fn apply_leaf(&mut self, leaf: &Entry<'_>, parent: &Entry<'_>, txn: &Txn<'_>) {
+        match (leaf.op, txn.deferred, txn.key) {
             (Op::Command, false, _) => {
                 // Commands inside a non-transaction applyOps (or a committing one) act now.
                 let _ = self.command(leaf);
@@ -454,7 +467,7 @@ impl Scanner {
                     ts: parent.ts,
                     wall_ms: parent.wall_ms,
                     session: parent.lsid.is_some(),
-                    in_txn: key.is_some(),
+                    in_txn: txn.in_txn,
                 },
             ),
         }
@@ -624,20 +637,63 @@ impl Scanner {
     }
 }
 
-/// For an update entry's bytes: false only when its `o` is present, well-formed and
-/// does not wipe content. Anything unusual answers true, so the caller parses the
-/// entry fully and reports problems precisely.
-fn update_may_wipe(doc: &[u8]) -> bool {
-    for el in crate::oplog::elements::Elements::new(doc) {
-        let Ok(el) = el else { return true };
-        if el.key == b"o" {
-            return match bson::RawDocument::from_bytes(el.value) {
-                Ok(o) if el.kind == 0x03 => wiping_reason(o).is_some(),
-                _ => true,
-            };
-        }
+/// True for an entry (top-level or inside an `applyOps`) the scan has nothing to
+/// learn from, decided from its bytes without parsing it: an insert or no-op, or an
+/// update whose `o` wipes nothing ([`update_may_wipe`]). Anything else, including
+/// every entry whose `op` is not among its first fields, is parsed.
+#[inline]
+fn passes_over(doc: &[u8]) -> bool {
+    match find_op(doc) {
+        Some((b'i' | b'n', _)) => true,
+        Some((b'u', after_op)) => !update_may_wipe(doc, after_op),
+        _ => false,
     }
-    true
+}
+
+/// For an update entry's bytes: false only when its `o` (the first one after `op`,
+/// which starts at offset `after_op`) is present, well-formed and does not wipe
+/// content. Anything unusual answers true, so the caller parses the entry fully and
+/// reports problems precisely.
+#[inline]
+fn update_may_wipe(doc: &[u8], after_op: usize) -> bool {
+    match find_field(doc, after_op, b"o") {
+        Some((0x03, o)) => {
+            if let Some(diff) = v2_diff(o) {
+                // What wiping_reason answers for `$v: 2`, without walking `o` again.
+                return diff_deletes(diff);
+            }
+            match bson::RawDocument::from_bytes(o) {
+                Ok(o) => wiping_reason(o).is_some(),
+                Err(_) => true,
+            }
+        }
+        _ => true,
+    }
+}
+
+/// The diff of the commonest update of 5.0+ oplogs, found from the bytes: `o` is
+/// exactly `{$v: 2 (int32), diff: {...}}`. [`wiping_reason`] (forensics/updates.rs)
+/// decides such an update with [`diff_deletes`] alone. Any other shape answers
+/// `None` and is classified by [`wiping_reason`] itself.
+#[inline]
+fn v2_diff(o: &[u8]) -> Option<&[u8]> {
+    // 10 '$' 'v' 00 <02 00 00 00> 03 'd' 'i' 'f' 'f' 00 <diff>, then o's final NUL.
+    const HEAD: [u8; 14] = [
+        0x10, b'$', b'v', 0, 2, 0, 0, 0, 0x03, b'd', b'i', b'f', b'f', 0,
+    ];
+    let diff = o.get(4 + HEAD.len()..o.len().checked_sub(1)?)?;
+    if o[4..4 + HEAD.len()] != HEAD {
+        return None;
+    }
+    // The diff must fill the rest of `o` exactly (no third field after it) and be
+    // a framed document.
+    let len = diff
+        .get(0..4)
+        .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+    if len as usize != diff.len() || len < 5 || diff[diff.len() - 1] != 0 {
+        return None;
+    }
+    Some(diff)
 }
 
 /// `tmpXXXXX.convertToCapped.<coll>`: the temporary collection convertToCapped fills.
@@ -877,6 +933,68 @@ mod tests {
             (f[0].ts, f[0].oplog_limit, f[0].last_ts, f[0].count),
             (Ts::new(1000, 1), Ts::new(1000, 1), Ts::new(1002, 100), 300)
         );
+    }
+}
+
+#[cfg(test)]
+mod v2_diff_tests {
+    use super::*;
+    use bson::{doc, rawdoc, Document};
+
+    /// The byte-level answer for an update's `o` must be exactly what
+    /// `wiping_reason` answers, for every shape (`$v: 2` diffs taken from the bytes,
+    /// anything else through `wiping_reason` itself).
+    #[test]
+    fn agrees_with_wiping_reason() {
+        let cases: Vec<(Document, bool)> = vec![
+            (doc! { "$v": 2, "diff": { "u": { "a": 1 } } }, true),
+            (
+                doc! { "$v": 2, "diff": { "u": { "a": 1 }, "i": { "b": 2 } } },
+                true,
+            ),
+            (doc! { "$v": 2, "diff": { "d": { "a": false } } }, true),
+            (doc! { "$v": 2, "diff": { "u": { "d": 1 } } }, true),
+            (
+                doc! { "$v": 2, "diff": { "sitems": { "a": true, "u0": 1 } } },
+                true,
+            ),
+            (
+                doc! { "$v": 2, "diff": { "sprefs": { "d": { "x": false } } } },
+                true,
+            ),
+            (
+                doc! { "$v": 2, "diff": { "sa": { "sb": { "sc": { "d": { "x": false } } } } } },
+                true,
+            ),
+            (doc! { "$v": 2i64, "diff": { "u": { "a": 1 } } }, false),
+            (
+                doc! { "$v": 2, "diff": { "u": { "a": 1 } }, "$unset": { "a": 1 } },
+                false,
+            ),
+            (doc! { "diff": { "u": { "a": 1 } }, "$v": 2 }, false),
+            (doc! { "$set": { "a": 1 } }, false),
+            (doc! { "$unset": { "a": 1 } }, false),
+            (doc! { "_id": 1 }, false),
+            (doc! { "_id": 1, "x": 2 }, false),
+        ];
+        for (o, fast) in cases {
+            let bytes = bson::to_vec(&o).unwrap();
+            assert_eq!(v2_diff(&bytes).is_some(), fast, "{o}");
+            let entry = bson::to_vec(&doc! { "op": "u", "ns": "a.b", "o": o.clone() }).unwrap();
+            let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
+            assert_eq!(
+                update_may_wipe(&entry, 4),
+                wiping_reason(raw).is_some(),
+                "{o}"
+            );
+        }
+        // Truncated or inconsistent bytes never take the diff shortcut.
+        let mut bytes = bson::to_vec(&doc! { "$v": 2, "diff": { "u": { "a": 1 } } }).unwrap();
+        let n = bytes.len();
+        bytes[18..22].copy_from_slice(&((n - 18) as i32).to_le_bytes());
+        assert!(v2_diff(&bytes).is_none());
+        assert!(v2_diff(rawdoc! {}.as_bytes()).is_none());
+        assert!(v2_diff(&[]).is_none());
     }
 }
 

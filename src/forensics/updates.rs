@@ -31,7 +31,7 @@ pub fn wiping_reason(o: &RawDocument) -> Option<&'static str> {
     }
     match version {
         Some(2) => diff
-            .filter(|d| diff_deletes(d, 0))
+            .filter(|d| diff_deletes(d))
             .map(|_| "$v:2 diff deletes fields"),
         _ => match first_key {
             // Modifier form ($v:1 or none).
@@ -42,14 +42,19 @@ pub fn wiping_reason(o: &RawDocument) -> Option<&'static str> {
     }
 }
 
-/// True when a document diff (or any sub-diff) has a `d` section.
-fn diff_deletes(diff: &[u8], depth: usize) -> bool {
+/// True when a document diff (or any sub-diff) has a `d` section (the bytes of a
+/// framed document; the walk stops at malformed bytes, as it always has).
+pub fn diff_deletes(diff: &[u8]) -> bool {
+    diff_deletes_at(diff, 0)
+}
+
+fn diff_deletes_at(diff: &[u8], depth: usize) -> bool {
     if depth > MAX_DIFF_DEPTH {
         return false;
     }
     Elements::new(diff).flatten().any(|el| match el.key {
         b"d" => true,
-        [b's', _, ..] if el.kind == 0x03 => diff_deletes(el.value, depth + 1),
+        [b's', _, ..] if el.kind == 0x03 => diff_deletes_at(el.value, depth + 1),
         _ => false,
     })
 }

@@ -15,8 +15,10 @@
 //! Compressed dumps are written as a series of gzip members, each closed after
 //! [`GZIP_MEMBER_BYTES`] of entries (a boundary that depends only on the data, so
 //! an interrupted and resumed dump ends byte-identical to an uninterrupted one);
-//! resuming keeps the complete members and drops the one being written.
-//! `mongorestore` reads multi-member gzip like any other.
+//! resuming keeps the complete members and drops the one being written. Every
+//! member records its own length in its header (`oplog::gzip::SIZE_SUBFIELD`), so
+//! pitr decompresses the members of such a file on every core.
+//! `mongorestore` reads multi-member gzip like any other, and skips the extra field.
 //!
 //! **Bounds.** `--since` is inclusive, `--until` exclusive (as everywhere in pitr);
 //! the upper end is also capped at the newest entry when the dump was planned, so a

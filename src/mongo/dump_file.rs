@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::{Compression, GzBuilder};
+use flate2::Compression;
 
 use super::dump::DumpError;
 use crate::oplog::elements::peek_ts_op;
@@ -223,11 +223,10 @@ impl OutFile {
         if m.is_empty() {
             return Ok(());
         }
-        let mut enc = GzBuilder::new()
-            .mtime(0)
-            .write(Vec::with_capacity(m.len() / 3), self.level);
-        enc.write_all(m)?;
-        let gz = enc.finish()?;
+        // Each member records its own length, so that readers can decompress
+        // members in parallel (see `oplog::gzip::SIZE_SUBFIELD`).
+        let mut gz = Vec::with_capacity(m.len() / 3);
+        crate::oplog::gzip::write_member(&mut gz, m, self.level)?;
         m.clear();
         self.file.write_all(&gz)
     }

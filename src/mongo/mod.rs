@@ -12,10 +12,12 @@
 //! - [`dump`]: `dump-oplog`: the plan, atomic completion and `--resume`;
 //!   [`dump_file`]: the file itself (plain or gzip members) and reading a partial one back.
 //! - [`status`]: version, topology, oplog window and size.
+//! - [`archiver`]: `pitr archive`, following the oplog into an oplog archive.
 //!
 //! The code here is async; the CLI starts a Tokio runtime for the commands that
 //! need one ([`block_on`]).
 
+pub mod archiver;
 pub mod connect;
 pub mod dump;
 pub mod dump_file;

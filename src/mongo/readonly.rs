@@ -4,7 +4,9 @@
 //! `Database`/`Collection`) out. What it can do is the whole list of what pitr ever
 //! asks a source server:
 //!
-//! - `find` on `local.oplog.rs` (a range scan, or the oldest/newest entry);
+//! - `find` on `local.oplog.rs` (a range scan, the oldest/newest entry, the first
+//!   entry from a position, or a tailable awaitData cursor that follows new entries,
+//!   for `pitr archive`);
 //! - the read-only commands of [`ReadCommand`]: `hello` (`isMaster` on servers
 //!   without it), `ping`, `buildInfo`,
 //!   `replSetGetStatus`, `collStats` of `local.oplog.rs`.
@@ -12,8 +14,11 @@
 //! There is no write helper here, nor a way to send an arbitrary command: anything
 //! else needs a change to this file, where review will see it.
 
+use std::time::Duration;
+
 use bson::{doc, Document, RawDocumentBuf};
-use mongodb::options::{ClientOptions, SelectionCriteria};
+use mongodb::options::{ClientOptions, CursorType, SelectionCriteria};
+use mongodb::raw_batch_cursor::RawBatchCursor;
 use mongodb::{Client, Cursor};
 
 use super::connect::Target;
@@ -130,6 +135,46 @@ impl ReadOnlyClient {
             find = find.batch_size(n);
         }
         find.await.map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// A tailable, awaitData `find` on `local.oplog.rs` with `filter`, in natural
+    /// order, delivered batch by batch as the server sends them: each `getMore`
+    /// waits up to `await_time` for new entries and may come back empty (the reader
+    /// is then caught up). The cursor stays open at the end of the oplog, so entries
+    /// written later arrive on it.
+    pub async fn oplog_tail(
+        &self,
+        filter: Document,
+        await_time: Duration,
+        batch_size: Option<u32>,
+    ) -> Result<RawBatchCursor, DriverError> {
+        let coll = self
+            .client
+            .database("local")
+            .collection::<RawDocumentBuf>("oplog.rs");
+        let mut find = coll
+            .find(filter)
+            .cursor_type(CursorType::TailableAwait)
+            .max_await_time(await_time)
+            .hint(mongodb::options::Hint::Keys(doc! {"$natural": 1}));
+        if let Some(n) = batch_size {
+            find = find.batch_size(n);
+        }
+        find.batch().await.map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// The first oplog entry (natural order) matching `filter`, or `None`.
+    pub async fn oplog_find_one(
+        &self,
+        filter: Document,
+    ) -> Result<Option<RawDocumentBuf>, DriverError> {
+        self.client
+            .database("local")
+            .collection::<RawDocumentBuf>("oplog.rs")
+            .find_one(filter)
+            .hint(mongodb::options::Hint::Keys(doc! {"$natural": 1}))
+            .await
+            .map_err(|e| self.target.driver_error(&e))
     }
 
     /// The oldest or newest oplog entry, or `None` when there is no oplog.

@@ -248,22 +248,32 @@ impl<'a> Entry<'a> {
     /// inserts of a retryable write, applied at once). Other entries with
     /// `lsid`/`txnNumber` are retryable writes, not transactions.
     pub fn transaction_key(&self) -> Option<Vec<u8>> {
-        if self.op != Op::Command || self.multi_op_type == Some(1) {
+        if !self.is_transaction() {
             return None;
         }
         let (lsid, txn) = (self.lsid?, self.txn_number?);
-        let real = Elements::new(self.o?.as_bytes()).flatten().any(|el| {
+        let mut k = Vec::with_capacity(lsid.as_bytes().len() + 8);
+        k.extend_from_slice(lsid.as_bytes());
+        k.extend_from_slice(&txn.to_le_bytes());
+        Some(k)
+    }
+
+    /// Whether this entry has a [`Entry::transaction_key`] (without building it).
+    pub fn is_transaction(&self) -> bool {
+        if self.op != Op::Command
+            || self.multi_op_type == Some(1)
+            || self.lsid.is_none()
+            || self.txn_number.is_none()
+        {
+            return false;
+        }
+        let Some(o) = self.o else { return false };
+        Elements::new(o.as_bytes()).flatten().any(|el| {
             matches!(
                 el.key,
                 b"applyOps" | b"commitTransaction" | b"abortTransaction"
             )
-        });
-        if !real {
-            return None;
-        }
-        let mut k = lsid.as_bytes().to_vec();
-        k.extend_from_slice(&txn.to_le_bytes());
-        Some(k)
+        })
     }
 
     /// `wall` as a UTC instant.
@@ -287,6 +297,11 @@ impl<'a> Entry<'a> {
             return None;
         }
         let first = Elements::new(self.o?.as_bytes()).next()?.ok()?;
+        // Command names are ASCII: checked word-wise, much cheaper than from_utf8.
+        if first.key.is_ascii() {
+            // SAFETY: every ASCII byte sequence is valid UTF-8.
+            return Some(unsafe { std::str::from_utf8_unchecked(first.key) });
+        }
         std::str::from_utf8(first.key).ok()
     }
 
@@ -314,7 +329,7 @@ impl<'a> Entry<'a> {
                 parent: *self,
                 arr: Elements::new(first.value),
                 index: 0,
-                skip_inserts: false,
+                skip: None,
             }),
             other => Err(wrong("applyOps", other, "an array")),
         })
@@ -401,15 +416,21 @@ pub struct ApplyOps<'a> {
     /// The array's elements (an array is a document keyed "0", "1", ...).
     arr: Elements<'a>,
     index: usize,
-    skip_inserts: bool,
+    skip: Option<fn(&[u8]) -> bool>,
 }
 
 impl<'a> ApplyOps<'a> {
     /// Leaves out inner inserts and no-ops without parsing them (vectored inserts
     /// make up most `applyOps` traffic, and a scan for destructive operations
     /// does not need them).
-    pub fn skipping_inserts(mut self) -> Self {
-        self.skip_inserts = true;
+    pub fn skipping_inserts(self) -> Self {
+        self.skipping(|doc| matches!(leading_op(doc).or_else(|| op_byte(doc)), Some(b'i' | b'n')))
+    }
+
+    /// Leaves out, without parsing them, the operations whose bytes `skip` answers
+    /// true for (given each operation's whole document).
+    pub fn skipping(mut self, skip: fn(&[u8]) -> bool) -> Self {
+        self.skip = Some(skip);
         self
     }
 }
@@ -422,12 +443,9 @@ impl<'a> Iterator for ApplyOps<'a> {
             let item = self.arr.next()?;
             let index = self.index;
             self.index += 1;
-            if self.skip_inserts {
-                if let Ok(el) = &item {
-                    let op = leading_op(el.value).or_else(|| op_byte(el.value));
-                    if el.kind == DOCUMENT && matches!(op, Some(b'i' | b'n')) {
-                        continue;
-                    }
+            if let (Some(skip), Ok(el)) = (self.skip, &item) {
+                if el.kind == DOCUMENT && skip(el.value) {
+                    continue;
                 }
             }
             break (item, index);

@@ -68,6 +68,9 @@ pub enum ReadError {
     #[error("{0}")]
     Truncated(Truncation),
 
+    #[error(transparent)]
+    Archive(Box<crate::archive::ArchiveError>),
+
     #[error("`{name}` is corrupt at byte {offset}: entry {} declares an impossible length of {declared} bytes", index + 1)]
     BadLength {
         name: String,
@@ -91,6 +94,9 @@ pub enum ReadError {
         detail: String,
     },
 
+    #[error(transparent)]
+    OplogArchive(#[from] super::oplog_archive::manifest::OplogArchiveError),
+
     #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
     NotAnEntry {
         name: String,
@@ -108,11 +114,13 @@ impl ReadError {
             ReadError::Open { path, .. } => path.display().to_string(),
             ReadError::NoOplogInDir { dir, .. } => dir.display().to_string(),
             ReadError::Truncated(t) => t.name.clone(),
+            ReadError::OplogArchive(e) => e.path().display().to_string(),
             ReadError::Io { name, .. }
             | ReadError::BadLength { name, .. }
             | ReadError::NotBson { name, .. }
             | ReadError::Malformed { name, .. }
             | ReadError::NotAnEntry { name, .. } => name.clone(),
+            ReadError::Archive(e) => e.source_name(),
         }
     }
 }
@@ -124,6 +132,8 @@ impl Hint for ReadError {
                 "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
             }
             ReadError::Open { .. } | ReadError::Io { .. } => return None,
+            ReadError::Archive(e) => return e.hint(),
+            ReadError::OplogArchive(e) => return e.hint(),
             ReadError::NoOplogInDir { .. } => {
                 "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
             }

@@ -28,8 +28,10 @@ pub const MAX_ENTRY_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 /// Smallest possible BSON document: a 4-byte length and the trailing NUL.
 const MIN_DOC_BYTES: usize = 5;
 
-/// How much we try to read from the source at once.
-const READ_CHUNK: usize = 4 * 1024 * 1024;
+/// How much we try to read from the source at once. Small enough that a chunk is
+/// still in the core's L2 cache when the scan walks it right after `read()` copied
+/// it (with 4 MiB reads every entry's first and last bytes were cache misses).
+const READ_CHUNK: usize = 256 * 1024;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadOptions {
@@ -276,7 +278,16 @@ impl OplogReader {
 
     /// Ensures at least `need` unconsumed bytes are buffered. Returns `false` when the
     /// stream ends first.
+    #[inline(always)]
     fn ensure(&mut self, need: usize) -> Result<bool, ReadError> {
+        if self.filled - self.pos >= need {
+            return Ok(true);
+        }
+        self.refill(need)
+    }
+
+    #[inline(never)]
+    fn refill(&mut self, need: usize) -> Result<bool, ReadError> {
         while self.filled - self.pos < need {
             if self.eof {
                 return Ok(false);

@@ -1,8 +1,10 @@
 //! Turning what the user typed (`oplog.bson`, `oplog.bson.gz`, a dump directory,
-//! `-`) into a reader.
+//! an oplog archive directory, `-`) into a reader.
 //!
 //! What a file holds is decided by its bytes, never by its name: gzip content is
-//! decompressed whatever the file is called (see [`super::gzip`]).
+//! decompressed whatever the file is called (see [`super::gzip`]). A directory is an
+//! oplog archive when its `manifest.json` says so ([`super::oplog_archive`]); then
+//! only the chunks holding the range a caller needs are read ([`open_range`]).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -10,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
 use super::gzip;
+use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
 use super::reader::{ByteCounter, CountingRead, OplogReader, ReadOptions};
 
 /// Where the oplog of a mongodump directory can be, in order of preference: the
@@ -82,16 +85,29 @@ pub fn decompressed(
     }
 }
 
-/// Opens `spec`: `-` for stdin, a directory (see [`DIR_CANDIDATES`]), or a file;
-/// plain BSON or gzip-compressed BSON, recognised by content.
+/// Opens `spec`: `-` for stdin, an oplog archive directory (`pitr archive`), a
+/// directory (see [`DIR_CANDIDATES`]), or a file; plain BSON, gzip-compressed BSON,
+/// or a mongodump archive (`--archive [--gzip] --oplog`: its oplog namespace is
+/// read), all recognised by content.
 pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
+    open_range(spec, opts, &ChunkRange::ALL)
+}
+
+/// Like [`open`], but an oplog archive yields only the chunks holding `range` (the
+/// entries from `range.from` up to the first one at or after `range.to`, and maybe
+/// more: whole chunks). Any other source is read whole.
+pub fn open_range(
+    spec: &str,
+    opts: ReadOptions,
+    range: &ChunkRange,
+) -> Result<OplogReader, ReadError> {
+    if spec != "-" && is_oplog_archive(Path::new(spec)) {
+        return oplog_archive::read::open(Path::new(spec), opts, range);
+    }
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
-        let (src, _) = decompressed("<stdin>", src)?;
-        return Ok(OplogReader::with_counter(
-            "<stdin>", src, opts, counter, None,
-        ));
+        return open_stream("<stdin>".into(), src, opts, counter, None);
     }
     let path = resolve(Path::new(spec))?;
     let file = File::open(&path).map_err(|source| ReadError::Open {
@@ -101,9 +117,51 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<OplogReader, ReadError> {
     let len = file.metadata().ok().map(|m| m.len());
     let counter = ByteCounter::default();
     let counted = CountingRead::new(file, counter.clone());
-    let name = path.display().to_string();
-    let (src, _) = decompressed(&name, counted)?;
-    Ok(OplogReader::with_counter(name, src, opts, counter, len))
+    open_stream(path.display().to_string(), counted, opts, counter, len)
+}
+
+fn open_stream(
+    name: String,
+    raw: impl Read + Send + 'static,
+    opts: ReadOptions,
+    counter: ByteCounter,
+    len: Option<u64>,
+) -> Result<OplogReader, ReadError> {
+    let (mut src, _) = decompressed(&name, raw)?;
+    let mut head = [0u8; 4];
+    let got = read_head(&mut src, &mut head).map_err(|source| ReadError::Io {
+        name: name.clone(),
+        offset: 0,
+        source,
+    })?;
+    let whole: Box<dyn Read + Send> = Box::new(io::Cursor::new(head[..got].to_vec()).chain(src));
+    if got == 4 && head == crate::archive::MAGIC {
+        let archive = crate::archive::ArchiveReader::new(
+            name.clone(),
+            whole,
+            crate::archive::ReadOptions::default(),
+        )
+        .map_err(|e| ReadError::Archive(Box::new(e)))?;
+        let ns = crate::archive::NamespaceReader::new(archive, &crate::archive::Namespace::oplog())
+            .map_err(|e| ReadError::Archive(Box::new(e)))?;
+        return Ok(OplogReader::with_counter(
+            name,
+            Box::new(ns),
+            opts,
+            counter,
+            len,
+        ));
+    }
+    Ok(OplogReader::with_counter(name, whole, opts, counter, len))
+}
+
+/// The gaps recorded by the oplog archive `spec` (entries lost from the server's
+/// oplog before the archiver read them); none for any other source.
+pub fn recorded_gaps(spec: &str) -> Result<Vec<GapRecord>, ReadError> {
+    if spec != "-" && is_oplog_archive(Path::new(spec)) {
+        return oplog_archive::read::recorded_gaps(Path::new(spec));
+    }
+    Ok(Vec::new())
 }
 
 /// How the file at `path` is compressed, by its first bytes.

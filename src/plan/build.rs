@@ -30,10 +30,12 @@ use super::versions::{Rules, VersionHints};
 use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
 
 /// The files `pitr plan` writes into its output directory.
-pub const OUT_FILES: [&str; 3] = ["oplog.bson", "plan.json", RESTORE_DIR];
+pub const OUT_FILES: [&str; 4] = ["oplog.bson", "plan.json", RESTORE_DIR, RESTORE_ARCHIVE];
 
 /// The one-run restore directory inside the plan's output (see `RestoreSpec`).
 pub const RESTORE_DIR: &str = "restore";
+/// The one-run restore archive inside the plan's output (archive backups).
+pub const RESTORE_ARCHIVE: &str = "restore.archive";
 
 /// Everything `pitr plan` was asked (the CLI's flags, already parsed).
 #[derive(Clone, Debug)]
@@ -168,6 +170,7 @@ pub fn build_with_model(
         ns_filter: filter.as_ref(),
         findings: true,
         catalog: Some(&catalog),
+        chunks_from: Some(backup_end),
     };
     timer.mark("backup and its oplog read");
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
@@ -191,6 +194,7 @@ pub fn build_with_model(
         oplog_name: oplog_scan.name.clone(),
         limit,
         anchor_found: oplog_scan.found.contains_key(&backup_end),
+        gaps: oplog_scan.gaps.clone(),
     })?;
     for &s in &skips {
         if s <= backup_end {
@@ -269,9 +273,8 @@ pub fn build_with_model(
     // One mongorestore run for the backup and the slice when the layout allows it
     // (see `RestoreSpec`): a directory backup, restored whole.
     let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-    let one_run = replays_slice
-        && inv.backup.layout == crate::backup::Layout::Directory
-        && (backup_oplog_replay || filter.is_none());
+    let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
+    let one_run = replays_slice && (backup_oplog_replay || filter.is_none());
     timer.mark("replica seeded");
     let mut linter = Linter::new(&rules);
     linter.set_second_run(replays_slice && !one_run);
@@ -381,11 +384,19 @@ pub fn build_with_model(
     };
     let restore = RestoreSpec {
         backup_dir: if one_run {
-            Path::new(&out_dir).join(RESTORE_DIR).display().to_string()
+            Path::new(&out_dir)
+                .join(if is_archive {
+                    RESTORE_ARCHIVE
+                } else {
+                    RESTORE_DIR
+                })
+                .display()
+                .to_string()
         } else {
             backup_dir.clone()
         },
         combined: one_run,
+        archive: is_archive,
         gzip: inv.gzip,
         backup_oplog_replay: backup_oplog_replay || one_run,
         backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog || one_run).then_some(limit),
@@ -422,7 +433,7 @@ pub fn build_with_model(
             documents: inv
                 .namespaces
                 .iter()
-                .filter(|n| n.kind == NsKind::Collection)
+                .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries))
                 .map(|n| n.documents)
                 .sum(),
             namespaces: inv.namespaces.clone(),
@@ -440,7 +451,9 @@ pub fn build_with_model(
         lint,
         slice: SliceSection {
             dir: out_dir.clone(),
-            oplog_file: if one_run {
+            oplog_file: if one_run && is_archive {
+                Path::new(&out_dir).join(RESTORE_ARCHIVE)
+            } else if one_run {
                 Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
             } else {
                 Path::new(&out_dir).join("oplog.bson")
@@ -466,16 +479,20 @@ pub fn build_with_model(
         restore,
         steps,
     };
-    let restore_dir = if one_run {
-        Some(onerun::write(
+    let restore_dir = match (one_run, is_archive) {
+        (true, true) => Some(onerun::write_archive(
+            &out.path,
+            &req.backup,
+            slice.file.path(),
+        )?),
+        (true, false) => Some(onerun::write(
             &out.path,
             &req.backup,
             inv.oplog_file.as_deref(),
             inv.gzip,
             slice.file.path(),
-        )?)
-    } else {
-        None
+        )?),
+        (false, _) => None,
     };
     timer.mark("one-run restore directory written");
     out.commit(slice, restore_dir, &plan)?;
@@ -1061,7 +1078,7 @@ impl OutDir {
     fn commit(
         mut self,
         slice: SliceOutcome,
-        restore_dir: Option<tempfile::TempDir>,
+        restore_dir: Option<onerun::Written>,
         plan: &RestorePlan,
     ) -> Result<(), PlanError> {
         let plan_path = self.path.join("plan.json");
@@ -1113,6 +1130,7 @@ impl OutDir {
                 drop(slice);
             }
             None => {
+                onerun::remove_stale(&self.path)?;
                 slice
                     .file
                     .persist(&oplog_path)

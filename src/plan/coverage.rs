@@ -43,6 +43,9 @@ pub struct CoverageInput {
     pub limit: Ts,
     /// The replay oplog has an entry at exactly `E`.
     pub anchor_found: bool,
+    /// Gaps the replay oplog records (an oplog archive): entries strictly between
+    /// the two positions may be missing.
+    pub gaps: Vec<(Ts, Ts)>,
 }
 
 /// Where the restore point lies relative to the backup.
@@ -102,6 +105,18 @@ pub enum CoverageError {
     #[error("coverage gap: `{oplog}` ends at {last} ({}) but the limit is {limit} ({}); entries between them are unknown", last.utc_string(), limit.utc_string())]
     GapAtEnd { oplog: String, last: Ts, limit: Ts },
 
+    #[error(
+        "coverage gap: the oplog archive `{oplog}` recorded a gap after {after} ({}) and before {before} ({}), inside the range the restore needs (after the backup's end {backup_end} ({}), before the limit {limit} ({})): entries in it may be missing",
+        after.utc_string(), before.utc_string(), backup_end.utc_string(), limit.utc_string()
+    )]
+    ArchiveGap {
+        oplog: String,
+        after: Ts,
+        before: Ts,
+        backup_end: Ts,
+        limit: Ts,
+    },
+
     #[error("coverage gap: --until `{until}` is after the last entry {last} ({}) of the backup and `{oplog}`; what happened up to then is unknown", last.utc_string())]
     UntilAfterOplog {
         until: String,
@@ -121,6 +136,12 @@ impl Hint for CoverageError {
                  window still covers it (`mongodump -d local -c oplog.rs`), or restore from a newer backup"
                     .into()
             }
+            CoverageError::ArchiveGap { after, before, .. } => format!(
+                "the archiver was stopped (or fell behind) longer than the oplog window, and the entries written \
+                 in between were never archived; restore to a point before {after} (`--until {}` or earlier), or \
+                 from a backup taken after {before}",
+                after.successor()
+            ),
             CoverageError::GapAtEnd { last, .. } | CoverageError::UntilAfterOplog { last, .. } => format!(
                 "dump the oplog again so it reaches past the restore point, or replay everything it holds with \
                  `--until end` (= {})",
@@ -183,6 +204,21 @@ pub fn check(inp: &CoverageInput) -> Result<Coverage, CoverageError> {
             limit: l,
         });
     }
+    // A gap the archive recorded inside (E, L): entries there may be missing, even
+    // though the first and last entries read reach both ends.
+    if let Some(&(after, before)) = inp
+        .gaps
+        .iter()
+        .find(|(a, b)| (*a).max(e).successor() < (*b).min(l))
+    {
+        return Err(CoverageError::ArchiveGap {
+            oplog: inp.oplog_name.clone(),
+            after,
+            before,
+            backup_end: e,
+            limit: l,
+        });
+    }
     if !inp.end_from_flag && first <= e {
         c.anchored = Some(inp.anchor_found);
     }
@@ -206,6 +242,7 @@ mod tests {
             oplog_name: "oplog.bson".into(),
             limit,
             anchor_found: true,
+            gaps: Vec::new(),
         }
     }
 
@@ -268,6 +305,37 @@ mod tests {
             check(&no_backup_oplog),
             Err(E::BeforeBackup { .. })
         ));
+    }
+
+    #[test]
+    fn recorded_gaps_inside_the_needed_range_are_named() {
+        // Backup end 100:5, oplog 80:1 .. 200:3; a gap after 150:1 before 160:1.
+        let mut i = input(ts(170, 0), Some((ts(80, 1), ts(200, 3))));
+        i.gaps = vec![(ts(150, 1), ts(160, 1))];
+        let e = check(&i).unwrap_err();
+        assert!(matches!(e, CoverageError::ArchiveGap { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("150:1") && msg.contains("160:1"), "{msg}");
+        assert!(
+            e.hint().unwrap().contains("--until 150:2"),
+            "{:?}",
+            e.hint()
+        );
+        // A limit before the gap, or right after its start: nothing missing.
+        i.limit = ts(150, 0);
+        assert!(check(&i).is_ok());
+        i.limit = ts(150, 2);
+        assert!(check(&i).is_ok());
+        i.limit = ts(150, 3);
+        assert!(check(&i).is_err());
+        // A backup ending at the gap's end (or after it) does not need it.
+        let mut i = input(ts(170, 0), Some((ts(80, 1), ts(200, 3))));
+        i.backup_end = ts(160, 0);
+        i.gaps = vec![(ts(150, 1), ts(160, 1))];
+        assert!(check(&i).is_ok());
+        i.backup_end = ts(159, 9);
+        i.gaps = vec![(ts(150, 1), ts(160, 1))];
+        assert!(check(&i).is_err());
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct BackupNs {
     /// collection `db.X`, else `ns`; null without data.
     #[serde(default)]
     pub data_ns: Option<String>,
+    /// Metadata is known (from a file, or an archive's prelude).
+    #[serde(default)]
+    pub has_metadata: bool,
 }
 
 /// What to collect besides counts.
@@ -79,6 +82,7 @@ pub fn inventory(path: &Path, opts: InventoryOptions) -> Result<Inventory, PlanE
             metadata_file: n.metadata_file.as_ref().map(|p| backup.rel(p)),
             capped: n.capped(),
             data_ns: n.data_ns.clone(),
+            has_metadata: n.metadata.is_some(),
         })
         .collect();
     let mut ids: Option<HashMap<String, HashSet<IdKey>>> = opts.collect_ids.then(HashMap::new);

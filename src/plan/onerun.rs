@@ -1,10 +1,18 @@
-//! `OUT/restore/`: the backup as ONE mongorestore run sees it (see
-//! [`super::steps::RestoreSpec`] for why one run). It holds a link to every entry of
-//! the backup directory except its root oplog, and an `oplog.bson` with the
-//! backup's own entries followed by the slice, gzip-compressed when the backup is
-//! (`mongorestore --gzip` reads the root `oplog.bson` through gzip). mongorestore
-//! follows the links: it decides what a directory is with `os.Stat` (mongo-tools
-//! `mongorestore/filepath.go` `actualPath.IsDir`).
+//! The backup as ONE mongorestore run sees it (see [`super::steps::RestoreSpec`]
+//! for why one run):
+//!
+//! - a directory backup becomes `OUT/restore/`: a link to every entry of the backup
+//!   directory except its root oplog, and an `oplog.bson` with the backup's own
+//!   entries followed by the slice, gzip-compressed when the backup is
+//!   (`mongorestore --gzip` reads the root `oplog.bson` through gzip). mongorestore
+//!   follows the links: it decides what a directory is with `os.Stat` (mongo-tools
+//!   `mongorestore/filepath.go` `actualPath.IsDir`);
+//! - an archive backup becomes `OUT/restore.archive`: the archive streamed through
+//!   unchanged (header, prelude, every namespace), with the slice appended to its
+//!   oplog namespace (which mongodump and mongorestore keep last), gzip-compressed
+//!   when the backup is. mongorestore reads an archive's oplog only from the archive,
+//!   so this is the one way to restore it in one run; it costs a copy of the backup
+//!   on disk, written in one streaming pass.
 //!
 //! Written under a temporary name inside OUT and renamed into place with the rest
 //! of the plan.
@@ -15,9 +23,15 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use super::build::RESTORE_DIR;
+use super::build::{RESTORE_ARCHIVE, RESTORE_DIR};
 use super::error::PlanError;
 use crate::oplog::source::decompressed;
+
+/// What [`write`] or [`write_archive`] produced, to [`install`] with the plan.
+pub enum Written {
+    Dir(TempDir),
+    Archive(tempfile::NamedTempFile),
+}
 
 /// Writes the one-run directory into a temporary directory inside `out`.
 pub fn write(
@@ -26,7 +40,7 @@ pub fn write(
     backup_oplog: Option<&Path>,
     gzip: bool,
     slice: &Path,
-) -> Result<TempDir, PlanError> {
+) -> Result<Written, PlanError> {
     let err = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PlanError::Write { path, source }
@@ -59,7 +73,7 @@ pub fn write(
     let oplog = tmp.path().join("oplog.bson");
     write_oplog(&oplog, backup_oplog, gzip, slice)?;
     set_readable(tmp.path()).map_err(err(tmp.path()))?;
-    Ok(tmp)
+    Ok(Written::Dir(tmp))
 }
 
 /// The backup's own entries (decompressed, in file order), then the slice.
@@ -112,22 +126,156 @@ fn set_readable(dir: &Path) -> io::Result<()> {
     fs::set_permissions(dir.join("oplog.bson"), fs::Permissions::from_mode(0o644))
 }
 
-/// Moves the written directory to `OUT/restore`, replacing what an earlier plan
-/// left there (only links and an `oplog.bson`, all pitr's).
-pub fn install(tmp: TempDir, out: &Path) -> Result<PathBuf, PlanError> {
-    let dest = out.join(RESTORE_DIR);
-    let err = |source| PlanError::Write {
+/// Streams the archive at `backup` into `OUT/restore.archive` (temporary name), the
+/// slice appended to its oplog.
+pub fn write_archive(out: &Path, backup: &Path, slice: &Path) -> Result<Written, PlanError> {
+    use crate::archive::{
+        self, ArchiveWriter, CollectionMetadata, Event, Namespace, WriterOptions,
+    };
+    let read_err = |e: archive::ArchiveError| {
+        PlanError::Backup(crate::backup::BackupError::Archive(Box::new(e)))
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".pitr-restore-")
+        .suffix(".archive.tmp")
+        .tempfile_in(out)
+        .map_err(|source| PlanError::Write {
+            path: out.to_path_buf(),
+            source,
+        })?;
+    let dest = tmp.path().to_path_buf();
+    let werr = |e: archive::WriteError| PlanError::Write {
+        path: dest.clone(),
+        source: io::Error::other(e.to_string()),
+    };
+    let mut r = archive::open(&backup.to_string_lossy(), archive::ReadOptions::default())
+        .map_err(read_err)?;
+    let header = r.header().clone();
+    let mut prelude = r.prelude().to_vec();
+    let oplog = Namespace::oplog();
+    let had_oplog = prelude
+        .iter()
+        .any(|m| Namespace::new(m.db.clone(), m.collection.clone()).is_oplog());
+    if !had_oplog {
+        prelude.push(CollectionMetadata::oplog());
+    }
+    let file = tmp.reopen().map_err(|source| PlanError::Write {
         path: dest.clone(),
         source,
-    };
-    if fs::symlink_metadata(&dest).is_ok() {
-        for e in fs::read_dir(&dest).map_err(err)? {
-            let p = e.map_err(err)?.path();
-            // Links and files only: never follow a link into the backup.
-            fs::remove_file(&p).map_err(err)?;
+    })?;
+    let mut w = ArchiveWriter::new(
+        BufWriter::with_capacity(1 << 20, file),
+        &header,
+        &prelude,
+        WriterOptions { gzip: r.is_gzip() },
+    )
+    .map_err(werr)?;
+    let append_slice = |w: &mut ArchiveWriter<BufWriter<File>>| -> Result<(), PlanError> {
+        let mut s = crate::oplog::OplogReader::new(
+            slice.display().to_string(),
+            File::open(slice).map_err(|source| PlanError::Io {
+                path: slice.to_path_buf(),
+                source,
+            })?,
+            crate::oplog::ReadOptions::default(),
+        );
+        while let Some((doc, _, _)) = s.next_bytes()? {
+            w.write_document(&oplog, doc).map_err(werr)?;
         }
-        fs::remove_dir(&dest).map_err(err)?;
+        w.end_namespace(&oplog).map_err(werr)
+    };
+    while let Some(ev) = r.next_event().map_err(read_err)? {
+        match ev {
+            Event::Document(d) => w.write_document(d.namespace, d.bytes).map_err(werr)?,
+            Event::End(e) if e.namespace.is_oplog() => append_slice(&mut w)?,
+            Event::End(e) => w.end_namespace(e.namespace).map_err(werr)?,
+        }
     }
+    if !had_oplog {
+        append_slice(&mut w)?;
+    }
+    let mut buf = w.finish().map_err(werr)?;
+    buf.flush().map_err(|source| PlanError::Write {
+        path: dest.clone(),
+        source,
+    })?;
+    buf.get_ref()
+        .sync_all()
+        .map_err(|source| PlanError::Write {
+            path: dest.clone(),
+            source,
+        })?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&dest, fs::Permissions::from_mode(0o644)).map_err(|source| {
+            PlanError::Write {
+                path: dest.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(Written::Archive(tmp))
+}
+
+/// Moves what was written into place (`OUT/restore/` or `OUT/restore.archive`),
+/// replacing what an earlier plan left there (links and files, all pitr's), and
+/// removes the other form if an earlier plan left it.
+pub fn install(written: Written, out: &Path) -> Result<PathBuf, PlanError> {
+    let dir = out.join(RESTORE_DIR);
+    let archive = out.join(RESTORE_ARCHIVE);
+    match written {
+        Written::Dir(tmp) => {
+            remove_archive(&archive)?;
+            install_dir(tmp, out)
+        }
+        Written::Archive(tmp) => {
+            remove_dir(&dir)?;
+            tmp.persist(&archive).map_err(|e| PlanError::Write {
+                path: archive.clone(),
+                source: e.error,
+            })?;
+            Ok(archive)
+        }
+    }
+}
+
+/// Removes an earlier plan's one-run outputs (a plan that needs none).
+pub fn remove_stale(out: &Path) -> Result<(), PlanError> {
+    remove_dir(&out.join(RESTORE_DIR))?;
+    remove_archive(&out.join(RESTORE_ARCHIVE))
+}
+
+fn remove_archive(p: &Path) -> Result<(), PlanError> {
+    match fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(PlanError::Write {
+            path: p.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// An earlier plan's `restore/`: links and files only; never follows a link into
+/// the backup.
+fn remove_dir(dest: &Path) -> Result<(), PlanError> {
+    let err = |source| PlanError::Write {
+        path: dest.to_path_buf(),
+        source,
+    };
+    if fs::symlink_metadata(dest).is_err() {
+        return Ok(());
+    }
+    for e in fs::read_dir(dest).map_err(err)? {
+        let p = e.map_err(err)?.path();
+        fs::remove_file(&p).map_err(err)?;
+    }
+    fs::remove_dir(dest).map_err(err)
+}
+
+fn install_dir(tmp: TempDir, out: &Path) -> Result<PathBuf, PlanError> {
+    let dest = out.join(RESTORE_DIR);
+    remove_dir(&dest)?;
     let kept = tmp.keep();
     fs::rename(&kept, &dest).map_err(|source| {
         let _ = fs::remove_dir_all(&kept);

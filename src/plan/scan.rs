@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::forensics::{BurstRule, Catalog, Finding, Scanner};
 use crate::oplog::entry::as_i64;
+use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::reader::not_an_entry;
+use crate::oplog::source::recorded_gaps;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Truncation, Ts};
 
 use super::apply::txn_key;
@@ -97,7 +99,14 @@ pub struct Probe<'a> {
     /// What the backup's metadata says (TTL indexes, capped and time-series
     /// collections), so that routine operations are told from incidents.
     pub catalog: Option<&'a Catalog>,
+    /// For an oplog archive: read only the chunks from the one holding this position
+    /// (the backup's end) on, widened by [`ARCHIVE_MARGIN_SECS`] so that a burst
+    /// crossing it is seen whole. Other sources are read whole.
+    pub chunks_from: Option<Ts>,
 }
+
+/// How far before [`Probe::chunks_from`] an oplog archive is read.
+pub const ARCHIVE_MARGIN_SECS: u32 = 15 * 60;
 
 /// The result of [`scan`].
 #[derive(Debug, Default)]
@@ -116,6 +125,9 @@ pub struct OplogScan {
     pub ns_txn_keys: HashSet<Vec<u8>>,
     pub findings: Vec<Finding>,
     pub truncation: Option<Truncation>,
+    /// Gaps an oplog archive recorded: entries strictly between the two positions
+    /// may be missing.
+    pub gaps: Vec<(Ts, Ts)>,
 }
 
 impl OplogScan {
@@ -133,7 +145,13 @@ pub fn scan(
     progress: &dyn Progress,
     what: &str,
 ) -> Result<OplogScan, PlanError> {
-    let mut r = oplog::open(spec, opts)?;
+    let range = ChunkRange {
+        from: probe
+            .chunks_from
+            .map(|t| Ts::new(t.t.saturating_sub(ARCHIVE_MARGIN_SECS), 0)),
+        to: None,
+    };
+    let mut r = oplog::open_range(spec, opts, &range)?;
     let (counter, total) = r.progress();
     let mut tick = progress.pass(what, counter, total);
     let mut scanner = probe.findings.then(|| {
@@ -144,6 +162,10 @@ pub fn scan(
     });
     let mut s = OplogScan {
         name: r.name().to_string(),
+        gaps: recorded_gaps(spec)?
+            .iter()
+            .map(|g| (g.after, g.before))
+            .collect(),
         ..OplogScan::default()
     };
     let mut prev: Option<Ts> = None;
@@ -250,6 +272,7 @@ mod tests {
             ns_filter: Some(&f),
             findings: true,
             catalog: None,
+            chunks_from: None,
         };
         let s = scan(&path, ReadOptions::default(), &probe, &Quiet, "test").unwrap();
         assert_eq!(

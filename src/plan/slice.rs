@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::{NamedTempFile, TempDir};
 
+use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Ts};
 
@@ -122,7 +123,13 @@ fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
 
 /// Reads the oplog a second time and writes the slice.
 pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
-    let mut r = oplog::open(req.oplog, req.opts)?;
+    // An oplog archive: only the chunks from the backup's end to the first entry at
+    // or after the limit.
+    let range = ChunkRange {
+        from: Some(req.from_exclusive),
+        to: Some(req.to_exclusive),
+    };
+    let mut r = oplog::open_range(req.oplog, req.opts, &range)?;
     let (counter, total) = r.progress();
     let mut tick = progress.pass("writing the slice", counter, total);
     let file = temp_in(req.dir)?;
@@ -276,8 +283,10 @@ struct Dedup {
     w: BufWriter<File>,
     path: PathBuf,
     group_ts: Option<Ts>,
-    /// The entries written with `group_ts` (almost always one).
-    group: Vec<Vec<u8>>,
+    /// The entries written with `group_ts` (almost always one), one after another
+    /// in one reused buffer (no allocation per entry), and where each ends.
+    group: Vec<u8>,
+    group_ends: Vec<usize>,
     stats: SinkStats,
 }
 
@@ -288,6 +297,7 @@ impl Dedup {
             path,
             group_ts: None,
             group: Vec::new(),
+            group_ends: Vec::new(),
             stats: SinkStats {
                 entries: 0,
                 bytes: 0,
@@ -302,7 +312,13 @@ impl Dedup {
 
     fn put(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
         if self.group_ts == Some(ts) {
-            if self.group.iter().any(|g| g == bytes) {
+            let mut start = 0;
+            let seen = self.group_ends.iter().any(|&end| {
+                let same = &self.group[start..end] == bytes;
+                start = end;
+                same
+            });
+            if seen {
                 self.stats.duplicates += 1;
                 return Ok(());
             }
@@ -310,12 +326,14 @@ impl Dedup {
         } else {
             self.group_ts = Some(ts);
             self.group.clear();
+            self.group_ends.clear();
         }
         self.w.write_all(bytes).map_err(|source| PlanError::Write {
             path: self.path.clone(),
             source,
         })?;
-        self.group.push(bytes.to_vec());
+        self.group.extend_from_slice(bytes);
+        self.group_ends.push(self.group.len());
         self.stats.entries += 1;
         self.stats.bytes += bytes.len() as u64;
         self.stats.first.get_or_insert(ts);

@@ -42,6 +42,9 @@ pub struct RestoreSpec {
     pub backup_dir: String,
     #[serde(default)]
     pub combined: bool,
+    /// `backup_dir` is a mongodump archive file: restored with `--archive=FILE`.
+    #[serde(default)]
+    pub archive: bool,
     pub gzip: bool,
     pub backup_oplog_replay: bool,
     #[serde(default, deserialize_with = "ts_json::de_opt")]
@@ -158,7 +161,12 @@ pub fn restore_backup_argv(r: &RestoreSpec, v: &CommandValues) -> Vec<String> {
         a.push(s("--nsInclude"));
         a.push(ns.clone());
     }
-    a.push(r.backup_dir.clone());
+    if r.archive {
+        // mongorestore reads the whole archive, its oplog included, from --archive.
+        a.push(format!("--archive={}", r.backup_dir));
+    } else {
+        a.push(r.backup_dir.clone());
+    }
     a
 }
 
@@ -253,7 +261,7 @@ pub fn steps(r: &RestoreSpec, v: &CommandValues) -> Vec<Step> {
         (true, Some(l)) => Some(format!(
             "The restore point lies inside the backup's own oplog: it is replayed up to {l} (exclusive) and nothing else is needed."
         )),
-        (true, None) => Some("Replays the backup's own oplog.bson, which makes it consistent at its end.".to_string()),
+        (true, None) => Some("Replays the backup's own oplog, which makes it consistent at its end.".to_string()),
         (false, _) if !r.ns_include.is_empty() => Some("Only the --ns namespaces are restored.".to_string()),
         (false, _) => None,
     };
@@ -321,6 +329,7 @@ mod tests {
         RestoreSpec {
             backup_dir: "/b".into(),
             combined: false,
+            archive: false,
             gzip: false,
             backup_oplog_replay: true,
             backup_oplog_limit: None,

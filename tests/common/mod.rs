@@ -212,6 +212,7 @@ pub fn generate_incident(out: &Path, seed: u64) {
         scenario: pitr_fixturegen::Scenario::Incident,
         target_bytes: pitr_fixturegen::DEFAULT_BENCH_BYTES,
         start: pitr_fixturegen::DEFAULT_START_SECS,
+        mix: pitr_fixturegen::mix::Mix::Current,
     })
     .unwrap_or_else(|e| panic!("generating seed {seed} into {}: {e}", out.display()));
 }

@@ -101,6 +101,9 @@ pub struct Emitter {
     pub main: Sink,
     pub backup: Sink,
     pub total_entries: u64,
+    /// Write the 4.0/4.2 field order (`--mix legacy`, see [`super::mix::to_legacy`]).
+    pub legacy: bool,
+    legacy_buf: Vec<u8>,
 }
 
 impl Emitter {
@@ -120,6 +123,8 @@ impl Emitter {
             main,
             backup,
             total_entries: 0,
+            legacy: false,
+            legacy_buf: Vec::new(),
         }
     }
 
@@ -174,8 +179,14 @@ impl Emitter {
             }
             let first = Ts::new(self.sec, 1);
             let last = Ts::new(self.sec, n as u32);
-            self.main.write(&self.w.buf, first, last, n as u64)?;
-            self.backup.write(&self.w.buf, first, last, n as u64)?;
+            let out = if self.legacy {
+                super::mix::to_legacy(&self.w.buf, &mut self.legacy_buf);
+                &self.legacy_buf
+            } else {
+                &self.w.buf
+            };
+            self.main.write(out, first, last, n as u64)?;
+            self.backup.write(out, first, last, n as u64)?;
             self.total_entries += n as u64;
         }
         self.prev_second_entries = n as u32;

@@ -17,7 +17,15 @@ use super::GenError;
 pub const TEMP_PREFIX: &str = ".pitr-gen-";
 
 /// The entries a previous run leaves in an output directory.
-const OWN_ENTRIES: [&str; 3] = ["backup", "oplog.bson", "truth.json"];
+const OWN_ENTRIES: [&str; 6] = [
+    "backup",
+    "oplog.bson",
+    "truth.json",
+    // The other layouts of the backup (`--layouts`, see `layout.rs`).
+    "backup-gzip",
+    "backup.archive",
+    "backup-gzip.archive",
+];
 
 /// A temp file/dir builder; `mode` (unix) makes results look like normal output
 /// (0o644 files, 0o755 directories) instead of tempfile's private 0o600/0o700.

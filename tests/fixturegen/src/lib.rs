@@ -14,8 +14,9 @@
 //! - [`shapes`]: what documents and updates look like;
 //! - [`world`]: collections, counts, and the limits that keep normal traffic quiet;
 //! - [`emit`]: entry layout, timestamps, wall clocks, the oplog files;
-//! - [`traffic`]: background operations; [`script`]: incidents and decoys;
-//!   [`routine`]: retryable writes, `$out` refreshes, TTL and time-series expiry;
+//! - [`traffic`]: background operations; [`mix`]: the bench's traffic mixes;
+//!   [`script`]: incidents and decoys; [`routine`]: retryable writes, `$out`
+//!   refreshes, TTL and time-series expiry; [`layout`]: the backup in every layout;
 //! - [`scenario`]: the timeline of a run; [`dump`]: the backup directory;
 //! - [`truth`]: `truth.json`; [`files`]: atomic output.
 
@@ -29,6 +30,8 @@ pub mod dump;
 pub mod emit;
 pub mod files;
 pub mod ids;
+pub mod layout;
+pub mod mix;
 pub mod rng;
 pub mod routine;
 pub mod scenario;
@@ -77,6 +80,8 @@ pub struct Options {
     pub target_bytes: u64,
     /// Seconds since the epoch when the backup starts.
     pub start: u32,
+    /// Bench: the kind of background traffic (and field order).
+    pub mix: mix::Mix,
 }
 
 /// What a run wrote.

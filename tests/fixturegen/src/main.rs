@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use pitr::error::Failure;
 use pitr::size::parse_size;
+use pitr_fixturegen::layout::{self, Layout};
+use pitr_fixturegen::mix::Mix;
 use pitr_fixturegen::{
     self as generator, Options, Scenario, DEFAULT_BENCH_BYTES, DEFAULT_START, MAX_START, MIN_START,
 };
@@ -22,7 +24,8 @@ use pitr_fixturegen::{
         schema in tests/fixturegen/src/truth.rs). The same seed always gives the same bytes.\n\n\
         Examples:\n  \
         pitr-gen --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
-        pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB"
+        pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB\n  \
+        pitr-gen --out bench-data/oltp --scenario bench --target-bytes 1GiB --mix oltp"
 )]
 pub struct GenArgs {
     /// Output directory: created if missing; must be empty or hold a previous run's output
@@ -37,9 +40,16 @@ pub struct GenArgs {
     /// Bench only: approximate size of oplog.bson (bytes, or with K/M/G/KiB/MiB/GiB) [default: 256MiB]
     #[arg(long, value_name = "BYTES")]
     pub target_bytes: Option<String>,
+    /// Bench only: the kind of traffic (see tests/fixturegen/src/mix.rs)
+    #[arg(long, value_enum, default_value_t = Mix::Current)]
+    pub mix: Mix,
     /// When the simulated backup starts (RFC 3339)
     #[arg(long, value_name = "RFC3339", default_value = DEFAULT_START)]
     pub start: String,
+    /// Also write the backup in these layouts beside backup/: gzip (backup-gzip/),
+    /// archive (backup.archive), archive-gzip (backup-gzip.archive)
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LAYOUT")]
+    pub layouts: Vec<Layout>,
 }
 
 fn parse_start(s: &str) -> Result<u32, Failure> {
@@ -91,12 +101,17 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         }
         (None, _) => DEFAULT_BENCH_BYTES,
     };
+    if a.mix != Mix::Current && a.scenario != Scenario::Bench {
+        return Err(Failure::new("--mix only applies to --scenario bench")
+            .with_hint("drop --mix, or add --scenario bench"));
+    }
     let opts = Options {
         out: a.out,
         seed: a.seed,
         scenario: a.scenario,
         target_bytes,
         start: parse_start(&a.start)?,
+        mix: a.mix,
     };
     let s = generator::generate(&opts)?;
     let secs = s.elapsed.as_secs_f64();
@@ -119,6 +134,25 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         secs,
         mbps
     );
+    for l in a.layouts.iter().filter(|l| **l != Layout::Dir) {
+        let dest = opts.out.join(l.file_name());
+        let stale = if dest.is_dir() {
+            std::fs::remove_dir_all(&dest)
+        } else {
+            std::fs::remove_file(&dest)
+        };
+        match stale {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(
+                    Failure::new(format!("cannot replace `{}`", dest.display())).with_cause(e)
+                )
+            }
+        }
+        layout::convert(&opts.out.join("backup"), *l, &dest)?;
+        println!("wrote {} ({l:?} layout of backup/)", dest.display());
+    }
     Ok(())
 }
 

@@ -286,6 +286,8 @@ pub struct Gen {
     pub winding_down: bool,
     /// Retryable writes, `$out` refreshes, TTL and time-series expiry.
     pub routine: RoutineTraffic,
+    /// The bench's kind of background traffic.
+    pub mix: super::mix::Mix,
 }
 
 impl Gen {
@@ -307,7 +309,8 @@ fn io_err(what: &str, path: &std::path::Path, source: std::io::Error) -> GenErro
 /// Runs a whole scenario.
 pub fn run(opts: &Options) -> Result<Summary, GenError> {
     let started = Instant::now();
-    let params = Params::for_scenario(opts.scenario, opts.target_bytes);
+    let mut params = Params::for_scenario(opts.scenario, opts.target_bytes);
+    super::mix::tune(&mut params, opts.mix);
     let out = OutDir::prepare(&opts.out)?;
     let backup_dir = out.backup_dir().to_path_buf();
     let main_path = out.root.join("oplog.bson");
@@ -348,13 +351,18 @@ pub fn run(opts: &Options) -> Result<Summary, GenError> {
         sessions_coll_uuid,
         winding_down: false,
         routine,
+        mix: opts.mix,
     };
     g.em.side_rng = Some(MainRng::seed_from_u64(mix(
         opts.seed ^ 0x7761_6c6c_5f73_6964
     )));
+    g.em.legacy = opts.mix == super::mix::Mix::Legacy;
 
     // The data before the backup: ids born over the previous 30 days, oldest first.
-    for (spec, n) in initial_catalogue() {
+    for (spec, n) in initial_catalogue()
+        .into_iter()
+        .chain(super::mix::extra_catalogue(opts.mix))
+    {
         let u = uuid(&mut g.rng);
         let cap = g.params.pool_cap;
         let c = g.world.add(spec, u, cap);
@@ -534,7 +542,7 @@ fn second(g: &mut Gen, script: &mut Script, sec: u32) -> std::io::Result<()> {
     slots.shuffle(&mut g.rng);
     for s in slots {
         match s {
-            Slot::Background => g.background(),
+            Slot::Background => super::mix::background(g),
             Slot::Event(i) => script.step(g, i),
         }
     }

@@ -26,6 +26,10 @@ pub enum Shape {
     PageView,
     Rollup,
     Funnel,
+    /// Large documents (8-64 KB): a media library's assets (bench `--mix large`).
+    Asset,
+    /// Tiny documents (entries under 200 bytes): metric ticks (bench `--mix tiny`).
+    Tick,
 }
 
 const FIRST: &[&str] = &[
@@ -333,6 +337,11 @@ impl Shape {
                 w.i32("users", r.random_range(10..4000));
                 w.date("at", ms(r, l.born));
             }
+            Shape::Asset => super::mix::write_asset(w, r, l),
+            Shape::Tick => {
+                w.i32("v", r.random_range(0..10_000));
+                w.date("at", ms(r, l.born));
+            }
         }
     }
 
@@ -474,6 +483,17 @@ impl Shape {
             Shape::SessionLog | Shape::Click | Shape::Event | Shape::Funnel => {
                 w.doc("u");
                 w.date("touchedAt", now_ms);
+                w.end();
+            }
+            Shape::Asset => {
+                w.doc("u");
+                w.i32("views", rng.random_range(1..90_000));
+                w.date("updatedAt", now_ms);
+                w.end();
+            }
+            Shape::Tick => {
+                w.doc("u");
+                w.i32("v", rng.random_range(0..10_000));
                 w.end();
             }
         }

@@ -26,6 +26,7 @@ fn gen(dir: &Path, seed: u64, scenario: Scenario, target_bytes: u64) {
         scenario,
         target_bytes,
         start: START,
+        mix: Default::default(),
     })
     .unwrap();
 }

@@ -66,17 +66,18 @@ pub fn read_all(path: &Path, gzip: bool) -> io::Result<Vec<Document>> {
 /// A writer of a BSON stream, gzip-compressed when asked.
 pub enum BsonWriter {
     Plain(BufWriter<File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
+    // Boxed: the encoder state is large, and the plain variant is tiny.
+    Gzip(Box<flate2::write::GzEncoder<BufWriter<File>>>),
 }
 
 impl BsonWriter {
     pub fn create(path: &Path, gzip: bool) -> io::Result<Self> {
         let f = BufWriter::new(File::create(path)?);
         Ok(if gzip {
-            BsonWriter::Gzip(flate2::write::GzEncoder::new(
+            BsonWriter::Gzip(Box::new(flate2::write::GzEncoder::new(
                 f,
                 flate2::Compression::fast(),
-            ))
+            )))
         } else {
             BsonWriter::Plain(f)
         })

@@ -38,6 +38,9 @@ pub enum Fault {
     SlowStartMs(u64),
     RolloverAfterGetmores(u64),
     DropConnectionAfterGetmores(u64),
+    /// The (N+1)th getMore on the oplog plays a rollback of its newest entries
+    /// (see `mongod/oplog_writer.rs`).
+    RollbackAfterGetmores(u64),
     /// No `hello` command (servers before 4.4.2): CommandNotFound, only `isMaster`.
     NoHello,
     /// For N ms after start, range reads of `local.oplog.rs` (a `find` with a
@@ -62,6 +65,7 @@ impl fmt::Display for Fault {
             Fault::DropConnectionAfterGetmores(n) => {
                 write!(f, "drop-connection-after-getmores={n}")
             }
+            Fault::RollbackAfterGetmores(n) => write!(f, "rollback-after-getmores={n}"),
             Fault::NoHello => write!(f, "no-hello"),
             Fault::LaggingReadsMs(n) => write!(f, "lagging-reads-ms={n}"),
             Fault::FailMidway => write!(f, "fail-midway"),
@@ -96,6 +100,7 @@ fn parse_one(entry: &str) -> Result<Fault, String> {
         "slow-start-ms" => Ok(Fault::SlowStartMs(number()?)),
         "rollover-after-getmores" => Ok(Fault::RolloverAfterGetmores(number()?)),
         "drop-connection-after-getmores" => Ok(Fault::DropConnectionAfterGetmores(number()?)),
+        "rollback-after-getmores" => Ok(Fault::RollbackAfterGetmores(number()?)),
         "no-hello" => no_value(Fault::NoHello),
         "lagging-reads-ms" => Ok(Fault::LaggingReadsMs(number()?)),
         "fail-midway" => no_value(Fault::FailMidway),
@@ -115,6 +120,7 @@ fn applies_to(fault: &Fault, tool: Tool) -> bool {
         | SlowStartMs(_)
         | RolloverAfterGetmores(_)
         | DropConnectionAfterGetmores(_)
+        | RollbackAfterGetmores(_)
         | NoHello
         | LaggingReadsMs(_) => tool == Tool::Mongod,
         FailMidway | Hang | Crash => tool != Tool::Mongod,
@@ -177,6 +183,12 @@ impl Faults {
     pub fn rollover_after(&self) -> Option<u64> {
         self.0.iter().find_map(|f| match f {
             Fault::RolloverAfterGetmores(n) => Some(*n),
+            _ => None,
+        })
+    }
+    pub fn rollback_after(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::RollbackAfterGetmores(n) => Some(*n),
             _ => None,
         })
     }

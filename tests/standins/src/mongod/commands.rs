@@ -101,6 +101,9 @@ fn docs_arg(cmd: &Document, key: &str) -> CmdResult<Vec<Document>> {
     }
 }
 
+/// (stand-in) The most documents one tailable `getMore` returns.
+const MAX_TAIL_BATCH: usize = 20_000;
+
 fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<Document>) -> Document {
     let key = if first { "firstBatch" } else { "nextBatch" };
     doc! {
@@ -166,6 +169,8 @@ pub fn dispatch(
             CmdError::new(59, "CommandNotFound", "no such command: ''").to_doc(),
         );
     };
+    // An oplog that keeps being written: whatever is due by now goes in first.
+    super::oplog_writer::tick(st);
     if st.mode == Mode::Auth && !allowed_without_auth(&name) {
         return Outcome::Reply(
             CmdError::new(
@@ -565,13 +570,14 @@ fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Documen
     if truthy(cmd.get("helloOk")) && !st.faults.has(&crate::faults::Fault::NoHello) {
         d.insert("helloOk", true);
     }
+    let is_primary = st.members.as_ref().is_none_or(|m| m.is_primary());
     d.insert(
         if new_name {
             "isWritablePrimary"
         } else {
             "ismaster"
         },
-        true,
+        is_primary,
     );
     // No `topologyVersion`: without it the driver polls instead of streaming
     // (awaitable hello with exhaust), which the stand-in does not implement.
@@ -580,13 +586,24 @@ fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Documen
             let ts = st.last_optime();
             d.insert("setName", st.set_name.clone());
             d.insert("setVersion", 1);
-            d.insert("hosts", vec![st.me.clone()]);
-            d.insert("primary", st.me.clone());
+            match &st.members {
+                Some(m) => {
+                    d.insert("hosts", m.hosts.clone());
+                    d.insert("primary", m.primary_host().to_string());
+                }
+                None => {
+                    d.insert("hosts", vec![st.me.clone()]);
+                    d.insert("primary", st.me.clone());
+                }
+            }
             d.insert("me", st.me.clone());
-            d.insert("secondary", false);
+            d.insert("secondary", !is_primary);
+            // A new primary's electionId is greater than the old one's (the driver
+            // ignores a primary whose electionId went backwards).
             d.insert(
                 "electionId",
-                bson::oid::ObjectId::parse_str("7fffffff0000000000000001").expect("valid"),
+                bson::oid::ObjectId::parse_str(format!("7fffffff{:016x}", st.term.max(0)))
+                    .expect("valid"),
             );
             d.insert(
                 "lastWrite",
@@ -824,7 +841,19 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     };
     let visible = c.len().saturating_sub(lag_hides);
     let mut records: Vec<(u64, Document)> = Vec::new();
+    // Where a tailable cursor stands after its first batch: the last record it
+    // examined (after a scan that found fewer matches than the batch holds, the end).
+    let mut scanned_to = 0;
+    let tail_first = if batch_size == 0 {
+        0
+    } else {
+        batch_size.max(1)
+    };
     for (rid, d) in c.iter().take(visible) {
+        if tailable && skip == 0 && records.len() >= tail_first {
+            break;
+        }
+        scanned_to = rid;
         if matches(d, &filter).map_err(CmdError::bad_value)? {
             records.push((rid, d.clone()));
         }
@@ -847,7 +876,11 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             .into_iter()
             .take(first_n.max(if batch_size == 0 { 0 } else { 1 }))
             .collect();
-        let last_rid = take.last().map(|(r, _)| *r).unwrap_or(0);
+        let last_rid = if skip == 0 && take.len() < tail_first {
+            scanned_to
+        } else {
+            take.last().map(|(r, _)| *r).unwrap_or(0)
+        };
         let docs: Vec<Document> = take
             .into_iter()
             .map(|(_, d)| project(&d, &projection))
@@ -930,6 +963,12 @@ fn get_more(st: &mut State, db: &str, cmd: &Document, expired: bool) -> CmdResul
                     return Err(rollover(st, id));
                 }
             }
+            if let Some(after) = st.faults.rollback_after() {
+                if n > after && !st.rollback_fired {
+                    st.rollback_fired = true;
+                    return Err(super::oplog_writer::rollback(st));
+                }
+            }
         }
     }
     let cursor = st.cursors.get_mut(&id).expect("checked");
@@ -963,10 +1002,24 @@ fn get_more(st: &mut State, db: &str, cmd: &Document, expired: bool) -> CmdResul
                     format!("collection dropped: {ns}"),
                 ));
             };
+            // The capped collection dropped the record the cursor stood on.
+            if *last_rid > 0
+                && c.get(*last_rid).is_none()
+                && c.first_rid().is_none_or(|f| f > *last_rid)
+            {
+                let lost = *last_rid;
+                st.cursors.remove(&id);
+                return Err(CmdError::new(
+                    136,
+                    "CappedPositionLost",
+                    format!("Executor error during getMore :: caused by :: CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId({lost})"),
+                ));
+            }
             let mut batch = Vec::new();
             let mut new_last = *last_rid;
             for (rid, d) in c.iter_after(*last_rid) {
-                if batch_size.is_some_and(|n| batch.len() >= n) {
+                // (stand-in) Batches are cut by count, not by the real 16 MiB.
+                if batch_size.is_some_and(|n| batch.len() >= n) || batch.len() >= MAX_TAIL_BATCH {
                     break;
                 }
                 new_last = rid;

@@ -15,6 +15,8 @@ pub mod commands;
 pub mod dbhash;
 pub mod insert_rules;
 pub mod log;
+pub mod members;
+pub mod oplog_writer;
 pub mod server;
 pub mod state;
 pub mod store;
@@ -481,6 +483,39 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
             }
         }
     }
+    // The oplog tests of `pitr archive` (see oplog_writer.rs and members.rs).
+    if let Ok(v) = std::env::var("PITR_STANDIN_OPLOG_WRITER") {
+        match oplog_writer::Writer::parse(&v) {
+            Ok(w) => {
+                st.ensure_oplog();
+                st.writer = Some(w);
+            }
+            Err(e) => {
+                eprintln!("pitr stand-in mongod: PITR_STANDIN_OPLOG_WRITER: {e}");
+                return 2;
+            }
+        }
+    }
+    if let Ok(v) = std::env::var("PITR_STANDIN_OPLOG_MAX_ENTRIES") {
+        match oplog_writer::parse_max_entries(&v) {
+            Ok(n) => st.oplog_max_entries = Some(n),
+            Err(e) => {
+                eprintln!("pitr stand-in mongod: PITR_STANDIN_OPLOG_MAX_ENTRIES: {e}");
+                return 2;
+            }
+        }
+    }
+    if let Ok(v) = std::env::var("PITR_STANDIN_MEMBERS") {
+        match members::Members::parse(&v, &st.me) {
+            Ok(m) => st.members = Some(m),
+            Err(e) => {
+                eprintln!("pitr stand-in mongod: PITR_STANDIN_MEMBERS: {e}");
+                return 2;
+            }
+        }
+    }
+    oplog_writer::tick(&mut st);
+    let has_members = st.members.is_some();
     let shared = Arc::new(server::Shared {
         state: Mutex::new(st),
         logger: logger.clone(),
@@ -519,6 +554,9 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
     }
     for l in listeners {
         tokio::spawn(server::accept_loop(l, shared.clone()));
+    }
+    if has_members {
+        tokio::spawn(members::watch(shared.clone()));
     }
     logger.info(
         "NETWORK",

@@ -62,7 +62,7 @@ fn log_command(shared: &Shared, ctx: &str, db: &str, body: &bson::Document, o: &
         .info("COMMAND", 51803, ctx, "Slow query", attr);
 }
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
+pub(crate) fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
     shared.state.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -120,6 +120,13 @@ pub struct State {
     pub log_commands: bool,
     /// The release this server plays (`PITR_STANDIN_VERSION`).
     pub version: ServerVersion,
+    /// `PITR_STANDIN_OPLOG_WRITER`: an oplog that keeps being written.
+    pub writer: Option<super::oplog_writer::Writer>,
+    /// `PITR_STANDIN_OPLOG_MAX_ENTRIES`: old entries fall off beyond this many.
+    pub oplog_max_entries: Option<usize>,
+    /// `PITR_STANDIN_MEMBERS`: the replica set's members and who is primary.
+    pub members: Option<super::members::Members>,
+    pub rollback_fired: bool,
 }
 
 impl State {
@@ -162,6 +169,10 @@ impl State {
             logger,
             log_commands: false,
             version,
+            writer: None,
+            oplog_max_entries: None,
+            members: None,
+            rollback_fired: false,
         };
         // What a fresh server has.
         let mut sysver = Collection::new(Document::new());

@@ -109,6 +109,17 @@ impl Collection {
         Ok(rid)
     }
 
+    /// Remove the oldest document (a capped collection rolling over).
+    pub fn pop_oldest(&mut self) -> Option<(u64, Document)> {
+        let rid = *self.docs.keys().next()?;
+        self.remove(rid).map(|d| (rid, d))
+    }
+
+    /// The record id of the oldest document.
+    pub fn first_rid(&self) -> Option<u64> {
+        self.docs.keys().next().copied()
+    }
+
     /// Replace the document at `rid` (its `_id` may not change).
     pub fn replace(&mut self, rid: u64, doc: Document) {
         self.docs.insert(rid, doc);

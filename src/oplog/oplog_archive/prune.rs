@@ -1,0 +1,249 @@
+//! `pitr archive prune`: deleting chunks older than the retention, but never one
+//! that a given backup still needs to be rolled forward to the present, and never
+//! the newest chunk (it holds the position the archiver resumes from; without it a
+//! restart could not tell a gap).
+//!
+//! A backup ending at `E` needs every entry after `E` (and the entry at `E`, which
+//! proves the archive continues the backup's own history): every chunk whose last
+//! entry is at or after `E`. Chunks are deleted oldest first, so the archive stays
+//! one contiguous range. The manifest is changed first (under its lock), the files
+//! deleted after: a crash in between leaves files the manifest no longer names,
+//! which the next prune deletes.
+
+use std::fs;
+use std::path::Path;
+
+use super::manifest::{
+    self, seq_of_file_name, ChunkRecord, Manifest, OplogArchiveError, SetAsideRecord,
+};
+use super::{CHUNKS_DIR, MANIFEST_FILE};
+use crate::oplog::Ts;
+
+/// A backup the archive must keep rolling forward.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Protected {
+    /// How to name it (its path).
+    pub name: String,
+    /// Its end: the last entry of its own oplog.
+    pub end: Ts,
+}
+
+/// What prune decided (and, unless it was a dry run, did).
+#[derive(Clone, Debug, Default)]
+pub struct PruneOutcome {
+    pub deleted: Vec<ChunkRecord>,
+    pub deleted_set_aside: Vec<SetAsideRecord>,
+    /// Files no manifest named (left by an interrupted prune), deleted.
+    pub leftovers: Vec<String>,
+    /// Old chunks kept, and why (a backup's name, or "the newest chunk").
+    pub kept_old: Vec<(ChunkRecord, String)>,
+    /// Backups the archive cannot roll forward anyway (their end is before its
+    /// first entry), with the archive's first entry.
+    pub uncovered: Vec<(Protected, Ts)>,
+    pub manifest: Option<Manifest>,
+}
+
+/// Which chunks to delete: those whose last entry is before `cutoff`, oldest first,
+/// up to the first one a backup needs or the newest one.
+pub fn plan(m: &Manifest, cutoff: Ts, protect: &[Protected]) -> PruneOutcome {
+    let mut out = PruneOutcome::default();
+    let n = m.chunks.len();
+    let mut stopped = false;
+    for (i, c) in m.chunks.iter().enumerate() {
+        if c.last >= cutoff {
+            break;
+        }
+        let why = if i + 1 == n {
+            Some("the newest chunk (where the archiver resumes)".to_string())
+        } else {
+            protect
+                .iter()
+                .filter(|p| c.last >= p.end)
+                .map(|p| format!("backup `{}` (ends at {})", p.name, p.end))
+                .next()
+        };
+        match why {
+            Some(w) => {
+                stopped = true;
+                out.kept_old.push((c.clone(), w));
+            }
+            None if !stopped => out.deleted.push(c.clone()),
+            None => out
+                .kept_old
+                .push((c.clone(), "a newer chunk is kept".to_string())),
+        }
+    }
+    if let Some(first) = m.chunks.first() {
+        for p in protect {
+            if p.end < first.first {
+                out.uncovered.push((p.clone(), first.first));
+            }
+        }
+    }
+    out.deleted_set_aside = m
+        .set_aside
+        .iter()
+        .filter(|s| s.through < cutoff)
+        .cloned()
+        .collect();
+    out
+}
+
+/// Prunes the archive `dir` (see the module comment); with `dry_run`, only says what
+/// it would delete.
+pub fn prune(
+    dir: &Path,
+    cutoff: Ts,
+    protect: &[Protected],
+    dry_run: bool,
+) -> Result<PruneOutcome, OplogArchiveError> {
+    let missing = || OplogArchiveError::BadManifest {
+        path: dir.join(MANIFEST_FILE),
+        detail: "there is none: not an oplog archive".into(),
+    };
+    if dry_run {
+        let m = Manifest::load(dir)?.ok_or_else(missing)?;
+        let mut out = plan(&m, cutoff, protect);
+        out.manifest = Some(m);
+        return Ok(out);
+    }
+    if Manifest::load(dir)?.is_none() {
+        return Err(missing());
+    }
+    let (m, mut out) = manifest::update(dir, empty_manifest, |m| {
+        let out = plan(m, cutoff, protect);
+        if out.deleted.is_empty() && out.deleted_set_aside.is_empty() {
+            return Ok::<_, OplogArchiveError>((false, out));
+        }
+        if let Some(last) = out.deleted.last() {
+            m.pruned_through = Some(m.pruned_through.map_or(last.last, |p| p.max(last.last)));
+        }
+        m.chunks.drain(..out.deleted.len());
+        let first = m.first().unwrap_or(Ts::MAX);
+        // Gaps that now lie before the archive's first entry are history.
+        m.gaps.retain(|g| g.before > first);
+        m.set_aside.retain(|s| s.through >= cutoff);
+        Ok((true, out))
+    })?;
+    let io_err = |what: &'static str, p: &Path| {
+        let p = p.to_path_buf();
+        move |source| OplogArchiveError::Io {
+            what,
+            path: p,
+            source,
+        }
+    };
+    for c in &out.deleted {
+        let p = dir.join(&c.file);
+        match fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("delete", &p)(e)),
+        }
+    }
+    for s in &out.deleted_set_aside {
+        let p = dir.join(&s.dir);
+        if p.starts_with(dir.join(super::SET_ASIDE_DIR)) && p.exists() {
+            fs::remove_dir_all(&p).map_err(io_err("delete", &p))?;
+        }
+    }
+    // Chunk files older than the first chunk that no manifest names: what an
+    // interrupted prune left.
+    let first_seq = m.chunks.first().map_or(m.next_seq, |c| c.seq);
+    let chunks = dir.join(CHUNKS_DIR);
+    if let Ok(rd) = fs::read_dir(&chunks) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if seq_of_file_name(&name).is_some_and(|s| s < first_seq) {
+                let rel = format!("{CHUNKS_DIR}/{name}");
+                let referenced = m
+                    .set_aside
+                    .iter()
+                    .any(|s| s.chunks.iter().any(|c| c.file == rel));
+                if !referenced {
+                    fs::remove_file(e.path()).map_err(io_err("delete", &e.path()))?;
+                    out.leftovers.push(rel);
+                }
+            }
+        }
+    }
+    manifest::sync_dir(&chunks);
+    out.manifest = Some(m);
+    Ok(out)
+}
+
+fn empty_manifest() -> Manifest {
+    // `prune` checked that the manifest exists; if it vanished since, an empty one
+    // is stored by nobody (the update finds nothing to delete).
+    Manifest::new(String::new(), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::oplog::oplog_archive::manifest::{chunk_file_name, now_text};
+
+    fn m(ranges: &[(u32, u32)]) -> Manifest {
+        let mut m = Manifest::new("x".into(), None);
+        for (n, (a, b)) in ranges.iter().enumerate() {
+            let (first, last) = (Ts::new(*a, 1), Ts::new(*b, 1));
+            let seq = n as u64 + 1;
+            m.chunks.push(ChunkRecord {
+                seq,
+                file: format!("chunks/{}", chunk_file_name(seq, first, last)),
+                first,
+                last,
+                entries: 1,
+                bson_bytes: 1,
+                bytes: 1,
+                crc64: "0".repeat(16),
+                first_wall: None,
+                last_wall: None,
+                written: now_text(),
+            });
+            m.next_seq = seq + 1;
+        }
+        m
+    }
+
+    fn deleted(o: &PruneOutcome) -> Vec<u64> {
+        o.deleted.iter().map(|c| c.seq).collect()
+    }
+
+    #[test]
+    fn old_chunks_go_unless_a_backup_needs_them() {
+        let a = m(&[(10, 19), (20, 29), (30, 39), (40, 49)]);
+        // Everything before 35 is old: chunks 1 and 2 (chunk 3 ends after it).
+        assert_eq!(deleted(&plan(&a, Ts::new(35, 0), &[])), vec![1, 2]);
+        // A backup ending inside chunk 2 needs chunk 2 (and all later).
+        let b = Protected {
+            name: "nightly".into(),
+            end: Ts::new(25, 0),
+        };
+        let o = plan(&a, Ts::new(35, 0), std::slice::from_ref(&b));
+        assert_eq!(deleted(&o), vec![1]);
+        assert!(o.kept_old[0].1.contains("nightly"), "{:?}", o.kept_old);
+        // A backup ending exactly at a chunk's last entry needs that chunk (the anchor).
+        let b = Protected {
+            name: "x".into(),
+            end: Ts::new(19, 1),
+        };
+        assert!(deleted(&plan(&a, Ts::new(35, 0), &[b])).is_empty());
+        // ... and one ending just after it does not.
+        let b = Protected {
+            name: "x".into(),
+            end: Ts::new(19, 2),
+        };
+        assert_eq!(deleted(&plan(&a, Ts::new(35, 0), &[b])), vec![1]);
+        // The newest chunk stays even when everything is old.
+        let o = plan(&a, Ts::new(99, 0), &[]);
+        assert_eq!(deleted(&o), vec![1, 2, 3]);
+        assert!(o.kept_old[0].1.contains("newest"));
+        // A backup older than the archive is reported.
+        let b = Protected {
+            name: "old".into(),
+            end: Ts::new(5, 0),
+        };
+        assert_eq!(plan(&a, Ts::new(0, 0), &[b]).uncovered.len(), 1);
+    }
+}

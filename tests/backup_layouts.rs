@@ -1,0 +1,162 @@
+//! The same backup in every layout mongodump writes (directory, `--gzip`
+//! directory with a gzip `oplog.bson`, archive, gzipped archive), converted by the
+//! generator from the committed incident: pitr reads each one the same way. The
+//! real tools restore them in `replay_e2e.rs`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use pitr_fixturegen::layout::{convert, Layout};
+use serde_json::Value;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident");
+
+/// The committed backup converted into every layout, in a temp dir.
+fn layouts() -> (tempfile::TempDir, Vec<(Layout, PathBuf)>) {
+    let d = tempfile::tempdir().unwrap();
+    let src = Path::new(FIXTURE).join("backup");
+    let v = Layout::ALL
+        .iter()
+        .map(|&l| {
+            let dest = d.path().join(l.file_name());
+            convert(&src, l, &dest).unwrap();
+            (l, dest)
+        })
+        .collect();
+    (d, v)
+}
+
+fn plan(backup: &Path, until: &str, out: &Path) -> Value {
+    let o = pitr_in(
+        Path::new(FIXTURE),
+        &[
+            "plan",
+            "--backup",
+            backup.to_str().unwrap(),
+            "--oplog",
+            "oplog.bson",
+            "--until",
+            until,
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}: {}", backup.display(), stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn every_layout_plans_the_same_counts_and_restore() {
+    let (d, layouts) = layouts();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    for inc in truth["incidents"].as_array().unwrap().iter().take(3) {
+        let limit = inc["oplog_limit"].as_str().unwrap();
+        let mut reference: Option<Value> = None;
+        for (l, path) in &layouts {
+            let p = plan(
+                path,
+                limit,
+                &d.path().join(format!("p-{l:?}-{limit}").replace(':', "_")),
+            );
+            assert_eq!(p["until"]["limit"], limit);
+            assert_eq!(
+                p["backup"]["gzip"],
+                matches!(l, Layout::Gzip | Layout::ArchiveGzip),
+                "{l:?}"
+            );
+            let problems: Vec<&Value> = p["lint"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["code"] == "backup-layout")
+                .collect();
+            assert!(problems.is_empty(), "{l:?}: {problems:?}");
+            match &reference {
+                None => reference = Some(p["expected"].clone()),
+                Some(r) => assert_eq!(&p["expected"], r, "{l:?} at {limit}"),
+            }
+            let restore = p["steps"][1]["commands"][0]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect::<Vec<_>>();
+            let gzip = restore.contains(&"--gzip".to_string());
+            assert_eq!(
+                gzip,
+                matches!(l, Layout::Gzip | Layout::ArchiveGzip),
+                "{l:?}: {restore:?}"
+            );
+            let archive = restore.iter().any(|a| a.starts_with("--archive="));
+            assert_eq!(
+                archive,
+                matches!(l, Layout::Archive | Layout::ArchiveGzip),
+                "{l:?}: {restore:?}"
+            );
+            // One mongorestore run for every layout: a directory through links and
+            // one oplog.bson, an archive re-streamed with the slice in its oplog.
+            assert_eq!(p["restore"]["combined"], true, "{l:?}");
+            let target = restore.last().unwrap();
+            assert!(
+                target.ends_with(if archive {
+                    "/restore.archive"
+                } else {
+                    "/restore"
+                }),
+                "{l:?}: {target}"
+            );
+            if archive {
+                // The restore archive: the backup's namespaces and counts, and its
+                // oplog followed by the slice.
+                let path = target.trim_start_matches("--archive=");
+                let b = pitr::backup::open(Path::new(path)).unwrap();
+                assert_eq!(b.gzip, gzip);
+                let o = pitr_in(Path::new(FIXTURE), &["oplog", "stats", "--json", path]);
+                let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+                assert_eq!(
+                    s["entries"].as_u64().unwrap(),
+                    20 + p["slice"]["entries"].as_u64().unwrap(),
+                    "{l:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn find_drop_with_backup_and_the_backups_own_oplog_take_every_layout() {
+    let (_d, layouts) = layouts();
+    let mut reference: Option<Value> = None;
+    for (l, path) in &layouts {
+        let o = pitr_in(
+            Path::new(FIXTURE),
+            &[
+                "find-drop",
+                "--json",
+                "--backup",
+                path.to_str().unwrap(),
+                "oplog.bson",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{l:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        match &reference {
+            None => reference = Some(v),
+            Some(r) => assert_eq!(&v, r, "{l:?}"),
+        }
+        // The backup's own oplog read out of every layout.
+        let o = pitr_in(
+            Path::new(FIXTURE),
+            &["oplog", "stats", "--json", path.to_str().unwrap()],
+        );
+        assert_eq!(code(&o), 0, "{l:?}: {}", stderr(&o));
+        let s: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(s["entries"], 20, "{l:?}");
+    }
+}
