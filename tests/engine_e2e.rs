@@ -455,6 +455,7 @@ fn ctrl_c_during_a_long_apply_leaves_nothing_behind() {
         scenario: pitr_fixturegen::Scenario::Bench,
         target_bytes: 40 << 20,
         start: pitr_fixturegen::DEFAULT_START_SECS,
+        mix: Default::default(),
     })
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();

@@ -838,6 +838,8 @@ fn a_restore_from_the_backup_plus_the_archive_matches_the_truth() {
         tmp.path(),
         &[
             "replay",
+            "--engine",
+            "mongod",
             "--backup",
             FIXTURE_BACKUP,
             "--oplog",
@@ -870,6 +872,41 @@ fn a_restore_from_the_backup_plus_the_archive_matches_the_truth() {
             .find(|r| &r.0 == ns)
             .unwrap_or_else(|| panic!("no verify row for {ns}: {rows:?}"));
         assert_eq!((row.1, row.2), (true, n.as_u64()), "{ns}: {row:?}");
+    }
+
+    // The embedded engine reads the same archive to the same counts.
+    let o = replay_common::run_pitr(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            FIXTURE_BACKUP,
+            "--oplog",
+            arch.to_str().unwrap(),
+            "--until",
+            "auto",
+            "--workdir",
+            "work-embedded",
+            "--out",
+            "restored",
+        ],
+        &[],
+    );
+    assert_eq!(replay_common::code(&o), 0, "{}", replay_common::show(&o));
+    let report = replay_common::read_json(&tmp.path().join("work-embedded/report.json"));
+    assert_eq!(report["restore_point"]["limit"], limit);
+    let namespaces = report["namespaces"].as_array().unwrap();
+    for (ns, n) in &want {
+        let row = namespaces
+            .iter()
+            .find(|r| r["ns"] == ns.as_str())
+            .unwrap_or_else(|| panic!("embedded: no row for {ns}: {report}"));
+        let got = if row["exists"] == true {
+            row["documents"].as_u64()
+        } else {
+            Some(0)
+        };
+        assert_eq!(got, n.as_u64(), "embedded: {ns}: {row}");
     }
 }
 
