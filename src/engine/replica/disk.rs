@@ -8,13 +8,14 @@
 //! inventing an order-preserving encoding of every BSON type. LSM stores (fjall)
 //! and SQLite or LMDB only order raw bytes.
 //!
-//! Writes go through one open write transaction committed every few thousand
-//! writes (a quarter of the memory budget divided by [`DIRTY_PER_WRITE`]), so redb's
-//! dirty pages stay within the budget: a random write dirties a whole leaf page and
-//! its path, whatever the document's size; each commit is durable
-//! (`Durability::Immediate`) because redb only reuses the pages freed by a durable
-//! commit, and a non-durable chain would grow the file without bound. The file
-//! lives in a temporary directory of the work dir and is removed with it; nothing
+//! Writes are buffered in memory in key order (a `BTreeMap`, at most half the
+//! budget) and written to redb in one write transaction when the buffer is full:
+//! sorted writes touch each leaf page once instead of dirtying a page per random
+//! write. Each commit is durable (`Durability::Immediate`) because redb only
+//! reuses the pages freed by a durable commit, and a chain of non-durable commits
+//! would grow the file without bound. Reads go through a snapshot of the last
+//! commit merged with the buffer. The file lives in a temporary directory of the
+//! work dir and is removed with it; nothing
 //! needs to survive a crash.
 
 use std::cmp::Ordering;
@@ -28,12 +29,8 @@ use super::store::Slot;
 use crate::engine::IdKey;
 use crate::error::Hint;
 
-/// Commit the write transaction after this many bytes written.
+/// A bulk load (the spill of the in-memory maps) commits after this many bytes.
 pub const BATCH_BYTES: usize = 32 << 20;
-
-/// Memory one random write dirties in redb (a 4 KiB leaf, a share of its branch
-/// pages, the allocator's bookkeeping): an upper estimate that sizes the commits.
-pub const DIRTY_PER_WRITE: usize = 16 << 10;
 
 /// redb's page cache.
 pub const CACHE_BYTES: usize = 64 << 20;
