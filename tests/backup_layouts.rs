@@ -1,22 +1,29 @@
 //! The same backup in every layout mongodump writes (directory, `--gzip`
 //! directory with a gzip `oplog.bson`, archive, gzipped archive), converted by the
 //! generator from the committed incident: pitr reads each one the same way. The
-//! real tools restore them in `replay_e2e.rs`.
+//! real tools restore them in `replay_e2e.rs`. A time-series collection is added
+//! to the backup first, so that every layout carries one.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
 use common::*;
-use pitr_fixturegen::layout::{convert, Layout};
+use pitr_fixturegen::layout::{add_timeseries, convert, Layout};
 use serde_json::Value;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident");
 
-/// The committed backup converted into every layout, in a temp dir.
+/// Buckets of the time-series collection `iot.readings` added to the backup.
+const BUCKETS: u32 = 12;
+
+/// The committed backup with a time-series collection (`iot.readings`, as
+/// mongodump writes one) converted into every layout, in a temp dir.
 fn layouts() -> (tempfile::TempDir, Vec<(Layout, PathBuf)>) {
     let d = tempfile::tempdir().unwrap();
-    let src = Path::new(FIXTURE).join("backup");
+    let src = d.path().join("plain");
+    convert(&Path::new(FIXTURE).join("backup"), Layout::Dir, &src).unwrap();
+    add_timeseries(&src, "iot", "readings", BUCKETS, 1_795_200_000).unwrap();
     let v = Layout::ALL
         .iter()
         .map(|&l| {
@@ -77,6 +84,13 @@ fn every_layout_plans_the_same_counts_and_restore() {
                 .filter(|i| i["code"] == "backup-layout")
                 .collect();
             assert!(problems.is_empty(), "{l:?}: {problems:?}");
+            let ts = p["expected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["ns"] == "iot.system.buckets.readings")
+                .unwrap_or_else(|| panic!("{l:?}: no time-series row: {}", p["expected"]));
+            assert_eq!(ts["documents"], BUCKETS, "{l:?}: {ts}");
             match &reference {
                 None => reference = Some(p["expected"].clone()),
                 Some(r) => assert_eq!(&p["expected"], r, "{l:?} at {limit}"),
@@ -158,5 +172,69 @@ fn find_drop_with_backup_and_the_backups_own_oplog_take_every_layout() {
         assert_eq!(code(&o), 0, "{l:?}: {}", stderr(&o));
         let s: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(s["entries"], 20, "{l:?}");
+    }
+}
+
+/// The embedded engine restores every layout to the same state: the same
+/// documents and `dbHash` per collection, the time-series buckets included, and
+/// its dump of each holds the same collections.
+#[test]
+fn the_embedded_engine_restores_every_layout_alike() {
+    let (d, layouts) = layouts();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    let limit = truth["incidents"][0]["oplog_limit"].as_str().unwrap();
+    let mut reference: Option<Value> = None;
+    for (l, path) in &layouts {
+        let work = d.path().join(format!("w-{l:?}"));
+        let out = d.path().join(format!("out-{l:?}"));
+        let o = pitr_in(
+            Path::new(FIXTURE),
+            &[
+                "replay",
+                "--backup",
+                path.to_str().unwrap(),
+                "--oplog",
+                "oplog.bson",
+                "--until",
+                limit,
+                "--workdir",
+                work.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code(&o), 0, "{l:?}: {}", stderr(&o));
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(work.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["engine"], "embedded", "{l:?}");
+        let rows: Vec<Value> = report["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "ns": n["ns"], "exists": n["exists"], "documents": n["documents"], "md5": n["md5"]
+                })
+            })
+            .collect();
+        let ts = rows
+            .iter()
+            .find(|r| r["ns"] == "iot.system.buckets.readings")
+            .unwrap_or_else(|| panic!("{l:?}: no time-series row: {rows:?}"));
+        assert_eq!(ts["documents"], BUCKETS, "{l:?}: {ts}");
+        assert!(ts["md5"].is_string(), "{l:?}: {ts}");
+        // mongodump's layout for a time-series collection: buckets under
+        // system.buckets.<name>.bson, metadata under the time-series name.
+        assert!(out.join("iot/system.buckets.readings.bson").is_file(), "{l:?}");
+        assert!(out.join("iot/readings.metadata.json").is_file(), "{l:?}");
+        let rows = Value::Array(rows);
+        match &reference {
+            None => reference = Some(rows),
+            Some(r) => assert_eq!(&rows, r, "{l:?} at {limit}"),
+        }
     }
 }

@@ -128,9 +128,13 @@ fn replay_in(
 
 /// Every namespace truth.json lists has its count; nothing else holds documents.
 fn assert_counts_match_truth(report: &Value, limit: &str) {
-    let want = truth_counts(limit);
+    assert_counts_match(report, limit, &truth_counts(limit));
+}
+
+/// Every namespace of `want` has its count; nothing else holds documents.
+fn assert_counts_match(report: &Value, limit: &str, want: &BTreeMap<String, u64>) {
     let rows = verify_rows(&report["verify"]);
-    for (ns, n) in &want {
+    for (ns, n) in want {
         let row = rows
             .iter()
             .find(|r| &r.0 == ns)
@@ -696,22 +700,28 @@ fn peer_archive_with_oplog_restores_to_the_planned_counts() {
     }
 }
 
-/// The incident's backup in every layout mongodump writes (a `--gzip --oplog`
-/// directory with gzip content in `oplog.bson`, an archive, a gzipped archive),
-/// restored by the real mongorestore of both releases to just before the drop of
-/// `shop.orders`: verified against the generator's truth.
+/// The incident's backup, with a time-series collection added, in every layout
+/// mongodump writes (a `--gzip --oplog` directory with gzip content in
+/// `oplog.bson`, an archive, a gzipped archive), restored by the real mongorestore
+/// of both releases to just before the drop of `shop.orders`: verified against the
+/// generator's truth (and the time-series collection's buckets).
 #[test]
 fn every_backup_layout_replays_with_the_real_tools() {
-    use pitr_fixturegen::layout::{convert, Layout};
+    use pitr_fixturegen::layout::{add_timeseries, convert, Layout};
     let sets = tool_sets("every_backup_layout_replays_with_the_real_tools");
     if sets.is_empty() {
         return;
     }
     let layouts = tempfile::tempdir().unwrap();
+    let plain = layouts.path().join("plain");
+    convert(&Path::new(FIXTURE).join("backup"), Layout::Dir, &plain).unwrap();
+    let buckets = add_timeseries(&plain, "iot", "readings", 12, 1_795_200_000).unwrap();
     let limit = incident_limit("drop", "shop.orders");
+    let mut want = truth_counts(&limit);
+    want.insert("iot.system.buckets.readings".into(), buckets.into());
     for l in [Layout::Gzip, Layout::Archive, Layout::ArchiveGzip] {
         let backup = layouts.path().join(l.file_name());
-        convert(&Path::new(FIXTURE).join("backup"), l, &backup).unwrap();
+        convert(&plain, l, &backup).unwrap();
         for bins in &sets {
             let tmp = tempfile::tempdir().unwrap();
             let oplog = format!("{FIXTURE}/oplog.bson");
@@ -723,7 +733,7 @@ fn every_backup_layout_replays_with_the_real_tools() {
                 .as_str()
                 .unwrap();
             assert_eq!(cmd.contains(" --gzip "), l != Layout::Archive, "{cmd}");
-            assert_counts_match_truth(&report, &limit);
+            assert_counts_match(&report, &limit, &want);
             assert_clean_dir(&report, &tmp.path().join("work"));
         }
     }

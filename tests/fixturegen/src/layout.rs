@@ -282,3 +282,57 @@ mod tests {
         }
     }
 }
+
+/// Adds a time-series collection `db.coll` to the plain directory backup `dir`, as
+/// `mongodump` writes one (mongo-tools `mongodump/prepare.go` dumps the buckets
+/// collection under `system.buckets.<coll>.bson` and the metadata under the
+/// time-series name with `"type": "timeseries"`; shapes as in mongo-tools'
+/// `testdata/timeseries_tests/ts_dump_with_oplog`): `buckets` buckets of 3
+/// measurements each, one host each, starting at `start` (seconds since the
+/// epoch), bucket ids whose ObjectId time is the bucket's minimum time as the
+/// server makes them. Returns the number of buckets written.
+pub fn add_timeseries(
+    dir: &Path,
+    db: &str,
+    coll: &str,
+    buckets: u32,
+    start: u32,
+) -> Result<u32, GenError> {
+    use bson::{doc, oid::ObjectId, DateTime};
+    let dbdir = dir.join(db);
+    fs::create_dir_all(&dbdir).map_err(|e| io_err("cannot create", &dbdir, e))?;
+    let mut data = Vec::new();
+    for b in 0..buckets {
+        let secs = start + b * 60;
+        let mut id = [0u8; 12];
+        id[..4].copy_from_slice(&secs.to_be_bytes());
+        id[4..8].copy_from_slice(&b.to_be_bytes());
+        let t = |k: u32| DateTime::from_millis((secs as i64 + k as i64 * 10) * 1000);
+        let d = doc! {
+            "_id": ObjectId::from_bytes(id),
+            "control": {
+                "version": 1,
+                "min": { "t": t(0), "load": 0.0 },
+                "max": { "t": t(2), "load": 2.0 + b as f64 },
+            },
+            "meta": { "host": format!("h{}", b % 4) },
+            "data": {
+                "t": { "0": t(0), "1": t(1), "2": t(2) },
+                "load": { "0": 0.0, "1": 1.0, "2": 2.0 + b as f64 },
+            },
+        };
+        d.to_writer(&mut data).expect("writing to memory");
+    }
+    let bson_path = dbdir.join(format!("system.buckets.{coll}.bson"));
+    fs::write(&bson_path, data).map_err(|e| io_err("cannot write", &bson_path, e))?;
+    let meta = format!(
+        "{{\"options\":{{\"timeseries\":{{\"timeField\":\"t\",\"metaField\":\"meta\",\
+         \"granularity\":\"seconds\",\"bucketMaxSpanSeconds\":{{\"$numberInt\":\"3600\"}}}}}},\
+         \"indexes\":[{{\"v\":{{\"$numberInt\":\"2\"}},\"key\":{{\"meta.host\":{{\"$numberInt\":\"1\"}},\
+         \"t\":{{\"$numberInt\":\"1\"}}}},\"name\":\"meta.host_1_t_1\"}}],\
+         \"collectionName\":\"{coll}\",\"type\":\"timeseries\"}}"
+    );
+    let meta_path = dbdir.join(format!("{coll}.metadata.json"));
+    fs::write(&meta_path, meta).map_err(|e| io_err("cannot write", &meta_path, e))?;
+    Ok(buckets)
+}
