@@ -12,7 +12,8 @@
 #   gzip      one gzip member for the whole file (what `mongodump --gzip` writes)
 #   members   multi-member gzip as `pitr dump-oplog --gzip` writes it
 #   files     the plain oplog cut into 4 files given together (several inputs)
-#   archive   mongodump --archive: see the ARCHIVE marker below (not on main yet)
+#   archive   the oplog as the oplog namespace of a mongodump --archive, plain and
+#             gzipped (written once by examples/archive_bench.rs; KINDS must name it)
 #
 # Prints a table of seconds and MB/s (of uncompressed BSON) and the ratios the
 # targets are about: find-drop / length walk on one core (target >= 50%), gzip
@@ -30,11 +31,12 @@ cd "$(dirname "$0")/.."
 size=${1:-1073741824}
 runs=${RUNS:-3}
 mixes=${MIXES:-current oltp retryable legacy large tiny}
-kinds=${KINDS:-plain gzip members files}
+kinds=${KINDS:-plain gzip members files archive}
 bsondump=../shared/tools/mongo-tools-100.18.0/bsondump
 [ "${BSONDUMP:-1}" = 1 ] && [ -x "$bsondump" ] || bsondump=""
 
-cargo build --release --quiet --bin pitr --example length_walk --example gzip_members --example gunzip
+cargo build --release --quiet --bin pitr --example length_walk --example gzip_members --example gunzip \
+  --example archive_bench
 cargo build --release --quiet -p pitr-fixturegen --bin pitr-gen
 export PITR=target/release/pitr WALK=target/release/examples/length_walk
 export GUNZIP=target/release/examples/gunzip
@@ -65,12 +67,14 @@ for i in range(4):
     open(f"{d}/part-{i + 1}.bson", "wb").write(data[cuts[i]:cuts[i + 1]])
 EOF
   ;; esac
+  case " $kinds " in *" archive "*)
+    # archive_bench writes oplog.archive and oplog.archive.gz beside the oplog once;
+    # ONLY=none: no measurement of its own here.
+    [ -f "$dir/oplog.archive.gz" ] ||
+      ONLY=none RUNS=1 target/release/examples/archive_bench "$dir/oplog.bson" > /dev/null ;; esac
 }
 
 for m in $mixes; do prepare "$m"; done
-# ARCHIVE: a `mongodump --archive` input kind goes here once the archive reader is
-# on main: prepare bench-data/<mix>-<size>/oplog.archive from oplog.bson and add an
-# "archive" branch to the measurement below (same rows as "gzip").
 
 echo
 echo "load before measuring: $(cut -d' ' -f1-3 /proc/loadavg) (2 cores); best of $runs runs; page cache warm"
@@ -134,7 +138,6 @@ for mix in mixes:
             row(mix, kind, "pitr plan --until end (1 core)", nbytes, pl)
             pn = run(ONE + ["sh", "-c", f"rm -rf {out}; {PITR} plan --no-expect --backup {d}/backup --oplog {plain} --until end --out {out} > /dev/null 2>&1; true"])
             row(mix, kind, "pitr plan --no-expect (1 core)", nbytes, pn)
-            slice_bytes = os.path.getsize(f"{out}/oplog.bson")
             cp = run(ONE + ["sh", "-c", f"cp {plain} {d}/cp-out.bson"])
             row(mix, kind, "cp of the same bytes (1 core)", nbytes, cp)
             subprocess.run(["rm", "-rf", out, f"{d}/cp-out.bson"])
@@ -152,6 +155,16 @@ for mix in mixes:
             ratios.append((mix, f"{kind}: find-drop / decompression alone", fd2[0] / alone[0], "<= 110%"))
             if kind == "members":
                 ratios.append((mix, "members: speed-up over 1 thread", alone1[0] / fd2[0], "uses both cores"))
+        elif kind == "archive":
+            arch, archgz = f"{d}/oplog.archive", f"{d}/oplog.archive.gz"
+            warm([plain, arch, archgz])
+            fdp = run(ONE + [PITR, "find-drop", "--json", plain]); row(mix, kind, "pitr find-drop plain (1 core)", nbytes, fdp)
+            fda = run(ONE + [PITR, "find-drop", "--json", arch]); row(mix, kind, "pitr find-drop archive (1 core)", nbytes, fda)
+            fdg = run([PITR, "find-drop", "--json", archgz]); row(mix, kind, "pitr find-drop archive.gz (2 cores)", nbytes, fdg)
+            ratios.append((mix, "archive: plain file / archive, 1 core", fdp[0] / fda[0], "reported"))
+            same = json.loads(subprocess.run([PITR, "find-drop", "--json", arch], capture_output=True, text=True).stdout) == \
+                json.loads(subprocess.run([PITR, "find-drop", "--json", plain], capture_output=True, text=True).stdout)
+            ratios.append((mix, f"archive: same findings as plain: {same}", 1.0 if same else 0.0, "100%"))
         elif kind == "files":
             parts = [f"{d}/part-{i}.bson" for i in range(1, 5)]
             warm(parts)

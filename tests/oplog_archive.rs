@@ -354,6 +354,26 @@ fn writer(rate: u64, epoch: u64, count: u64) -> String {
 // ---------------------------------------------------------------------------------
 // tests
 
+/// A stand-in member serving the committed fixture's oplog, archived once with
+/// `pitr archive --once --chunk-size CHUNK` into `TMP/arch`.
+fn archive_fixture_once(chunk: &str) -> (Mongod, tempfile::TempDir, std::path::PathBuf) {
+    let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
+    let tmp = tempfile::tempdir().unwrap();
+    let arch = tmp.path().join("arch");
+    let o = pitr(&[
+        "archive",
+        "--uri",
+        &m.uri(),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+        "--chunk-size",
+        chunk,
+    ]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    (m, tmp, arch)
+}
+
 /// An oplog written at 2000 entries/s; the archiver follows it, loses its connection
 /// once (fault), is SIGKILLed in the middle of a chunk, the member it reads is
 /// killed and restarted, the archiver restarted: the archive ends up with every
@@ -695,20 +715,7 @@ fn a_failover_to_the_other_member_is_survived_without_a_gap() {
 /// some chunks), and a plan's limit, counts and slice.
 #[test]
 fn find_drop_and_plan_on_the_archive_equal_the_same_entries_as_one_file() {
-    let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("arch");
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-        "--chunk-size",
-        "48KiB",
-    ]);
-    assert_eq!(code(&o), 0, "{}", show(&o));
+    let (m, tmp, arch) = archive_fixture_once("48KiB");
     assert!(manifest(&arch)["chunks"].as_array().unwrap().len() >= 8);
     assert_same_entries(
         &entries_of(&arch),
@@ -802,20 +809,7 @@ fn a_restore_from_the_backup_plus_the_archive_matches_the_truth() {
     let sets =
         replay_common::tool_sets("a_restore_from_the_backup_plus_the_archive_matches_the_truth");
     let Some(bins) = sets.first() else { return };
-    let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("arch");
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-        "--chunk-size",
-        "64KiB",
-    ]);
-    assert_eq!(code(&o), 0, "{}", show(&o));
+    let (_m, tmp, arch) = archive_fixture_once("64KiB");
     let truth = replay_common::read_json(&Path::new(replay_common::FIXTURE).join("truth.json"));
     let incident = truth["incidents"]
         .as_array()
@@ -913,20 +907,7 @@ fn a_restore_from_the_backup_plus_the_archive_matches_the_truth() {
 /// prune deletes old chunks, but keeps what a backup needs and the newest chunk.
 #[test]
 fn prune_keeps_what_a_backup_needs() {
-    let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
-    let tmp = tempfile::tempdir().unwrap();
-    let arch = tmp.path().join("arch");
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-        "--chunk-size",
-        "48KiB",
-    ]);
-    assert_eq!(code(&o), 0, "{}", show(&o));
+    let (_m, tmp, arch) = archive_fixture_once("48KiB");
     let chunks = manifest(&arch)["chunks"].as_array().unwrap().clone();
     let n = chunks.len();
     // A backup ending inside chunk 4 (at its third entry): every chunk from the one

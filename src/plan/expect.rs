@@ -100,7 +100,17 @@ impl Model {
     /// Counts-only: `counting` tracks `_id`s (each seed then carries its set);
     /// otherwise only which namespaces exist.
     pub fn new(seeds: Vec<Seed>, counting: bool) -> Model {
-        let mut replica = Replica::new(ReplicaOptions::default());
+        // Not counting: no `_id` is ever asked for, so none is kept (memory would
+        // otherwise grow by one key per replayed insert).
+        let content = if counting {
+            Content::KeysOnly
+        } else {
+            Content::CatalogOnly
+        };
+        let mut replica = Replica::new(ReplicaOptions {
+            content,
+            ..ReplicaOptions::default()
+        });
         let mut backup_ns = HashMap::new();
         for s in seeds {
             replica.seed_namespace(&s.ns, |slot| CollInfo::new(slot, CollKind::Collection));

@@ -48,6 +48,26 @@ pub struct NsRow {
     pub md5: Option<String>,
 }
 
+impl NsRow {
+    /// The row as the summary and report.md show it: namespace, documents in the
+    /// backup, at the backup's end, at the limit (`absent` when it does not exist),
+    /// dbHash; `-` where there is no value.
+    fn cells(&self) -> [String; 5] {
+        let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+        [
+            self.ns.clone(),
+            opt(self.backup_documents),
+            opt(self.backup_end_documents),
+            if self.exists {
+                self.documents.to_string()
+            } else {
+                "absent".into()
+            },
+            self.md5.clone().unwrap_or_else(|| "-".into()),
+        ]
+    }
+}
+
 /// What the incident at the limit would destroy.
 #[derive(Clone, Debug, Serialize)]
 pub struct Destroyed {
@@ -463,19 +483,8 @@ pub fn markdown(r: &EmbeddedReport) -> String {
     }
     s.push_str("| namespace | in backup | at backup end | at limit | dbHash (md5) |\n|---|---|---|---|---|\n");
     for n in &r.namespaces {
-        let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            n.ns,
-            opt(n.backup_documents),
-            opt(n.backup_end_documents),
-            if n.exists {
-                n.documents.to_string()
-            } else {
-                "absent".into()
-            },
-            n.md5.as_deref().unwrap_or("-")
-        ));
+        let [ns, backup, end, limit, md5] = n.cells();
+        s.push_str(&format!("| {ns} | {backup} | {end} | {limit} | {md5} |\n"));
     }
     if let Some(d) = &r.destroyed {
         s.push_str(&format!(
@@ -547,18 +556,9 @@ pub fn summary(r: &EmbeddedReport) -> String {
         "NAMESPACE", "IN BACKUP", "AT BACKUP END", "AT LIMIT"
     ));
     for n in &r.namespaces {
-        let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+        let [ns, backup, end, limit, md5] = n.cells();
         s.push_str(&format!(
-            "{:<w$}  {:>9}  {:>13}  {:>9}  {}\n",
-            n.ns,
-            opt(n.backup_documents),
-            opt(n.backup_end_documents),
-            if n.exists {
-                n.documents.to_string()
-            } else {
-                "absent".into()
-            },
-            n.md5.as_deref().unwrap_or("-")
+            "{ns:<w$}  {backup:>9}  {end:>13}  {limit:>9}  {md5}\n"
         ));
     }
     if let Some(d) = &r.destroyed {

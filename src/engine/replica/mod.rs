@@ -167,7 +167,7 @@ impl Replica {
             }
             Err(crate::engine::IdKeyError::Missing) => c.no_id.push(match self.opts.content {
                 Content::Documents => doc.as_bytes().to_vec(),
-                Content::KeysOnly => Vec::new(),
+                Content::KeysOnly | Content::CatalogOnly => Vec::new(),
             }),
             Err(e) => {
                 return Err(ReplicaError::Seed {
@@ -488,7 +488,7 @@ impl Replica {
                 Phase::Lenient => Ok(()),
             };
         }
-        if self.opts.content == Content::KeysOnly {
+        if self.opts.content != Content::Documents {
             if !found {
                 self.store.put(slot, key, &[])?;
             }

@@ -26,6 +26,9 @@ pub enum Content {
     Documents,
     /// Only its `_id` (counts and membership).
     KeysOnly,
+    /// Nothing: only the catalog (which collections exist) is modelled, for a plan
+    /// that does not count (`--no-expect`), so memory does not grow with inserts.
+    CatalogOnly,
 }
 
 /// A collection's documents are addressed by this slot, not by name.
@@ -137,6 +140,7 @@ impl Store {
         let doc: &[u8] = match self.content {
             Content::Documents => doc,
             Content::KeysOnly => &[],
+            Content::CatalogOnly => return Ok(false),
         };
         let replaced = if let Some(d) = &mut self.disk {
             d.put(slot, &key, doc)?
