@@ -229,7 +229,10 @@ fn the_embedded_engine_restores_every_layout_alike() {
         assert!(ts["md5"].is_string(), "{l:?}: {ts}");
         // mongodump's layout for a time-series collection: buckets under
         // system.buckets.<name>.bson, metadata under the time-series name.
-        assert!(out.join("iot/system.buckets.readings.bson").is_file(), "{l:?}");
+        assert!(
+            out.join("iot/system.buckets.readings.bson").is_file(),
+            "{l:?}"
+        );
         assert!(out.join("iot/readings.metadata.json").is_file(), "{l:?}");
         let rows = Value::Array(rows);
         match &reference {
