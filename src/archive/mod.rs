@@ -79,8 +79,8 @@
 //!   bytes, offset) and every [`NamespaceEnd`] (document count, CRC checked).
 //! * [`NamespaceReader`]: `Read + Send` over the documents of one namespace, e.g.
 //!   `OplogReader::new(name, NamespaceReader::new(archive, &Namespace::oplog())?, opts)`.
-//!   It checks that namespace's CRC, skips the others (framing checked, CRC not
-//!   computed) and reads on to the end of the archive before its last `Ok(0)`, so a
+//!   It checks that namespace's CRC, skips the others' blocks whole (block framing
+//!   checked; their documents are neither parsed nor CRC-checked) and reads on to the end of the archive before its last `Ok(0)`, so a
 //!   cut archive is an error there too. Errors come as `io::Error`s whose source is
 //!   the [`ArchiveError`].
 //! * [`ArchiveWriter`]: writes what mongodump writes, gzipped or not.
