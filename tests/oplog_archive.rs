@@ -354,22 +354,27 @@ fn writer(rate: u64, epoch: u64, count: u64) -> String {
 // ---------------------------------------------------------------------------------
 // tests
 
+/// `pitr archive --uri URI --dir ARCH --once` plus `extra`.
+fn archive_once(uri: &str, arch: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "archive",
+        "--uri",
+        uri,
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+    ];
+    args.extend_from_slice(extra);
+    pitr(&args)
+}
+
 /// A stand-in member serving the committed fixture's oplog, archived once with
 /// `pitr archive --once --chunk-size CHUNK` into `TMP/arch`.
 fn archive_fixture_once(chunk: &str) -> (Mongod, tempfile::TempDir, std::path::PathBuf) {
     let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("arch");
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-        "--chunk-size",
-        chunk,
-    ]);
+    let o = archive_once(&m.uri(), &arch, &["--chunk-size", chunk]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     (m, tmp, arch)
 }
@@ -469,28 +474,14 @@ fn a_rollover_while_stopped_is_a_recorded_gap_and_a_plan_across_it_is_refused() 
     let uri = m.uri();
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("arch");
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &uri,
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-    ]);
+    let o = archive_once(&uri, &arch, &[]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     let first_run = entries_of(&arch);
     let last_before = first_run.last().unwrap().0;
 
     // 2.5 s at 1000/s with 1200 kept: the oplog no longer reaches back.
     std::thread::sleep(Duration::from_millis(2500));
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &uri,
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-    ]);
+    let o = archive_once(&uri, &arch, &[]);
     assert_eq!(code(&o), 1, "{}", show(&o));
     let err = text(&o.stderr);
     assert!(err.contains("GAP in the oplog archive"), "{err}");
@@ -723,14 +714,7 @@ fn find_drop_and_plan_on_the_archive_equal_the_same_entries_as_one_file() {
         "the fixture",
     );
     // Running again adds nothing.
-    let o = pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        arch.to_str().unwrap(),
-        "--once",
-    ]);
+    let o = archive_once(&m.uri(), &arch, &[]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
         text(&o.stdout).contains("archived 0 entries"),

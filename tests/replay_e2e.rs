@@ -71,26 +71,7 @@ fn replay(bins: &Bins, until: &str, extra: &[&str], env: &[(&str, &str)]) -> Run
     let tmp = tempfile::tempdir().unwrap();
     let backup = format!("{FIXTURE}/backup");
     let oplog = format!("{FIXTURE}/oplog.bson");
-    let bin = bins.dir.display().to_string();
-    let mut args = vec![
-        "replay",
-        "--engine",
-        "mongod",
-        "--backup",
-        &backup,
-        "--oplog",
-        &oplog,
-        "--until",
-        until,
-        "--mongodb-bin",
-        &bin,
-        "--workdir",
-        "work",
-        "--grace",
-        "3s",
-    ];
-    args.extend_from_slice(extra);
-    let out = run_pitr(tmp.path(), &args, env);
+    let out = replay_env(tmp.path(), bins, &backup, &oplog, until, extra, env);
     Run { tmp, out }
 }
 
@@ -103,6 +84,19 @@ fn replay_in(
     oplog: &str,
     until: &str,
     extra: &[&str],
+) -> std::process::Output {
+    replay_env(tmp, bins, backup, oplog, until, extra, &[])
+}
+
+/// [`replay_in`] with extra environment variables for pitr.
+fn replay_env(
+    tmp: &Path,
+    bins: &Bins,
+    backup: &str,
+    oplog: &str,
+    until: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
 ) -> std::process::Output {
     let bin = bins.dir.display().to_string();
     let mut args = vec![
@@ -123,7 +117,7 @@ fn replay_in(
         "3s",
     ];
     args.extend_from_slice(extra);
-    run_pitr(tmp, &args, &[])
+    run_pitr(tmp, &args, env)
 }
 
 /// Every namespace truth.json lists has its count; nothing else holds documents.

@@ -245,7 +245,7 @@ pub fn build_with_model(
     let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
     timer.mark("slice written");
     let mut model = match &req.content {
-        Some(c) => seed_documents(&inv, c, &restored, &rules, req.expect)?,
+        Some(c) => seed_documents(&inv, c, &restored, req.expect)?,
         None => {
             let counting = inv.ids.is_some();
             let mut ids = inv.ids.take().unwrap_or_default();
@@ -539,7 +539,6 @@ fn seed_documents(
     inv: &Inventory,
     c: &ContentOptions,
     restored: &dyn Fn(&str) -> bool,
-    rules: &Rules,
     counting: bool,
 ) -> Result<Model, PlanError> {
     use crate::engine::replica::{CollInfo, CollKind, Content, Phase, Replica, ReplicaOptions};
@@ -548,13 +547,9 @@ fn seed_documents(
         .prelude
         .as_ref()
         .and_then(|p| p.server_version.as_deref())
-        .and_then(|v| {
-            let mut it = v.split('.').map(|x| x.parse::<u32>().ok());
-            Some((it.next()??, it.next().flatten().unwrap_or(0)))
-        })
-        .map(|(major, minor)| crate::engine::FieldOrder::for_server(major, minor))
+        .and_then(crate::plan::versions::Version::parse)
+        .map(|v| crate::engine::FieldOrder::for_server(v.0, v.1))
         .unwrap_or_default();
-    let _ = rules;
     let mut replica = Replica::new(ReplicaOptions {
         content: Content::Documents,
         memory: c.memory,
@@ -586,9 +581,7 @@ fn seed_documents(
             Some(m) => CollInfo::from_metadata(slot, kind, m),
             None => CollInfo::new(slot, kind),
         });
-        if kind != CollKind::View {
-            backup_ns.insert(data_ns, n.documents);
-        }
+        backup_ns.insert(data_ns, n.documents);
     }
     inv.backup
         .for_each_document(|entry, doc, _offset, index| -> Result<(), PlanError> {

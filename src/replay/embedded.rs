@@ -13,7 +13,6 @@
 //! dir and is removed at the end, also on error and on Ctrl-C.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -461,7 +460,6 @@ fn write_report(r: &EmbeddedReport, work: &WorkDir) -> std::io::Result<()> {
 pub fn markdown(r: &EmbeddedReport) -> String {
     let mut s = String::new();
     let p = &r.restore_point;
-    let _ = writeln!(Vec::new(), "");
     s.push_str(&format!(
         "# pitr replay: {} (engine: embedded)\n\n",
         r.result

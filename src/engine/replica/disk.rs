@@ -35,6 +35,9 @@ pub const BATCH_BYTES: usize = 32 << 20;
 /// redb's page cache.
 pub const CACHE_BYTES: usize = 64 << 20;
 
+/// A callback over documents in `_id` order: the key and the document's bytes.
+pub type DocVisitor<'a> = dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError> + 'a;
+
 /// A failure of the on-disk store.
 #[derive(Debug, thiserror::Error)]
 pub enum DiskError {
@@ -281,11 +284,7 @@ impl DiskStore {
 
     /// Every document of `slot` in `_id` order: redb's snapshot merged with the
     /// buffered writes.
-    pub fn for_each(
-        &self,
-        slot: Slot,
-        f: &mut dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError>,
-    ) -> Result<(), DiskError> {
+    pub fn for_each(&self, slot: Slot, f: &mut DocVisitor<'_>) -> Result<(), DiskError> {
         let lo = (slot, IdKey::from_raw_parts(0xFF, &[]));
         let hi = (slot + 1, IdKey::from_raw_parts(0xFF, &[]));
         let mut pending = self.dirty.range(lo..hi).peekable();

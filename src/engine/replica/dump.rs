@@ -255,9 +255,9 @@ fn write_dir(
                 }
                 Ok(())
             })
-            .or_else(|e| match failed.take() {
-                Some(io) => Err(io_err(&data_path)(io)),
-                None => Err(DumpError::from(e)),
+            .map_err(|e| match failed.take() {
+                Some(io) => io_err(&data_path)(io),
+                None => DumpError::from(e),
             })?;
             w.finish_write().map_err(io_err(&data_path))?;
         }
@@ -319,14 +319,18 @@ fn write_archive(
                 }
                 Ok(())
             })
-            .or_else(|e| match failed.take() {
-                Some(we) => Err(aerr(we)),
-                None => Err(DumpError::from(e)),
+            .map_err(|e| match failed.take() {
+                Some(we) => aerr(we),
+                None => DumpError::from(e),
             })?;
             w.end_namespace(&data).map_err(aerr)?;
         } else {
+            // A namespace without data (a view) has an EOF block only when the
+            // prelude gave it a data namespace; a write error is never ignored.
             let data = Namespace::new(db.clone(), coll.clone());
-            let _ = w.end_namespace(&data);
+            if w.documents(&data).is_some() {
+                w.end_namespace(&data).map_err(aerr)?;
+            }
         }
         out.push(Dumped {
             ns: format!("{db}.{coll}"),

@@ -70,7 +70,7 @@ pub fn go_format_double(f: f64) -> String {
     let nd = digits.len() as i32;
     let dp = exp + 1;
     // 'G' with shortest precision: %E when the exponent is < -4 or >= 6.
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         s.push_str(&digits[..1]);
         if nd > 1 {
             s.push('.');

@@ -323,7 +323,7 @@ impl Replica {
             let ui = op
                 .ui
                 .and_then(|u| <[u8; 16]>::try_from(u).ok())
-                .filter(|ui| !self.colls.get(op.ns).is_some_and(|c| c.uuid == Some(*ui)));
+                .filter(|ui| self.colls.get(op.ns).is_none_or(|c| c.uuid != Some(*ui)));
             if let Some(ui) = ui {
                 let known_elsewhere = self.find_by_uuid(&ui).is_some();
                 match self.colls.get_mut(op.ns) {

@@ -207,7 +207,7 @@ impl Store {
     pub fn for_each(
         &self,
         slot: Slot,
-        f: &mut dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError>,
+        f: &mut super::disk::DocVisitor<'_>,
     ) -> Result<(), DiskError> {
         if let Some(d) = &self.disk {
             return d.for_each(slot, f);

@@ -234,55 +234,6 @@ fn archive(src: &Path, dest: &Path, gz: bool) -> Result<(), GenError> {
     file.commit().map_err(|e| io_err("cannot write", dest, e))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_layout_reads_back_with_the_same_documents() {
-        let d = tempfile::tempdir().unwrap();
-        let src = d.path().join("backup");
-        fs::create_dir_all(src.join("shop")).unwrap();
-        let doc = bson::to_vec(&bson::doc! {"_id": 1, "x": "y"}).unwrap();
-        fs::write(
-            src.join("shop/orders.bson"),
-            [doc.clone(), doc.clone()].concat(),
-        )
-        .unwrap();
-        fs::write(
-            src.join("shop/orders.metadata.json"),
-            r#"{"indexes":[],"uuid":"00","collectionName":"orders","type":"collection"}"#,
-        )
-        .unwrap();
-        let entry = bson::to_vec(&bson::doc! {"ts": bson::Timestamp { time: 5, increment: 1 }, "op": "n", "ns": "", "o": {}}).unwrap();
-        fs::write(src.join("oplog.bson"), &entry).unwrap();
-        for l in Layout::ALL {
-            let dest = d.path().join(l.file_name());
-            if l != Layout::Dir {
-                convert(&src, l, &dest).unwrap();
-            }
-            let b = pitr::backup::open(&dest).unwrap();
-            assert_eq!(
-                b.gzip,
-                matches!(l, Layout::Gzip | Layout::ArchiveGzip),
-                "{l:?}"
-            );
-            assert!(b.problems.is_empty(), "{l:?}: {:?}", b.problems);
-            let mut n = 0;
-            b.for_each_document(|e, _, _, _| -> Result<(), pitr::backup::BackupError> {
-                assert_eq!(e.ns, "shop.orders");
-                n += 1;
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(n, 2, "{l:?}");
-            let mut r =
-                pitr::oplog::open(&b.oplog.unwrap().to_string_lossy(), Default::default()).unwrap();
-            assert!(r.next_entry().unwrap().is_some(), "{l:?}");
-        }
-    }
-}
-
 /// Adds a time-series collection `db.coll` to the plain directory backup `dir`, as
 /// `mongodump` writes one (mongo-tools `mongodump/prepare.go` dumps the buckets
 /// collection under `system.buckets.<coll>.bson` and the metadata under the
@@ -335,4 +286,53 @@ pub fn add_timeseries(
     let meta_path = dbdir.join(format!("{coll}.metadata.json"));
     fs::write(&meta_path, meta).map_err(|e| io_err("cannot write", &meta_path, e))?;
     Ok(buckets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_layout_reads_back_with_the_same_documents() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("backup");
+        fs::create_dir_all(src.join("shop")).unwrap();
+        let doc = bson::to_vec(&bson::doc! {"_id": 1, "x": "y"}).unwrap();
+        fs::write(
+            src.join("shop/orders.bson"),
+            [doc.clone(), doc.clone()].concat(),
+        )
+        .unwrap();
+        fs::write(
+            src.join("shop/orders.metadata.json"),
+            r#"{"indexes":[],"uuid":"00","collectionName":"orders","type":"collection"}"#,
+        )
+        .unwrap();
+        let entry = bson::to_vec(&bson::doc! {"ts": bson::Timestamp { time: 5, increment: 1 }, "op": "n", "ns": "", "o": {}}).unwrap();
+        fs::write(src.join("oplog.bson"), &entry).unwrap();
+        for l in Layout::ALL {
+            let dest = d.path().join(l.file_name());
+            if l != Layout::Dir {
+                convert(&src, l, &dest).unwrap();
+            }
+            let b = pitr::backup::open(&dest).unwrap();
+            assert_eq!(
+                b.gzip,
+                matches!(l, Layout::Gzip | Layout::ArchiveGzip),
+                "{l:?}"
+            );
+            assert!(b.problems.is_empty(), "{l:?}: {:?}", b.problems);
+            let mut n = 0;
+            b.for_each_document(|e, _, _, _| -> Result<(), pitr::backup::BackupError> {
+                assert_eq!(e.ns, "shop.orders");
+                n += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(n, 2, "{l:?}");
+            let mut r =
+                pitr::oplog::open(&b.oplog.unwrap().to_string_lossy(), Default::default()).unwrap();
+            assert!(r.next_entry().unwrap().is_some(), "{l:?}");
+        }
+    }
 }
