@@ -274,9 +274,20 @@ impl DiskStore {
         Ok(())
     }
 
-    /// Inserts or replaces; returns whether a document was replaced.
-    pub fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<bool, DiskError> {
-        let replaced = self.contains(slot, key)?;
+    /// Inserts or replaces; returns whether a document was replaced. `exists`:
+    /// whether the caller just found the document (it read it to update it), which
+    /// saves a second lookup; None to look.
+    pub fn put(
+        &mut self,
+        slot: Slot,
+        key: &IdKey,
+        doc: &[u8],
+        exists: Option<bool>,
+    ) -> Result<bool, DiskError> {
+        let replaced = match exists {
+            Some(e) => e,
+            None => self.contains(slot, key)?,
+        };
         self.buffer(slot, key.clone(), Some(doc.to_vec().into_boxed_slice()))?;
         Ok(replaced)
     }
@@ -429,8 +440,8 @@ mod tests {
         )
         .unwrap();
         // Buffered writes of both slots, not yet in redb.
-        s.put(1, &key(-1), &doc).unwrap();
-        s.put(2, &key(-1), &doc).unwrap();
+        s.put(1, &key(-1), &doc, None).unwrap();
+        s.put(2, &key(-1), &doc, None).unwrap();
         assert!(s.remove(1, &key(5)).unwrap());
         let file = dir.path().join("documents.redb");
         let before = std::fs::metadata(&file).unwrap().len();
@@ -450,7 +461,7 @@ mod tests {
         assert_eq!(keys(&s, 2), (-1..100).map(key).collect::<Vec<_>>());
         // The slot is usable again (a collection created in a recycled namespace
         // gets a new slot, but a cleared one, as by `emptycapped`, keeps its own).
-        assert!(!s.put(1, &key(3), &doc).unwrap());
+        assert!(!s.put(1, &key(3), &doc, None).unwrap());
         s.flush().unwrap();
         assert_eq!(keys(&s, 1), vec![key(3)]);
         assert!(s.contains(2, &key(-1)).unwrap());
@@ -470,8 +481,8 @@ mod tests {
         .unwrap();
         assert!(s.remove(3, &key(4)).unwrap());
         assert!(!s.remove(3, &key(4)).unwrap());
-        assert!(s.put(3, &key(2), &[42]).unwrap());
-        assert!(!s.put(3, &key(10), &[10]).unwrap());
+        assert!(s.put(3, &key(2), &[42], None).unwrap());
+        assert!(!s.put(3, &key(10), &[10], None).unwrap());
         let mut out = Vec::new();
         assert!(s.get(3, &key(2), &mut out).unwrap());
         assert_eq!(out, [42]);
