@@ -25,11 +25,10 @@
 //! commit merged with the buffer. The file lives in a temporary directory of the
 //! work dir and is removed with it; nothing needs to survive a crash.
 
-use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use redb::{
     Database, Durability, Key, ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition,
@@ -128,7 +127,7 @@ const DIRTY_OVERHEAD: usize = 96;
 /// slot has no table, no document).
 struct Snapshot {
     txn: ReadTransaction,
-    tables: RefCell<HashMap<Slot, Option<Rc<ReadDocs>>>>,
+    tables: Mutex<HashMap<Slot, Option<Arc<ReadDocs>>>>,
 }
 
 /// The on-disk document store; see the module documentation.
@@ -168,26 +167,27 @@ impl DiskStore {
     fn renew_snapshot(&mut self) -> Result<(), DiskError> {
         self.read = Some(Snapshot {
             txn: self.db.begin_read().map_err(|e| err(&self.path, e))?,
-            tables: RefCell::new(HashMap::new()),
+            tables: Mutex::new(HashMap::new()),
         });
         Ok(())
     }
 
     /// `slot`'s table in the snapshot (None: no document was ever committed there).
-    fn committed_table(&self, slot: Slot) -> Result<Option<Rc<ReadDocs>>, DiskError> {
+    fn committed_table(&self, slot: Slot) -> Result<Option<Arc<ReadDocs>>, DiskError> {
         let r = self
             .read
             .as_ref()
             .expect("a snapshot is open outside writes");
-        if let Some(t) = r.tables.borrow().get(&slot) {
+        let mut tables = r.tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tables.get(&slot) {
             return Ok(t.clone());
         }
         let t = match r.txn.open_table(docs(&table_name(slot))) {
-            Ok(t) => Some(Rc::new(t)),
+            Ok(t) => Some(Arc::new(t)),
             Err(TableError::TableDoesNotExist(_)) => None,
             Err(e) => return Err(err(&self.path, e)),
         };
-        r.tables.borrow_mut().insert(slot, t.clone());
+        tables.insert(slot, t.clone());
         Ok(t)
     }
 
@@ -405,6 +405,14 @@ fn err(path: &Path, e: impl std::fmt::Display) -> DiskError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The store stays movable and shareable across threads (a snapshot's table
+    /// cache is behind a `Mutex`, not a `RefCell`).
+    #[test]
+    fn the_store_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<DiskStore>();
+    }
 
     fn key(i: i32) -> IdKey {
         IdKey::from_raw_parts(0x10, &i.to_le_bytes())
