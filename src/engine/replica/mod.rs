@@ -490,7 +490,7 @@ impl Replica {
         }
         if self.opts.content != Content::Documents {
             if !found {
-                self.store.put(slot, key, &[])?;
+                self.store.put_known(slot, key, &[], false)?;
             }
             return Ok(());
         }
@@ -511,10 +511,8 @@ impl Replica {
             update::upsert(&key, kind, self.opts.update, buf).map(|()| start)
         };
         match r {
-            Ok(at) => {
-                self.store.put(slot, key, &buf[at..])?;
-                Ok(())
-            }
+            // `found` was just read: no second lookup of the document on disk.
+            Ok(at) => Ok(self.store.put_known(slot, key, &buf[at..], found)?),
             Err(e) => self.update_failed(op, phase, e),
         }
     }

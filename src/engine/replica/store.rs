@@ -137,13 +137,37 @@ impl Store {
 
     /// Inserts or replaces; returns whether a document was replaced.
     pub fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> Result<bool, DiskError> {
+        self.put_checked(slot, key, doc, None)
+    }
+
+    /// [`Store::put`] of a document the caller just looked up (`exists`: whether
+    /// it was found): on disk, no second lookup.
+    pub fn put_known(
+        &mut self,
+        slot: Slot,
+        key: IdKey,
+        doc: &[u8],
+        exists: bool,
+    ) -> Result<(), DiskError> {
+        let replaced = self.put_checked(slot, key, doc, Some(exists))?;
+        debug_assert_eq!(replaced, exists, "put_known told a wrong `exists`");
+        Ok(())
+    }
+
+    fn put_checked(
+        &mut self,
+        slot: Slot,
+        key: IdKey,
+        doc: &[u8],
+        exists: Option<bool>,
+    ) -> Result<bool, DiskError> {
         let doc: &[u8] = match self.content {
             Content::Documents => doc,
             Content::KeysOnly => &[],
             Content::CatalogOnly => return Ok(false),
         };
         let replaced = if let Some(d) = &mut self.disk {
-            d.put(slot, &key, doc)?
+            d.put(slot, &key, doc, exists)?
         } else {
             let add = Self::cost(&key, doc.len());
             let old = self
