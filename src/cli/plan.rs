@@ -148,6 +148,7 @@ impl PlanInputArgs {
             sort_memory: (self.sort_memory as usize).saturating_mul(1 << 20),
             versions,
             content: None,
+            mongorestore_inputs: true,
         }
     }
 }
@@ -464,7 +465,14 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         };
         writeln!(out, "  --skip {}: {what}: {}", k.ts, k.entry.describe())?;
     }
-    if p.restore.combined {
+    if p.restore.combined && !p.restore.inputs_written {
+        writeln!(
+            out,
+            "  in {}: the embedded engine applied it; the one-run restore files the steps below read \
+             were not written (`pitr plan` writes them)",
+            p.slice.oplog_file
+        )?;
+    } else if p.restore.combined {
         writeln!(
             out,
             "  in {} after the backup's own entries: the backup and the slice are restored in ONE mongorestore run \

@@ -425,9 +425,12 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     } else {
         DumpFormat::Directory { gzip: a.gzip }
     };
-    let req = a
+    let mut req = a
         .plan
         .request(Some(work.plan_dir()), cwd.clone(), Default::default());
+    // The engine applies the slice itself: no copy of it (or of an archive backup)
+    // for a mongorestore run that will not happen.
+    req.mongorestore_inputs = false;
     if a.dry_run {
         let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
             Ok(p) => p,

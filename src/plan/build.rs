@@ -62,6 +62,11 @@ pub struct PlanRequest {
     /// Build the replica with whole documents (the embedded engine; hash
     /// predictions); None: counts only.
     pub content: Option<ContentOptions>,
+    /// Write what mongorestore reads in one run (`OUT/restore/` or
+    /// `OUT/restore.archive`: a copy of the slice, and of a whole archive backup).
+    /// False for the embedded engine, which applies the slice itself: on a large
+    /// oplog that copy is as big as the slice.
+    pub mongorestore_inputs: bool,
 }
 
 /// How the plan builds the replica with whole documents.
@@ -275,6 +280,8 @@ pub fn build_with_model(
     let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
     let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
     let one_run = replays_slice && (backup_oplog_replay || filter.is_none());
+    // Whether the one-run inputs are written (the slice then lives inside them).
+    let one_run_written = one_run && req.mongorestore_inputs;
     timer.mark("replica seeded");
     let mut linter = Linter::new(&rules);
     linter.set_second_run(replays_slice && !one_run);
@@ -405,6 +412,7 @@ pub fn build_with_model(
         limit,
         plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
         dump_namespaces,
+        inputs_written: req.mongorestore_inputs,
     };
     let steps = steps::steps(&restore, &CommandValues::placeholders());
 
@@ -451,16 +459,16 @@ pub fn build_with_model(
         lint,
         slice: SliceSection {
             dir: out_dir.clone(),
-            oplog_file: if one_run && is_archive {
+            oplog_file: if one_run_written && is_archive {
                 Path::new(&out_dir).join(RESTORE_ARCHIVE)
-            } else if one_run {
+            } else if one_run_written {
                 Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
             } else {
                 Path::new(&out_dir).join("oplog.bson")
             }
             .display()
             .to_string(),
-            after_backup_oplog: one_run,
+            after_backup_oplog: one_run_written,
             entries: slice.entries,
             bytes: slice.bytes,
             first_ts: slice.first_ts,
@@ -479,7 +487,7 @@ pub fn build_with_model(
         restore,
         steps,
     };
-    let restore_dir = match (one_run, is_archive) {
+    let restore_dir = match (one_run_written, is_archive) {
         (true, true) => Some(onerun::write_archive(
             &out.path,
             &req.backup,

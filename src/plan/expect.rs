@@ -203,7 +203,9 @@ impl Model {
         for ns in names {
             let info = self.replica.get(&ns);
             let md5 = if self.has_documents() {
-                self.replica.collection_hash(&ns)?.map(|h| h.md5)
+                self.replica
+                    .collection_hash(&ns)?
+                    .and_then(|h| h.predicted().map(str::to_string))
             } else {
                 None
             };

@@ -55,6 +55,16 @@ pub struct RestoreSpec {
     pub limit: Ts,
     pub plan_file: String,
     pub dump_namespaces: Vec<String>,
+    /// Whether the files these steps restore from were written (`restore/` or
+    /// `restore.archive` for a combined run). False when the embedded engine made
+    /// the plan: it applies the slice itself, and `OUT/oplog.bson` holds the slice
+    /// alone; `pitr plan` writes them.
+    #[serde(default = "written_by_default")]
+    pub inputs_written: bool,
+}
+
+fn written_by_default() -> bool {
+    true
 }
 
 /// Concrete values (or placeholders) for the commands.
@@ -338,6 +348,7 @@ mod tests {
             limit: Ts::new(1700000000, 3),
             plan_file: "/s/plan.json".into(),
             dump_namespaces: vec![],
+            inputs_written: true,
         }
     }
 

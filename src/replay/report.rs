@@ -261,6 +261,7 @@ mod tests {
                 sort_memory: 1 << 20,
                 versions: Default::default(),
                 content: None,
+                mongorestore_inputs: true,
             },
             &Quiet,
         )

@@ -14,10 +14,20 @@
 //! an `_id` index (`useIndexScanForCappedCollections`); the engine keeps `_id` order
 //! (6.0 to 8.0) and does not model natural order for capped collections with an
 //! `_id` index.
+//!
+//! A collection whose `_id` order follows a collation (an `_id` index, or the
+//! clustered key, with a `collation` other than `simple`) orders string `_id`s by
+//! ICU collation keys, which pitr does not compute: when such a collection holds an
+//! `_id` that is or contains a string, the engine says [`COLLATED_ID`] instead of a
+//! hash it cannot order, and the plan predicts no content for it (counts only).
+//! Other `_id` types compare the same under every collation (`CollatorInterface`
+//! only changes string comparison), so their hash stands.
 
 use md5::{Digest, Md5};
 
-use super::catalog::CollKind;
+use bson::Document;
+
+use super::catalog::{CollInfo, CollKind};
 use super::{Replica, ReplicaError};
 
 /// What `dbHash` says about one collection.
@@ -32,6 +42,39 @@ pub struct CollHash {
 
 /// The literal the server returns for a collection it cannot read in a stable order.
 pub const NO_ID_INDEX: &str = "no _id _index";
+
+/// What the engine says instead of a hash for a collection whose `_id` order it
+/// cannot reproduce (see the module documentation). Never equal to a server's reply.
+pub const COLLATED_ID: &str = "not predicted: string _ids ordered by a collation";
+
+impl CollHash {
+    /// The hash to compare with the server's `dbHash`, None when the engine could
+    /// not predict it.
+    pub fn predicted(&self) -> Option<&str> {
+        (self.md5 != COLLATED_ID).then_some(self.md5.as_str())
+    }
+}
+
+/// The collation `_id`s of `c` are ordered by, when not the simple one: the `_id`
+/// index's (`idIndex.collation`), or for a clustered collection the collection's
+/// default (`options.collation`), which its cluster key follows.
+fn id_collation(c: &CollInfo) -> Option<&Document> {
+    let spec = if c.is_clustered() {
+        c.options.get_document("collation").ok()
+    } else {
+        c.indexes
+            .iter()
+            .find(|i| i.get_str("name") == Ok("_id_"))
+            .and_then(|i| i.get_document("collation").ok())
+    }?;
+    (spec.get_str("locale") != Ok("simple")).then_some(spec)
+}
+
+/// Whether an `_id` of this BSON type compares differently under a collation: a
+/// string or symbol, or an object or array that may hold one.
+fn collation_sensitive(element_type: u8) -> bool {
+    matches!(element_type, 0x02 | 0x03 | 0x04 | 0x0E)
+}
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -60,6 +103,15 @@ impl Replica {
                 ns: ns.to_string(),
                 documents,
                 md5: NO_ID_INDEX.to_string(),
+            }));
+        }
+        if id_collation(c).is_some()
+            && self.any_id(ns, &mut |k| collation_sensitive(k.element_type()))?
+        {
+            return Ok(Some(CollHash {
+                ns: ns.to_string(),
+                documents,
+                md5: COLLATED_ID.to_string(),
             }));
         }
         let mut h = Md5::new();

@@ -264,6 +264,30 @@ impl Replica {
         Ok(())
     }
 
+    /// Whether some document of `ns` has an `_id` for which `pred` holds (stops at
+    /// the first).
+    pub fn any_id(
+        &self,
+        ns: &str,
+        pred: &mut dyn FnMut(&IdKey) -> bool,
+    ) -> Result<bool, ReplicaError> {
+        let Some(c) = self.colls.get(ns) else {
+            return Ok(false);
+        };
+        let mut found = false;
+        let r = self.store.for_each(c.slot, &mut |k, _| {
+            if pred(k) {
+                found = true;
+                return Err(disk::DiskError::Stopped);
+            }
+            Ok(())
+        });
+        match r {
+            Err(disk::DiskError::Stopped) | Ok(()) => Ok(found),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Makes pending writes visible to scans.
     pub fn flush(&mut self) -> Result<(), ReplicaError> {
         Ok(self.store.flush()?)

@@ -522,6 +522,53 @@ fn dbhash_reads_in_id_order() {
     );
 }
 
+/// A collated `_id` index orders string `_id`s by ICU collation keys
+/// (`CollatorInterface`, `src/mongo/db/query/collation/collator_interface.h`), which
+/// pitr does not compute: such a collection with a string `_id` gets no predicted
+/// hash (never a wrong one), one whose `_id`s are all numbers keeps its hash (a
+/// collation changes only string comparison), and `locale: "simple"` is binary.
+#[test]
+fn dbhash_is_not_predicted_for_string_ids_under_a_collation() {
+    let mut r = replica();
+    let mk = |r: &mut Replica, coll: &str, ui: u8, locale: &str| {
+        ok(
+            r,
+            doc! { "ts": ts(1, ui as u32), "op": "c", "ns": "test.$cmd", "ui": uuid(ui), "o": {
+            "create": coll, "collation": { "locale": locale },
+            "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_", "collation": { "locale": locale } } } },
+        );
+    };
+    mk(&mut r, "fr_strings", 1, "fr");
+    mk(&mut r, "fr_numbers", 2, "fr");
+    mk(&mut r, "simple", 3, "simple");
+    for (coll, ui) in [("fr_strings", 1), ("fr_numbers", 2), ("simple", 3)] {
+        ok(&mut r, ins(&format!("test.{coll}"), ui, doc! { "_id": 1 }));
+        ok(&mut r, ins(&format!("test.{coll}"), ui, doc! { "_id": 2 }));
+    }
+    ok(
+        &mut r,
+        ins("test.fr_strings", 1, doc! { "_id": { "k": "B" } }),
+    );
+    ok(&mut r, ins("test.simple", 3, doc! { "_id": "b" }));
+    let h = |ns: &str| r.collection_hash(ns).unwrap().unwrap();
+    assert_eq!(h("test.fr_strings").md5, hash::COLLATED_ID);
+    assert_eq!(h("test.fr_strings").predicted(), None);
+    assert_eq!(h("test.fr_strings").documents, 3);
+    assert!(h("test.fr_numbers").predicted().is_some());
+    assert!(h("test.simple").predicted().is_some());
+    // The plan's expectation predicts no content for it, and still counts it.
+    let m = Model::from_replica(r, true, Phase::Strict, Phase::Strict, Default::default());
+    let e = m.finish().unwrap().unwrap();
+    let fr = e.iter().find(|e| e.ns == "test.fr_strings").unwrap();
+    assert_eq!((fr.documents, fr.md5.as_deref()), (3, None));
+    assert!(e
+        .iter()
+        .find(|e| e.ns == "test.simple")
+        .unwrap()
+        .md5
+        .is_some());
+}
+
 /// Past the memory budget the documents move to disk; reads, order and hashes
 /// are the same, also across numeric `_id` types and after deletes.
 #[test]
