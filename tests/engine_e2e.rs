@@ -267,6 +267,23 @@ fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
         assert_eq!(code(&o), 0, "{form}: {}", show(&o));
         let report = report.unwrap();
         let plan_file: PathBuf = tmp.path().join("work/plan/plan.json");
+        // The engine applied the slice itself: the plan keeps it alone, and no
+        // copy for a mongorestore run that does not happen.
+        let plan_dir = tmp.path().join("work/plan");
+        assert!(plan_dir.join("oplog.bson").is_file(), "{form}");
+        assert!(!plan_dir.join("restore").exists(), "{form}");
+        assert!(!plan_dir.join("restore.archive").exists(), "{form}");
+        let pj: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&plan_file).unwrap()).unwrap();
+        assert_eq!(pj["restore"]["inputs_written"], false, "{form}");
+        assert!(
+            pj["slice"]["oplog_file"]
+                .as_str()
+                .unwrap()
+                .ends_with("plan/oplog.bson"),
+            "{form}: {}",
+            pj["slice"]
+        );
         for b in &sets {
             let mongod = Mongod::start(&b.dir.join("mongod"));
             let mut args: Vec<&str> = restore_args.to_vec();
