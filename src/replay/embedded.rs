@@ -89,6 +89,9 @@ pub struct EngineStats {
     pub tolerated_idempotent: u64,
     /// Commands that found nothing to act on (an "acceptable" error on the server).
     pub tolerated_acceptable: u64,
+    /// Indexes built on time-series buckets that `listIndexes` on the time-series
+    /// collection does not show, so neither mongodump nor the engine dumps them.
+    pub unlisted_timeseries_indexes: u64,
     pub memory_budget: usize,
     /// Estimated peak of the documents held in memory.
     pub peak_memory_estimate: usize,
@@ -176,6 +179,7 @@ pub fn run(
         entries_applied: replica.applied,
         tolerated_idempotent: replica.tolerated.idempotent,
         tolerated_acceptable: replica.tolerated.acceptable,
+        unlisted_timeseries_indexes: replica.tolerated.unlisted_indexes,
         memory_budget: r.memory,
         peak_memory_estimate: replica.store().peak_memory(),
         spilled_to_disk: replica.store().spilled(),
@@ -503,11 +507,18 @@ pub fn markdown(r: &EmbeddedReport) -> String {
     if let Some(st) = &r.engine_stats {
         s.push_str(&format!(
             "\nEngine: {} operations applied in {:.1} s; {} backup-oplog entries found their document already in a later state; \
-             {} commands found nothing to act on; memory budget {} MiB, peak estimate {} MiB{}.\n",
+             {} commands found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}.\n",
             st.entries_applied,
             st.seconds,
             st.tolerated_idempotent,
             st.tolerated_acceptable,
+            match st.unlisted_timeseries_indexes {
+                0 => String::new(),
+                n => format!(
+                    " {n} index(es) built on time-series buckets are not dumped (listIndexes on \
+                     the time-series collection does not show them, so mongodump would not dump them either);"
+                ),
+            },
             st.memory_budget >> 20,
             st.peak_memory_estimate >> 20,
             if st.spilled_to_disk { ", documents moved to disk" } else { "" }

@@ -71,11 +71,21 @@ impl CollInfo {
         self.indexes.iter().any(|i| i.get_str("name") == Ok("_id_"))
     }
 
-    /// The index named `name`, or whose key pattern equals `key`.
+    /// The index named `name`, or whose key pattern equals `key` (for a time-series
+    /// collection, a key in bucket terms is translated as its indexes are kept: see
+    /// [`super::timeseries`]).
     pub fn find_index(&self, by: &Bson) -> Option<usize> {
+        let translated = match (self.kind, by) {
+            (CollKind::TimeseriesBuckets, Bson::Document(key)) => {
+                super::timeseries::key_from_buckets(&self.options, key)
+            }
+            _ => None,
+        };
         self.indexes.iter().position(|ix| match by {
             Bson::String(name) => ix.get_str("name") == Ok(name.as_str()),
-            Bson::Document(key) => ix.get_document("key").is_ok_and(|k| k == key),
+            Bson::Document(key) => ix
+                .get_document("key")
+                .is_ok_and(|k| k == key || Some(k) == translated.as_ref()),
             _ => false,
         })
     }

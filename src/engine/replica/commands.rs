@@ -22,7 +22,7 @@
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 
 use super::catalog::{default_id_index, CollInfo, CollKind};
-use super::{Phase, Replica, ReplicaError};
+use super::{timeseries, Phase, Replica, ReplicaError};
 use crate::oplog::Entry;
 
 /// Commands that change no user data or catalog entry pitr dumps.
@@ -328,17 +328,28 @@ fn rename(
 }
 
 fn add_indexes(r: &mut Replica, ns: &str, specs: Vec<Document>) {
-    let Some(c) = r.coll_mut(ns) else {
+    let Some(c) = r.get(ns) else {
         acceptable(r, false);
         return;
     };
-    if c.kind == CollKind::TimeseriesBuckets {
+    let specs: Vec<Document> = if c.kind == CollKind::TimeseriesBuckets {
         // Index specs on the buckets collection are in bucket terms (`meta`,
-        // `control.min.t`); mongodump lists them translated to the time-series
-        // collection's terms, a translation pitr does not model: not dumped.
-        r.tolerated.untranslated_indexes += 1;
+        // `control.min.t`); the catalog keeps them as `listIndexes` on the
+        // time-series collection shows them, which is what mongodump dumps (and what
+        // a backup's metadata already holds). One the server would not list is not
+        // dumped either: counted.
+        let listed: Vec<Document> = specs
+            .iter()
+            .filter_map(|spec| timeseries::listed_index(&c.options, spec))
+            .collect();
+        r.tolerated.unlisted_indexes += (specs.len() - listed.len()) as u64;
+        listed
+    } else {
+        specs
+    };
+    let Some(c) = r.coll_mut(ns) else {
         return;
-    }
+    };
     let mut dup = false;
     for spec in specs {
         let name = spec.get_str("name").unwrap_or("").to_string();

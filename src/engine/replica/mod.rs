@@ -41,6 +41,7 @@ pub mod hash;
 pub mod interrupt;
 pub mod listing;
 pub mod store;
+pub mod timeseries;
 pub mod visit;
 
 #[cfg(test)]
@@ -98,8 +99,10 @@ pub struct Tolerated {
     /// Commands whose "acceptable" error the server swallows (drop of a missing
     /// collection, ...).
     pub acceptable: u64,
-    /// Index builds on time-series buckets collections, not dumped (see `commands`).
-    pub untranslated_indexes: u64,
+    /// Indexes built on time-series buckets collections that `listIndexes` on the
+    /// time-series collection does not show (so mongodump does not dump them, nor
+    /// does the engine; see `timeseries`).
+    pub unlisted_indexes: u64,
 }
 
 /// The replica; see the module documentation.

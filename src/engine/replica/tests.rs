@@ -407,6 +407,67 @@ fn index_commands() {
     );
 }
 
+/// Index builds on a time-series collection's buckets (`db.system.buckets.X`, in
+/// bucket terms) are kept as `listIndexes` on the time-series collection shows them,
+/// so the dump's metadata is mongodump's (`createTimeseriesIndexFromBucketsIndex`,
+/// `timeseries_index_schema_conversion_functions.cpp`); a key that does not
+/// translate is not listed by the server and is counted; a drop by a bucket key
+/// pattern finds the translated index.
+#[test]
+fn timeseries_index_builds_are_kept_as_listed() {
+    let mut r = replica();
+    ok(
+        &mut r,
+        doc! { "ts": ts(6, 1), "op": "c", "ns": "test.$cmd", "ui": uuid(3), "o": { "create": "system.buckets.w",
+        "validator": { "$jsonSchema": { "bsonType": "object" } }, "clusteredIndex": true,
+        "timeseries": { "timeField": "t", "metaField": "m", "granularity": "seconds", "bucketMaxSpanSeconds": 3600 } } },
+    );
+    let cmd = |i: u32, o: Document| doc! { "ts": ts(6, i), "op": "c", "ns": "test.$cmd", "ui": uuid(3), "o": o };
+    // The default index of a time-series collection with a metaField (6.3+).
+    ok(
+        &mut r,
+        cmd(
+            2,
+            doc! { "createIndexes": "system.buckets.w", "v": 2, "key": { "meta": 1, "control.min.t": 1, "control.max.t": 1 }, "name": "m_1_t_1" },
+        ),
+    );
+    ok(
+        &mut r,
+        cmd(
+            3,
+            doc! { "commitIndexBuild": "system.buckets.w", "indexBuildUUID": uuid(5), "indexes": [
+            { "v": 2, "key": { "control.max.x": -1, "control.min.x": -1 }, "name": "x_-1",
+              "originalSpec": { "v": 2, "key": { "x": -1 }, "name": "x_-1" } },
+            { "v": 2, "key": { "data.y": 1 }, "name": "not_listed" } ] },
+        ),
+    );
+    let c = r.get("test.system.buckets.w").unwrap();
+    assert_eq!(
+        c.indexes,
+        vec![
+            doc! { "v": 2, "key": { "m": 1, "t": 1 }, "name": "m_1_t_1" },
+            doc! { "v": 2, "key": { "x": -1 }, "name": "x_-1" },
+        ]
+    );
+    assert_eq!(r.tolerated.unlisted_indexes, 1);
+    ok(
+        &mut r,
+        cmd(
+            4,
+            doc! { "dropIndexes": "system.buckets.w", "index": { "meta": 1, "control.min.t": 1, "control.max.t": 1 } },
+        ),
+    );
+    assert_eq!(r.tolerated.acceptable, 0);
+    ok(
+        &mut r,
+        cmd(
+            5,
+            doc! { "dropIndexes": "system.buckets.w", "index": "x_-1" },
+        ),
+    );
+    assert!(r.get("test.system.buckets.w").unwrap().indexes.is_empty());
+}
+
 /// `drop`, `dropDatabase`, `emptycapped`, `convertToCapped`.
 #[test]
 fn drops_and_capped_commands() {
