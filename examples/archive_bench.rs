@@ -11,7 +11,8 @@
 //! is read once first so that all runs read from the page cache; each figure is the
 //! best of `RUNS` (default 3) runs, in MB/s of oplog bytes. Pin it to one core
 //! (`taskset -c 0`) for steadier numbers; `ONLY=text` runs only the rows whose label
-//! contains `text` (e.g. for `perf record`).
+//! contains `text` (e.g. for `perf record`). `WRITE_ONLY=1` writes `oplog.archive`
+//! and `oplog.archive.gz` if missing and exits (what `scripts/bench-scan.sh` needs).
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -41,6 +42,15 @@ fn main() {
     let plain_archive = dir.join("oplog.archive");
     let filler_archive = dir.join("oplog-after-256MiB.archive");
     let gz_archive = dir.join("oplog.archive.gz");
+    if std::env::var("WRITE_ONLY").is_ok_and(|v| v == "1") {
+        for (path, gzip) in [(&plain_archive, false), (&gz_archive, true)] {
+            if !path.exists() {
+                eprintln!("writing {} ...", path.display());
+                write_archive(&oplog, path, gzip, 0);
+            }
+        }
+        return;
+    }
     for (path, gzip, filler) in [
         (&plain_archive, false, 0),
         (&filler_archive, false, FILLER_BYTES),

@@ -69,9 +69,9 @@ EOF
   ;; esac
   case " $kinds " in *" archive "*)
     # archive_bench writes oplog.archive and oplog.archive.gz beside the oplog once;
-    # ONLY=none: no measurement of its own here.
+    # WRITE_ONLY=1: only those two, no measurement of its own here.
     [ -f "$dir/oplog.archive.gz" ] ||
-      ONLY=none RUNS=1 target/release/examples/archive_bench "$dir/oplog.bson" > /dev/null ;; esac
+      WRITE_ONLY=1 target/release/examples/archive_bench "$dir/oplog.bson" > /dev/null ;; esac
 }
 
 for m in $mixes; do prepare "$m"; done
