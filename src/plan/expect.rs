@@ -59,7 +59,8 @@ pub fn is_checked_ns(ns: &str) -> bool {
 /// the backup's end; null when not computed), `num_records` (the count the entry at
 /// the limit recorded when it is a drop or a rename over this namespace: an
 /// independent cross-check), `md5` (the `dbHash` the engine predicts; null when the
-/// plan did not build documents).
+/// plan did not build documents), `md5_not_predicted` (why there is no `md5`
+/// although the plan built documents).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExpectedNs {
     pub ns: String,
@@ -71,6 +72,10 @@ pub struct ExpectedNs {
     pub num_records: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub md5: Option<String>,
+    /// Why the engine, which built documents, predicts no `md5` for this collection
+    /// (verification then checks its count only and says so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub md5_not_predicted: Option<String>,
 }
 
 /// One restored backup namespace: its name, documents, documents without `_id`,
@@ -202,13 +207,15 @@ impl Model {
         let mut out = Vec::new();
         for ns in names {
             let info = self.replica.get(&ns);
-            let md5 = if self.has_documents() {
-                self.replica
-                    .collection_hash(&ns)?
-                    .and_then(|h| h.predicted().map(str::to_string))
+            let hash = if self.has_documents() {
+                self.replica.collection_hash(&ns)?
             } else {
                 None
             };
+            let md5 = hash
+                .as_ref()
+                .and_then(|h| h.predicted().map(str::to_string));
+            let md5_not_predicted = hash.filter(|h| h.predicted().is_none()).map(|h| h.md5);
             out.push(ExpectedNs {
                 exists: info.is_some(),
                 documents: self.replica.count(&ns),
@@ -219,6 +226,7 @@ impl Model {
                     .map(|m| m.get(&ns).copied().unwrap_or(0)),
                 num_records: None,
                 md5,
+                md5_not_predicted,
                 ns,
             });
         }

@@ -33,6 +33,8 @@ pub struct Expectation {
     pub num_records: Option<i64>,
     /// The `dbHash` the engine predicts for the collection's content.
     pub md5: Option<String>,
+    /// Why the engine predicts no content for it (said in the row's note).
+    pub md5_not_predicted: Option<String>,
 }
 
 /// Pass or fail.
@@ -92,6 +94,7 @@ pub fn expectations(plan: &RestorePlan) -> Result<Vec<Expectation>, VerifyError>
                 documents: e.exists.then_some(e.documents),
                 num_records: e.num_records,
                 md5: e.md5.clone().filter(|_| e.exists),
+                md5_not_predicted: e.md5_not_predicted.clone().filter(|_| e.exists),
             });
         }
     }
@@ -116,6 +119,7 @@ pub fn expectations(plan: &RestorePlan) -> Result<Vec<Expectation>, VerifyError>
                 documents: None,
                 num_records: None,
                 md5: None,
+                md5_not_predicted: None,
             });
         }
     }
@@ -172,6 +176,14 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
                 format!("{note}; content = the engine's dbHash")
             };
         }
+    }
+    if let (Some(why), true) = (&e.md5_not_predicted, found) {
+        let said = format!("content not checked ({why})");
+        note = if note.is_empty() {
+            said
+        } else {
+            format!("{note}; {said}")
+        };
     }
     Row {
         ns: e.ns.clone(),
@@ -274,7 +286,27 @@ mod tests {
             documents,
             num_records,
             md5: None,
+            md5_not_predicted: None,
         }
+    }
+
+    /// A collection whose content the engine could not predict passes on its count
+    /// and says that its content was not checked, and why.
+    #[test]
+    fn unpredicted_content_is_said() {
+        let mut a = exp("shop.names", Check::Count, Some(2), None);
+        a.md5_not_predicted = Some("not predicted: string _ids ordered by a collation".into());
+        let mut s = seen(&[("shop.names", 2)]);
+        s.hashes.insert("shop.names".into(), "ffff".into());
+        let out = compare(&[a], &s);
+        assert_eq!(out.rows[0].status, Status::Pass);
+        assert!(
+            out.rows[0].note.contains(
+                "content not checked (not predicted: string _ids ordered by a collation)"
+            ),
+            "{}",
+            out.rows[0].note
+        );
     }
 
     #[test]

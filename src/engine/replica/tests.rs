@@ -622,6 +622,7 @@ fn dbhash_is_not_predicted_for_string_ids_under_a_collation() {
     let e = m.finish().unwrap().unwrap();
     let fr = e.iter().find(|e| e.ns == "test.fr_strings").unwrap();
     assert_eq!((fr.documents, fr.md5.as_deref()), (3, None));
+    assert_eq!(fr.md5_not_predicted.as_deref(), Some(hash::COLLATED_ID));
     assert!(e
         .iter()
         .find(|e| e.ns == "test.simple")
