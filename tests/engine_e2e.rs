@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use replay_common::{code, read_json, run_pitr, show, tool_sets, FIXTURE};
+use replay_common::{code, read_json, run_pitr, show, stdout, tool_sets, FIXTURE};
 
 /// Runs the embedded engine into `work/out` (`extra` flags added); returns the
 /// report and the output.
@@ -546,5 +546,164 @@ fn ctrl_c_during_a_long_apply_leaves_nothing_behind() {
             .filter(|n| n.starts_with('.'))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+}
+
+/// What the oplog builds that mongodump shows in other terms, through the real
+/// mongorestore: an index built on a time-series collection's buckets (bucket terms
+/// in the oplog) is in the engine's dump as `listIndexes` shows it, and the real
+/// mongorestore rebuilds it on the time-series collection; a collection whose `_id`
+/// index has a collation and holds string `_id`s gets no predicted hash, and verify
+/// passes it on its count, saying its content was not checked.
+#[test]
+fn oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore() {
+    use bson::{doc, spec::BinarySubtype, Binary, Bson, Timestamp};
+    let test = "oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore";
+    let sets = tool_sets(test);
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("scenario");
+    copy_dir(Path::new(FIXTURE), &scenario);
+    // After the fixture's last entry (1795224522:1). The buckets collection's UUID
+    // is the one its `create` in the fixture logged.
+    let buckets_ui = Binary {
+        subtype: BinarySubtype::Uuid,
+        bytes: vec![
+            0x6e, 0xb1, 0x60, 0x08, 0x08, 0x01, 0x41, 0x47, 0x88, 0x59, 0xaf, 0xf7, 0x12, 0x43,
+            0x25, 0x3a,
+        ],
+    };
+    let names_ui = Binary {
+        subtype: BinarySubtype::Uuid,
+        bytes: vec![0x42; 16],
+    };
+    let collation = doc! { "locale": "fr", "caseLevel": false, "caseFirst": "off", "strength": 3,
+    "numericOrdering": false, "alternate": "non-ignorable", "maxVariable": "punct",
+    "normalization": false, "backwards": false, "version": "57.1" };
+    let ts = |i: u32| {
+        Bson::Timestamp(Timestamp {
+            time: 1_795_224_600,
+            increment: i,
+        })
+    };
+    let wall = bson::DateTime::from_millis(1_795_224_600_000);
+    let entries = vec![
+        doc! { "op": "c", "ns": "metrics.$cmd", "ui": buckets_ui.clone(), "o": {
+        "createIndexes": "system.buckets.cpu", "v": 2,
+        "key": { "meta": 1, "control.max.t": -1, "control.min.t": -1 }, "name": "host_1_t_-1" },
+        "ts": ts(1), "t": 26_i64, "v": 2_i64, "wall": wall },
+        doc! { "op": "c", "ns": "shop.$cmd", "ui": names_ui.clone(), "o": {
+        "create": "names", "collation": collation.clone(),
+        "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_", "collation": collation.clone() } },
+        "ts": ts(2), "t": 26_i64, "v": 2_i64, "wall": wall },
+        doc! { "op": "i", "ns": "shop.names", "ui": names_ui.clone(), "o": { "_id": "Émile", "n": 1 },
+        "ts": ts(3), "t": 26_i64, "v": 2_i64, "wall": wall },
+        doc! { "op": "i", "ns": "shop.names", "ui": names_ui.clone(), "o": { "_id": "eve", "n": 2 },
+        "ts": ts(4), "t": 26_i64, "v": 2_i64, "wall": wall },
+        doc! { "op": "i", "ns": "shop.names", "ui": names_ui.clone(), "o": { "_id": "Zoé", "n": 3 },
+        "ts": ts(5), "t": 26_i64, "v": 2_i64, "wall": wall },
+    ];
+    let mut oplog = std::fs::OpenOptions::new()
+        .append(true)
+        .open(scenario.join("oplog.bson"))
+        .unwrap();
+    for e in &entries {
+        std::io::Write::write_all(&mut oplog, &bson::to_vec(e).unwrap()).unwrap();
+    }
+    drop(oplog);
+
+    let (o, report) = embedded(tmp.path(), &scenario, "end", &[]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let report = report.unwrap();
+    let names = report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["ns"] == "shop.names")
+        .unwrap();
+    assert_eq!(names["documents"], 3, "{names}");
+    assert!(names["md5"].is_null(), "{names}");
+    assert!(
+        names["md5_not_predicted"]
+            .as_str()
+            .unwrap()
+            .starts_with("not predicted"),
+        "{names}"
+    );
+    assert!(
+        stdout(&o).contains("not predicted: string _ids"),
+        "{}",
+        show(&o)
+    );
+    let meta = std::fs::read_to_string(tmp.path().join("out/metrics/cpu.metadata.json")).unwrap();
+    assert!(
+        meta.contains(
+            r#""key":{"host":{"$numberInt":"1"},"t":{"$numberInt":"-1"}},"name":"host_1_t_-1""#
+        ),
+        "{meta}"
+    );
+    let plan_file = tmp.path().join("work/plan/plan.json");
+    for b in &sets {
+        let mongod = Mongod::start(&b.dir.join("mongod"));
+        mongod.restore(
+            &b.dir.join("mongorestore"),
+            &[tmp.path().join("out").to_str().unwrap()],
+        );
+        let v = run_pitr(
+            tmp.path(),
+            &[
+                "verify",
+                "--uri",
+                &mongod.uri(),
+                "--expect",
+                plan_file.to_str().unwrap(),
+                "--json",
+            ],
+            &[],
+        );
+        assert_eq!(code(&v), 0, "{}: {}", b.label, show(&v));
+        let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+        let row = vj["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["ns"] == "shop.names")
+            .unwrap()
+            .clone();
+        assert_eq!(row["documents"], 3, "{row}");
+        assert!(
+            row["note"]
+                .as_str()
+                .unwrap()
+                .contains("content not checked (not predicted"),
+            "{}: {row}",
+            b.label
+        );
+        // The index is on the restored time-series collection, in its own terms.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let keys: Vec<bson::Document> = rt.block_on(async {
+            let client = mongodb::Client::with_uri_str(mongod.uri()).await.unwrap();
+            let reply = client
+                .database("metrics")
+                .run_command(doc! { "listIndexes": "cpu" })
+                .await
+                .unwrap();
+            reply
+                .get_document("cursor")
+                .unwrap()
+                .get_array("firstBatch")
+                .unwrap()
+                .iter()
+                .map(|d| d.as_document().unwrap().clone())
+                .collect()
+        });
+        assert!(
+            keys.iter().any(|k| k.get_str("name") == Ok("host_1_t_-1")
+                && k.get_document("key").ok() == Some(&doc! { "host": 1, "t": -1 })),
+            "{}: {keys:?}",
+            b.label
+        );
     }
 }

@@ -45,6 +45,9 @@ pub struct NsRow {
     pub documents: u64,
     pub exists: bool,
     pub md5: Option<String>,
+    /// Why there is no `md5` (the engine could not predict the server's order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub md5_not_predicted: Option<String>,
 }
 
 impl NsRow {
@@ -62,7 +65,10 @@ impl NsRow {
             } else {
                 "absent".into()
             },
-            self.md5.clone().unwrap_or_else(|| "-".into()),
+            self.md5
+                .clone()
+                .or_else(|| self.md5_not_predicted.clone())
+                .unwrap_or_else(|| "-".into()),
         ]
     }
 }
@@ -264,6 +270,7 @@ fn rows(plan: &RestorePlan, replica: &Replica) -> Vec<NsRow> {
                 documents: replica.count(ns),
                 exists: true,
                 md5: None,
+                md5_not_predicted: None,
             })
             .collect();
     };
@@ -275,6 +282,7 @@ fn rows(plan: &RestorePlan, replica: &Replica) -> Vec<NsRow> {
             documents: e.documents,
             exists: e.exists,
             md5: e.md5.clone(),
+            md5_not_predicted: e.md5_not_predicted.clone(),
         })
         .collect()
 }
