@@ -117,7 +117,7 @@ pub struct PlanInputArgs {
     /// Do not compute expected counts (they keep every backup _id in memory, ~70 bytes each)
     #[arg(long)]
     pub no_expect: bool,
-    /// Leave expected counts out above this many backup documents
+    /// Leave expected counts out above this many documents, in the backup or held during the replay
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ID_CAP)]
     pub expect_max_ids: u64,
     /// Memory for sorting an unsorted oplog before spilling sorted runs to disk

@@ -272,7 +272,9 @@ pub fn build_with_model(
                 })
                 .collect();
             drop(ids);
-            Model::new(seeds, counting)
+            let mut m = Model::new(seeds, counting);
+            m.cap_ids(req.id_cap);
+            m
         }
     };
     // One mongorestore run for the backup and the slice when the layout allows it
@@ -311,11 +313,15 @@ pub fn build_with_model(
         .min_by_key(|e| e.ts);
     until::explain(&mut until, first_not_applied, union_last);
 
+    model.enforce_cap();
     let mut expected = model.finish()?;
     let expected_note = if !req.expect {
         Some("not computed (--no-expect)".to_string())
     } else if expected.is_none() {
-        inv.ids_note.clone()
+        model
+            .ids_note()
+            .map(str::to_string)
+            .or_else(|| inv.ids_note.clone())
     } else {
         None
     };

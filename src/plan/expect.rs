@@ -11,8 +11,9 @@
 //! changes nothing, as on the server).
 //!
 //! Memory: one entry per document, about 70 bytes (the `_id` plus B-tree overhead);
-//! above `--expect-max-ids` (default [`DEFAULT_ID_CAP`]) the counts are left out of
-//! the plan rather than risk the machine; `--no-expect` skips them. Without `_id`s
+//! above `--expect-max-ids` (default [`DEFAULT_ID_CAP`]) documents, in the backup or
+//! held at any point of the replay (an oplog of inserts grows the set), the counts
+//! are left out of the plan rather than risk the machine; `--no-expect` skips them. Without `_id`s
 //! the model still tracks which namespaces exist (for the lint).
 //!
 //! `_id` equality follows the server ([`IdKey`]): numbers compare by value (`1`,
@@ -99,7 +100,16 @@ pub struct Model {
     /// Documents in the backup's data per namespace it held (whatever happened to
     /// them since).
     backup_ns: HashMap<String, u64>,
+    /// Most `_id`s the counting model may hold (None: no cap).
+    id_cap: Option<u64>,
+    /// Entries applied since the cap was last checked.
+    since_check: u32,
+    /// Why counting stopped during the replay.
+    ids_note: Option<String>,
 }
+
+/// How often (in applied entries) the counting model checks its cap.
+const CAP_CHECK_EVERY: u32 = 4096;
 
 impl Model {
     /// Counts-only: `counting` tracks `_id`s (each seed then carries its set);
@@ -141,6 +151,35 @@ impl Model {
             error: None,
             backup_end: None,
             backup_ns,
+            id_cap: None,
+            since_check: 0,
+            ids_note: None,
+        }
+    }
+
+    /// Caps the `_id`s a counting model holds: past `cap`, it stops counting (the
+    /// plan then has no expected counts) and [`Model::ids_note`] says why.
+    pub fn cap_ids(&mut self, cap: u64) {
+        self.id_cap = Some(cap);
+    }
+
+    /// Why the model stopped counting during the replay, if it did.
+    pub fn ids_note(&self) -> Option<&str> {
+        self.ids_note.as_deref()
+    }
+
+    /// Applies the cap now (the walk checks it every [`CAP_CHECK_EVERY`] entries).
+    pub fn enforce_cap(&mut self) {
+        self.since_check = 0;
+        let Some(cap) = self.id_cap else {
+            return;
+        };
+        if self.counting && self.replica.total_documents() > cap {
+            self.counting = false;
+            self.replica.forget_documents();
+            self.ids_note = Some(format!(
+                "the replay holds more than {cap} documents (--expect-max-ids); expected counts need about 70 bytes of memory per document"
+            ));
         }
     }
 
@@ -245,6 +284,10 @@ impl Visitor for Model {
         };
         if let Err(e) = self.replica.apply(op, phase) {
             self.error = Some(e);
+        }
+        self.since_check += 1;
+        if self.since_check >= CAP_CHECK_EVERY {
+            self.enforce_cap();
         }
     }
 }
@@ -369,5 +412,39 @@ mod tests {
         );
         assert!(!m.exists("a.x") && !m.exists("a.y") && m.exists("b.z"));
         assert!(m.finish().unwrap().is_none());
+    }
+
+    /// The `_id` cap holds for the replay too: an oplog of inserts past
+    /// `--expect-max-ids` stops the counting (no expected counts, a note saying
+    /// why, the catalog still modelled) instead of growing without bound; under the
+    /// cap nothing changes.
+    #[test]
+    fn the_id_cap_bounds_the_replay_too() {
+        let inserts = |n: u32| -> Vec<Document> {
+            (0..n)
+                .map(|i| doc! { "ts": ts(1, i + 1), "op": "i", "ns": "shop.orders", "o": { "_id": 100 + i as i32 } })
+                .collect()
+        };
+        // Checked by the walk every CAP_CHECK_EVERY entries.
+        let mut m = Model::new(vec![seed("shop.orders", &[1, 2])], true);
+        m.cap_ids(1000);
+        replay(&mut m, &inserts(CAP_CHECK_EVERY));
+        assert!(m.ids_note().unwrap().contains("more than 1000 documents"));
+        assert!(m.finish().unwrap().is_none());
+        assert!(m.exists("shop.orders"));
+        // And at the end of the walk (the plan enforces it before finishing).
+        let mut m = Model::new(vec![seed("shop.orders", &[1, 2])], true);
+        m.cap_ids(5);
+        replay(&mut m, &inserts(4));
+        assert!(m.ids_note().is_none());
+        m.enforce_cap();
+        assert!(m.finish().unwrap().is_none());
+        assert!(m.ids_note().is_some());
+        // Under the cap: counted.
+        let mut m = Model::new(vec![seed("shop.orders", &[1, 2])], true);
+        m.cap_ids(6);
+        replay(&mut m, &inserts(4));
+        m.enforce_cap();
+        assert_eq!(m.finish().unwrap().unwrap()[0].documents, 6);
     }
 }

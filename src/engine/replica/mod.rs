@@ -291,6 +291,18 @@ impl Replica {
         }
     }
 
+    /// Documents held, over every collection.
+    pub fn total_documents(&self) -> u64 {
+        self.store.total()
+    }
+
+    /// Stops keeping documents (or `_id`s): only the catalog is modelled from now
+    /// on, and counts are no longer known. For a counting plan past its cap.
+    pub fn forget_documents(&mut self) {
+        self.store.forget_documents();
+        self.opts.content = Content::CatalogOnly;
+    }
+
     /// Makes pending writes visible to scans.
     pub fn flush(&mut self) -> Result<(), ReplicaError> {
         Ok(self.store.flush()?)

@@ -80,6 +80,21 @@ impl Store {
         self.peak_mem_bytes
     }
 
+    /// Documents held, over every collection.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// Forgets every document and keeps none from now on (catalog only): for a
+    /// counting model that outgrew its cap.
+    pub fn forget_documents(&mut self) {
+        self.content = Content::CatalogOnly;
+        self.mem = HashMap::new();
+        self.counts = HashMap::new();
+        self.mem_bytes = 0;
+        self.disk = None;
+    }
+
     pub fn count(&self, slot: Slot) -> u64 {
         self.counts.get(&slot).copied().unwrap_or(0)
     }
