@@ -224,7 +224,17 @@ pub fn build_with_model(
     let out = OutDir::prepare(out_path)?;
     let skip_set: HashSet<Ts> = skips.iter().copied().collect();
     timer.mark("oplog scanned");
-    let slice = if coverage.mode == Mode::AfterBackup && coverage.oplog_needed {
+    let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
+    // A directory backup restored in one run reads `restore/oplog.bson`: the
+    // backup's own entries, then the slice. Uncompressed, the slice file is written
+    // that way from the start and linked there, instead of copied (on a large oplog
+    // the copy cost as much time and disk again as the slice). A gzip backup's is
+    // compressed, and an archive's is a new archive: both copy.
+    let linked_one_run = req.mongorestore_inputs
+        && !is_archive
+        && !inv.gzip
+        && (backup_oplog_replay || filter.is_none());
+    let mut slice = if coverage.mode == Mode::AfterBackup && coverage.oplog_needed {
         slice::write(
             &SliceRequest {
                 oplog: &req.oplog,
@@ -238,6 +248,7 @@ pub fn build_with_model(
                 input_sorted: oplog_scan.out_of_order == 0,
                 dir: &out.path,
                 sort_memory: req.sort_memory,
+                prefix: inv.oplog_file.as_deref().filter(|_| linked_one_run),
             },
             progress,
         )?
@@ -280,8 +291,19 @@ pub fn build_with_model(
     // One mongorestore run for the backup and the slice when the layout allows it
     // (see `RestoreSpec`): a directory backup, restored whole.
     let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-    let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
     let one_run = replays_slice && (backup_oplog_replay || filter.is_none());
+    if !one_run && slice.prefix_bytes > 0 {
+        // Nothing to replay after all: the file is the (empty) slice alone.
+        slice
+            .file
+            .as_file()
+            .set_len(0)
+            .map_err(|source| PlanError::Write {
+                path: slice.file.path().to_path_buf(),
+                source,
+            })?;
+        slice.prefix_bytes = 0;
+    }
     // Whether the one-run inputs are written (the slice then lives inside them).
     let one_run_written = one_run && req.mongorestore_inputs;
     timer.mark("replica seeded");
@@ -502,9 +524,15 @@ pub fn build_with_model(
         (true, false) => Some(onerun::write(
             &out.path,
             &req.backup,
-            inv.oplog_file.as_deref(),
-            inv.gzip,
-            slice.file.path(),
+            if linked_one_run {
+                onerun::Oplog::Linked(slice.file.path())
+            } else {
+                onerun::Oplog::Copied {
+                    backup_oplog: inv.oplog_file.as_deref(),
+                    gzip: inv.gzip,
+                    slice: slice.file.path(),
+                }
+            },
         )?),
         (false, _) => None,
     };
@@ -755,7 +783,18 @@ fn replay_slice(
     model: &mut Model,
 ) -> Result<(), PlanError> {
     let name = slice.file.path().display().to_string();
-    let mut r = oplog::open(&name, ReadOptions::default())?;
+    // After the backup's own entries when the file leads with them (one run).
+    let mut f = fs::File::open(slice.file.path()).map_err(|source| PlanError::Io {
+        path: slice.file.path().to_path_buf(),
+        source,
+    })?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(slice.prefix_bytes)).map_err(
+        |source| PlanError::Io {
+            path: slice.file.path().to_path_buf(),
+            source,
+        },
+    )?;
+    let mut r = oplog::OplogReader::new(name.clone(), f, ReadOptions::default());
     let mut prev: Option<Ts> = None;
     while let Some(e) = r.next_entry()? {
         if e.ts <= backup_end || e.ts >= limit || prev.is_some_and(|p| e.ts < p) {

@@ -3,7 +3,9 @@
 //!
 //! - a directory backup becomes `OUT/restore/`: a link to every entry of the backup
 //!   directory except its root oplog, and an `oplog.bson` with the backup's own
-//!   entries followed by the slice, gzip-compressed when the backup is
+//!   entries followed by the slice (uncompressed: the slice file itself, written
+//!   with the backup's entries first and hard linked here, not copied),
+//!   gzip-compressed when the backup is
 //!   (`mongorestore --gzip` reads the root `oplog.bson` through gzip). mongorestore
 //!   follows the links: it decides what a directory is with `os.Stat` (mongo-tools
 //!   `mongorestore/filepath.go` `actualPath.IsDir`);
@@ -33,14 +35,22 @@ pub enum Written {
     Archive(tempfile::NamedTempFile),
 }
 
+/// Where the one-run directory's `oplog.bson` comes from.
+pub enum Oplog<'a> {
+    /// A file in `out` that already holds the backup's entries then the slice: hard
+    /// linked, not copied.
+    Linked(&'a Path),
+    /// Written: the backup's own entries (decompressed), then the slice,
+    /// gzip-compressed when the backup is.
+    Copied {
+        backup_oplog: Option<&'a Path>,
+        gzip: bool,
+        slice: &'a Path,
+    },
+}
+
 /// Writes the one-run directory into a temporary directory inside `out`.
-pub fn write(
-    out: &Path,
-    backup_dir: &Path,
-    backup_oplog: Option<&Path>,
-    gzip: bool,
-    slice: &Path,
-) -> Result<Written, PlanError> {
+pub fn write(out: &Path, backup_dir: &Path, oplog: Oplog<'_>) -> Result<Written, PlanError> {
     let err = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PlanError::Write { path, source }
@@ -70,8 +80,15 @@ pub fn write(
         let link = tmp.path().join(&name);
         std::os::unix::fs::symlink(e.path(), &link).map_err(err(&link))?;
     }
-    let oplog = tmp.path().join("oplog.bson");
-    write_oplog(&oplog, backup_oplog, gzip, slice)?;
+    let dest = tmp.path().join("oplog.bson");
+    match oplog {
+        Oplog::Linked(file) => fs::hard_link(file, &dest).map_err(err(&dest))?,
+        Oplog::Copied {
+            backup_oplog,
+            gzip,
+            slice,
+        } => write_oplog(&dest, backup_oplog, gzip, slice)?,
+    }
     set_readable(tmp.path()).map_err(err(tmp.path()))?;
     Ok(Written::Dir(tmp))
 }

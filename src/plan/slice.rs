@@ -58,12 +58,20 @@ pub struct SliceRequest<'a> {
     /// Directory for the temporary output and sort runs.
     pub dir: &'a Path,
     pub sort_memory: usize,
+    /// Bytes to write first, before the slice: the backup's own oplog (decompressed),
+    /// so that the file is at once what a one-run mongorestore reads (the backup's
+    /// entries, then the slice) and needs no second copy. [`SliceOutcome::prefix_bytes`]
+    /// says where the slice starts.
+    pub prefix: Option<&'a Path>,
 }
 
 /// What was written.
 pub struct SliceOutcome {
-    /// The slice, under a temporary name in the output directory.
+    /// The slice, under a temporary name in the output directory, after
+    /// `prefix_bytes` of the request's prefix.
     pub file: NamedTempFile,
+    /// Where the slice starts in `file` (0 without a prefix).
+    pub prefix_bytes: u64,
     pub entries: u64,
     pub bytes: u64,
     pub first_ts: Option<Ts>,
@@ -95,6 +103,7 @@ pub fn empty(dir: &Path) -> Result<SliceOutcome, PlanError> {
 fn outcome(file: NamedTempFile) -> SliceOutcome {
     SliceOutcome {
         file,
+        prefix_bytes: 0,
         entries: 0,
         bytes: 0,
         first_ts: None,
@@ -135,7 +144,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
     let file = temp_in(req.dir)?;
     let out_path = file.path().to_path_buf();
     let mut out = outcome(file);
-    let writer = BufWriter::with_capacity(
+    let mut writer = BufWriter::with_capacity(
         1 << 20,
         out.file
             .as_file()
@@ -145,6 +154,17 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
                 source,
             })?,
     );
+    if let Some(p) = req.prefix {
+        let f = File::open(p).map_err(|source| PlanError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+        let (mut r, _) = crate::oplog::source::decompressed(&p.display().to_string(), f)?;
+        out.prefix_bytes = std::io::copy(&mut r, &mut writer).map_err(|source| PlanError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+    }
     let mut sink = if req.input_sorted {
         Sink::Stream(Dedup::new(writer, out_path.clone()))
     } else {
@@ -601,6 +621,7 @@ mod tests {
             input_sorted: sorted,
             dir,
             sort_memory: memory,
+            prefix: None,
         }
     }
 
@@ -654,6 +675,43 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left, vec![std::ffi::OsString::from("in.bson")]);
+    }
+
+    /// With a prefix (the backup's own oplog, for a one-run restore), the file holds
+    /// the prefix's bytes unchanged, then the slice, sorted also when it spills;
+    /// `prefix_bytes` is where the slice starts and the stats count the slice alone.
+    #[test]
+    fn a_prefix_leads_the_file_and_the_slice_follows() {
+        let d = tempfile::tempdir().unwrap();
+        let backup = d.path().join("backup");
+        std::fs::create_dir(&backup).unwrap();
+        let prefix = write_oplog(&backup, &[ins(9, 1, "a.b"), ins(10, 1, "a.b")]);
+        let prefix_len = std::fs::metadata(&prefix).unwrap().len();
+        let path = write_oplog(
+            d.path(),
+            &[ins(12, 1, "a.b"), ins(11, 1, "a.b"), ins(25, 1, "a.b")],
+        );
+        let (none, no_skips) = (HashSet::new(), HashSet::new());
+        for memory in [DEFAULT_SORT_MEMORY, 1] {
+            let mut r = req(&path, d.path(), false, memory, &none, &no_skips);
+            r.prefix = Some(Path::new(&prefix));
+            let out = write(&r, &Quiet).unwrap();
+            assert_eq!(out.prefix_bytes, prefix_len);
+            assert_eq!(
+                read_ts(out.file.path()),
+                vec![(9, 1), (10, 1), (11, 1), (12, 1)],
+                "memory {memory}"
+            );
+            assert_eq!(
+                std::fs::read(out.file.path()).unwrap()[..prefix_len as usize],
+                std::fs::read(&prefix).unwrap()[..]
+            );
+            assert_eq!(out.entries, 2);
+            assert_eq!(
+                out.bytes,
+                std::fs::metadata(out.file.path()).unwrap().len() - prefix_len
+            );
+        }
     }
 
     #[test]
