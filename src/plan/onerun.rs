@@ -82,7 +82,12 @@ pub fn write(out: &Path, backup_dir: &Path, oplog: Oplog<'_>) -> Result<Written,
     }
     let dest = tmp.path().join("oplog.bson");
     match oplog {
-        Oplog::Linked(file) => fs::hard_link(file, &dest).map_err(err(&dest))?,
+        // A file system without hard links (some network or FAT mounts): copied.
+        Oplog::Linked(file) => {
+            if fs::hard_link(file, &dest).is_err() {
+                fs::copy(file, &dest).map_err(err(&dest))?;
+            }
+        }
         Oplog::Copied {
             backup_oplog,
             gzip,
