@@ -261,7 +261,15 @@ pub fn build_with_model(
     let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
     timer.mark("slice written");
     let mut model = match &req.content {
-        Some(c) => seed_documents(&inv, c, &restored, req.expect)?,
+        Some(c) => {
+            let mut m = seed_documents(&inv, c, &restored, req.expect)?;
+            if !c.strict {
+                if let Some(why) = capped_natural_order(&req.versions) {
+                    m.leave_capped_unpredicted(why);
+                }
+            }
+            m
+        }
         None => {
             let counting = inv.ids.is_some();
             let mut ids = inv.ids.take().unwrap_or_default();
@@ -577,6 +585,29 @@ fn seed_view(
 
 /// The replica with whole documents: every restored namespace of the backup with
 /// its metadata, then every document of its data.
+/// Why a spare `mongod` restored by mongorestore may hash capped collections in an
+/// order the replica does not keep: releases after 8.0 read capped collections in
+/// natural order in `dbHash` (`dbhash.cpp`, `useIndexScanForCappedCollections`,
+/// SERVER-106005), which on the spare is the order mongorestore inserted them (the
+/// backup file's, then the oplog's), not `_id` order. None when the spare is known
+/// to be 8.0 or older.
+fn capped_natural_order(versions: &VersionHints) -> Option<String> {
+    let v = versions
+        .mongod
+        .as_ref()
+        .and_then(|(v, _)| super::versions::Version::parse(v));
+    match v {
+        Some(v) if v < super::versions::Version(8, 1, 0) => None,
+        Some(v) => Some(format!(
+            "capped: mongod {}.{}.{} hashes capped collections in natural order, the order mongorestore inserted them, which pitr does not keep",
+            v.0, v.1, v.2
+        )),
+        None => Some(
+            "capped: the spare mongod's version is unknown, and releases after 8.0 hash capped collections in natural order, which pitr does not keep".into(),
+        ),
+    }
+}
+
 fn seed_documents(
     inv: &Inventory,
     c: &ContentOptions,
@@ -1196,5 +1227,30 @@ impl Drop for OutDir {
             // Only succeeds when empty: temporary files remove themselves first.
             let _ = fs::remove_dir(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::versions::VersionSource;
+
+    fn spare(v: Option<&str>) -> VersionHints {
+        VersionHints {
+            mongod: v.map(|v| (v.to_string(), VersionSource::Binary)),
+            ..Default::default()
+        }
+    }
+
+    /// Capped collections are hashed in `_id` order up to 8.0 and in natural order
+    /// after it (`dbhash.cpp`); an unknown spare is not assumed to be old.
+    #[test]
+    fn capped_hashes_are_predicted_only_for_spares_up_to_8_0() {
+        assert_eq!(capped_natural_order(&spare(Some("7.0.14"))), None);
+        assert_eq!(capped_natural_order(&spare(Some("8.0.4"))), None);
+        let why = capped_natural_order(&spare(Some("8.2.1"))).unwrap();
+        assert!(why.contains("mongod 8.2.1 hashes capped collections in natural order"));
+        let why = capped_natural_order(&spare(None)).unwrap();
+        assert!(why.contains("version is unknown"));
     }
 }

@@ -106,6 +106,9 @@ pub struct Model {
     since_check: u32,
     /// Why counting stopped during the replay.
     ids_note: Option<String>,
+    /// Why capped collections get no predicted hash (the server that will be
+    /// compared hashes them in natural order, which the replica does not keep).
+    capped_unpredicted: Option<String>,
 }
 
 /// How often (in applied entries) the counting model checks its cap.
@@ -154,7 +157,14 @@ impl Model {
             id_cap: None,
             since_check: 0,
             ids_note: None,
+            capped_unpredicted: None,
         }
+    }
+
+    /// Predicts no hash for capped collections, saying `why`: the server to be
+    /// compared reads them in natural order (see [`crate::engine::replica::hash`]).
+    pub fn leave_capped_unpredicted(&mut self, why: String) {
+        self.capped_unpredicted = Some(why);
     }
 
     /// Caps the `_id`s a counting model holds: past `cap`, it stops counting (the
@@ -251,10 +261,19 @@ impl Model {
             } else {
                 None
             };
+            let capped_why = self
+                .capped_unpredicted
+                .as_ref()
+                .filter(|_| info.is_some_and(|c| c.is_capped()));
             let md5 = hash
                 .as_ref()
+                .filter(|_| capped_why.is_none())
                 .and_then(|h| h.predicted().map(str::to_string));
-            let md5_not_predicted = hash.filter(|h| h.predicted().is_none()).map(|h| h.md5);
+            let md5_not_predicted = match (capped_why, hash) {
+                (Some(why), Some(_)) => Some(why.clone()),
+                (None, Some(h)) if h.predicted().is_none() => Some(h.md5),
+                _ => None,
+            };
             out.push(ExpectedNs {
                 exists: info.is_some(),
                 documents: self.replica.count(&ns),
@@ -446,5 +465,52 @@ mod tests {
         replay(&mut m, &inserts(4));
         m.enforce_cap();
         assert_eq!(m.finish().unwrap().unwrap()[0].documents, 6);
+    }
+
+    /// A model told that the compared server hashes capped collections in natural
+    /// order predicts no hash for them (and says why), and still predicts the rest.
+    #[test]
+    fn capped_collections_can_be_left_unpredicted() {
+        let mut r = Replica::new(ReplicaOptions {
+            content: Content::Documents,
+            ..ReplicaOptions::default()
+        });
+        let create = |coll: &str, capped: bool, i: u32| {
+            let mut o =
+                doc! { "create": coll, "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } };
+            if capped {
+                o.insert("capped", true);
+                o.insert("size", 4096_i64);
+            }
+            doc! { "ts": ts(1, i), "op": "c", "ns": "shop.$cmd", "o": o }
+        };
+        for (i, d) in [
+            create("log", true, 1),
+            create("orders", false, 2),
+            doc! { "ts": ts(1, 3), "op": "i", "ns": "shop.log", "o": { "_id": 2 } },
+            doc! { "ts": ts(1, 4), "op": "i", "ns": "shop.log", "o": { "_id": 1 } },
+            doc! { "ts": ts(1, 5), "op": "i", "ns": "shop.orders", "o": { "_id": 1 } },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let raw = bson::RawDocumentBuf::from_document(&d).unwrap();
+            r.apply(&Entry::parse(&raw).unwrap(), Phase::Strict)
+                .unwrap_or_else(|e| panic!("{i}: {e}"));
+        }
+        let mut m = Model::from_replica(r, true, Phase::Strict, Phase::Strict, HashMap::new());
+        m.leave_capped_unpredicted("capped: natural order".into());
+        let e = m.finish().unwrap().unwrap();
+        let log = e.iter().find(|e| e.ns == "shop.log").unwrap();
+        assert_eq!(
+            (
+                log.documents,
+                log.md5.as_deref(),
+                log.md5_not_predicted.as_deref()
+            ),
+            (2, None, Some("capped: natural order"))
+        );
+        let orders = e.iter().find(|e| e.ns == "shop.orders").unwrap();
+        assert!(orders.md5.is_some() && orders.md5_not_predicted.is_none());
     }
 }
