@@ -344,7 +344,9 @@ pub fn build_with_model(
     until::explain(&mut until, first_not_applied, union_last);
 
     model.enforce_cap();
+    timer.mark("backup oplog and slice applied");
     let mut expected = model.finish()?;
+    timer.mark("counts and hashes");
     let expected_note = if !req.expect {
         Some("not computed (--no-expect)".to_string())
     } else if expected.is_none() {
@@ -377,7 +379,7 @@ pub fn build_with_model(
         backup_oplog_replay,
     };
     plan_lints(&ctx, &mut linter);
-    timer.mark("backup oplog and slice applied, counts and hashes");
+    timer.mark("lint");
     let lint = linter.finish();
 
     // The restore commands.
@@ -544,7 +546,11 @@ pub fn build_with_model(
         )?),
         (false, _) => None,
     };
-    timer.mark("one-run restore directory written");
+    timer.mark(if restore_dir.is_some() {
+        "one-run restore directory written"
+    } else {
+        "plan assembled"
+    });
     out.commit(slice, restore_dir, &plan)?;
     Ok((plan, model))
 }

@@ -236,6 +236,58 @@ impl Model {
         self.replica.count(ns)
     }
 
+    /// [`Replica::collection_hash`] of every name, on every core: the collections
+    /// are shared out largest first (MD5 of the documents is most of the time, and
+    /// the replica is only read).
+    fn hashes_of(
+        &self,
+        names: &[String],
+    ) -> Result<HashMap<String, Option<crate::engine::replica::hash::CollHash>>, ReplicaError> {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Mutex;
+        let mut order: Vec<&String> = names.iter().collect();
+        order.sort_by_key(|ns| std::cmp::Reverse(self.replica.count(ns)));
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(HashMap::new());
+        let first_error: Mutex<Option<ReplicaError>> = Mutex::new(None);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(order.len())
+            .max(1);
+        let work = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(ns) = order.get(i) else {
+                return;
+            };
+            match self.replica.collection_hash(ns) {
+                Ok(h) => {
+                    results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert((*ns).clone(), h);
+                }
+                Err(e) => {
+                    first_error
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                    next.store(order.len(), Ordering::Relaxed);
+                    return;
+                }
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..workers {
+                s.spawn(work);
+            }
+            work();
+        });
+        if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The expectations for checked namespaces the backup held or the replay
     /// touched, sorted by namespace (None when not counting).
     pub fn finish(&self) -> Result<Option<Vec<ExpectedNs>>, ReplicaError> {
@@ -253,14 +305,15 @@ impl Model {
             .collect();
         names.sort();
         names.dedup();
+        let mut hashes = if self.has_documents() {
+            self.hashes_of(&names)?
+        } else {
+            HashMap::new()
+        };
         let mut out = Vec::new();
         for ns in names {
             let info = self.replica.get(&ns);
-            let hash = if self.has_documents() {
-                self.replica.collection_hash(&ns)?
-            } else {
-                None
-            };
+            let hash = hashes.remove(&ns).flatten();
             let capped_why = self
                 .capped_unpredicted
                 .as_ref()
