@@ -129,7 +129,9 @@ impl Hint for CoverageError {
     fn hint(&self) -> Option<String> {
         Some(match self {
             CoverageError::BeforeBackup { .. } | CoverageError::BeforeBackupData { .. } => {
-                "a backup cannot be rolled back: restore from an older backup, or choose a later --until".into()
+                "a backup cannot be rolled back: restore from an older backup, or choose a later --until \
+                 (a time given to --until stands for the first oplog entry at or after it)"
+                    .into()
             }
             CoverageError::EmptyOplog { .. } | CoverageError::GapAtStart { .. } => {
                 "use an oplog dump that reaches back to the backup's end: dump the replica set's oplog again while its \
