@@ -66,8 +66,9 @@ pub struct ReplayArgs {
     /// mongod and mongorestore)
     #[arg(long, value_enum, default_value_t = Engine::Embedded)]
     pub engine: Engine,
-    /// Embedded engine: memory for documents before they move to an on-disk store in
-    /// the work dir (e.g. `512MiB`, `2GiB`)
+    /// Memory for documents before they move to an on-disk store in the work dir
+    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica, and with `--engine
+    /// mongod` the replica that predicts each collection's dbHash for verification
     #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
     pub memory: usize,
     /// Embedded engine: write --out as `mongodump --gzip` does
