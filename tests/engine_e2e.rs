@@ -225,6 +225,22 @@ impl Drop for Mongod {
     }
 }
 
+/// `pitr verify --json` of the spare `mongod` against the plan `plan_file`.
+fn verify_json(cwd: &Path, mongod: &Mongod, plan_file: &Path) -> Output {
+    run_pitr(
+        cwd,
+        &[
+            "verify",
+            "--uri",
+            &mongod.uri(),
+            "--expect",
+            plan_file.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+}
+
 /// `dbHash` of `db.coll` and its count, through the driver.
 fn server_hash(uri: &str, db: &str, coll: &str) -> (String, u64) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -298,18 +314,7 @@ fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
             }
             mongod.restore(&b.dir.join("mongorestore"), &args);
             // pitr verify compares every count and every dbHash with the plan.
-            let v = run_pitr(
-                tmp.path(),
-                &[
-                    "verify",
-                    "--uri",
-                    &mongod.uri(),
-                    "--expect",
-                    plan_file.to_str().unwrap(),
-                    "--json",
-                ],
-                &[],
-            );
+            let v = verify_json(tmp.path(), &mongod, &plan_file);
             assert_eq!(code(&v), 0, "{form} with {}: {}", b.label, show(&v));
             let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
             let hashed = vj["rows"]
@@ -565,12 +570,20 @@ fn oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore
     copy_dir(Path::new(FIXTURE), &scenario);
     // After the fixture's last entry (1795224522:1). The buckets collection's UUID
     // is the one its `create` in the fixture logged.
-    let buckets_ui = Binary {
-        subtype: BinarySubtype::Uuid,
-        bytes: vec![
-            0x6e, 0xb1, 0x60, 0x08, 0x08, 0x01, 0x41, 0x47, 0x88, 0x59, 0xaf, 0xf7, 0x12, 0x43,
-            0x25, 0x3a,
-        ],
+    let buckets_ui = {
+        let bytes = std::fs::read(scenario.join("oplog.bson")).unwrap();
+        let mut at = &bytes[..];
+        let mut ui = None;
+        while !at.is_empty() {
+            let e = bson::Document::from_reader(&mut at).unwrap();
+            if e.get_document("o").and_then(|o| o.get_str("create")) == Ok("system.buckets.cpu") {
+                ui = match e.get("ui") {
+                    Some(Bson::Binary(b)) => Some(b.clone()),
+                    other => panic!("the create has no UUID: {other:?}"),
+                };
+            }
+        }
+        ui.expect("the fixture creates metrics.system.buckets.cpu")
     };
     let names_ui = Binary {
         subtype: BinarySubtype::Uuid,
@@ -648,18 +661,7 @@ fn oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore
             &b.dir.join("mongorestore"),
             &[tmp.path().join("out").to_str().unwrap()],
         );
-        let v = run_pitr(
-            tmp.path(),
-            &[
-                "verify",
-                "--uri",
-                &mongod.uri(),
-                "--expect",
-                plan_file.to_str().unwrap(),
-                "--json",
-            ],
-            &[],
-        );
+        let v = verify_json(tmp.path(), &mongod, &plan_file);
         assert_eq!(code(&v), 0, "{}: {}", b.label, show(&v));
         let vj: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
         let row = vj["rows"]

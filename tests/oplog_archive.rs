@@ -951,17 +951,20 @@ fn prune_keeps_what_a_backup_needs() {
         assert!(!arch.join(c["file"].as_str().unwrap()).exists());
     }
     // The backup plus what is left still plans to the end.
-    let o = pitr(&[
-        "plan",
-        "--backup",
-        b,
-        "--oplog",
-        dir,
-        "--until",
-        "end",
-        "--out",
-        tmp.path().join("plan").to_str().unwrap(),
-    ]);
+    let plan_to_end = |out: &str| {
+        pitr(&[
+            "plan",
+            "--backup",
+            b,
+            "--oplog",
+            dir,
+            "--until",
+            "end",
+            "--out",
+            tmp.path().join(out).to_str().unwrap(),
+        ])
+    };
+    let o = plan_to_end("plan");
     assert!(code(&o) != 2, "{}", show(&o));
     let o = pitr(&[
         "archive",
@@ -979,17 +982,7 @@ fn prune_keeps_what_a_backup_needs() {
         entries_of(&arch).len() as u64,
         chunks[n - 1]["entries"].as_u64().unwrap()
     );
-    let o = pitr(&[
-        "plan",
-        "--backup",
-        b,
-        "--oplog",
-        dir,
-        "--until",
-        "end",
-        "--out",
-        tmp.path().join("plan2").to_str().unwrap(),
-    ]);
+    let o = plan_to_end("plan2");
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(text(&o.stderr).contains("coverage gap"), "{}", show(&o));
 }

@@ -108,11 +108,6 @@ fn ts_text(t: Ts) -> String {
     t.to_string()
 }
 
-fn parse_ts_text(s: &str) -> Option<Ts> {
-    let (t, i) = s.split_once(':')?;
-    Some(Ts::new(t.parse().ok()?, i.parse().ok()?))
-}
-
 /// The dump about to run, for progress and messages.
 #[derive(Clone, Debug)]
 pub struct DumpPlan {
@@ -345,10 +340,12 @@ fn reconcile(
         return Ok(given);
     };
     let rec = match recorded {
-        Some(s) => Some(parse_ts_text(s).ok_or_else(|| DumpError::BadState {
-            path: state.to_path_buf(),
-            detail: format!("{flag} `{s}` is not t:i"),
-        })?),
+        Some(s) => Some(
+            crate::oplog::ts_json::parse(s).ok_or_else(|| DumpError::BadState {
+                path: state.to_path_buf(),
+                detail: format!("{flag} `{s}` is not t:i"),
+            })?,
+        ),
         None => None,
     };
     match (given, rec) {
@@ -465,7 +462,7 @@ pub async fn dump(
         target: client.target().display.clone(),
     })?;
     let end = match recorded.as_ref().map(|r| r.end.as_str()) {
-        Some(e) => parse_ts_text(e).ok_or_else(|| DumpError::BadState {
+        Some(e) => crate::oplog::ts_json::parse(e).ok_or_else(|| DumpError::BadState {
             path: paths.state.clone(),
             detail: format!("end `{e}` is not t:i"),
         })?,

@@ -371,7 +371,7 @@ pub async fn stream<S: OplogSink>(
 }
 
 /// The driver error inside a source error, when it is worth retrying.
-fn transient(e: &MongoError) -> Option<DriverError> {
+pub(super) fn transient(e: &MongoError) -> Option<DriverError> {
     match e {
         MongoError::Command { source, .. }
         | MongoError::Unreachable { source, .. }

@@ -11,6 +11,7 @@ pub mod reader;
 pub mod sniff;
 pub mod source;
 pub mod timestamp;
+pub mod ts_json;
 
 pub use entry::{Entry, EntryError, Op};
 pub use error::{ReadError, Truncation};

@@ -244,48 +244,34 @@ impl Model {
         names: &[String],
     ) -> Result<HashMap<String, Option<crate::engine::replica::hash::CollHash>>, ReplicaError> {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Mutex;
         let mut order: Vec<&String> = names.iter().collect();
         order.sort_by_key(|ns| std::cmp::Reverse(self.replica.count(ns)));
         let next = AtomicUsize::new(0);
-        let results = Mutex::new(HashMap::new());
-        let first_error: Mutex<Option<ReplicaError>> = Mutex::new(None);
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(order.len())
             .max(1);
-        let work = || loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(ns) = order.get(i) else {
-                return;
-            };
-            match self.replica.collection_hash(ns) {
-                Ok(h) => {
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert((*ns).clone(), h);
-                }
-                Err(e) => {
-                    first_error
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(e);
-                    next.store(order.len(), Ordering::Relaxed);
-                    return;
-                }
+        // Each worker takes the next collection until none is left.
+        let work = || {
+            let mut mine = Vec::new();
+            while let Some(ns) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                mine.push(((*ns).clone(), self.replica.collection_hash(ns)?));
             }
+            Ok::<_, ReplicaError>(mine)
         };
-        std::thread::scope(|s| {
-            for _ in 1..workers {
-                s.spawn(work);
+        let parts = std::thread::scope(|s| {
+            let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+            let mut parts = vec![work()];
+            for h in others {
+                parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
             }
-            work();
+            parts
         });
-        if let Some(e) = first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            return Err(e);
+        let mut out = HashMap::new();
+        for part in parts {
+            out.extend(part?);
         }
-        Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+        Ok(out)
     }
 
     /// The expectations for checked namespaces the backup held or the replay

@@ -61,7 +61,7 @@ pub mod onerun;
 pub mod scan;
 pub mod slice;
 pub mod steps;
-pub mod ts_json;
+pub use crate::oplog::ts_json;
 pub mod until;
 pub mod versions;
 

@@ -177,7 +177,7 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
             };
         }
     }
-    if let (Some(why), true) = (&e.md5_not_predicted, found) {
+    if let Some(why) = e.md5_not_predicted.as_ref().filter(|_| found) {
         let said = format!("content not checked ({why})");
         note = if note.is_empty() {
             said

@@ -25,8 +25,6 @@
 
 use md5::{Digest, Md5};
 
-use bson::Document;
-
 use super::catalog::{CollInfo, CollKind};
 use super::{Replica, ReplicaError};
 
@@ -55,10 +53,10 @@ impl CollHash {
     }
 }
 
-/// The collation `_id`s of `c` are ordered by, when not the simple one: the `_id`
-/// index's (`idIndex.collation`), or for a clustered collection the collection's
-/// default (`options.collation`), which its cluster key follows.
-fn id_collation(c: &CollInfo) -> Option<&Document> {
+/// Whether `c`'s `_id`s are ordered by a collation other than the simple one: the
+/// `_id` index's (`idIndex.collation`), or for a clustered collection the
+/// collection's default (`options.collation`), which its cluster key follows.
+fn ids_follow_a_collation(c: &CollInfo) -> bool {
     let spec = if c.is_clustered() {
         c.options.get_document("collation").ok()
     } else {
@@ -66,8 +64,8 @@ fn id_collation(c: &CollInfo) -> Option<&Document> {
             .iter()
             .find(|i| i.get_str("name") == Ok("_id_"))
             .and_then(|i| i.get_document("collation").ok())
-    }?;
-    (spec.get_str("locale") != Ok("simple")).then_some(spec)
+    };
+    spec.is_some_and(|s| s.get_str("locale") != Ok("simple"))
 }
 
 /// Whether an `_id` of this BSON type compares differently under a collation: a
@@ -105,7 +103,7 @@ impl Replica {
                 md5: NO_ID_INDEX.to_string(),
             }));
         }
-        if id_collation(c).is_some()
+        if ids_follow_a_collation(c)
             && self.any_id(ns, &mut |k| collation_sensitive(k.element_type()))?
         {
             return Ok(Some(CollHash {

@@ -52,7 +52,7 @@ pub(super) fn seq_of_partial(name: &str) -> Option<u64> {
         .flatten()
 }
 
-fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ArchiveError {
+pub(super) fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ArchiveError {
     let path = path.to_path_buf();
     move |source| ArchiveError::Io { what, path, source }
 }

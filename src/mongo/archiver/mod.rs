@@ -36,7 +36,9 @@ use self::chunk::{wall_of, ChunkWriter};
 use self::reconcile::Resume;
 use super::connect::Topology;
 use super::error::{Class, DriverError, MongoError, Reached};
-use super::oplog_source::{window, Lower, OplogQuery, Progress, RetryNotice, RetryPolicy};
+use super::oplog_source::{
+    transient, window, Lower, OplogQuery, Progress, RetryNotice, RetryPolicy,
+};
 use super::readonly::ReadOnlyClient;
 use crate::error::Hint;
 use crate::exec::signals::Cancel;
@@ -201,20 +203,6 @@ impl Hint for ArchiveError {
 /// The next batch of a cursor (None: the cursor is closed).
 async fn next_batch(c: &mut RawBatchCursor) -> Option<mongodb::error::Result<RawBatch>> {
     std::future::poll_fn(|cx| Pin::new(&mut *c).poll_next(cx)).await
-}
-
-/// The driver error inside a source error, when it is worth retrying.
-fn transient(e: &MongoError) -> Option<DriverError> {
-    match e {
-        MongoError::Command { source, .. }
-        | MongoError::Unreachable { source, .. }
-        | MongoError::Read { source, .. }
-            if source.is_transient() || source.class == Class::ServerSelection =>
-        {
-            Some(source.clone())
-        }
-        _ => None,
-    }
 }
 
 struct Archiver<'a> {

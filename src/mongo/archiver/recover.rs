@@ -16,7 +16,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::chunk::{
-    self, gap_sidecar_path, place, read_gap_sidecar, record, seq_of_partial, ChunkFacts, Scanned,
+    self, gap_sidecar_path, io_err, place, read_gap_sidecar, record, seq_of_partial, ChunkFacts,
+    Scanned,
 };
 use super::ArchiveError;
 use crate::oplog::oplog_archive::lock::{DirLock, ARCHIVER_LOCK, MANIFEST_LOCK};
@@ -32,11 +33,6 @@ pub(super) struct Prepared {
     pub last: Option<(Ts, Vec<u8>)>,
     /// What recovery did, for the log.
     pub notes: Vec<String>,
-}
-
-fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ArchiveError {
-    let path = path.to_path_buf();
-    move |source| ArchiveError::Io { what, path, source }
 }
 
 /// Opens (or creates) the archive `dir` for the replica set `replica_set`.

@@ -32,11 +32,7 @@ impl DirLock {
             .truncate(false)
             .write(true)
             .open(&path)
-            .map_err(|source| OplogArchiveError::Io {
-                what: "open the lock file",
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(OplogArchiveError::io("open the lock file", &path))?;
         let op = if wait {
             libc::LOCK_EX
         } else {

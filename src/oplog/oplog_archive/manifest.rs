@@ -46,36 +46,9 @@ pub const FORMAT: &str = "pitr-oplog-archive";
 pub const VERSION: u32 = 1;
 
 /// `Ts` as `"t:i"` in the manifest.
-mod ts_text {
-    use serde::{Deserialize, Deserializer};
+use crate::oplog::ts_json as ts_text;
 
-    use crate::oplog::Ts;
-
-    pub fn parse(s: &str) -> Option<Ts> {
-        let (t, i) = s.split_once(':')?;
-        let digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
-        if !digits(t) || !digits(i) {
-            return None;
-        }
-        Some(Ts::new(t.parse().ok()?, i.parse().ok()?))
-    }
-
-    pub fn de<'de, D: Deserializer<'de>>(d: D) -> Result<Ts, D::Error> {
-        let s = String::deserialize(d)?;
-        parse(&s).ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not \"t:i\"")))
-    }
-
-    pub fn de_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Ts>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            None => Ok(None),
-            Some(s) => parse(&s)
-                .map(Some)
-                .ok_or_else(|| serde::de::Error::custom(format!("`{s}` is not \"t:i\""))),
-        }
-    }
-}
-
-pub use ts_text::parse as parse_ts;
+pub use crate::oplog::ts_json::parse as parse_ts;
 
 /// One complete chunk.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -288,14 +261,7 @@ impl Manifest {
         let path = dir.join(MANIFEST_FILE);
         self.check(&path)?;
         let tmp = dir.join(format!(".{MANIFEST_FILE}.{}.tmp", std::process::id()));
-        let io_err = |what: &'static str, p: &Path| {
-            let p = p.to_path_buf();
-            move |source| OplogArchiveError::Io {
-                what,
-                path: p,
-                source,
-            }
-        };
+        let io_err = OplogArchiveError::io;
         let mut text = serde_json::to_string_pretty(self).map_err(|e| OplogArchiveError::Io {
             what: "encode",
             path: path.clone(),
@@ -414,6 +380,14 @@ impl OplogArchiveError {
     }
 }
 
+impl OplogArchiveError {
+    /// `map_err` for an I/O failure: what was being done, and to which path.
+    pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Self {
+        let path = path.to_path_buf();
+        move |source| OplogArchiveError::Io { what, path, source }
+    }
+}
+
 impl Hint for OplogArchiveError {
     fn hint(&self) -> Option<String> {
         Some(match self {
@@ -438,22 +412,37 @@ impl Hint for OplogArchiveError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunk(seq: u64, first: Ts, last: Ts) -> ChunkRecord {
+impl ChunkRecord {
+    /// The record of chunk `seq` holding `first`..=`last`, under its usual file name,
+    /// with sizes of 1 and a zero CRC: for tests of what reads a manifest (no file is
+    /// written).
+    pub(crate) fn placeholder(seq: u64, first: Ts, last: Ts) -> ChunkRecord {
         ChunkRecord {
             seq,
             file: format!("chunks/{}", chunk_file_name(seq, first, last)),
             first,
             last,
-            entries: 3,
-            bson_bytes: 300,
-            bytes: 100,
+            entries: 1,
+            bson_bytes: 1,
+            bytes: 1,
             crc64: "0".repeat(16),
             first_wall: None,
             last_wall: None,
             written: now_text(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(seq: u64, first: Ts, last: Ts) -> ChunkRecord {
+        ChunkRecord {
+            entries: 3,
+            bson_bytes: 300,
+            bytes: 100,
+            ..ChunkRecord::placeholder(seq, first, last)
         }
     }
 

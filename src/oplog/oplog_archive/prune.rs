@@ -125,14 +125,7 @@ pub fn prune(
         m.set_aside.retain(|s| s.through >= cutoff);
         Ok((true, out))
     })?;
-    let io_err = |what: &'static str, p: &Path| {
-        let p = p.to_path_buf();
-        move |source| OplogArchiveError::Io {
-            what,
-            path: p,
-            source,
-        }
-    };
+    let io_err = OplogArchiveError::io;
     for c in &out.deleted {
         let p = dir.join(&c.file);
         match fs::remove_file(&p) {
@@ -181,26 +174,13 @@ fn empty_manifest() -> Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oplog::oplog_archive::manifest::{chunk_file_name, now_text};
 
     fn m(ranges: &[(u32, u32)]) -> Manifest {
         let mut m = Manifest::new("x".into(), None);
         for (n, (a, b)) in ranges.iter().enumerate() {
             let (first, last) = (Ts::new(*a, 1), Ts::new(*b, 1));
             let seq = n as u64 + 1;
-            m.chunks.push(ChunkRecord {
-                seq,
-                file: format!("chunks/{}", chunk_file_name(seq, first, last)),
-                first,
-                last,
-                entries: 1,
-                bson_bytes: 1,
-                bytes: 1,
-                crc64: "0".repeat(16),
-                first_wall: None,
-                last_wall: None,
-                written: now_text(),
-            });
+            m.chunks.push(ChunkRecord::placeholder(seq, first, last));
             m.next_seq = seq + 1;
         }
         m

@@ -277,20 +277,7 @@ mod tests {
     use crate::oplog::oplog_archive::manifest::{chunk_file_name, now_text};
 
     fn rec(seq: u64, first: (u32, u32), last: (u32, u32)) -> ChunkRecord {
-        let (first, last) = (Ts::new(first.0, first.1), Ts::new(last.0, last.1));
-        ChunkRecord {
-            seq,
-            file: format!("chunks/{}", chunk_file_name(seq, first, last)),
-            first,
-            last,
-            entries: 1,
-            bson_bytes: 1,
-            bytes: 1,
-            crc64: "0".repeat(16),
-            first_wall: None,
-            last_wall: None,
-            written: now_text(),
-        }
+        ChunkRecord::placeholder(seq, Ts::new(first.0, first.1), Ts::new(last.0, last.1))
     }
 
     fn entry(t: u32, i: u32) -> Vec<u8> {

@@ -1,4 +1,5 @@
-//! Reading `"t:i"` strings back into [`Ts`] for `plan.json`.
+//! Reading `"t:i"` strings back into [`Ts`] (`plan.json`, the oplog archive's
+//! manifest, dump-oplog's resume state).
 //!
 //! [`Ts`] serialises itself as the string `"t:i"` (never a number, so no JSON
 //! consumer loses precision); these helpers are the inverse, for
