@@ -156,6 +156,10 @@ impl PlanInputArgs {
 /// Scan progress bars for the plan's passes (hidden when `enabled` is false).
 pub(crate) struct CliProgress {
     pub(crate) enabled: bool,
+    /// Print what the restore replays and leaves out on stderr as soon as it is
+    /// known (`pitr replay`: before anything is applied; `pitr plan` prints it in
+    /// the plan instead).
+    pub(crate) stake: bool,
 }
 
 impl Progress for CliProgress {
@@ -164,12 +168,24 @@ impl Progress for CliProgress {
         bar.set_message(what.to_string());
         Box::new(move || bar.tick())
     }
+
+    fn at_stake(&self, stake: &plan::stake::Stake, limit: Ts) {
+        if self.stake {
+            eprintln!("{}", stake.text_lines(limit).join("\n"));
+        }
+    }
 }
 
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     let versions = a.version_hints();
     let req = a.input.request(a.out, std::env::current_dir()?, versions);
-    let plan = plan::build(&req, &CliProgress { enabled: !a.json })?;
+    let plan = plan::build(
+        &req,
+        &CliProgress {
+            enabled: !a.json,
+            stake: false,
+        },
+    )?;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if a.json {
@@ -299,6 +315,10 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
             "  finding: {} {} of {} at {}: {}",
             f.severity, f.kind, f.ns, f.ts, f.details
         )?;
+    }
+    writeln!(out)?;
+    for line in p.stake.text_lines(u.limit) {
+        writeln!(out, "{line}")?;
     }
     writeln!(out)?;
 

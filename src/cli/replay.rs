@@ -108,6 +108,10 @@ pub struct ReplayArgs {
     /// Replay even though the plan's lint found errors (the replay may fail or lose data)
     #[arg(long)]
     pub ignore_lint_errors: bool,
+    /// Restore to a point after a critical or high incident on purpose: the restore
+    /// holds its damage (without this, such a replay ends with exit 1, INCIDENT REPLAYED)
+    #[arg(long)]
+    pub accept_incidents: bool,
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]
     pub json: bool,
@@ -270,7 +274,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             strict: false,
         });
     }
-    let built = plan::build(&req, &CliProgress { enabled: !a.json });
+    let built = plan::build(
+        &req,
+        &CliProgress {
+            enabled: !a.json,
+            stake: !a.dry_run,
+        },
+    );
     drop(predict);
     let plan = match built {
         Ok(p) => p,
@@ -290,6 +300,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             a.port,
             &pitr,
             a.ignore_lint_errors,
+            a.accept_incidents,
         );
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
@@ -367,6 +378,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             duration_ms: started.elapsed().as_millis() as u64,
         },
         interrupted,
+        a.accept_incidents,
     );
     if let Err(e) = report.write(&work) {
         let f = Failure::from(e);
@@ -383,8 +395,8 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         w.flush()?;
     }
     match report.result {
-        ResultKind::Passed => Ok(exit::OK),
-        ResultKind::VerifyFailed => Ok(exit::NOT_FOUND),
+        ResultKind::Passed | ResultKind::Restored => Ok(exit::OK),
+        ResultKind::VerifyFailed | ResultKind::IncidentReplayed => Ok(exit::NOT_FOUND),
         ResultKind::Error => Err(ex
             .error
             .take()
@@ -433,26 +445,51 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     // for a mongorestore run that will not happen.
     req.mongorestore_inputs = false;
     if a.dry_run {
-        let plan = match plan::build(&req, &CliProgress { enabled: !a.json }) {
+        let plan = match plan::build(
+            &req,
+            &CliProgress {
+                enabled: !a.json,
+                stake: false,
+            },
+        ) {
             Ok(p) => p,
             Err(e) => {
                 work.discard_if_unused();
                 return Err(e.into());
             }
         };
+        let verdict = dry_run::incident_verdict(&plan, a.accept_incidents);
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
         if a.json {
             super::output::write_json(&mut w, &plan)?;
         } else {
-            super::plan::render(&mut w, &plan)?;
+            // The plan without its mongod/mongorestore steps: this path runs none.
+            let mut rendered = Vec::new();
+            super::plan::render(&mut rendered, &plan)?;
+            write!(
+                w,
+                "{}",
+                dry_run::plan_text(&String::from_utf8_lossy(&rendered))
+            )?;
             writeln!(
                 w,
                 "\nEngine    embedded: would apply the backup and the slice in-process and write {} (nothing started, nothing written there)",
                 out.display()
             )?;
+            match &verdict {
+                Some(why) => writeln!(
+                    w,
+                    "Verdict   the real run would go ahead and end with exit code 1 (INCIDENT REPLAYED): {why}."
+                )?,
+                None => writeln!(w, "Verdict   the real run would go ahead (exit code 0).")?,
+            }
+            writeln!(w, "Nothing was applied (--dry-run).")?;
         }
         w.flush()?;
+        if verdict.is_some() {
+            return Ok(exit::NOT_FOUND);
+        }
         return Ok(exit::OK);
     }
     eprintln!(
@@ -466,8 +503,12 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             out,
             format,
             memory: a.memory,
+            accept_incidents: a.accept_incidents,
         },
-        &CliProgress { enabled: !a.json },
+        &CliProgress {
+            enabled: !a.json,
+            stake: true,
+        },
     );
     let Some(report) = report else {
         work.discard_if_unused();
@@ -483,7 +524,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         }
         w.flush()?;
     }
-    result.map(|()| exit::OK)
+    result.map(|()| report.exit_code)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! before the output directory is touched; the slice and `plan.json` are written
 //! under temporary names and renamed into place only at the very end.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,11 +20,13 @@ use super::coverage::{self, CoverageInput, Mode};
 use super::error::PlanError;
 use super::expect::{Model, Seed};
 use super::filter::{ns_include_literal, NsFilter};
+use super::history::{self, HistoryInput};
 use super::inventory::{inventory, Inventory, InventoryOptions, NsKind};
 use super::lint::{LintSeverity, Linter};
 use super::onerun;
 use super::scan::{self, EntryRef, OplogScan, Probe};
 use super::slice::{self, SliceOutcome, SliceRequest};
+use super::stake::{self, LostWrites, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
@@ -123,10 +126,11 @@ pub fn build_with_model(
         UntilSpec::Time(tv) => (Some(tv.ts), None),
         _ => (None, None),
     };
-    let backup_scan = match &inv.oplog_file {
+    let mut backup_scan = match &inv.oplog_file {
         Some(p) => {
             let probe = Probe {
                 target,
+                remember: true,
                 ..Probe::default()
             };
             Some(scan::scan(
@@ -140,6 +144,12 @@ pub fn build_with_model(
         None => None,
     };
     let backup_range = backup_scan.as_ref().and_then(OplogScan::range);
+    let history = RefCell::new(
+        backup_scan
+            .as_mut()
+            .map(|b| std::mem::take(&mut b.remembered).into_lookup())
+            .unwrap_or_default(),
+    );
     let (backup_end, end_source) = match (backup_range, &req.backup_end) {
         (Some((_, last)), None) => (last, "backup_oplog"),
         (Some((_, last)), Some(v)) if v.ts == last => (last, "backup_oplog"),
@@ -176,9 +186,22 @@ pub fn build_with_model(
         findings: true,
         catalog: Some(&catalog),
         chunks_from: Some(backup_end),
+        remember: false,
+        history: Some(&history),
     };
     timer.mark("backup and its oplog read");
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
+    // An oplog of another history (another replica set, another year, entries the
+    // backup holds rolled back since) is refused before anything else is decided.
+    history::check(&HistoryInput {
+        oplog_name: oplog_scan.name.clone(),
+        oplog: oplog_scan.range(),
+        backup_end,
+        backup_oplog: backup_range,
+        overlap: oplog_scan
+            .range()
+            .map(|(first, last)| history.borrow().overlap(first, last)),
+    })?;
 
     // The limit, coverage, and the --skip positions.
     let known_ns: Vec<String> = inv.namespaces.iter().map(|n| n.ns.clone()).collect();
@@ -255,6 +278,30 @@ pub fn build_with_model(
     } else {
         slice::empty(&out.path)?
     };
+
+    // What the restore keeps and loses, said before anything is applied.
+    let stake = {
+        let mut st = Stake {
+            incidents: stake::incidents(
+                &oplog_scan.findings,
+                backup_end,
+                limit,
+                &skip_set,
+                filter.as_ref(),
+            ),
+            ..Stake::default()
+        };
+        let lost = if slice.after_limit_read {
+            std::mem::take(&mut slice.after_limit)
+        } else if oplog_scan.last_ts.is_some_and(|l| l >= limit) {
+            slice::count_after(&req.oplog, opts, limit, progress)?
+        } else {
+            LostWrites::default()
+        };
+        lost.finish(&mut st);
+        st
+    };
+    progress.at_stake(&stake, limit);
 
     // Replay model and lint over exactly what the two mongorestore runs apply.
     let restore_all = backup_oplog_replay || filter.is_none();
@@ -371,7 +418,6 @@ pub fn build_with_model(
         backup_end,
         limit,
         mode: coverage.mode,
-        anchored: coverage.anchored,
         filter: filter.as_ref(),
         known_ns: &known_ns,
         skips: &skip_set,
@@ -521,6 +567,7 @@ pub fn build_with_model(
         },
         expected,
         expected_note,
+        stake,
         versions: Some(rules.versions.clone()),
         restore,
         steps,
@@ -913,7 +960,6 @@ struct LintContext<'a> {
     backup_end: Ts,
     limit: Ts,
     mode: Mode,
-    anchored: Option<bool>,
     filter: Option<&'a NsFilter>,
     known_ns: &'a [String],
     skips: &'a HashSet<Ts>,
@@ -947,19 +993,6 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
                  would skip the entries after it",
             );
         }
-    }
-    if c.anchored == Some(false) {
-        l.push(
-            Warning,
-            "no-anchor",
-            Some(c.backup_end),
-            "",
-            format!(
-                "the oplog covers the backup's end {} but has no entry at exactly that ts: it may come from another replica set, \
-                 or the backup's last entries were rolled back",
-                c.backup_end
-            ),
-        );
     }
     if c.oplog.out_of_order > 0 {
         l.push(

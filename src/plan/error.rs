@@ -22,6 +22,9 @@ pub enum PlanError {
     Coverage(#[from] CoverageError),
 
     #[error(transparent)]
+    History(#[from] super::history::HistoryError),
+
+    #[error(transparent)]
     Backup(#[from] BackupError),
 
     #[error(transparent)]
@@ -96,6 +99,7 @@ impl Hint for PlanError {
         Some(match self {
             PlanError::Read(e) => return e.hint(),
             PlanError::Coverage(e) => return e.hint(),
+            PlanError::History(e) => return e.hint(),
             PlanError::Backup(e) => return e.hint(),
             PlanError::Version(e) => return e.hint(),
             PlanError::Replica(e) => return e.hint(),

@@ -37,6 +37,8 @@
 //!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`,
 //!   `after_backup_oplog` (the slice is in `restore/oplog.bson` after the backup's
 //!   own entries: the one-run layout);
+//! - `stake`: [`stake::Stake`]: the critical and high incidents the restore replays
+//!   (`incidents`) and the writes at or after the limit it leaves out (`lost`);
 //! - `expected`: array of [`expect::ExpectedNs`] (`ns`, `exists`, `documents`,
 //!   `backup_documents`, `num_records`), or null with `expected_note` saying why;
 //! - `versions`: [`versions::Versions`]: the mongorestore and mongod releases whose
@@ -55,11 +57,13 @@ pub mod coverage;
 pub mod error;
 pub mod expect;
 pub mod filter;
+pub mod history;
 pub mod inventory;
 pub mod lint;
 pub mod onerun;
 pub mod scan;
 pub mod slice;
+pub mod stake;
 pub mod steps;
 pub use crate::oplog::ts_json;
 pub mod until;
@@ -88,6 +92,10 @@ pub trait Progress {
     /// A pass over one file begins; the returned ticker is called every few
     /// thousand entries and dropped when the pass ends.
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_>;
+
+    /// What the restore keeps and loses is known (after the oplog's passes, before
+    /// anything is applied): the place to show it.
+    fn at_stake(&self, _stake: &stake::Stake, _limit: Ts) {}
 }
 
 /// No progress output.
@@ -119,6 +127,9 @@ pub struct RestorePlan {
     pub slice: SliceSection,
     pub expected: Option<Vec<ExpectedNs>>,
     pub expected_note: Option<String>,
+    /// What the restore keeps and loses: incidents it replays, writes after the limit.
+    #[serde(default)]
+    pub stake: stake::Stake,
     /// The releases of mongorestore and mongod whose rules the lint applied, and
     /// where each came from.
     #[serde(default)]

@@ -3,6 +3,7 @@
 //! transactions `--ns` selects, and the destructive operations (for `--until auto`
 //! and the lint). Memory is constant apart from those few lookups.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use crate::oplog::{self, Entry, EntryError, ReadOptions, Truncation, Ts};
 use super::apply::txn_key;
 use super::error::PlanError;
 use super::filter::{target, NsFilter, Target};
+use super::history::{Lookup, Remembered};
 use super::{ts_json, Progress};
 
 /// One oplog entry, as the plan names it. JSON: `ts`, `op`, `ns`, `command` (first
@@ -103,6 +105,11 @@ pub struct Probe<'a> {
     /// (the backup's end) on, widened by [`ARCHIVE_MARGIN_SECS`] so that a burst
     /// crossing it is seen whole. Other sources are read whole.
     pub chunks_from: Option<Ts>,
+    /// Remember the last entries' hashes (the backup's own oplog), so that the
+    /// replay oplog can be compared with them ([`super::history`]).
+    pub remember: bool,
+    /// Compare the entries with the backup oplog's remembered ones.
+    pub history: Option<&'a RefCell<Lookup>>,
 }
 
 /// How far before [`Probe::chunks_from`] an oplog archive is read.
@@ -128,6 +135,8 @@ pub struct OplogScan {
     /// Gaps an oplog archive recorded: entries strictly between the two positions
     /// may be missing.
     pub gaps: Vec<(Ts, Ts)>,
+    /// With [`Probe::remember`]: the last entries' hashes.
+    pub remembered: Remembered,
 }
 
 impl OplogScan {
@@ -187,6 +196,12 @@ pub fn scan(
             if ts >= t && s.at_or_after_target.as_ref().is_none_or(|b| ts < b.ts) {
                 s.at_or_after_target = Some(EntryRef::of(&e));
             }
+        }
+        if probe.remember {
+            s.remembered.push(ts, e.raw.as_bytes());
+        }
+        if let Some(h) = probe.history {
+            h.borrow_mut().see(ts, e.raw.as_bytes());
         }
         if probe.positions.contains(&ts) && !s.found.contains_key(&ts) {
             s.found.insert(ts, EntryRef::of(&e));
@@ -273,6 +288,7 @@ mod tests {
             findings: true,
             catalog: None,
             chunks_from: None,
+            ..Probe::default()
         };
         let s = scan(&path, ReadOptions::default(), &probe, &Quiet, "test").unwrap();
         assert_eq!(

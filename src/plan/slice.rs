@@ -34,6 +34,7 @@ use super::apply::txn_key;
 use super::error::PlanError;
 use super::filter::{NsFilter, Target};
 use super::scan::{touches, EntryRef};
+use super::stake::LostWrites;
 use super::Progress;
 
 /// Default memory for sorting an unsorted slice before spilling runs to disk.
@@ -92,6 +93,10 @@ pub struct SliceOutcome {
     pub mixed_transactions: u64,
     /// The first entry at or after the limit in the oplog.
     pub at_or_after_limit: Option<EntryRef>,
+    /// The writes at or after the limit: what the restore leaves out.
+    pub after_limit: LostWrites,
+    /// The pass read the oplog past the limit (false for [`empty`]).
+    pub after_limit_read: bool,
 }
 
 /// Writes an empty slice (nothing to replay after the backup's end).
@@ -116,6 +121,8 @@ fn outcome(file: NamedTempFile) -> SliceOutcome {
         skipped_filtered: Vec::new(),
         mixed_transactions: 0,
         at_or_after_limit: None,
+        after_limit: LostWrites::default(),
+        after_limit_read: false,
     }
 }
 
@@ -132,11 +139,11 @@ fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
 
 /// Reads the oplog a second time and writes the slice.
 pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
-    // An oplog archive: only the chunks from the backup's end to the first entry at
-    // or after the limit.
+    // An oplog archive: only the chunks from the backup's end on (those after the
+    // limit too: their writes are what the restore leaves out, and are counted).
     let range = ChunkRange {
         from: Some(req.from_exclusive),
-        to: Some(req.to_exclusive),
+        to: None,
     };
     let mut r = oplog::open_range(req.oplog, req.opts, &range)?;
     let (counter, total) = r.progress();
@@ -192,6 +199,10 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
             if out.at_or_after_limit.as_ref().is_none_or(|b| ts < b.ts) {
                 out.at_or_after_limit = Some(EntryRef::of(&e));
             }
+            let (offset, index) = (e.offset, e.index);
+            out.after_limit.see(&e).map_err(|err| {
+                PlanError::from(not_an_entry(req.oplog.to_string(), offset, index, err))
+            })?;
             continue;
         }
         if ts <= req.from_exclusive {
@@ -235,6 +246,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
         sink.push(ts, e.raw.as_bytes())?;
     }
     drop(tick);
+    out.after_limit_read = true;
     let stats = sink.finish()?;
     out.entries = stats.entries;
     out.bytes = stats.bytes;
@@ -244,6 +256,38 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
     out.duplicates_dropped = stats.duplicates;
     out.same_ts_kept = stats.same_ts;
     Ok(out)
+}
+
+/// The writes at or after `limit` in the oplog, when no slice pass read them (the
+/// restore point lies inside the backup's own oplog, or right after its end).
+pub fn count_after(
+    oplog: &str,
+    opts: ReadOptions,
+    limit: Ts,
+    progress: &dyn Progress,
+) -> Result<LostWrites, PlanError> {
+    let range = ChunkRange {
+        from: Some(limit),
+        to: None,
+    };
+    let mut r = oplog::open_range(oplog, opts, &range)?;
+    let (counter, total) = r.progress();
+    let mut tick = progress.pass("counting the writes after the limit", counter, total);
+    let mut lost = LostWrites::default();
+    let mut n = 0u64;
+    while let Some(e) = r.next_entry()? {
+        n += 1;
+        if n % 8192 == 0 {
+            tick();
+        }
+        if e.ts < limit {
+            continue;
+        }
+        let (offset, index) = (e.offset, e.index);
+        lost.see(&e)
+            .map_err(|err| PlanError::from(not_an_entry(oplog.to_string(), offset, index, err)))?;
+    }
+    Ok(lost)
 }
 
 /// The `--ns` decision for one in-range entry.

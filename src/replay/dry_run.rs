@@ -37,7 +37,9 @@ pub struct DryBinary {
 /// plan, with real paths: `number`, `title`, `commands` as argv arrays, `note`),
 /// `ready` (every program was found), `exit_code` and `refusal` (the code the real
 /// run would end with before starting anything, and why; 0 and null when it would
-/// go ahead), `plan` (the whole plan).
+/// go ahead), `incidents_replayed` (the run would go ahead but end with exit 1:
+/// its range replays critical or high incidents and `--accept-incidents` was not
+/// given; null otherwise), `plan` (the whole plan).
 #[derive(Clone, Debug, Serialize)]
 pub struct DryRun<'a> {
     pub format: &'static str,
@@ -46,6 +48,7 @@ pub struct DryRun<'a> {
     pub ready: bool,
     pub exit_code: u8,
     pub refusal: Option<String>,
+    pub incidents_replayed: Option<String>,
     pub steps: Vec<Step>,
     pub plan: &'a RestorePlan,
 }
@@ -87,6 +90,7 @@ pub fn prepare<'a>(
     port: Option<u16>,
     pitr: &Path,
     ignore_lint_errors: bool,
+    accept_incidents: bool,
 ) -> DryRun<'a> {
     let binaries: Vec<DryBinary> = probed
         .iter()
@@ -179,17 +183,41 @@ pub fn prepare<'a>(
         .filter(|b| b.path.is_none())
         .map(|b| b.tool.name())
         .collect();
-    let (exit_code, refusal) = verdict(&missing, plan.lint_errors(), ignore_lint_errors);
+    let (mut exit_code, refusal) = verdict(&missing, plan.lint_errors(), ignore_lint_errors);
+    let incidents_replayed = incident_verdict(plan, accept_incidents);
+    if exit_code == 0 && incidents_replayed.is_some() {
+        exit_code = 1;
+    }
     DryRun {
         format: FORMAT,
         workdir: work.root.display().to_string(),
         ready: missing.is_empty(),
         exit_code,
         refusal,
+        incidents_replayed,
         binaries,
         steps: list,
         plan,
     }
+}
+
+/// Why a run that goes ahead would end with exit 1: the incidents it replays
+/// without `--accept-incidents` (None when there are none, or they are accepted).
+pub fn incident_verdict(plan: &RestorePlan, accept_incidents: bool) -> Option<String> {
+    let inc = &plan.stake.incidents;
+    if inc.is_empty() || accept_incidents {
+        return None;
+    }
+    let list: Vec<String> = inc.iter().map(|i| i.describe()).collect();
+    Some(format!(
+        "it replays {} incident{} ({}), so the restore would hold {} damage; stop before the first with --until {}, \
+         or pass --accept-incidents",
+        inc.len(),
+        if inc.len() == 1 { "" } else { "s" },
+        list.join("; "),
+        if inc.len() == 1 { "its" } else { "their" },
+        inc[0].oplog_limit
+    ))
 }
 
 /// The plan as `pitr plan` prints it, minus its placeholder steps (the commands
@@ -269,9 +297,17 @@ pub fn text(d: &DryRun<'_>) -> String {
                 d.exit_code
             );
         }
-        None => {
-            let _ = writeln!(s, "Verdict   the real run would go ahead (exit code 0).");
-        }
+        None => match &d.incidents_replayed {
+            Some(why) => {
+                let _ = writeln!(
+                    s,
+                    "Verdict   the real run would go ahead and end with exit code 1 (INCIDENT REPLAYED): {why}."
+                );
+            }
+            None => {
+                let _ = writeln!(s, "Verdict   the real run would go ahead (exit code 0).");
+            }
+        },
     }
     let _ = writeln!(s, "Nothing was run (--dry-run).");
     s

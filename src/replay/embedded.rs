@@ -22,9 +22,11 @@ use crate::engine::replica::{interrupt, CollInfo, Content, Replica, ReplicaError
 use crate::engine::IdKey;
 use crate::error::Failure;
 use crate::oplog::{self, Op, ReadOptions, Ts};
+use crate::plan::stake::Stake;
 use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan};
 
-use super::report::{BackupBrief, ErrorRecord, RestorePoint};
+use super::handover::{self, DumpForm, HandoverCommand};
+use super::report::{BackupBrief, ErrorRecord, RestorePoint, ResultKind};
 use super::WorkDir;
 
 /// What to run.
@@ -34,6 +36,9 @@ pub struct EmbeddedRun<'a> {
     pub out: PathBuf,
     pub format: DumpFormat,
     pub memory: usize,
+    /// The restore may replay critical or high incidents without failing
+    /// (`--accept-incidents`).
+    pub accept_incidents: bool,
 }
 
 /// Per namespace, as the report shows it.
@@ -107,13 +112,21 @@ pub struct EngineStats {
 }
 
 /// `report.json` of an embedded replay (`pitr-replay-report/1`, `engine: "embedded"`).
+/// `result`: `restored` (applied and hashed: nothing was verified against a
+/// server), `incident_replayed` (restored, but the range holds a critical or high
+/// incident and `--accept-incidents` was not given: exit 1), `error`, `interrupted`.
+/// `stake`: what the restore replays and leaves out (the plan's); `handover`: the
+/// ready-to-paste mongorestore commands.
 #[derive(Clone, Debug, Serialize)]
 pub struct EmbeddedReport {
     pub format: &'static str,
     pub engine: &'static str,
     pub pitr_version: &'static str,
-    pub result: &'static str,
+    pub result: ResultKind,
     pub exit_code: u8,
+    pub accept_incidents: bool,
+    pub stake: Stake,
+    pub handover: Vec<HandoverCommand>,
     pub workdir: String,
     pub plan_file: String,
     pub report_md: String,
@@ -166,7 +179,12 @@ pub fn run(
         .map(|v| v.mongod.clone())
         .unwrap_or_else(|| "unknown".into());
     let mut report = report_of(&plan, r.work, &r.out, r.format);
-    report.namespaces = rows(&plan, &replica);
+    report.accept_incidents = r.accept_incidents;
+    // With --ns, the table shows what --out holds.
+    report.namespaces = rows(&plan, &replica)
+        .into_iter()
+        .filter(|n| include(&n.ns) || include(&view_name(&n.ns)))
+        .collect();
     let result = (|| -> Result<(), Failure> {
         if plan.lint_errors() > 0 {
             // The lint's errors are about mongorestore and the spare mongod; the
@@ -193,9 +211,21 @@ pub fn run(
     });
     drop(replica);
     drop(spill);
+    if result.is_ok() {
+        report.handover = handover_commands(&plan, &report, r.format, filter.is_some());
+        if report.stake.has_incidents() && !r.accept_incidents {
+            report.result = ResultKind::IncidentReplayed;
+            report.exit_code = 1;
+        }
+    }
     if let Err(f) = &result {
-        report.result = "ERROR";
-        report.exit_code = 2;
+        let interrupted = f.exit_code() >= 128;
+        report.result = if interrupted {
+            ResultKind::Interrupted
+        } else {
+            ResultKind::Error
+        };
+        report.exit_code = if interrupted { f.exit_code() } else { 2 };
         report.out = None;
         report.error = Some(ErrorRecord {
             message: f.message().to_string(),
@@ -206,6 +236,49 @@ pub fn run(
         eprintln!("warning: cannot write the report: {e}");
     }
     (Some(report), result)
+}
+
+/// A time-series collection's name for its buckets namespace (as `--ns` names it).
+fn view_name(ns: &str) -> String {
+    crate::forensics::namespaces::timeseries_view(ns).unwrap_or_else(|| ns.to_string())
+}
+
+/// The mongorestore commands for the dump: the incident's namespaces when the
+/// restore point is one, else (with --ns) the namespaces the dump holds, else all.
+fn handover_commands(
+    plan: &RestorePlan,
+    report: &EmbeddedReport,
+    format: DumpFormat,
+    ns_filtered: bool,
+) -> Vec<HandoverCommand> {
+    let Some(out) = &report.out else {
+        return Vec::new();
+    };
+    let form = match format {
+        DumpFormat::Directory { gzip } => DumpForm {
+            archive: false,
+            gzip,
+        },
+        DumpFormat::Archive { gzip } => DumpForm {
+            archive: true,
+            gzip,
+        },
+    };
+    let affected: Vec<String> = match (&plan.until.finding, ns_filtered) {
+        (Some(f), _) if f.oplog_limit == plan.until.limit => handover::affected(f),
+        (_, true) => {
+            let mut v: Vec<String> = report
+                .namespaces
+                .iter()
+                .filter(|n| n.exists)
+                .map(|n| view_name(&n.ns))
+                .collect();
+            v.dedup();
+            v
+        }
+        _ => Vec::new(),
+    };
+    handover::commands(out, form, &affected)
 }
 
 fn interrupted() -> Failure {
@@ -219,8 +292,11 @@ fn report_of(plan: &RestorePlan, work: &WorkDir, out: &Path, format: DumpFormat)
         format: super::report::FORMAT,
         engine: "embedded",
         pitr_version: env!("CARGO_PKG_VERSION"),
-        result: "PASSED",
+        result: ResultKind::Restored,
         exit_code: 0,
+        accept_incidents: false,
+        stake: plan.stake.clone(),
+        handover: Vec::new(),
         workdir: work.root.display().to_string(),
         plan_file: work.plan_dir().join("plan.json").display().to_string(),
         report_md: work.report_md().display().to_string(),
@@ -473,8 +549,9 @@ pub fn markdown(r: &EmbeddedReport) -> String {
     let mut s = String::new();
     let p = &r.restore_point;
     s.push_str(&format!(
-        "# pitr replay: {} (engine: embedded)\n\n",
-        r.result
+        "# pitr replay (engine: embedded)\n\n**Result: {}** (exit code {})\n\n",
+        r.result.headline(),
+        r.exit_code
     ));
     s.push_str(&format!(
         "Restore point: limit `{}` ({}), exclusive: entries with ts < {} applied. {}\n\n",
@@ -484,12 +561,18 @@ pub fn markdown(r: &EmbeddedReport) -> String {
         "Backup `{}`, complete up to `{}` ({}).\n\n",
         r.backup.dir, r.backup.end_ts, r.backup.end_utc
     ));
-    s.push_str("Engine: **embedded** (pitr applied the backup and the oplog itself, as the source's secondaries apply them; no mongod, no mongorestore).\n\n");
+    s.push_str("Engine: **embedded** (pitr applied the backup and the oplog itself, as the source's secondaries apply them; no mongod, no mongorestore; nothing was verified against a server).\n\n");
+    s.push_str("## At stake\n\n```\n");
+    for line in r.stake.text_lines(p.limit).iter().skip(1) {
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push_str("```\n\n");
+    if r.accept_incidents && r.stake.has_incidents() {
+        s.push_str("The incidents above were replayed deliberately (`--accept-incidents`).\n\n");
+    }
     if let Some(o) = &r.out {
-        s.push_str(&format!(
-            "Output: `{o}` ({}), restorable with `mongorestore`.\n\n",
-            r.out_format
-        ));
+        s.push_str(&format!("Output: `{o}` ({}).\n\n", r.out_format));
     }
     s.push_str("| namespace | in backup | at backup end | at limit | dbHash (md5) |\n|---|---|---|---|---|\n");
     for n in &r.namespaces {
@@ -497,34 +580,34 @@ pub fn markdown(r: &EmbeddedReport) -> String {
         s.push_str(&format!("| {ns} | {backup} | {end} | {limit} | {md5} |\n"));
     }
     if let Some(d) = &r.destroyed {
-        s.push_str(&format!(
-            "\nThe {} of `{}` at `{}` destroys **{} documents**{}{}.\n",
-            d.kind,
-            d.ns,
-            d.ts,
-            d.documents,
-            d.num_records
-                .map(|n| format!(" (the entry recorded numRecords {n})"))
-                .unwrap_or_default(),
-            d.out
-                .as_ref()
-                .map(|o| format!("; written on their own to `{o}`"))
-                .unwrap_or_default()
-        ));
+        let sentence = destroyed_sentence(d);
+        s.push_str(&format!("\nT{}.\n", &sentence[1..]));
+    }
+    if !r.handover.is_empty() {
+        s.push_str("\n## Hand over\n\nAdd the target's connection (e.g. `--uri`); mongorestore defaults to localhost:27017.\n\n```sh\n");
+        for c in &r.handover {
+            s.push_str(&format!("# {}\n{}\n", c.what, c.command));
+        }
+        s.push_str("```\n");
     }
     if let Some(st) = &r.engine_stats {
         s.push_str(&format!(
-            "\nEngine: {} operations applied in {:.1} s; {} backup-oplog entries found their document already in a later state; \
-             {} commands found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}.\n",
+            "\nEngine: {} operation{} applied in {:.1} s; {} backup-oplog entr{} found their document already in a later state; \
+             {} command{} found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}.\n",
             st.entries_applied,
+            plural(st.entries_applied, "", "s"),
             st.seconds,
             st.tolerated_idempotent,
+            plural(st.tolerated_idempotent, "y", "ies"),
             st.tolerated_acceptable,
+            plural(st.tolerated_acceptable, "", "s"),
             match st.unlisted_timeseries_indexes {
                 0 => String::new(),
                 n => format!(
-                    " {n} index(es) built on time-series buckets are not dumped (listIndexes on \
-                     the time-series collection does not show them, so mongodump would not dump them either);"
+                    " {n} index{} built on time-series buckets {} not dumped (listIndexes on \
+                     the time-series collection does not show them, so mongodump would not dump them either);",
+                    plural(n, "", "es"),
+                    plural(n, "is", "are")
                 ),
             },
             st.memory_budget >> 20,
@@ -545,6 +628,34 @@ pub fn markdown(r: &EmbeddedReport) -> String {
         }
     }
     s
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// `the drop of shop.orders at 1795223165:1 destroys 113 documents (numRecords
+/// 113); they alone are in ...`
+fn destroyed_sentence(d: &Destroyed) -> String {
+    format!(
+        "the {} of {} at {} destroys {} document{}{}{}",
+        d.kind,
+        d.ns,
+        d.ts,
+        d.documents,
+        plural(d.documents, "", "s"),
+        d.num_records
+            .map(|n| format!(" (the entry recorded numRecords {n})"))
+            .unwrap_or_default(),
+        d.out
+            .as_ref()
+            .map(|o| format!("; they alone are in {o}"))
+            .unwrap_or_default()
+    )
 }
 
 /// The summary printed on stdout.
@@ -579,42 +690,44 @@ pub fn summary(r: &EmbeddedReport) -> String {
         ));
     }
     if let Some(d) = &r.destroyed {
+        s.push_str(&format!("Incident  {}\n", destroyed_sentence(d)));
+    }
+    if let (Some(o), None) = (&r.out, &r.error) {
         s.push_str(&format!(
-            "Incident  the {} of {} at {} destroys {} document(s){}{}\n",
-            d.kind,
-            d.ns,
-            d.ts,
-            d.documents,
-            d.num_records
-                .map(|n| format!(" (numRecords {n})"))
-                .unwrap_or_default(),
-            d.out
-                .as_ref()
-                .map(|o| format!("; they alone are in {o}"))
-                .unwrap_or_default()
+            "Output    the state just before {} is in {o} ({})\n",
+            p.limit, r.out_format
+        ));
+        for line in handover::text_lines(o, &r.handover).iter().skip(1) {
+            s.push_str(&format!("  {}\n", line.trim_start()));
+        }
+    }
+    if r.stake.has_incidents() {
+        let list: Vec<String> = r.stake.incidents.iter().map(|i| i.describe()).collect();
+        s.push_str(&format!(
+            "Replayed  {} incident{}{}: {}\n",
+            list.len(),
+            plural(list.len() as u64, "", "s"),
+            if r.accept_incidents {
+                " on purpose (--accept-incidents)"
+            } else {
+                ", NOT undone"
+            },
+            list.join("; ")
         ));
     }
-    match (&r.error, &r.out) {
-        (Some(e), _) => s.push_str(&format!("{}: {}\n", r.result, e.message)),
-        (None, Some(o)) => s.push_str(&format!(
-            "{}: the state just before {} is in {} ({}); restore it with: mongorestore {}{}\n",
-            r.result,
-            p.limit,
-            o,
-            r.out_format,
-            if r.out_format.starts_with("archive") {
-                format!("--archive={o}")
-            } else {
-                o.clone()
-            },
-            if r.out_format.contains("gzip") {
-                " --gzip"
-            } else {
-                ""
-            }
-        )),
-        (None, None) => {}
-    }
     s.push_str(&format!("Report    {}\n", r.report_md));
+    match &r.error {
+        Some(e) => s.push_str(&format!(
+            "Result    {}: {} (exit {})\n",
+            r.result.headline(),
+            e.message,
+            r.exit_code
+        )),
+        None => s.push_str(&format!(
+            "Result    {} (exit {})\n",
+            r.result.headline(),
+            r.exit_code
+        )),
+    }
     s
 }

@@ -21,6 +21,7 @@ pub mod commands;
 pub mod dry_run;
 pub mod embedded;
 pub mod error;
+pub mod handover;
 pub mod markdown;
 pub mod progress;
 pub mod record;

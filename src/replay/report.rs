@@ -1,8 +1,9 @@
 //! The replay report: `report.json` (machine, format `pitr-replay-report/1`) and
 //! `report.md` (for the post-mortem, see [`super::markdown`]), both in the work dir.
 //!
-//! JSON keys: `format`, `pitr_version`, `result` (`passed`, `verify_failed`,
-//! `error`, `interrupted`), `exit_code`, `standin` (a stand-in program or server
+//! JSON keys: `format`, `pitr_version`, `result` (`passed`, `incident_replayed`,
+//! `verify_failed`, `error`, `interrupted`), `exit_code`, `accept_incidents`,
+//! `stake` (the plan's: incidents replayed, writes left out), `standin` (a stand-in program or server
 //! took part: NOT a real MongoDB result), `standin_warning`, `started_utc`,
 //! `finished_utc`, `duration_ms`, `workdir`, `logs_dir`, `plan_file`, `report_md`,
 //! `restore_point` (`until`, `limit`, `limit_utc`, `exclusive`, `explanation`,
@@ -37,7 +38,13 @@ pub const FORMAT: &str = "pitr-replay-report/1";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultKind {
+    /// `--engine mongod`: restored, replayed and verified against the spare.
     Passed,
+    /// The embedded engine: applied and hashed in-process; no server checked it.
+    Restored,
+    /// Restored, but the replayed range holds a critical or high incident and
+    /// `--accept-incidents` was not given: the restore holds its damage (exit 1).
+    IncidentReplayed,
     VerifyFailed,
     Error,
     Interrupted,
@@ -47,6 +54,13 @@ impl ResultKind {
     pub fn headline(self) -> &'static str {
         match self {
             ResultKind::Passed => "PASSED: restored, replayed and verified",
+            ResultKind::Restored => {
+                "RESTORED AND HASHED: applied in-process and hashed (no server verified it)"
+            }
+            ResultKind::IncidentReplayed => {
+                "INCIDENT REPLAYED: the restore holds the damage of the incident(s) under `At stake`; \
+                 choose an earlier --until, or pass --accept-incidents if this is what you want"
+            }
             ResultKind::VerifyFailed => {
                 "VERIFY FAILED: restored and replayed, but the counts do not match the plan"
             }
@@ -91,6 +105,10 @@ pub struct ReplayReport {
     pub pitr_version: &'static str,
     pub result: ResultKind,
     pub exit_code: u8,
+    /// `--accept-incidents` was given.
+    pub accept_incidents: bool,
+    /// What the restore replays and leaves out (the plan's `stake`).
+    pub stake: crate::plan::stake::Stake,
     pub standin: bool,
     pub standin_warning: Option<String>,
     pub started_utc: String,
@@ -132,12 +150,16 @@ impl ReplayReport {
         ex: &Execution,
         timing: Timing,
         interrupted_code: Option<u8>,
+        accept_incidents: bool,
     ) -> ReplayReport {
         let verify_failed = ex.verify.as_ref().is_some_and(|v| !v.passed);
         let (result, exit_code) = match interrupted_code {
             Some(code) => (ResultKind::Interrupted, code),
             None if ex.error.is_some() => (ResultKind::Error, 2),
             None if verify_failed => (ResultKind::VerifyFailed, 1),
+            None if plan.stake.has_incidents() && !accept_incidents => {
+                (ResultKind::IncidentReplayed, 1)
+            }
             None => (ResultKind::Passed, 0),
         };
         let mut who: Vec<&str> = tools.standins();
@@ -152,6 +174,8 @@ impl ReplayReport {
             pitr_version: env!("CARGO_PKG_VERSION"),
             result,
             exit_code,
+            accept_incidents,
+            stake: plan.stake.clone(),
             standin,
             standin_warning: standin.then(|| {
                 format!(
@@ -290,7 +314,7 @@ mod tests {
             started_utc: "2026-11-22T00:00:00.000Z".into(),
             duration_ms: 1500,
         };
-        let r = ReplayReport::build(&plan, &work, &tools, &ex, timing(), None);
+        let r = ReplayReport::build(&plan, &work, &tools, &ex, timing(), None, false);
         assert_eq!((r.result, r.exit_code), (ResultKind::Error, 2));
         assert_eq!(
             r.standin_warning.as_deref(),
@@ -319,7 +343,7 @@ mod tests {
             text.contains("Result    ERROR: a step failed (exit 2)"),
             "{text}"
         );
-        let r = ReplayReport::build(&plan, &work, &tools, &ex, timing(), Some(130));
+        let r = ReplayReport::build(&plan, &work, &tools, &ex, timing(), Some(130), false);
         assert_eq!((r.result, r.exit_code), (ResultKind::Interrupted, 130));
         r.write(&work).unwrap();
         let back: serde_json::Value =

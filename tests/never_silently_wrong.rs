@@ -1,0 +1,284 @@
+//! Issue "never silently wrong": paths where pitr used to give a confident answer
+//! that was wrong, or stayed silent where a person needs it to shout. Each test
+//! runs the real binary on the bundled incident (or on real peer data) as a tired
+//! on-call engineer would, and names the behaviour it pins.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/incident")
+}
+
+fn backup() -> String {
+    fixture().join("backup").display().to_string()
+}
+
+fn oplog() -> String {
+    fixture().join("oplog.bson").display().to_string()
+}
+
+fn show(o: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    )
+}
+
+/// Pinned: `replay --until 01:10` replays the drop of `shop.orders` (01:06) and the
+/// dropDatabase of `analytics` (01:09) and used to print PASSED with exit 0, the only
+/// sign a count of 4 in a table.
+#[test]
+fn a_restore_past_the_incident_says_so_before_applying_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (b, op) = (backup(), oplog());
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "replay",
+            "--backup",
+            &b,
+            "--oplog",
+            &op,
+            "--until",
+            "2026-11-21T01:10:00Z",
+        ];
+        a.extend_from_slice(extra);
+        pitr_in(tmp.path(), &a)
+    };
+    let o = run(&["--out", "late"]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let (so, se) = (stdout(&o), stderr(&o));
+    assert!(!so.contains("PASSED"), "{}", show(&o));
+    assert!(so.contains("INCIDENT REPLAYED"), "{}", show(&o));
+    assert!(
+        so.contains(
+            "drop of shop.orders at 1795223165:1; dropDatabase of analytics at 1795223380:2"
+        ),
+        "{}",
+        show(&o)
+    );
+    // Before anything is applied: what is replayed, what is left out, the way back.
+    assert!(se.contains("REPLAYS 2 incidents"), "{}", show(&o));
+    assert!(
+        se.contains("to stop before it: --until 1795223165:1"),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        se.contains("--until 1795223400:1 --skip 1795223165:1"),
+        "{}",
+        show(&o)
+    );
+    assert!(se.contains("LEAVES OUT"), "{}", show(&o));
+    let stake_at = se.find("At stake").unwrap();
+    assert!(
+        se.find("NAMESPACE").unwrap() > stake_at,
+        "the stake comes first: {}",
+        show(&o)
+    );
+    // The dump is still complete: the verdict is about what it holds.
+    assert!(tmp.path().join("late").is_dir());
+    let report: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(
+            fs::read_dir(tmp.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("pitr-replay-")
+                })
+                .unwrap()
+                .join("report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["result"], "incident_replayed");
+    assert_eq!(report["stake"]["incidents"].as_array().unwrap().len(), 2);
+    assert!(report["stake"]["lost_operations"].as_u64().unwrap() > 0);
+
+    // Deliberately: exit 0, and the summary says it was on purpose.
+    let o = run(&["--out", "late2", "--accept-incidents"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        stdout(&o).contains("on purpose (--accept-incidents)"),
+        "{}",
+        show(&o)
+    );
+    assert!(stdout(&o).contains("RESTORED AND HASHED"), "{}", show(&o));
+
+    // The dry run exits with the code the real run would.
+    let o = run(&["--dry-run"]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(stdout(&o).contains("At stake"), "{}", show(&o));
+
+    // Stopping before the first incident replays none of them.
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--out",
+            "ok",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("replays  no critical or high incident"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// Pinned: a 2020 oplog beside a 2026 backup applied nothing and printed PASSED.
+#[test]
+fn an_oplog_that_cannot_belong_to_the_backup_is_refused_naming_both_ranges() {
+    let Some(peer) = peer_dir("an_oplog_that_cannot_belong_to_the_backup_is_refused") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let foreign = peer.join("mongorestore/testdata/commit_indexes_build/oplog.bson");
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            foreign.to_str().unwrap(),
+            "--until",
+            "end",
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let se = stderr(&o);
+    assert!(se.contains("before the backup's end 1795222807:3"), "{se}");
+    assert!(
+        se.contains("1588114149:1 .. 1588114270:1") && se.contains("1795222800:1 .. 1795222807:3"),
+        "both ranges: {se}"
+    );
+    assert!(se.contains("hint:"), "{se}");
+    assert!(!tmp.path().join("x").exists());
+}
+
+/// Pinned: an oplog that covers the backup's end but holds other entries there (another
+/// replica set, or a rollback of what the backup captured) was only a warning.
+#[test]
+fn an_oplog_of_another_history_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = fs::read(oplog()).unwrap();
+    let mut out = Vec::new();
+    let mut changed = 0;
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+        let mut d = bson::Document::from_reader(&rest[..len]).unwrap();
+        rest = &rest[len..];
+        let ts = d.get_timestamp("ts").unwrap();
+        if (ts.time, ts.increment) == (1795222807, 3) {
+            // Another term at the backup's end: another history.
+            d.insert("t", 99i64);
+            changed += 1;
+        }
+        out.extend(bson::to_vec(&d).unwrap());
+    }
+    assert_eq!(
+        changed, 1,
+        "the fixture's oplog holds the backup's last entry"
+    );
+    let other = tmp.path().join("other.bson");
+    fs::write(&other, out).unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            other.to_str().unwrap(),
+            "--until",
+            "auto",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let se = stderr(&o);
+    assert!(se.contains("are not the same history"), "{se}");
+    assert!(se.contains("another entry at 1795222807:3"), "{se}");
+    assert!(se.contains("rolled back"), "{se}");
+}
+
+/// Pinned: "restore it with: mongorestore restored" rolled every namespace back; an
+/// embedded run said PASSED although no server verified anything.
+#[test]
+fn the_handover_restores_what_the_incident_touched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--out",
+            "restored",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let so = stdout(&o);
+    assert!(!so.contains("PASSED"), "{so}");
+    assert!(so.contains("RESTORED AND HASHED"), "{so}");
+    let dir = tmp.path().join("restored").display().to_string();
+    assert!(
+        so.contains(&format!("mongorestore --nsInclude=shop.orders {dir}\n")),
+        "{so}"
+    );
+    assert!(
+        so.contains(&format!(
+            "mongorestore --nsInclude=shop.orders --nsFrom=shop.orders --nsTo=shop.orders_restored {dir}\n"
+        )),
+        "{so}"
+    );
+
+    // With --ns, the table lists only what --out holds.
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--ns",
+            "shop.orders",
+            "--out",
+            "only",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let so = stdout(&o);
+    assert!(so.contains("\nshop.orders "), "{so}");
+    assert!(
+        !so.contains("analytics.") && !so.contains("shop.payments"),
+        "{so}"
+    );
+}
