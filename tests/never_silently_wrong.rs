@@ -282,3 +282,141 @@ fn the_handover_restores_what_the_incident_touched() {
         "{so}"
     );
 }
+
+/// Pinned: `find-drop --ns shop.ordrs` said nothing destructive was found, and
+/// `plan --ns shop.ordrs` wrote a plan that replays nothing.
+#[test]
+fn a_filter_that_matches_nothing_is_an_error_naming_the_closest() {
+    let o = pitr(&["find-drop", &oplog(), "--ns", "shop.ordrs"]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("--ns `shop.ordrs` matches no namespace")
+            && stderr(&o).contains("the closest: `shop.orders`"),
+        "{}",
+        show(&o)
+    );
+    // A namespace that exists but saw nothing destructive is "nothing found" (1).
+    let o = pitr(&["find-drop", &oplog(), "--ns", "shop.clicks"]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    // A collection of a dropped database matches through the dropDatabase.
+    let o = pitr(&["find-drop", &oplog(), "--ns", "analytics.pageviews"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let o = pitr(&["find-drop", &oplog(), "--since", "2026-12-01T00:00:00Z"]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("is after the last entry") && stderr(&o).contains("1795224522:1"),
+        "{}",
+        show(&o)
+    );
+    let o = pitr(&["find-drop", &oplog(), "--until", "2026-11-01T00:00:00Z"]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "end",
+            "--ns",
+            "shop.ordrs",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("the closest: `shop.orders`"),
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+/// Pinned: find-drop's "by hand" hint said to put the replica set's oplog in place of
+/// the backup's oplog.bson, which drops the writes made during the dump.
+#[test]
+fn the_by_hand_hint_keeps_the_backups_own_entries() {
+    let o = pitr(&["find-drop", &oplog()]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let so = stdout(&o);
+    assert!(!so.contains("as oplog.bson"), "{so}");
+    assert!(
+        so.contains("pitr plan --backup <BACKUP_DIR>")
+            && so.contains("mongorestore --oplogReplay --oplogLimit 1795223165:1 plan/restore"),
+        "{so}"
+    );
+}
+
+/// Pinned: skipping the drop of `shop.orders`, which the application then re-created,
+/// failed at the insert 1795223236:1 as "different histories". The server refuses
+/// the `create` at 1795223208:1; pitr stops there and prints the two restores that
+/// work, which are run here as printed.
+#[test]
+fn a_skipped_drop_then_recreated_stops_at_the_create_with_the_way_that_works() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "1795223380:2",
+            "--skip",
+            "1795223165:1",
+            "--out",
+            "x",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let se = stderr(&o);
+    assert!(
+        se.contains("cannot apply the `c` entry 1795223208:1"),
+        "{se}"
+    );
+    assert!(!tmp.path().join("x").exists());
+    let cmds: Vec<String> = se
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("pitr replay --backup"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(cmds.len(), 2, "{se}");
+    assert!(
+        cmds[0].contains("--until 1795223165:1 --ns shop.orders"),
+        "{}",
+        cmds[0]
+    );
+    for c in &cmds {
+        let args: Vec<&str> = c.split_whitespace().skip(1).collect();
+        let o = pitr_in(tmp.path(), &args);
+        assert_eq!(code(&o), 0, "{c}: {}", show(&o));
+    }
+    let before = tmp.path().join("x-orders-before-drop/shop/orders.bson");
+    assert_eq!(
+        replay_bson_docs(&before),
+        113,
+        "the orders as they were before the drop"
+    );
+}
+
+fn replay_bson_docs(path: &Path) -> usize {
+    let bytes = fs::read(path).unwrap();
+    let mut n = 0;
+    let mut rest = &bytes[..];
+    while rest.len() >= 4 {
+        let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
+        rest = &rest[len..];
+        n += 1;
+    }
+    n
+}

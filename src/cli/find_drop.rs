@@ -8,6 +8,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::backup;
 use crate::error::{exit, Failure};
+use crate::forensics::seen::{closest_text, Seen};
 use crate::forensics::{BurstRule, Catalog, Finding, Kind, Scanner, Severity};
 use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::{ReadOptions, Ts};
@@ -128,12 +129,21 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
         allow_truncated: a.allow_truncated,
     };
     let mut live_notes = Vec::new();
+    // With a filter, what the oplog held: a filter that matches nothing is an error,
+    // not "nothing happened".
+    let mut seen = (!a.ns.is_empty() || a.since.is_some() || a.until.is_some()).then(Seen::default);
     let summary = match &a.uri {
         Some(uri) => live::scan(uri, &a, &mut scanner, &mut live_notes)?,
         None => scan_sources_in(&a.sources, opts, !a.json, &archive_range(&a), |doc| {
+            if let Some(s) = seen.as_mut() {
+                s.feed(doc)?;
+            }
             scanner.feed_bytes(doc)
         })?,
     };
+    if let Some(s) = &seen {
+        check_filters_match(&a, s, &summary.names)?;
+    }
     let out_of_order = scanner.stats().out_of_order;
     let (findings, stats) = scanner.finish();
     let kept: Vec<Finding> = findings.into_iter().filter(|f| filter.keep(f)).collect();
@@ -172,6 +182,58 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// A `--ns`, `--since` or `--until` that matches nothing in the oplog read is an
+/// error naming the value (and, for a namespace, the closest ones seen).
+fn check_filters_match(a: &FindDropArgs, s: &Seen, names: &[String]) -> Result<(), Failure> {
+    let input = names.join(", ");
+    for g in &a.ns {
+        let Ok(glob) = Glob::new(g) else { continue };
+        let m = glob.compile_matcher();
+        let hit = s.namespaces.iter().any(|ns| {
+            m.is_match(ns)
+                // A dropped database covers every collection of it.
+                || ns.strip_suffix(".*").is_some_and(|db| {
+                    g.split_once('.').is_some_and(|(gdb, _)| Glob::new(gdb).is_ok_and(|d| d.compile_matcher().is_match(db)))
+                })
+        });
+        if !hit && s.more == 0 {
+            return Err(Failure::new(format!(
+                "--ns `{g}` matches no namespace in the {} entr{} of {input}{}",
+                s.entries,
+                if s.entries == 1 { "y" } else { "ies" },
+                closest_text(g, s.namespaces.iter())
+            ))
+            .with_hint(
+                "check the spelling (`pitr oplog stats` lists the namespaces an oplog writes); a filter that matches \
+                 nothing is refused so that a typo cannot read as \"nothing happened\"",
+            ));
+        }
+    }
+    let range = match (s.first, s.last) {
+        (Some(f), Some(l)) => format!("{f} ({}) .. {l} ({})", f.utc_string(), l.utc_string()),
+        _ => "no entries".to_string(),
+    };
+    if let Some(since) = &a.since {
+        if s.last.is_none_or(|l| l < since.ts) {
+            return Err(Failure::new(format!(
+                "--since `{}` ({}) is after the last entry of {input} (it covers {range})",
+                since.input, since.ts
+            ))
+            .with_hint("nothing at or after it was read: use an earlier --since, or a newer oplog dump or archive"));
+        }
+    }
+    if let Some(until) = &a.until {
+        if s.first.is_none_or(|f| f >= until.ts) {
+            return Err(Failure::new(format!(
+                "--until `{}` ({}) is not after the first entry of {input} (it covers {range})",
+                until.input, until.ts
+            ))
+            .with_hint("nothing before it was read: use a later --until, or an older oplog dump or archive"));
+        }
+    }
+    Ok(())
 }
 
 /// Notes on routine operations (the hidden ones counted, any that deserve a look
@@ -447,9 +509,13 @@ fn render_table(
             "  pitr replay --backup <BACKUP_DIR> --oplog {oplog} --until {} --dry-run   # check, then drop --dry-run",
             t.oplog_limit
         )?;
+        // Not "put this oplog in place of the backup's oplog.bson": that loses the
+        // writes made while the dump ran (the backup's own entries). `pitr plan`
+        // writes `restore/`: the backup's databases and one oplog.bson holding the
+        // backup's own entries, then the slice.
         writeln!(
             out,
-            "  # by hand: mongorestore --oplogReplay --oplogLimit {} <backup dir with this oplog as oplog.bson>",
+            "  # by hand: pitr plan --backup <BACKUP_DIR> --oplog {oplog} --until {0} --out plan, then (into a spare mongod):\n  #   mongorestore --oplogReplay --oplogLimit {0} plan/restore",
             t.oplog_limit
         )?;
     }

@@ -9,6 +9,7 @@ pub mod routine;
 #[cfg(test)]
 mod routine_tests;
 pub mod scanner;
+pub mod seen;
 pub mod timeline;
 pub mod updates;
 

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::forensics::seen::closest_text;
 use crate::forensics::{Catalog, Kind, Severity};
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, ReadOptions, Ts};
@@ -205,6 +206,7 @@ pub fn build_with_model(
 
     // The limit, coverage, and the --skip positions.
     let known_ns: Vec<String> = inv.namespaces.iter().map(|n| n.ns.clone()).collect();
+    check_ns_globs(&req.ns, &known_ns, &oplog_scan)?;
     let mut until = until::resolve(
         &req.until,
         backup_end,
@@ -756,6 +758,36 @@ impl PhaseTimer {
             self.last.set(now);
         }
     }
+}
+
+/// Every `--ns` glob must match a namespace of the backup or one the oplog acts on.
+fn check_ns_globs(
+    globs: &[String],
+    known_ns: &[String],
+    oplog: &OplogScan,
+) -> Result<(), PlanError> {
+    for g in globs {
+        let Some(f) = NsFilter::new(std::slice::from_ref(g))? else {
+            continue;
+        };
+        let seen = &oplog.seen;
+        let hit = known_ns.iter().chain(seen.namespaces.iter()).any(|ns| {
+            // A dropped database (`db.*`) stands for every collection of it.
+            f.matches(ns)
+                || ns.strip_suffix(".*").is_some_and(|db| {
+                    g.split_once('.')
+                        .is_some_and(|(gdb, _)| gdb == db || gdb == "*")
+                })
+        });
+        if !hit && seen.more == 0 {
+            return Err(PlanError::NsUnmatched {
+                glob: g.clone(),
+                oplog: oplog.name.clone(),
+                closest: closest_text(g, known_ns.iter().chain(seen.namespaces.iter())),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn skip_positions(skip: &[TimeValue]) -> Result<Vec<Ts>, PlanError> {

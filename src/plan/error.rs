@@ -58,6 +58,13 @@ pub enum PlanError {
     )]
     OplogStdin,
 
+    #[error("--ns `{glob}` matches no namespace of the backup and none the oplog `{oplog}` acts on{closest}")]
+    NsUnmatched {
+        glob: String,
+        oplog: String,
+        closest: String,
+    },
+
     #[error("--skip `{input}` is not an exact oplog position `t:i`")]
     SkipNotExact { input: String },
 
@@ -116,6 +123,11 @@ impl Hint for PlanError {
                 "use `db.coll`, `db.*` or `*.coll` (`*` matches any characters, `?` one)".into()
             }
             PlanError::OplogStdin => "save the oplog to a file first and pass its path".into(),
+            PlanError::NsUnmatched { .. } => {
+                "check the spelling (`pitr plan` lists the backup's namespaces, `pitr oplog stats` the oplog's); a --ns \
+                 that matches nothing is refused so that a typo cannot read as a restore of nothing"
+                    .into()
+            }
             PlanError::SkipNotExact { .. } => {
                 "--skip takes the exact `t:i` of one oplog entry, e.g. from `pitr find-drop` or `pitr oplog cat`".into()
             }

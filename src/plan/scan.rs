@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::forensics::seen::Seen;
 use crate::forensics::{BurstRule, Catalog, Finding, Scanner};
 use crate::oplog::entry::as_i64;
 use crate::oplog::oplog_archive::ChunkRange;
@@ -137,6 +138,8 @@ pub struct OplogScan {
     pub gaps: Vec<(Ts, Ts)>,
     /// With [`Probe::remember`]: the last entries' hashes.
     pub remembered: Remembered,
+    /// With [`Probe::ns_filter`]: the namespaces the oplog acts on.
+    pub seen: Seen,
 }
 
 impl OplogScan {
@@ -199,6 +202,12 @@ pub fn scan(
         }
         if probe.remember {
             s.remembered.push(ts, e.raw.as_bytes());
+        }
+        if probe.ns_filter.is_some() {
+            let (offset, index) = (e.offset, e.index);
+            s.seen
+                .feed(e.raw.as_bytes())
+                .map_err(|err| PlanError::from(not_an_entry(s.name.clone(), offset, index, err)))?;
         }
         if let Some(h) = probe.history {
             h.borrow_mut().see(ts, e.raw.as_bytes());

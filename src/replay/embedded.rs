@@ -168,6 +168,9 @@ pub fn run(
         Err(plan::PlanError::Replica(ReplicaError::Interrupted)) => {
             return (None, Err(interrupted()));
         }
+        Err(plan::PlanError::Replica(e @ ReplicaError::CreateOverExisting { .. })) => {
+            return (None, Err(recreated_after_skip(&req, &r.out, e)));
+        }
         Err(e) => return (None, Err(e.into())),
     };
     let mut replica = model.into_replica();
@@ -279,6 +282,43 @@ fn handover_commands(
         _ => Vec::new(),
     };
     handover::commands(out, form, &affected)
+}
+
+/// A `--skip`ped drop whose collection the application re-created: the server
+/// would stop at the `create`; the way that works is two restores, ready to paste.
+fn recreated_after_skip(req: &PlanRequest, out: &Path, e: ReplicaError) -> Failure {
+    let ReplicaError::CreateOverExisting { ts, ref ns, .. } = e else {
+        return Failure::from(e);
+    };
+    let drop = req.skip.iter().map(|s| s.ts).filter(|s| *s < ts).max();
+    let Some(drop) = drop else {
+        return Failure::from(e);
+    };
+    let q = |s: &str| crate::plan::steps::shell_line(&[s.to_string()]);
+    let backup = q(&req.backup.display().to_string());
+    let oplog = q(&req.oplog);
+    let name = out.display().to_string();
+    let coll = ns.split_once('.').map_or(ns.as_str(), |(_, c)| c);
+    let first = format!(
+        "pitr replay --backup {backup} --oplog {oplog} --until {drop} --ns {} --out {}",
+        q(ns),
+        q(&format!("{name}-{coll}-before-drop"))
+    );
+    let mut second = format!(
+        "pitr replay --backup {backup} --oplog {oplog} --until {} --accept-incidents --out {}",
+        q(&req.until.to_string()),
+        q(&name)
+    );
+    for s in req.skip.iter().filter(|s| s.ts != drop) {
+        second.push_str(&format!(" --skip {}", s.ts));
+    }
+    let message = format!(
+        "{e}: --skip {drop} left out the drop of `{ns}`, but the application re-created `{ns}` at {ts}"
+    );
+    Failure::new(message).with_hint(format!(
+        "restore the dropped collection on its own to just before its drop, and the rest to the later point \
+         (where `{ns}` is the re-created collection), then hand over the first under a new name:\n  {first}\n  {second}"
+    ))
 }
 
 fn interrupted() -> Failure {

@@ -52,7 +52,7 @@ pub(super) fn apply(r: &mut Replica, op: &Entry<'_>, phase: Phase) -> Result<(),
     let db = op.db();
     let target = || o.get_str(name).ok().map(|c| format!("{db}.{c}"));
     match name {
-        "create" => create(r, op, o, target()),
+        "create" => create(r, op, o, target(), phase),
         "drop" => {
             let ns = named(op, target())?;
             let found = r.drop_ns(&ns)?;
@@ -161,6 +161,7 @@ fn create(
     op: &Entry<'_>,
     o: &RawDocument,
     ns: Option<String>,
+    phase: Phase,
 ) -> Result<(), ReplicaError> {
     let ns = named(op, ns)?;
     let options = without(o, &["create", "idIndex"]);
@@ -181,6 +182,25 @@ fn create(
     } else {
         (ns.clone(), CollKind::Collection)
     };
+    let uuid = op.ui.and_then(|u| <[u8; 16]>::try_from(u).ok());
+    // Steady-state application (the slice, applied strictly) never renames an
+    // existing collection out of the way: a create with a UUID over a collection of
+    // that name with another UUID stops a secondary (`create_collection.cpp`
+    // `createCollectionForApplyOps`: `invariant(!needsRenaming ||
+    // allowRenameOutOfTheWay)`; `oplog.cpp` passes false for kSecondary).
+    if phase == Phase::Strict {
+        let existing = r.get(&data_ns).and_then(|c| c.uuid);
+        if let (Some(new), Some(old)) = (uuid, existing) {
+            if new != old {
+                return Err(ReplicaError::CreateOverExisting {
+                    ts: op.ts,
+                    ns: data_ns,
+                    existing_uuid: crate::oplog::entry::format_uuid(&old),
+                    new_uuid: crate::oplog::entry::format_uuid(&new),
+                });
+            }
+        }
+    }
     // NamespaceExists is acceptable: an existing collection keeps its options
     // (`createCollectionForApplyOps` without a UUID match changes nothing).
     if r.exists(&data_ns) {
@@ -203,7 +223,6 @@ fn create(
             Err(_) => vec![default_id_index()],
         },
     };
-    let uuid = op.ui.and_then(|u| <[u8; 16]>::try_from(u).ok());
     r.create(&data_ns, |slot| {
         let mut c = CollInfo::new(slot, kind);
         c.options = options;

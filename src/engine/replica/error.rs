@@ -16,6 +16,24 @@ pub enum ReplicaError {
         op: String,
         why: String,
     },
+    /// A `create` with a UUID over a collection of that name with another UUID:
+    /// a secondary never moves the existing collection out of the way
+    /// (`src/mongo/db/repl/oplog.cpp`, the `create` entry of `kOpsMap`:
+    /// `allowRenameOutOfTheWay` is false in steady-state application, and
+    /// `createCollectionForApplyOps` (`create_collection.cpp`) then stops on its
+    /// invariant). Seen when a `--skip` keeps a dropped collection that the
+    /// application re-created.
+    #[error(
+        "cannot apply the `c` entry {ts}: it creates `{ns}` (UUID {new_uuid}) while a `{ns}` with another UUID \
+         ({existing_uuid}) still exists; a secondary does not move an existing collection out of the way, so a server \
+         would stop here too"
+    )]
+    CreateOverExisting {
+        ts: Ts,
+        ns: String,
+        existing_uuid: String,
+        new_uuid: String,
+    },
     #[error(
         "the entry {ts} on `{ns}` does something pitr's embedded engine does not model: {why}"
     )]
@@ -34,6 +52,11 @@ impl Hint for ReplicaError {
             ReplicaError::Apply { ts, .. } => Some(format!(
                 "a server would fail on this entry too (the oplog and the backup disagree); inspect it with \
                  `pitr oplog cat`, then restore to before it (--until {ts}) or leave it out with --skip {ts}"
+            )),
+            ReplicaError::CreateOverExisting { ts, ns, .. } => Some(format!(
+                "`{ns}` was dropped and re-created before {ts}, and the drop was left out (--skip?): restore the dropped \
+                 collection on its own to just before its drop (`--until <the drop's t:i> --ns {ns}`), and everything \
+                 else to the later point without the --skip"
             )),
             ReplicaError::Unsupported { ts, .. } => Some(format!(
                 "use --engine mongod (a real server applies it), or leave the entry out with --skip {ts}"

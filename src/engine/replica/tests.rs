@@ -683,3 +683,35 @@ fn disk_store_keeps_the_server_order() {
     assert_eq!(small.count("test.t"), 300 - 21 + 1);
     assert_eq!(small.hashes().unwrap(), big.hashes().unwrap());
 }
+
+/// `create_collection.cpp` `createCollectionForApplyOps`: with a UUID, an existing
+/// collection of that name with another UUID is moved out of the way only when
+/// `allowRenameOutOfTheWay` (not in steady-state application: `oplog.cpp` passes
+/// false for kSecondary, and the function stops on its invariant). Pinned: a
+/// `--skip`ped drop followed by the application's re-create used to fail later, at
+/// the first insert, as "different histories".
+#[test]
+fn create_over_a_collection_with_another_uuid_stops_steady_state_application() {
+    let mut r = replica();
+    create(&mut r, "shop.orders", 1);
+    let again = doc! { "ts": ts(5, 1), "op": "c", "ns": "shop.$cmd", "ui": uuid(2),
+    "o": { "create": "orders", "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } } };
+    let e = apply(&mut r, again.clone(), Phase::Strict).unwrap_err();
+    assert!(
+        matches!(e, ReplicaError::CreateOverExisting { .. }),
+        "{e:?}"
+    );
+    let m = e.to_string();
+    assert!(
+        m.contains("entry 5:1") && m.contains("`shop.orders`"),
+        "{m}"
+    );
+    assert!(m.contains("out of the way"), "{m}");
+    assert!(crate::error::Hint::hint(&e)
+        .unwrap()
+        .contains("--ns shop.orders"));
+    // The same UUID again is the collection itself: nothing to do.
+    create(&mut r, "shop.orders", 1);
+    // Replaying the backup's own oplog (idempotent) tolerates it as before.
+    apply(&mut r, again, Phase::Idempotent).unwrap();
+}

@@ -1,0 +1,205 @@
+//! What an oplog held, for telling "a filter that matches nothing" from "nothing
+//! happened": `find-drop --ns shop.ordrs` used to report nothing destructive,
+//! exactly as for a quiet `shop.orders`.
+//!
+//! [`Seen`] records the namespaces an oplog's entries act on (those inside
+//! `applyOps` too; a command's collection, not `db.$cmd`) and its first and last
+//! position. It parses only `ts`, `ns` and, for commands, `o`'s first element: it is
+//! fed only when a filter asks for it, so the scan's fast path is untouched
+//! otherwise. Memory is bounded: past [`MAX_NAMESPACES`] names, new ones are counted
+//! but not kept.
+
+use std::collections::BTreeSet;
+
+use bson::{RawBsonRef, RawDocument};
+
+use crate::oplog::{EntryError, Ts};
+
+/// Namespaces kept by name.
+pub const MAX_NAMESPACES: usize = 100_000;
+
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub namespaces: BTreeSet<String>,
+    /// Namespaces past the cap (not kept).
+    pub more: u64,
+    pub first: Option<Ts>,
+    pub last: Option<Ts>,
+    pub entries: u64,
+}
+
+impl Seen {
+    /// One top-level entry, as framed BSON bytes.
+    pub fn feed(&mut self, doc: &[u8]) -> Result<(), EntryError> {
+        let raw = RawDocument::from_bytes(doc)?;
+        self.entries += 1;
+        if let Some(RawBsonRef::Timestamp(t)) = raw.get("ts")? {
+            let ts = Ts::new(t.time, t.increment);
+            self.first = Some(self.first.map_or(ts, |f| f.min(ts)));
+            self.last = Some(self.last.map_or(ts, |l| l.max(ts)));
+        }
+        self.operation(raw, 0)
+    }
+
+    fn operation(&mut self, raw: &RawDocument, depth: u8) -> Result<(), EntryError> {
+        let Some(RawBsonRef::String(ns)) = raw.get("ns")? else {
+            return Ok(());
+        };
+        let Some(db) = ns.strip_suffix(".$cmd") else {
+            if !ns.is_empty() {
+                self.add(ns);
+            }
+            return Ok(());
+        };
+        let Some(RawBsonRef::Document(o)) = raw.get("o")? else {
+            return Ok(());
+        };
+        let Some(first) = o.into_iter().next().transpose()? else {
+            return Ok(());
+        };
+        match first {
+            ("applyOps", RawBsonRef::Array(ops)) if depth < 4 => {
+                for op in ops {
+                    if let RawBsonRef::Document(d) = op? {
+                        self.operation(d, depth + 1)?;
+                    }
+                }
+            }
+            ("renameCollection", RawBsonRef::String(from)) => {
+                self.add(from);
+                if let Some(RawBsonRef::String(to)) = o.get("to")? {
+                    self.add(to);
+                }
+            }
+            ("dropDatabase", _) => self.add(&format!("{db}.*")),
+            (_, RawBsonRef::String(coll)) => self.add(&format!("{db}.{coll}")),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, ns: &str) {
+        if self.namespaces.contains(ns) {
+            return;
+        }
+        if self.namespaces.len() < MAX_NAMESPACES {
+            self.namespaces.insert(ns.to_string());
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// The names closest to `pattern` (a typo'd namespace or glob), best first, at most
+/// three; none when nothing is reasonably close.
+pub fn closest<'a>(pattern: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let p = pattern.to_ascii_lowercase();
+    let mut scored: Vec<(f64, &str)> = names
+        .into_iter()
+        .map(|n| (strsim::jaro_winkler(&p, &n.to_ascii_lowercase()), n))
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
+/// `; the closest: `a`, `b`` or an empty string.
+pub fn closest_text(pattern: &str, names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
+    let c = closest(pattern, names.iter().map(String::as_str));
+    if c.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the closest: {}",
+            c.iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Timestamp};
+
+    fn feed(s: &mut Seen, d: bson::Document) {
+        s.feed(&bson::to_vec(&d).unwrap()).unwrap();
+    }
+
+    #[test]
+    fn namespaces_of_crud_commands_and_transactions() {
+        let mut s = Seen::default();
+        let ts = |t| {
+            bson::Bson::Timestamp(Timestamp {
+                time: t,
+                increment: 1,
+            })
+        };
+        feed(
+            &mut s,
+            doc! { "ts": ts(5), "op": "i", "ns": "shop.orders", "o": { "_id": 1 } },
+        );
+        feed(&mut s, doc! { "ts": ts(3), "op": "n", "ns": "", "o": {} });
+        feed(
+            &mut s,
+            doc! { "ts": ts(9), "op": "c", "ns": "shop.$cmd", "o": { "create": "carts" } },
+        );
+        feed(
+            &mut s,
+            doc! { "ts": ts(7), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [
+            { "op": "u", "ns": "shop.payments", "o": { "$set": { "a": 1 } }, "o2": { "_id": 1 } } ] } },
+        );
+        feed(
+            &mut s,
+            doc! { "ts": ts(8), "op": "c", "ns": "old.$cmd", "o": { "dropDatabase": 1 } },
+        );
+        feed(
+            &mut s,
+            doc! { "ts": ts(8), "op": "c", "ns": "a.$cmd", "o": { "renameCollection": "a.x", "to": "b.y" } },
+        );
+        let names: Vec<&str> = s.namespaces.iter().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "a.x",
+                "b.y",
+                "old.*",
+                "shop.carts",
+                "shop.orders",
+                "shop.payments"
+            ]
+        );
+        assert_eq!(
+            (s.first, s.last),
+            (Some(Ts::new(3, 1)), Some(Ts::new(9, 1)))
+        );
+        assert_eq!(s.entries, 6);
+    }
+
+    #[test]
+    fn closest_names_for_a_typo() {
+        let names = [
+            "shop.orders",
+            "shop.orders_archive",
+            "shop.payments",
+            "analytics.funnels",
+        ];
+        assert_eq!(
+            closest("shop.ordrs", names),
+            ["shop.orders", "shop.orders_archive"]
+        );
+        assert!(closest("zzz", names).is_empty());
+        assert_eq!(
+            closest_text("shop.ordrs", names),
+            "; the closest: `shop.orders`, `shop.orders_archive`"
+        );
+    }
+}
