@@ -35,6 +35,26 @@ impl Columns {
     }
 }
 
+/// Columns for one-line summaries: the width of the terminal (stdout, else
+/// stderr), else `COLUMNS`, else 200 (a file or a pipe: a log line may be long).
+pub fn width() -> usize {
+    let tty = terminal_size::terminal_size()
+        .or_else(|| terminal_size::terminal_size_of(std::io::stderr()));
+    if let Some((terminal_size::Width(w), _)) = tty {
+        return (w as usize).max(40);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|&w| w >= 40)
+        .unwrap_or(200)
+}
+
+/// `1 entry`, `2 entries`: a count and its noun, as a person writes it.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The whole table, each line starting with `indent` and ending with a newline.
 pub fn render(indent: &str, header: &[&str], rows: &[Vec<String>]) -> String {
     let cols = Columns::fit(header, rows);

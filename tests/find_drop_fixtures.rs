@@ -184,10 +184,18 @@ fn filters_by_namespace_kind_and_time() {
     assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
     assert_eq!(v[0]["ts"], second);
 
-    // Nothing matches: exit 1, an empty array.
+    // A namespace the oplog never touches is an error (exit 2), not "nothing
+    // found": a typo must not read as a quiet collection.
     let o = pitr_in(
         &dir,
         &["find-drop", "--json", "--ns", "nosuch.*", "oplog.bson"],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ns `nosuch.*` matches no namespace"));
+    // A namespace it touches without incident: exit 1, an empty array.
+    let o = pitr_in(
+        &dir,
+        &["find-drop", "--json", "--ns", "shop.clicks", "oplog.bson"],
     );
     assert_eq!(code(&o), 1);
     assert_eq!(json(&o), serde_json::json!([]));

@@ -420,3 +420,256 @@ fn replay_bson_docs(path: &Path) -> usize {
     }
     n
 }
+
+/// Pinned: a read-only or unwritable --out was found at the final rename, after the
+/// whole replay; an empty directory was refused although the hint said empty is fine.
+#[test]
+fn out_is_checked_before_any_work_and_may_be_an_empty_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("a-file"), b"x").unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--out",
+            "a-file/restored",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(stderr(&o).contains("cannot be written"), "{}", show(&o));
+    assert!(
+        !stderr(&o).contains("At stake"),
+        "refused before the plan was made: {}",
+        show(&o)
+    );
+    // No work dir was left behind either.
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+
+    fs::create_dir(tmp.path().join("empty")).unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--out",
+            "empty",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(tmp.path().join("empty/shop/orders.bson").is_file());
+    // --archive names a file: an existing directory is refused up front.
+    fs::create_dir(tmp.path().join("empty2")).unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--archive",
+            "--out",
+            "empty2",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("--archive writes one file"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// Pinned: help that described the mongod path while the embedded engine is the
+/// default, a `jq .verify.passed` example that gives null in an embedded run, the
+/// wrong slice path in `plan --help`, no archives in OPLOG's help, `verify --help`
+/// saying counts only; and no man page or completions for someone holding only the
+/// binary.
+#[test]
+fn help_matches_the_program_and_ships_man_pages_and_completions() {
+    let top = stdout(&pitr(&["--help"]));
+    assert!(
+        top.contains("embedded engine") && top.contains("pitr completions"),
+        "{top}"
+    );
+    let replay = stdout(&pitr(&["replay", "--help"]));
+    assert!(
+        replay.contains("--engine embedded (the default)"),
+        "{replay}"
+    );
+    assert!(!replay.contains(".verify.passed"), "{replay}");
+    assert!(replay.contains("jq -r .result"), "{replay}");
+    assert!(replay.contains("--oplogLimit"), "{replay}");
+    let plan = stdout(&pitr(&["plan", "--help"]));
+    assert!(plan.contains("OUT/restore/oplog.bson"), "{plan}");
+    assert!(plan.contains("oplog archive directory"), "{plan}");
+    let fd = stdout(&pitr(&["find-drop", "--help"]));
+    assert!(
+        fd.contains("mongodump archives") && fd.contains("pitr archive"),
+        "{fd}"
+    );
+    let verify = stdout(&pitr(&["verify", "--help"]));
+    assert!(verify.contains("dbHash"), "{verify}");
+
+    let o = pitr(&["completions", "bash"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(stdout(&o).contains("--accept-incidents") && stdout(&o).contains("find-drop"));
+    for shell in ["zsh", "fish"] {
+        let o = pitr(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", show(&o));
+        assert!(stdout(&o).contains("replay"), "{shell}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr(&["man", "--dir", tmp.path().join("man1").to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let page = fs::read_to_string(tmp.path().join("man1/pitr-replay.1")).unwrap();
+    assert!(
+        page.contains(".TH") && page.contains("accept\\-incidents"),
+        "{page}"
+    );
+    assert!(tmp.path().join("man1/pitr.1").is_file());
+    assert!(tmp.path().join("man1/pitr-find-drop.1").is_file());
+}
+
+/// Pinned: `plan --backup <an oplog file>` said "random or corrupt bytes"; a
+/// `--until` before the backup named another time than the one typed.
+#[test]
+fn errors_point_the_right_way() {
+    let o = pitr(&[
+        "plan",
+        "--backup",
+        &oplog(),
+        "--oplog",
+        &oplog(),
+        "--until",
+        "auto",
+    ]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let se = stderr(&o);
+    assert!(
+        se.contains("it looks like an oplog") && !se.contains("random"),
+        "{se}"
+    );
+    assert!(se.contains("give this file as --oplog"), "{se}");
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "2026-11-21T00:30:00Z",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains(
+            "--until `2026-11-21T00:30:00Z` stands for the first oplog entry at or after it"
+        ),
+        "{}",
+        show(&o)
+    );
+}
+
+/// The habits people bring from mongo-tools: `--oplogLimit` for `--until`, and
+/// `--archive=FILE` answered with a sentence instead of a usage line.
+#[test]
+fn mongo_tools_habits_are_understood() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--oplogLimit",
+            "1795223165:1",
+            "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(p["until"]["limit"], "1795223165:1");
+    let o = pitr(&["find-drop", "--archive=nightly.archive"]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("recognises mongodump archives by their content")
+            && stderr(&o).contains("--backup nightly.archive")
+            && !stderr(&o).contains("Usage:"),
+        "{}",
+        show(&o)
+    );
+    let o = pitr(&["replay", "--archive=out.archive"]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains("--archive --out out.archive"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// One look instead of reading: the plan and the replay print the timeline.
+#[test]
+fn plan_and_replay_print_a_one_line_timeline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "2026-11-21T01:10:00Z",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("Timeline"))
+        .unwrap_or_else(|| panic!("{}", show(&o)))
+        .to_string();
+    assert_eq!(
+        line,
+        "Timeline  2026-11-21 UTC: backup 01:00:00-01:00:07 · oplog 01:00:03 · drop shop.orders 01:06:05 · \
+         dropDatabase analytics 01:09:40 · LIMIT 01:10:00 (1795223400:1, exclusive) · oplog end 01:28:42"
+    );
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--dry-run",
+        ],
+    );
+    assert!(
+        stdout(&o).contains("LIMIT 01:06:05 (1795223165:1, exclusive) before drop shop.orders"),
+        "{}",
+        show(&o)
+    );
+}

@@ -45,6 +45,11 @@ impl Hint for BackupError {
             BackupError::Missing(_) => Some(
                 "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
             ),
+            BackupError::NotABackup { looks_like, .. } if *looks_like == super::OPLOG_FILE => Some(
+                "give this file as --oplog; --backup takes the directory `mongodump --oplog --out DIR` wrote (or its \
+                 `--archive` file)"
+                    .into(),
+            ),
             BackupError::Empty(_) | BackupError::NotABackup { .. } => Some(
                 "pass the directory `mongodump --oplog --out DIR` wrote (with its <db>/<coll>.bson files and oplog.bson), \
                  or a `mongodump --archive` file"

@@ -148,9 +148,27 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
     let head = head_of(path)?;
     Err(BackupError::NotABackup {
         path: path.to_path_buf(),
-        looks_like: crate::oplog::sniff::looks_like(&head).unwrap_or("an empty file"),
+        looks_like: bson_kind(&head)
+            .or_else(|| crate::oplog::sniff::looks_like(&head))
+            .unwrap_or("an empty file"),
     })
 }
+
+/// What a plain BSON file is, from its first document: an oplog (`ts`, `op`, `ns`:
+/// the usual mix-up of `--backup` and `--oplog`) or a collection's data file.
+fn bson_kind(head: &[u8]) -> Option<&'static str> {
+    let len = u32::from_le_bytes(head.get(..4)?.try_into().ok()?) as usize;
+    let doc = bson::RawDocument::from_bytes(head.get(..len)?).ok()?;
+    let has = |k: &str| doc.get(k).ok().flatten().is_some();
+    Some(if has("ts") && has("op") && has("ns") {
+        OPLOG_FILE
+    } else {
+        "a plain BSON file (one collection's data, e.g. <db>/<coll>.bson of a dump), not a whole backup"
+    })
+}
+
+/// [`BackupError::NotABackup`]'s description of an oplog file.
+pub const OPLOG_FILE: &str = "an oplog (BSON entries with ts, op and ns), not a backup";
 
 /// Whether `path` holds a mongodump archive, plain or gzip (by its first bytes).
 fn is_archive(path: &Path) -> Result<bool, BackupError> {
@@ -207,7 +225,8 @@ fn head_of(path: &Path) -> Result<Vec<u8>, BackupError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut head = vec![0u8; 512];
+    // Enough for the first document of a BSON file (an oplog entry can be long).
+    let mut head = vec![0u8; 64 << 10];
     let mut got = 0;
     while got < head.len() {
         match f.read(&mut head[got..]) {

@@ -60,7 +60,8 @@ entry at the start. --since/--until also bound what is read from the server, wid
 minutes plus --window so that incidents crossing a bound are seen as on a whole file; \
 --kind limited to dropIndexes/renameDropTarget/emptycapped reads command entries only.")]
 pub struct FindDropArgs {
-    /// Oplog sources: .bson or .bson.gz files, mongodump directories, or `-` for stdin
+    /// Oplog sources: .bson files (gzip or not), mongodump directories, mongodump
+    /// archives, oplog archive directories (`pitr archive`), or `-` for stdin
     #[arg(value_name = "OPLOG")]
     pub sources: Vec<String>,
     /// Read the oplog of a running replica set instead (read-only); PITR_URI is used when
@@ -131,7 +132,11 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
     let mut live_notes = Vec::new();
     // With a filter, what the oplog held: a filter that matches nothing is an error,
     // not "nothing happened".
-    let mut seen = (!a.ns.is_empty() || a.since.is_some() || a.until.is_some()).then(Seen::default);
+    // (Files only: a server is read from --since on, and its namespaces are not
+    // walked here.)
+    let mut seen = (a.uri.is_none()
+        && (!a.ns.is_empty() || a.since.is_some() || a.until.is_some()))
+    .then(Seen::default);
     let summary = match &a.uri {
         Some(uri) => live::scan(uri, &a, &mut scanner, &mut live_notes)?,
         None => scan_sources_in(&a.sources, opts, !a.json, &archive_range(&a), |doc| {
@@ -218,8 +223,9 @@ fn check_filters_match(a: &FindDropArgs, s: &Seen, names: &[String]) -> Result<(
     if let Some(since) = &a.since {
         if s.last.is_none_or(|l| l < since.ts) {
             return Err(Failure::new(format!(
-                "--since `{}` ({}) is after the last entry of {input} (it covers {range})",
-                since.input, since.ts
+                "--since `{}`{} is after the last entry of {input} (it covers {range})",
+                since.input,
+                as_ts(since)
             ))
             .with_hint("nothing at or after it was read: use an earlier --since, or a newer oplog dump or archive"));
         }
@@ -227,13 +233,23 @@ fn check_filters_match(a: &FindDropArgs, s: &Seen, names: &[String]) -> Result<(
     if let Some(until) = &a.until {
         if s.first.is_none_or(|f| f >= until.ts) {
             return Err(Failure::new(format!(
-                "--until `{}` ({}) is not after the first entry of {input} (it covers {range})",
-                until.input, until.ts
+                "--until `{}`{} is not after the first entry of {input} (it covers {range})",
+                until.input,
+                as_ts(until)
             ))
             .with_hint("nothing before it was read: use a later --until, or an older oplog dump or archive"));
         }
     }
     Ok(())
+}
+
+/// ` (t:i)` after a time value typed in another form.
+fn as_ts(v: &TimeValue) -> String {
+    if v.input == v.ts.to_string() {
+        String::new()
+    } else {
+        format!(" ({})", v.ts)
+    }
 }
 
 /// Notes on routine operations (the hidden ones counted, any that deserve a look

@@ -39,10 +39,14 @@ sides. It lints the replayed range (commands mongorestore cannot apply, renames,
 transactions cut by the limit, index builds it skips) and computes the document count of \
 every namespace after the replay.
 
-What it writes: OUT/oplog.bson, the entries with backup end < ts < limit, sorted, filtered \
-by --ns, minus --skip (a mongorestore-ready directory), and OUT/plan.json (the whole plan, \
-as --json prints it; schema in README.md). OUT defaults to ./pitr-plan-<t>-<i>. Nothing is \
-written when a check fails.
+What it writes: the slice, the entries with backup end < ts < limit, sorted, filtered by \
+--ns, minus --skip, and OUT/plan.json (the whole plan, as --json prints it; schema in \
+docs/). For a directory backup restored whole, the slice is OUT/restore/oplog.bson: \
+OUT/restore/ links to the backup's databases, and its oplog.bson holds the backup's own \
+entries, then the slice (one mongorestore --oplogReplay run); for an archive backup, \
+OUT/restore.archive (the archive with the slice appended to its oplog); otherwise \
+OUT/oplog.bson. plan.json's slice.oplog_file names the file. OUT defaults to \
+./pitr-plan-<t>-<i>. Nothing is written when a check fails.
 
 Exit codes: 0 plan written; 1 plan written but the lint found errors (the replay would fail \
 or lose data); 2 no plan (bad input, coverage gap, ...).
@@ -92,14 +96,17 @@ impl PlanArgs {
 /// two accept exactly the same plan.
 #[derive(Debug, clap::Args)]
 pub struct PlanInputArgs {
-    /// The backup: a directory written by `mongodump --oplog` (one folder per database)
-    #[arg(long, value_name = "DIR")]
+    /// The backup: what `mongodump --oplog` wrote: a directory (plain or --gzip) or an
+    /// --archive file (plain or --gzip), recognised by content
+    #[arg(long, value_name = "DIR|ARCHIVE")]
     pub backup: PathBuf,
-    /// The oplog to replay after the backup's end: .bson or .bson.gz file, or a dump directory
+    /// The oplog to replay after the backup's end: a .bson file (gzip or not), a dump
+    /// directory, a mongodump archive, or an oplog archive directory (`pitr archive`)
     #[arg(long, value_name = "FILE|DIR")]
     pub oplog: String,
     /// Restore point, exclusive: T:I, RFC 3339, epoch, oid:<hex>, `auto` or `end`
-    #[arg(long, value_name = "V", value_parser = parse_until, allow_hyphen_values = true)]
+    /// (also `--oplogLimit`, as mongorestore names it)
+    #[arg(long, visible_alias = "oplogLimit", value_name = "V", value_parser = parse_until, allow_hyphen_values = true)]
     pub until: UntilSpec,
     /// Only replay entries touching namespaces matching this glob (`shop.orders`, `shop.*`); repeatable
     #[arg(long = "ns", value_name = "GLOB")]
@@ -169,9 +176,13 @@ impl Progress for CliProgress {
         Box::new(move || bar.tick())
     }
 
-    fn at_stake(&self, stake: &plan::stake::Stake, limit: Ts) {
+    fn at_stake(&self, stake: &plan::stake::Stake, timeline: &plan::glance::Points<'_>) {
         if self.stake {
-            eprintln!("{}", stake.text_lines(limit).join("\n"));
+            eprintln!(
+                "{}\n{}",
+                plan::glance::points_line(timeline, crate::table::width()),
+                stake.text_lines(timeline.limit).join("\n")
+            );
         }
     }
 }
@@ -317,6 +328,7 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    writeln!(out, "{}", plan::glance::line(p, crate::table::width()))?;
     for line in p.stake.text_lines(u.limit) {
         writeln!(out, "{line}")?;
     }

@@ -13,6 +13,7 @@ use crate::exec::binaries::ToolSearch;
 use crate::exec::signals::{listen_for_signals, CancelLevel, SignalNotice};
 use crate::exec::Cancel;
 use crate::plan;
+use crate::replay::preflight::{self, Need, PreflightError};
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
@@ -25,39 +26,49 @@ use super::plan::{CliProgress, PlanInputArgs};
 // No doc comment here: the one-line about comes from `Command::Replay` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "\
-What it does, in order (the steps `pitr plan` lists, run with real values):
+Two engines restore the same plan (the one `pitr plan` shows):
+
+--engine embedded (the default): no MongoDB needed, nothing started, no network.
+  1. plan: coverage, the exclusive limit, what the restore replays and leaves out (printed \
+before anything is applied), lint
+  2. apply the backup, its own oplog and the slice in-process, as a secondary applies them
+  3. dbHash of every collection; write --out as mongodump writes it (a directory, --gzip, \
+--archive), under a temporary name renamed when complete; the documents the incident at the \
+limit destroys are written on their own beside it (<out>-destroyed)
+  4. report.md and report.json in the work dir, and the mongorestore commands that hand the \
+affected namespace over
+
+--engine mongod: a spare mongod and mongorestore (looked up in --mongodb-bin, then \
+$PITR_MONGODB_BIN, then PATH).
   1. start a spare standalone mongod: 127.0.0.1 only, a free port, a new dbpath in the \
-work dir, TTL monitor off; ready when its log says so, the port answers and a driver \
-`ping` reaches this very process
+work dir, TTL monitor off
   2. mongorestore the backup (with --oplogReplay of its own oplog when it has one)
-  3. mongorestore --oplogReplay --oplogLimit <limit> of the plan's oplog slice; the limit \
-is EXCLUSIVE: the entry at the limit and everything after it are not applied
-  4. verify: every expected namespace holds the plan's document count (and the drop's \
-numRecords where recorded); the backup's namespaces exist
-  5. with --out: mongodump the restored namespaces (into a temporary directory beside \
-DIR, renamed to DIR when complete)
+  3. mongorestore --oplogReplay --oplogLimit <limit> of the plan's slice; the limit is \
+EXCLUSIVE: the entry at the limit and everything after it are not applied
+  4. verify: counts and dbHash of every namespace against the plan's prediction
+  5. with --out: mongodump the restored namespaces (renamed to DIR when complete)
   6. stop the spare (SIGTERM, the --grace period, then SIGKILL) and remove its dbpath, \
-also after a failure and on Ctrl-C (a second Ctrl-C kills at once); --keep leaves it \
-running instead (not after Ctrl-C) and prints how to connect
+also after a failure and on Ctrl-C; --keep leaves it running and prints how to connect
 
-The programs are looked up in --mongodb-bin, then $PITR_MONGODB_BIN, then PATH. \
-Progress goes to stderr; the summary (or --json: report.json) to stdout. The work dir \
-keeps plan/ (plan.json and the slice), logs/ (mongod.log and one log per step), \
-report.md and report.json.
+Before any work: --out must be new or an empty directory in a writable place, and the \
+disks must have room (--no-space-check skips the estimate). Progress goes to stderr; the \
+summary (or --json: report.json) to stdout.
 
-Exit codes: 0 replayed and verified; 1 verification failed, or the plan's lint found \
-errors (refused before anything starts); 2 error (a program is missing, the plan is \
-refused, or a step failed: its exit code, or 128+n for a signal, and its last stderr lines \
-are shown); 130 interrupted by Ctrl-C. --dry-run exits with the code the real run would \
-have before starting anything (2 missing programs or a refused plan, 1 lint errors, else 0).
+Exit codes: 0 restored (embedded: applied and hashed; mongod: replayed and verified); 1 the \
+verification failed, the plan's lint found errors (refused before anything starts), or the \
+restore replays a critical or high incident without --accept-incidents (INCIDENT REPLAYED: \
+the dump is complete, but holds that damage); 2 error (a program is missing, the plan is \
+refused, or a step failed); 130 interrupted by Ctrl-C (143 by SIGTERM). --dry-run exits with \
+the code the real run would have.
 
 Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until auto --dry-run
   pitr replay --backup dump/ --oplog oplog.bson --until auto --out restored/
-  pitr replay --backup dump/ --oplog oplog.bson --until 1795223165:1 --keep
+  pitr replay --backup dump.archive --oplog /backup/oplog-archive --until auto --out restored.archive --archive --gzip
+  pitr replay --backup dump/ --oplog oplog.bson --until 1795223165:1 --engine mongod --keep
   pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
-      --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
-  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq .verify.passed")]
+      --engine mongod --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result")]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,
@@ -108,6 +119,10 @@ pub struct ReplayArgs {
     /// Replay even though the plan's lint found errors (the replay may fail or lose data)
     #[arg(long)]
     pub ignore_lint_errors: bool,
+    /// Skip the check that the disks of --out and --workdir have room for the replay
+    /// (estimated generously from the backup's and the oplog's sizes)
+    #[arg(long)]
+    pub no_space_check: bool,
     /// Restore to a point after a critical or high incident on purpose: the restore
     /// holds its damage (without this, such a replay ends with exit 1, INCIDENT REPLAYED)
     #[arg(long)]
@@ -190,6 +205,27 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
     }
 }
 
+/// The backup's and the oplog's bytes on disk (for the space check).
+fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
+    (
+        preflight::size_on_disk(&a.plan.backup),
+        preflight::size_on_disk(Path::new(&a.plan.oplog)),
+    )
+}
+
+/// The dump (and the dump of what the incident destroys) beside `out`.
+fn out_need(out: &Path, bytes: u64) -> Need {
+    Need {
+        dir: out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+        bytes,
+        what: "the dump of the restored data".into(),
+    }
+}
+
 pub(crate) fn runtime() -> io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -250,8 +286,26 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let out = a.out.clone().map(|o| absolute(&cwd, o));
     if let Some(o) = &out {
         check_out(o)?;
+        preflight::check_writable(o)?;
     }
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
+    if !a.dry_run && !a.no_space_check {
+        // The spare's data directory lives in the work dir: about the backup and the
+        // oplog's writes, as the dump does.
+        let (backup, oplog) = input_sizes(&a);
+        let mut needs = vec![Need {
+            dir: work.root.clone(),
+            bytes: oplog + backup + oplog,
+            what: "the slice and the spare mongod's data".into(),
+        }];
+        if let Some(o) = &out {
+            needs.push(out_need(o, backup + oplog));
+        }
+        if let Err(e) = preflight::check_space(&needs) {
+            work.discard_if_unused();
+            return Err(e.into());
+        }
+    }
     // The programs first: their versions decide what the plan's lint expects them to
     // skip and refuse (a dry run runs only these `--version`s).
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
@@ -299,8 +353,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             out.as_deref(),
             a.port,
             &pitr,
-            a.ignore_lint_errors,
-            a.accept_incidents,
+            dry_run::Allow {
+                ignore_lint_errors: a.ignore_lint_errors,
+                accept_incidents: a.accept_incidents,
+            },
         );
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
@@ -424,14 +480,35 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         // mongodump --archive --gzip gzips the whole archive: allowed.
     }
     let cwd = std::env::current_dir()?;
+    if let Some(o) = &a.out {
+        let o = absolute(&cwd, o.clone());
+        check_out(&o)?;
+        if a.archive && o.is_dir() {
+            return Err(PreflightError::ArchiveOverDir(o).into());
+        }
+        preflight::check_writable(&o)?;
+    }
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
     let out = absolute(
         &cwd,
         a.out.clone().unwrap_or_else(|| work.root.join("dump")),
     );
-    if out.exists() {
-        work.discard_if_unused();
-        return Err(Failure::from(ReplayError::OutNotEmpty(out)));
+    if !a.dry_run && !a.no_space_check {
+        let (backup, oplog) = input_sizes(&a);
+        // The slice, and past --memory the on-disk store of the documents.
+        let store = if backup > a.memory as u64 { backup } else { 0 };
+        let needs = [
+            Need {
+                dir: work.root.clone(),
+                bytes: oplog + store,
+                what: "the slice and the engine's on-disk store".into(),
+            },
+            out_need(&out, backup + oplog),
+        ];
+        if let Err(e) = preflight::check_space(&needs) {
+            work.discard_if_unused();
+            return Err(e.into());
+        }
     }
     let format = if a.archive {
         DumpFormat::Archive { gzip: a.gzip }

@@ -1,4 +1,5 @@
-//! `pitr verify`: compare a server's document counts with a plan's expectations.
+//! `pitr verify`: compare a server's document counts and content hashes with a plan's
+//! expectations.
 //! The work is in [`crate::verify`]; this file parses flags and prints.
 
 use std::io::{self, Write};
@@ -16,9 +17,12 @@ use super::replay::{parse_duration, runtime};
 // No doc comment here: the one-line about comes from `Command::Verify` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = "\
-Checks, read-only (listDatabases, listCollections, countDocuments):
+Checks, read-only (listDatabases, listCollections, countDocuments, dbHash):
   - every namespace the plan expects holds exactly the expected number of documents, and \
 where the entry at the limit recorded numRecords (a drop), exactly that many too;
+  - where the plan predicts a collection's content (plans made by `pitr replay`, or with \
+whole documents), its dbHash md5 equals the prediction; where it does not (a capped \
+collection on a newer server, string _ids under a collation), the result says so;
   - a namespace the replay dropped is absent (or empty);
   - without expected counts in the plan (--no-expect), the backup's collections exist.
 Namespaces on the server that the plan does not mention are listed, not failed.

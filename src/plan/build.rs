@@ -21,6 +21,7 @@ use super::coverage::{self, CoverageInput, Mode};
 use super::error::PlanError;
 use super::expect::{Model, Seed};
 use super::filter::{ns_include_literal, NsFilter};
+use super::glance;
 use super::history::{self, HistoryInput};
 use super::inventory::{inventory, Inventory, InventoryOptions, NsKind};
 use super::lint::{LintSeverity, Linter};
@@ -225,6 +226,10 @@ pub fn build_with_model(
         limit,
         anchor_found: oplog_scan.found.contains_key(&backup_end),
         gaps: oplog_scan.gaps.clone(),
+        until: match &req.until {
+            UntilSpec::Time(tv) if !tv.is_exact_position() => Some(tv.input.clone()),
+            _ => None,
+        },
     })?;
     for &s in &skips {
         if s <= backup_end {
@@ -303,7 +308,21 @@ pub fn build_with_model(
         lost.finish(&mut st);
         st
     };
-    progress.at_stake(&stake, limit);
+    progress.at_stake(
+        &stake,
+        &glance::Points {
+            oplog: oplog_scan.range(),
+            backup_first: backup_range.map(|r| r.0),
+            backup_end,
+            incidents: &stake.incidents,
+            limit,
+            before: until
+                .finding
+                .as_ref()
+                .filter(|f| f.oplog_limit == limit)
+                .map(|f| format!("{} {}", f.kind, f.ns)),
+        },
+    );
 
     // Replay model and lint over exactly what the two mongorestore runs apply.
     let restore_all = backup_oplog_replay || filter.is_none();

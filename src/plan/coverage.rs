@@ -46,6 +46,9 @@ pub struct CoverageInput {
     /// Gaps the replay oplog records (an oplog archive): entries strictly between
     /// the two positions may be missing.
     pub gaps: Vec<(Ts, Ts)>,
+    /// The `--until` as typed, when it was a time mapped to an entry (so that an
+    /// error names the value the user gave, not only the entry it mapped to).
+    pub until: Option<String>,
 }
 
 /// Where the restore point lies relative to the backup.
@@ -82,11 +85,19 @@ pub struct Coverage {
 /// A gap, or a restore point the backup cannot reach.
 #[derive(Debug, thiserror::Error)]
 pub enum CoverageError {
-    #[error("the restore point {limit} ({}) is not after the backup's end {backup_end} ({}), and the backup has no oplog of its own to stop inside", limit.utc_string(), backup_end.utc_string())]
-    BeforeBackup { limit: Ts, backup_end: Ts },
+    #[error("the restore point {limit} ({}{}) is not after the backup's end {backup_end} ({}), and the backup has no oplog of its own to stop inside", limit.utc_string(), typed(until), backup_end.utc_string())]
+    BeforeBackup {
+        limit: Ts,
+        backup_end: Ts,
+        until: Option<String>,
+    },
 
-    #[error("the restore point {limit} ({}) is not after the first entry of the backup's own oplog {backup_first} ({}): the backup's collection files may already hold later writes", limit.utc_string(), backup_first.utc_string())]
-    BeforeBackupData { limit: Ts, backup_first: Ts },
+    #[error("the restore point {limit} ({}{}) is not after the first entry of the backup's own oplog {backup_first} ({}): the backup's collection files may already hold later writes", limit.utc_string(), typed(until), backup_first.utc_string())]
+    BeforeBackupData {
+        limit: Ts,
+        backup_first: Ts,
+        until: Option<String>,
+    },
 
     #[error("coverage gap: `{oplog}` is empty, but entries after the backup's end {backup_end} ({}) up to the limit {limit} ({}) are needed", backup_end.utc_string(), limit.utc_string())]
     EmptyOplog {
@@ -123,6 +134,16 @@ pub enum CoverageError {
         oplog: String,
         last: Ts,
     },
+}
+
+/// `; --until `X` stands for ...` when the limit came from a time the user typed.
+fn typed(until: &Option<String>) -> String {
+    match until {
+        Some(u) => format!(
+            "; --until `{u}` stands for the first oplog entry at or after it, and the backup's oplog holds none earlier"
+        ),
+        None => String::new(),
+    }
 }
 
 impl Hint for CoverageError {
@@ -170,10 +191,12 @@ pub fn check(inp: &CoverageInput) -> Result<Coverage, CoverageError> {
             None => Err(CoverageError::BeforeBackup {
                 limit: l,
                 backup_end: e,
+                until: inp.until.clone(),
             }),
             Some((first, _)) if l <= first => Err(CoverageError::BeforeBackupData {
                 limit: l,
                 backup_first: first,
+                until: inp.until.clone(),
             }),
             Some(_) => {
                 c.mode = Mode::WithinBackupOplog;
@@ -245,6 +268,7 @@ mod tests {
             limit,
             anchor_found: true,
             gaps: Vec::new(),
+            until: None,
         }
     }
 

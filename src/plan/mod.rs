@@ -57,6 +57,7 @@ pub mod coverage;
 pub mod error;
 pub mod expect;
 pub mod filter;
+pub mod glance;
 pub mod history;
 pub mod inventory;
 pub mod lint;
@@ -94,8 +95,8 @@ pub trait Progress {
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_>;
 
     /// What the restore keeps and loses is known (after the oplog's passes, before
-    /// anything is applied): the place to show it.
-    fn at_stake(&self, _stake: &stake::Stake, _limit: Ts) {}
+    /// anything is applied): the place to show it, with the timeline.
+    fn at_stake(&self, _stake: &stake::Stake, _timeline: &glance::Points<'_>) {}
 }
 
 /// No progress output.

@@ -53,6 +53,14 @@ pub struct DryRun<'a> {
     pub plan: &'a RestorePlan,
 }
 
+/// What the user allowed on the command line (`--ignore-lint-errors`,
+/// `--accept-incidents`), which changes the verdict.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Allow {
+    pub ignore_lint_errors: bool,
+    pub accept_incidents: bool,
+}
+
 /// Whether the real run would refuse to start, in the order it checks: the
 /// programs first (exit 2), then the plan's lint errors unless ignored (exit 1).
 /// A refused plan never gets this far (exit 2, from planning).
@@ -89,9 +97,12 @@ pub fn prepare<'a>(
     out: Option<&Path>,
     port: Option<u16>,
     pitr: &Path,
-    ignore_lint_errors: bool,
-    accept_incidents: bool,
+    allow: Allow,
 ) -> DryRun<'a> {
+    let Allow {
+        ignore_lint_errors,
+        accept_incidents,
+    } = allow;
     let binaries: Vec<DryBinary> = probed
         .iter()
         .map(|p| match &p.found {

@@ -23,6 +23,7 @@ pub mod embedded;
 pub mod error;
 pub mod handover;
 pub mod markdown;
+pub mod preflight;
 pub mod progress;
 pub mod record;
 pub mod report;

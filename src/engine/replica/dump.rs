@@ -120,7 +120,11 @@ pub fn write(
     include: &dyn Fn(&str) -> bool,
     server_version: &str,
 ) -> Result<Vec<Dumped>, DumpError> {
-    if out.exists() {
+    // An empty directory may be named: a directory dump is renamed over it (rename(2)
+    // replaces an empty directory).
+    let empty_dir = matches!(format, DumpFormat::Directory { .. })
+        && fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
+    if out.exists() && !empty_dir {
         return Err(DumpError::Exists {
             out: out.to_path_buf(),
         });

@@ -1,0 +1,186 @@
+//! Checks before any work starts: that `--out` can be written, and that the disks
+//! have room for what the replay writes. A read-only `--out` used to be found at the
+//! final rename, after the whole replay.
+//!
+//! The space needed is estimated from the inputs' sizes on disk: the slice is at
+//! most the oplog, the dump (and the dump of what the incident destroys) at most
+//! about the backup plus the oplog's inserts, and the embedded engine's on-disk store
+//! past `--memory` about the backup. The estimate is deliberately generous (a drop
+//! makes the output smaller); `--no-space-check` skips it when the user knows better.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Hint;
+
+/// `--out` cannot be written, or the disks lack room.
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    #[error("--out `{}`: its directory `{}` cannot be written ({source})", out.display(), parent.display())]
+    NotWritable {
+        out: PathBuf,
+        parent: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("--out `{}` is an empty directory, but --archive writes one file", .0.display())]
+    ArchiveOverDir(PathBuf),
+
+    #[error(
+        "not enough free space on the filesystem of `{}`: the replay writes about {} there ({what}), {} are free",
+        dir.display(), crate::size::human(*needed), crate::size::human(*free)
+    )]
+    NoSpace {
+        dir: PathBuf,
+        needed: u64,
+        free: u64,
+        what: String,
+    },
+}
+
+impl Hint for PreflightError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            PreflightError::NotWritable { .. } => {
+                "choose an --out in a directory you can write (the dump is written there under a temporary name and \
+                 renamed when complete)"
+                    .into()
+            }
+            PreflightError::ArchiveOverDir(_) => "name a new file for --archive, e.g. `--out restored.archive`".into(),
+            PreflightError::NoSpace { .. } => {
+                "free some space, or put --out and --workdir on a larger filesystem; the estimate is generous (a drop \
+                 makes the output smaller): --no-space-check skips it"
+                    .into()
+            }
+        })
+    }
+}
+
+/// The directory `out` will be renamed into: it must exist and be writable (a
+/// temporary file is created and removed there).
+pub fn check_writable(out: &Path) -> Result<(), PreflightError> {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    tempfile::Builder::new()
+        .prefix(".pitr-write-check-")
+        .tempfile_in(&parent)
+        .map(drop)
+        .map_err(|source| PreflightError::NotWritable {
+            out: out.to_path_buf(),
+            parent,
+            source,
+        })
+}
+
+/// Bytes of a file, or of every file under a directory (not following links).
+pub fn size_on_disk(p: &Path) -> u64 {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if m.is_file() {
+        return m.len();
+    }
+    if !m.is_dir() {
+        return 0;
+    }
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| size_on_disk(&e.path()))
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// One place the replay writes to, and how much.
+pub struct Need {
+    pub dir: PathBuf,
+    pub bytes: u64,
+    pub what: String,
+}
+
+/// Free bytes for an unprivileged writer on the filesystem of `dir`, and its device.
+fn free_space(dir: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64 * st.f_frsize as u64, dev))
+}
+
+/// Sums the needs per filesystem and refuses the first that does not fit.
+pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
+    let mut per_dev: Vec<(u64, u64, PathBuf, u64, Vec<String>)> = Vec::new();
+    for n in needs.iter().filter(|n| n.bytes > 0) {
+        let Some((free, dev)) = free_space(&n.dir) else {
+            continue;
+        };
+        match per_dev.iter_mut().find(|d| d.0 == dev) {
+            Some(d) => {
+                d.3 += n.bytes;
+                d.4.push(n.what.clone());
+            }
+            None => per_dev.push((dev, free, n.dir.clone(), n.bytes, vec![n.what.clone()])),
+        }
+    }
+    for (_, free, dir, needed, what) in per_dev {
+        if needed > free {
+            return Err(PreflightError::NoSpace {
+                dir,
+                needed,
+                free,
+                what: what.join(" + "),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unwritable_parent_and_a_missing_one_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(check_writable(&d.path().join("out")).is_ok());
+        let e = check_writable(&d.path().join("missing/out")).unwrap_err();
+        assert!(e.to_string().contains("cannot be written"), "{e}");
+        assert!(e.hint().unwrap().contains("--out"));
+    }
+
+    #[test]
+    fn needs_on_one_filesystem_add_up() {
+        let d = tempfile::tempdir().unwrap();
+        let (free, _) = free_space(d.path()).unwrap();
+        let half = free / 2 + 1;
+        let one = |what: &str| Need {
+            dir: d.path().to_path_buf(),
+            bytes: half,
+            what: what.into(),
+        };
+        assert!(check_space(&[one("the dump")]).is_ok());
+        let e = check_space(&[one("the dump"), one("the slice")]).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("the dump + the slice"), "{m}");
+    }
+
+    #[test]
+    fn sizes_of_files_and_trees() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), [0u8; 10]).unwrap();
+        std::fs::create_dir(d.path().join("s")).unwrap();
+        std::fs::write(d.path().join("s/b"), [0u8; 5]).unwrap();
+        assert_eq!(size_on_disk(d.path()), 15);
+        assert_eq!(size_on_disk(&d.path().join("a")), 10);
+        assert_eq!(size_on_disk(&d.path().join("none")), 0);
+    }
+}
