@@ -20,9 +20,15 @@ pub enum OplogCommand {
     Cat(CatArgs),
     /// Summarise oplogs: window covered, entries by op and namespace, activity timeline
     #[command(
-        after_long_help = "The timeline is by oplog time (ts), one row per bucket; empty buckets are \
-        shown because gaps matter. Rows holding a destructive operation (as find-drop reports them) \
-        are marked with `!`.\n\n\
+        after_long_help = "The timeline is by oplog time (ts), one row per bucket, from the first \
+        bucket with entries to the last. Gaps matter: an empty bucket between two busy ones is a row \
+        of its own, and a run of empty buckets is one row saying how many (so a dump spanning years \
+        costs no more than one spanning minutes). Rows holding a destructive operation (as find-drop \
+        reports them) are marked with `!`.\n\n\
+        Without --bucket, a size giving about 60 rows is chosen (1s ... 1day, 7days, 28days, \
+        364days). At most 10000 buckets may hold entries: a --bucket that needs more is refused \
+        (exit 2) with a size that fits, as soon as the scan gets there; memory stays bounded \
+        whatever the oplog's time span.\n\n\
         Examples:\n  \
         pitr oplog stats fixtures/incident/oplog.bson\n  \
         pitr oplog stats oplog.bson.gz --bucket 5m --top 20\n  \
