@@ -16,6 +16,7 @@ use crate::size::human;
 
 // No doc comment here: the one-line about comes from `Command::Status` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["uri", "archive"])))]
 #[command(after_long_help = "\
 Shows the server version, the topology (replica set name and members, or a standalone \
 that has an oplog), the oplog window (oldest and newest entry, ts and wall clock, hours \
@@ -42,13 +43,9 @@ Examples:
   pitr status --archive /backup/oplog --uri 'mongodb://monitor@db1/?replicaSet=rs0'")]
 pub struct StatusArgs {
     /// MongoDB connection string (password inside it, never on its own)
-    #[arg(
-        long,
-        env = "PITR_URI",
-        hide_env_values = true,
-        value_name = "URI",
-        required_unless_present = "archive"
-    )]
+    // One of --uri and --archive, as a required group: with `required_unless_present`
+    // clap's error named only --uri, never --archive (issue 17).
+    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
     pub uri: Option<String>,
     /// Show an oplog archive directory (written by `pitr archive`) instead; with --uri,
     /// also its lag behind the live oplog
@@ -72,7 +69,14 @@ pub fn run(a: StatusArgs) -> Result<u8, Failure> {
         return super::archive_status::run(dir, a.uri.as_deref(), a.json);
     }
     let Some(uri) = a.uri.clone() else {
-        return Err(Failure::new("give --uri (or PITR_URI), or --archive DIR"));
+        return Err(Failure::new(
+            "nothing to show: give `--uri URI` (or PITR_URI) for a server, or `--archive DIR` for an oplog archive",
+        )
+        .with_hint(
+            "e.g. `pitr status --uri 'mongodb://monitor@db1/?replicaSet=rs0'` or \
+             `pitr status --archive /backup/oplog` (both: the archive and its lag behind the server); \
+             see `pitr status --help`",
+        ));
     };
     let st = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;

@@ -147,7 +147,9 @@ impl Hint for ReadError {
                 if looks_like.contains("gzip") {
                     "pitr decompresses gzip files and stdin by their content; this gzip data sits inside something else: decompress it with `gunzip -c` first".into()
                 } else if looks_like.contains("JSON") {
-                    "pitr reads BSON as written by mongodump; convert extended JSON with `mongoimport`/`bsondump`'s inverse, or dump the oplog again with `pitr dump-oplog` or `mongodump -d local -c oplog.rs`".into()
+                    // bsondump only turns BSON into JSON (it has no inverse), and
+                    // mongorestore --oplogReplay reads BSON only: the way back is a new dump.
+                    "pitr, like mongorestore --oplogReplay, reads the BSON that mongodump writes, and no MongoDB tool turns JSON (bsondump's or mongoexport's output) back into an oplog dump; dump the oplog again as BSON: `pitr dump-oplog --uri URI --out DIR` or `mongodump -d local -c oplog.rs`".into()
                 } else if looks_like.contains("archive") {
                     "unpack the archive into a directory first: `mongorestore --archive=FILE --dir=OUT --dryRun` does not; use `mongodump --out DIR` instead of `--archive`".into()
                 } else {
