@@ -24,6 +24,7 @@ use bson::RawDocument;
 use super::entry::{Entry, EntryError};
 use super::error::{GzipCut, ReadError, Truncation};
 use super::gzip::GzipTruncated;
+use super::oplog_archive::manifest::OplogArchiveError;
 use super::sniff;
 
 /// The largest entry the server writes: the 16 MiB BSON limit plus 16 KiB of oplog
@@ -321,6 +322,15 @@ impl OplogReader {
                 Err(e) if GzipTruncated::of(&e).is_some() => {
                     self.gzip_cut = GzipTruncated::of(&e).cloned();
                     self.eof = true;
+                }
+                // A missing or damaged chunk of an oplog archive: its own error, with
+                // its hint (the byte offset in the stream of chunks means nothing).
+                Err(e) if e.get_ref().is_some_and(|i| i.is::<OplogArchiveError>()) => {
+                    let inner = e.into_inner().expect("checked above");
+                    let err = inner
+                        .downcast::<OplogArchiveError>()
+                        .expect("checked above");
+                    return Err(ReadError::OplogArchive(*err));
                 }
                 Err(e) => {
                     return Err(ReadError::Io {

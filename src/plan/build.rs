@@ -176,6 +176,12 @@ pub fn build_with_model(
         findings: true,
         catalog: Some(&catalog),
         chunks_from: Some(backup_end),
+        // A time --until needs the archive only up to the entry at or after it
+        // (`auto` and `end` need all of it).
+        chunks_to: match &req.until {
+            UntilSpec::Time(tv) => Some(tv.ts),
+            _ => None,
+        },
     };
     timer.mark("backup and its oplog read");
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;

@@ -103,9 +103,14 @@ pub struct Probe<'a> {
     /// (the backup's end) on, widened by [`ARCHIVE_MARGIN_SECS`] so that a burst
     /// crossing it is seen whole. Other sources are read whole.
     pub chunks_from: Option<Ts>,
+    /// For an oplog archive: read only the chunks up to the one holding the first
+    /// entry at or after this position (the limit a time `--until` names), widened by
+    /// [`ARCHIVE_MARGIN_SECS`]; later chunks are not needed, and may be missing.
+    pub chunks_to: Option<Ts>,
 }
 
-/// How far before [`Probe::chunks_from`] an oplog archive is read.
+/// How far before [`Probe::chunks_from`] (and after [`Probe::chunks_to`]) an oplog
+/// archive is read.
 pub const ARCHIVE_MARGIN_SECS: u32 = 15 * 60;
 
 /// The result of [`scan`].
@@ -149,7 +154,9 @@ pub fn scan(
         from: probe
             .chunks_from
             .map(|t| Ts::new(t.t.saturating_sub(ARCHIVE_MARGIN_SECS), 0)),
-        to: None,
+        to: probe
+            .chunks_to
+            .map(|t| Ts::new(t.t.saturating_add(ARCHIVE_MARGIN_SECS), 0)),
     };
     let mut r = oplog::open_range(spec, opts, &range)?;
     let (counter, total) = r.progress();
@@ -273,6 +280,7 @@ mod tests {
             findings: true,
             catalog: None,
             chunks_from: None,
+            chunks_to: None,
         };
         let s = scan(&path, ReadOptions::default(), &probe, &Quiet, "test").unwrap();
         assert_eq!(
