@@ -41,7 +41,10 @@ fn shell_timestamps_are_time_values_everywhere() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("\"1795223165:1\""), "{out}");
-    assert!(!out.contains("\"1795223380:2\""), "--until was applied: {out}");
+    assert!(
+        !out.contains("\"1795223380:2\""),
+        "--until was applied: {out}"
+    );
 
     // plan --until (the drop's own position) and --skip.
     let tmp = tempfile::tempdir().unwrap();
@@ -62,7 +65,10 @@ fn shell_timestamps_are_time_values_everywhere() {
     assert!(code(&o) < 2, "{}", stderr(&o));
     let j: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["until"]["limit"], "1795223380:2", "{j}");
-    assert!(j.to_string().contains("1795223165:1"), "the skip is in the plan");
+    assert!(
+        j.to_string().contains("1795223165:1"),
+        "the skip is in the plan"
+    );
 }
 
 /// A 13-digit epoch is milliseconds: refused (never year 58000 read as seconds),
