@@ -133,3 +133,16 @@ fn a_bucket_needing_more_than_the_cap_is_refused_with_one_that_fits() {
     assert!(timeline_rows(&out).len() <= 60, "{out}");
     assert!(out.contains("10050"), "{out}");
 }
+
+/// Was "window 0s (0 s)" for entries all in one second.
+#[test]
+fn a_window_within_one_second_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("one.bson");
+    spread_oplog(&f, 1, 1_795_000_000, 1);
+    let o = pitr(&["oplog", "stats", f.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("  window        within one second"), "{out}");
+    assert!(!out.contains("0 s)"), "{out}");
+}

@@ -228,12 +228,19 @@ fn render(
             tz.format(l.to_utc()),
             w(&r.last_wall)
         )?;
-        writeln!(
-            out,
-            "  window        {} ({} s)",
-            human_duration(r.window_secs),
-            r.window_secs
-        )?;
+        if r.window_secs == 0 {
+            writeln!(
+                out,
+                "  window        within one second (every entry has the same t)"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  window        {} ({} s)",
+                human_duration(r.window_secs),
+                r.window_secs
+            )?;
+        }
     }
     if r.out_of_order > 0 {
         writeln!(
