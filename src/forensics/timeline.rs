@@ -266,7 +266,7 @@ mod tests {
     use bson::{doc, RawDocumentBuf, Timestamp};
 
     #[test]
-    fn counts_leaves_and_fills_gaps() {
+    fn counts_leaves_and_collapses_runs_of_empty_buckets() {
         let mut s = Stats::new(60);
         let docs = [
             doc! { "ts": Timestamp { time: 120, increment: 1 }, "op": "i", "ns": "a.b", "o": { "_id": 1 } },
