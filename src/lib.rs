@@ -7,6 +7,7 @@
 pub mod archive;
 pub mod backup;
 pub mod cli;
+pub mod closest;
 pub mod engine;
 pub mod error;
 pub mod exec;

@@ -6,7 +6,16 @@
 //!   (`T` and `T:` mean ordinal 0; a bare `T` is also epoch seconds);
 //! - RFC 3339 with `Z` or an offset (never a guessed local zone), truncated to the
 //!   second because oplog positions are whole seconds plus an ordinal;
-//! - `oid:<24 hex digits>`: the creation second of an ObjectId.
+//! - `oid:<24 hex digits>`: the creation second of an ObjectId;
+//! - a timestamp as the shells and tools print it, pasted whole (surrounding and
+//!   inner spaces allowed): `Timestamp(T, I)` (legacy `mongo` shell),
+//!   `Timestamp({ t: T, i: I })` (mongosh), `{"$timestamp": {"t": T, "i": I}}`
+//!   (extended JSON: `pitr oplog cat --json`, bsondump, mongoexport). Each is the exact
+//!   position `T:I`.
+//!
+//! A 13-digit number is epoch milliseconds (what `Date.now()` and an entry's `wall`
+//! print), never read as seconds: it is refused with the seconds value it most likely
+//! means (16 and 19 digits likewise, as micro- and nanoseconds).
 
 use std::fmt;
 use std::str::FromStr;
@@ -19,13 +28,14 @@ use crate::oplog::timestamp::Ts;
 
 /// The accepted forms, in one line, for error messages (clap shows only an error's
 /// Display, so it has to carry this itself).
-const SHORT_FORMS: &str =
-    "expected T:I, T, T:, epoch seconds, RFC 3339 with Z or an offset, or oid:<24 hex digits>";
+const SHORT_FORMS: &str = "expected T:I, T, T:, epoch seconds, RFC 3339 with Z or an offset, \
+    oid:<24 hex digits>, or Timestamp(T, I)";
 
 /// The accepted forms in full, for hints.
 const LONG_FORMS: &str = "accepted forms: `T:I` (oplog position, as mongorestore --oplogLimit), \
     `T` or `T:` (second T, ordinal 0), epoch seconds, RFC 3339 such as \
-    `2026-11-21T03:12:00Z` or `...+01:00`, `oid:<24 hex digits>`";
+    `2026-11-21T03:12:00Z` or `...+01:00`, `oid:<24 hex digits>`, or a timestamp as a shell \
+    prints it: `Timestamp(T, I)`, `Timestamp({ t: T, i: I })`, `{\"$timestamp\": {\"t\": T, \"i\": I}}`";
 
 /// A parsed time value: the position it stands for, how it was written, and the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +167,27 @@ pub enum TimeError {
         text: String,
     },
 
+    #[error(
+        "`{input}` is not a time value: {} has {} digits, like epoch {unit}; \
+         did you mean `{suggestion}` ({utc})?",
+        if text == input { "it".to_string() } else { format!("`{text}`") },
+        text.len()
+    )]
+    SubSecondEpoch {
+        input: String,
+        /// The offending number.
+        text: String,
+        /// `milliseconds`, `microseconds` or `nanoseconds`.
+        unit: &'static str,
+        /// `input` with that number in seconds.
+        suggestion: String,
+        /// The second it stands for, RFC 3339 UTC.
+        utc: String,
+    },
+
+    #[error("`{input}` is not a time value: {detail} (expected `Timestamp(T, I)`, `Timestamp({{ t: T, i: I }})` or `{{\"$timestamp\": {{\"t\": T, \"i\": I}}}}`)")]
+    BadPastedTimestamp { input: String, detail: String },
+
     #[error("`{input}` has no UTC offset: add `Z` for UTC or an offset such as `+01:00`")]
     NoOffset { input: String },
 
@@ -204,8 +235,12 @@ impl Hint for TimeError {
                     .to_string()
             }
             TimeError::ObjectId { source, .. } => source.hint().unwrap_or_default(),
-            TimeError::TooLarge { text, .. } if looks_like_millis(text) => format!(
-                "this looks like epoch milliseconds; drop the last three digits; {LONG_FORMS}"
+            TimeError::SubSecondEpoch {
+                unit, suggestion, ..
+            } => format!(
+                "oplog times are whole seconds: write the epoch in seconds (`{suggestion}`), \
+                 or RFC 3339; a number of epoch {unit} is never read as seconds (that would be \
+                 tens of thousands of years from now)"
             ),
             TimeError::NotDecimal { input, .. } | TimeError::TooManyColons { input } => {
                 match misplaced_form_hint(input) {
@@ -218,9 +253,24 @@ impl Hint for TimeError {
     }
 }
 
-/// 13 digits is what `Date.now()` and `wall` in milliseconds look like today.
-fn looks_like_millis(text: &str) -> bool {
-    text.len() == 13 && text.bytes().all(|b| b.is_ascii_digit())
+/// 13 digits is what `Date.now()` and `wall` in milliseconds look like today (16
+/// and 19: micro- and nanoseconds). Any of them read as seconds is past 2106, beyond
+/// what an oplog timestamp holds; it is refused with the seconds it most likely means.
+fn sub_second_epoch(input: &str, text: &str) -> Option<TimeError> {
+    let unit = match text.len() {
+        13 => "milliseconds",
+        16 => "microseconds",
+        19 => "nanoseconds",
+        _ => return None,
+    };
+    let secs: u32 = text[..10].parse().ok()?;
+    Some(TimeError::SubSecondEpoch {
+        input: input.into(),
+        text: text.into(),
+        unit,
+        suggestion: input.replacen(text, &secs.to_string(), 1),
+        utc: Ts::new(secs, 0).utc_string(),
+    })
 }
 
 /// A hint for values that are a known form written the wrong way.
@@ -230,9 +280,6 @@ fn misplaced_form_hint(input: &str) -> Option<String> {
             "for the creation second of an ObjectId write `oid:{}`",
             oid.to_hex()
         ));
-    }
-    if input.trim_start().starts_with("Timestamp(") {
-        return Some("write a shell `Timestamp(T, I)` as `T:I`".to_string());
     }
     None
 }
@@ -248,7 +295,158 @@ pub fn parse_time(s: &str) -> Result<TimeValue, TimeError> {
     if looks_like_date(s) {
         return parse_rfc3339(s);
     }
+    if let Some(v) = pasted::parse(s) {
+        return v;
+    }
     parse_oplog_ts(s)
+}
+
+/// Timestamps pasted from a shell or from extended JSON (see the module
+/// documentation): `Timestamp(T, I)`, `Timestamp({ t: T, i: I })` (keys in either
+/// order, quoted or not, optional `new`), `{"$timestamp": {"t": T, "i": I}}`.
+/// Spaces may sit anywhere between tokens, never inside a number.
+mod pasted {
+    use super::{parse_u32_part, Part, TimeError, TimeForm, TimeValue, Ts};
+
+    #[derive(Debug, PartialEq, Eq)]
+    enum Tok<'a> {
+        /// A word or number: letters, digits, `$`, `_`.
+        Word(&'a str),
+        /// A quoted word (`"t"`, `'i'`, `"$timestamp"`).
+        Quoted(&'a str),
+        Punct(char),
+    }
+
+    fn tokens(s: &str) -> Option<Vec<Tok<'_>>> {
+        let mut out = Vec::new();
+        let b = s.as_bytes();
+        let mut k = 0;
+        while k < b.len() {
+            let c = b[k];
+            if c.is_ascii_whitespace() {
+                k += 1;
+            } else if c.is_ascii_alphanumeric() || c == b'$' || c == b'_' {
+                let start = k;
+                while k < b.len() && (b[k].is_ascii_alphanumeric() || b[k] == b'$' || b[k] == b'_')
+                {
+                    k += 1;
+                }
+                out.push(Tok::Word(&s[start..k]));
+            } else if c == b'"' || c == b'\'' {
+                let end = s[k + 1..].find(c as char)? + k + 1;
+                out.push(Tok::Quoted(&s[k + 1..end]));
+                k = end + 1;
+            } else if b"(){}:,".contains(&c) {
+                out.push(Tok::Punct(c as char));
+                k += 1;
+            } else {
+                return None;
+            }
+        }
+        Some(out)
+    }
+
+    /// `None` when `s` does not look like one of these forms at all (other parsers
+    /// then have their say); `Some(Err)` when it does but is malformed.
+    pub(super) fn parse(s: &str) -> Option<Result<TimeValue, TimeError>> {
+        let t = s.trim();
+        let shell = t
+            .strip_prefix("new ")
+            .map_or(t, str::trim_start)
+            .get(..9)
+            .is_some_and(|w| w.eq_ignore_ascii_case("timestamp"));
+        if !shell && !t.starts_with('{') {
+            return None;
+        }
+        let bad = |detail: &str| TimeError::BadPastedTimestamp {
+            input: s.into(),
+            detail: detail.into(),
+        };
+        let Some(toks) = tokens(t) else {
+            return Some(Err(bad("unexpected characters")));
+        };
+        Some(
+            (if shell {
+                shell_form(s, &toks)
+            } else {
+                json_form(s, &toks)
+            })
+            .and_then(|r| {
+                r.map(|(secs, ord)| TimeValue {
+                    ts: Ts::new(secs, ord),
+                    form: TimeForm::OplogTs {
+                        ordinal_given: true,
+                    },
+                    input: s.into(),
+                })
+                .ok_or_else(|| {
+                    bad(if shell {
+                        "not a `Timestamp(T, I)` or `Timestamp({ t: T, i: I })`"
+                    } else {
+                        "not a `{\"$timestamp\": {\"t\": T, \"i\": I}}`"
+                    })
+                })
+            }),
+        )
+    }
+
+    type Found = Result<Option<(u32, u32)>, TimeError>;
+
+    /// `[new] Timestamp ( T , I )` or `[new] Timestamp ( { t : T , i : I } )`.
+    fn shell_form(input: &str, toks: &[Tok<'_>]) -> Found {
+        let mut rest = toks;
+        if let [Tok::Word(w), tail @ ..] = rest {
+            if *w == "new" {
+                rest = tail;
+            }
+        }
+        let [Tok::Word(_), Tok::Punct('('), inner @ .., Tok::Punct(')')] = rest else {
+            return Ok(None);
+        };
+        match inner {
+            [Tok::Word(t), Tok::Punct(','), Tok::Word(i)] => Ok(Some((
+                parse_u32_part(input, t, Part::Seconds)?,
+                parse_u32_part(input, i, Part::Ordinal)?,
+            ))),
+            [Tok::Punct('{'), ..] => object(input, inner),
+            _ => Ok(None),
+        }
+    }
+
+    /// `{ "$timestamp" : { "t" : T , "i" : I } }`.
+    fn json_form(input: &str, toks: &[Tok<'_>]) -> Found {
+        let [Tok::Punct('{'), key, Tok::Punct(':'), inner @ .., Tok::Punct('}')] = toks else {
+            return Ok(None);
+        };
+        if !matches!(key, Tok::Quoted("$timestamp") | Tok::Word("$timestamp")) {
+            return Ok(None);
+        }
+        object(input, inner)
+    }
+
+    /// `{ t : T , i : I }`, keys in either order, quoted or not.
+    fn object(input: &str, toks: &[Tok<'_>]) -> Found {
+        let [Tok::Punct('{'), k1, Tok::Punct(':'), Tok::Word(v1), Tok::Punct(','), k2, Tok::Punct(':'), Tok::Word(v2), Tok::Punct('}')] =
+            toks
+        else {
+            return Ok(None);
+        };
+        fn key<'a>(k: &Tok<'a>) -> Option<&'a str> {
+            match k {
+                Tok::Word(w) | Tok::Quoted(w) => Some(*w),
+                Tok::Punct(_) => None,
+            }
+        }
+        let (t, i) = match (key(k1), key(k2)) {
+            (Some("t"), Some("i")) => (v1, v2),
+            (Some("i"), Some("t")) => (v2, v1),
+            _ => return Ok(None),
+        };
+        Ok(Some((
+            parse_u32_part(input, t, Part::Seconds)?,
+            parse_u32_part(input, i, Part::Ordinal)?,
+        )))
+    }
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
@@ -310,10 +508,15 @@ fn parse_u32_part(input: &str, text: &str, part: Part) -> Result<u32, TimeError>
             text: text.into(),
         });
     }
-    text.parse::<u32>().map_err(|_| TimeError::TooLarge {
-        input: input.into(),
-        part,
-        text: text.into(),
+    text.parse::<u32>().map_err(|_| {
+        (part == Part::Seconds)
+            .then(|| sub_second_epoch(input, text))
+            .flatten()
+            .unwrap_or_else(|| TimeError::TooLarge {
+                input: input.into(),
+                part,
+                text: text.into(),
+            })
     })
 }
 
@@ -594,6 +797,73 @@ mod tests {
             ok("oid:47cc67093475061e3d95369d").describe(),
             "2008-03-03T21:00:57Z (creation second of oid:47cc67093475061e3d95369d)"
         );
+    }
+
+    /// Issue 17 item 16: a timestamp copied from mongosh or the legacy shell was
+    /// refused ("the seconds part `Timestamp(1795223165, 1)` is not a decimal number").
+    #[test]
+    fn timestamps_as_the_shells_and_extended_json_print_them() {
+        for s in [
+            "Timestamp(1795223165, 1)",
+            "Timestamp(1795223165,1)",
+            "  Timestamp( 1795223165 ,  1 )  ",
+            "new Timestamp(1795223165, 1)",
+            "Timestamp({ t: 1795223165, i: 1 })",
+            "Timestamp({t:1795223165,i:1})",
+            "Timestamp({ i: 1, t: 1795223165 })",
+            "Timestamp({ \"t\": 1795223165, \"i\": 1 })",
+            "{\"$timestamp\":{\"t\":1795223165,\"i\":1}}",
+            " { \"$timestamp\" : { \"t\" : 1795223165 , \"i\" : 1 } } ",
+        ] {
+            let v = ok(s);
+            assert_eq!(v.ts, Ts::new(1795223165, 1), "{s:?}");
+            assert!(v.is_exact_position(), "{s:?}");
+            assert_eq!(v.input, s);
+        }
+        for s in [
+            "Timestamp(1795223165)",
+            "Timestamp(1795223165, 1, 2)",
+            "Timestamp({ t: 1795223165 })",
+            "Timestamp({ t: 1795223165, x: 1 })",
+            "Timestamp(17952 23165, 1)",
+            "Timestamp(1795223165, -1)",
+            "{\"$date\": 5}",
+            "Timestamp(1795223165, 1",
+        ] {
+            let e = err(s);
+            assert!(e.to_string().contains(&format!("`{s}`")), "{s:?}: {e}");
+        }
+        assert!(matches!(
+            err("Timestamp(4294967296, 1)"),
+            TimeError::TooLarge { .. }
+        ));
+        // Spaces are not allowed around the plain forms (as mongorestore).
+        assert!(matches!(err(" 5:1"), TimeError::NotDecimal { .. }));
+    }
+
+    /// Issue 17 item 16: a millisecond epoch is never taken as seconds; the error
+    /// itself (clap shows only the message for a flag value) names the seconds value.
+    #[test]
+    fn sub_second_epochs_are_refused_with_the_seconds_they_mean() {
+        let e = err("1795223165000");
+        assert!(matches!(e, TimeError::SubSecondEpoch { .. }), "{e:?}");
+        let msg = e.to_string();
+        assert!(msg.contains("epoch milliseconds"), "{msg}");
+        assert!(
+            msg.contains("it has 13 digits, like epoch milliseconds; did you mean `1795223165` (2026-11-21T01:06:05Z)?"),
+            "{msg}"
+        );
+        assert!(e.hint().unwrap().contains("`1795223165`"));
+        let msg = err("1795223165123:4").to_string();
+        assert!(msg.contains("did you mean `1795223165:4`"), "{msg}");
+        assert!(err("1795223165123456").to_string().contains("microseconds"));
+        assert!(err("1795223165123456789")
+            .to_string()
+            .contains("nanoseconds"));
+        // Not a sub-second epoch: too large, and no guess.
+        assert!(matches!(err("17952231650"), TimeError::TooLarge { .. }));
+        assert!(matches!(err("9795223165000"), TimeError::TooLarge { .. }));
+        assert!(matches!(err("5:1795223165000"), TimeError::TooLarge { .. }));
     }
 
     #[test]

@@ -512,9 +512,9 @@ fn a_rollover_while_stopped_is_a_recorded_gap_and_a_plan_across_it_is_refused() 
         .collect();
     assert_same_entries(&archived_tail, &server_head, "after the gap");
 
-    // status names it.
+    // status names it, and fails the check (exit 1: a restore across it is refused).
     let o = pitr(&["status", "--archive", arch.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert_eq!(code(&o), 1, "{}", show(&o));
     assert!(
         text(&o.stdout).contains(&format!("GAP       after {last_before}")),
         "{}",

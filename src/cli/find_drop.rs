@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use crate::backup;
+use crate::closest::closest_text;
 use crate::error::{exit, Failure};
-use crate::forensics::seen::{closest_text, Seen};
+use crate::forensics::seen::Seen;
 use crate::forensics::{BurstRule, Catalog, Finding, Kind, Scanner, Severity};
 use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::{ReadOptions, Ts};
@@ -208,7 +209,7 @@ fn check_filters_match(a: &FindDropArgs, s: &Seen, names: &[String]) -> Result<(
                 "--ns `{g}` matches no namespace in the {} entr{} of {input}{}",
                 s.entries,
                 if s.entries == 1 { "y" } else { "ies" },
-                closest_text(g, s.namespaces.iter())
+                closest_text(g, s.namespaces.iter().map(String::as_str))
             ))
             .with_hint(
                 "check the spelling (`pitr oplog stats` lists the namespaces an oplog writes); a filter that matches \

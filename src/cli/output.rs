@@ -9,3 +9,8 @@ pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()
     serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
     writeln!(out)
 }
+
+/// `1 entry`, `2 entries`: a count with its noun in the right number.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -30,27 +30,41 @@ pub struct SourcesSummary {
     pub gaps: Vec<(String, Ts, Ts)>,
 }
 
+/// Why a scan's callback stops it: the entry is not what it must be (reported with
+/// its position), or the caller gives up for its own reason (reported as is).
+#[derive(Debug)]
+pub enum ScanStop {
+    Entry(EntryError),
+    Failed(Failure),
+}
+
+impl From<EntryError> for ScanStop {
+    fn from(e: EntryError) -> ScanStop {
+        ScanStop::Entry(e)
+    }
+}
+
 /// Calls `f` on every entry of every source, in order, as the bytes of one framed
 /// BSON document (callers parse as much as they need; see
-/// [`RawDocument::from_bytes`]; an error from `f` is reported with the entry's
-/// position).
-pub fn scan_sources(
+/// [`RawDocument::from_bytes`]; an [`EntryError`] from `f` is reported with the
+/// entry's position, a [`ScanStop::Failed`] ends the scan with that failure).
+pub fn scan_sources<E: Into<ScanStop>>(
     sources: &[String],
     opts: ReadOptions,
     show_progress: bool,
-    f: impl FnMut(&[u8]) -> Result<(), EntryError>,
+    f: impl FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<SourcesSummary, Failure> {
     scan_sources_in(sources, opts, show_progress, &ChunkRange::ALL, f)
 }
 
 /// [`scan_sources`], reading only the chunks of an oplog archive that hold `range`
 /// (other sources are read whole).
-pub fn scan_sources_in(
+pub fn scan_sources_in<E: Into<ScanStop>>(
     sources: &[String],
     opts: ReadOptions,
     show_progress: bool,
     range: &ChunkRange,
-    mut f: impl FnMut(&[u8]) -> Result<(), EntryError>,
+    mut f: impl FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<SourcesSummary, Failure> {
     let mut summary = SourcesSummary::default();
     let mut newest_before: Option<Ts> = None;
@@ -95,8 +109,14 @@ pub fn scan_sources_in(
                 }
                 newest = Some(newest.map_or(ts, |x: Ts| x.max(ts)));
             }
-            if let Err(err) = f(doc) {
-                return Err(not_an_entry(r.name().to_string(), offset, index, err).into());
+            if let Err(stop) = f(doc) {
+                bar.finish();
+                return Err(match stop.into() {
+                    ScanStop::Entry(err) => {
+                        not_an_entry(r.name().to_string(), offset, index, err).into()
+                    }
+                    ScanStop::Failed(f) => f,
+                });
             }
         }
         bar.finish();

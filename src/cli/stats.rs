@@ -6,11 +6,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{exit, Failure};
-use crate::forensics::timeline::{auto_bucket, Counts, Stats};
+use crate::forensics::timeline::{auto_bucket, Counts, Stats, TooManyBuckets, MAX_BUCKETS, NICE};
 use crate::forensics::{BurstRule, Finding, Scanner};
-use crate::oplog::{ReadOptions, Ts};
+use crate::oplog::{EntryError, ReadOptions, Ts};
 
-use super::scan::scan_sources;
+use super::output::counted;
+use super::scan::{scan_sources, ScanStop};
 use super::zone::{parse_zone, Zone};
 
 /// Rows in the timeline when `--bucket` is not given.
@@ -21,7 +22,8 @@ pub struct StatsArgs {
     /// Oplog sources: .bson or .bson.gz files, mongodump directories, or `-` for stdin
     #[arg(required = true, value_name = "OPLOG")]
     pub sources: Vec<String>,
-    /// Timeline bucket size, e.g. 10s, 1m, 5m, 1h (default: chosen for about 60 rows)
+    /// Timeline bucket size, e.g. 10s, 1m, 5m, 1h (default: chosen for about 60 rows);
+    /// a size giving more than 10000 buckets with activity is refused
     #[arg(long, value_name = "DURATION", value_parser = parse_bucket)]
     pub bucket: Option<u32>,
     /// How many of the busiest namespaces to list
@@ -61,6 +63,8 @@ struct NsRow<'a> {
 struct BucketRow {
     start_ts: Ts,
     start: String,
+    /// 1 for a bucket; more for a run of empty buckets shown as one row.
+    buckets: u64,
     #[serde(flatten)]
     counts: Counts,
 }
@@ -85,17 +89,25 @@ struct Report<'a> {
 }
 
 pub fn run(a: StatsArgs) -> Result<u8, Failure> {
-    // Two accumulators in one pass: the bucket size may depend on the window, so
-    // collect per second-bucket first when auto, then regroup.
-    let mut stats = Stats::new(a.bucket.unwrap_or(1));
+    // Without --bucket the size depends on the window, known only at the end: the
+    // accumulator starts at 1 s and coarsens as needed, then regroups.
+    let mut stats = match a.bucket {
+        Some(b) => Stats::new(b),
+        None => Stats::auto(),
+    };
     let mut scanner = Scanner::new(BurstRule::default());
     let opts = ReadOptions {
         allow_truncated: a.allow_truncated,
     };
     let summary = scan_sources(&a.sources, opts, !a.json, |doc| {
-        let e = crate::oplog::Entry::parse(bson::RawDocument::from_bytes(doc)?)?;
+        let raw = bson::RawDocument::from_bytes(doc).map_err(EntryError::from)?;
+        let e = crate::oplog::Entry::parse(raw)?;
         stats.feed(&e);
-        scanner.feed(&e)
+        if let Some(over) = stats.overflow() {
+            // Stop at once: the timeline asked for cannot be shown.
+            return Err(ScanStop::Failed(too_many_buckets(&over)));
+        }
+        Ok(scanner.feed(&e)?)
     })?;
     let out_of_order = scanner.stats().out_of_order;
     let (findings, _) = scanner.finish();
@@ -107,8 +119,8 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
     };
     let bucket = a
         .bucket
-        .unwrap_or_else(|| auto_bucket(window_secs, AUTO_ROWS));
-    let timeline = regroup(&stats, bucket);
+        .unwrap_or_else(|| auto_bucket(window_secs, AUTO_ROWS).max(stats.bucket_secs()));
+    let timeline = stats.timeline(bucket);
     let wall = |w: Option<i64>| {
         w.and_then(chrono::DateTime::from_timestamp_millis)
             .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
@@ -133,10 +145,11 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
         bucket_secs: bucket,
         timeline: timeline
             .iter()
-            .map(|(b, c)| BucketRow {
-                start_ts: Ts::new(*b, 0),
-                start: Ts::new(*b, 0).utc_string(),
-                counts: *c,
+            .map(|r| BucketRow {
+                start_ts: Ts::new(r.start, 0),
+                start: Ts::new(r.start, 0).utc_string(),
+                buckets: r.buckets,
+                counts: r.counts,
             })
             .collect(),
         findings: &findings,
@@ -152,26 +165,44 @@ pub fn run(a: StatsArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// Regroups the accumulated buckets into `bucket`-second buckets.
-fn regroup(stats: &Stats, bucket: u32) -> Vec<(u32, Counts)> {
-    if bucket == stats.bucket_secs() {
-        return stats.timeline();
-    }
-    let mut merged = Stats::new(bucket);
-    for (b, c) in &stats.buckets {
-        let slot = merged.buckets.entry(b - b % bucket).or_default();
-        slot.total += c.total;
-        slot.inserts += c.inserts;
-        slot.updates += c.updates;
-        slot.deletes += c.deletes;
-        slot.commands += c.commands;
-        slot.noops += c.noops;
-        slot.other += c.other;
-    }
-    merged.timeline()
+/// `--bucket` too small for the oplog: refused, with a size that fits.
+fn too_many_buckets(o: &TooManyBuckets) -> Failure {
+    let span = (o.last - o.first) as u64;
+    // The smallest size above the one refused that keeps even a fully busy span of
+    // this length under the cap.
+    let fits = NICE
+        .iter()
+        .copied()
+        .find(|&b| b > o.bucket_secs && span / (b as u64) < MAX_BUCKETS as u64)
+        .unwrap_or(NICE[NICE.len() - 1]);
+    let size = bucket_text(o.bucket_secs as u64);
+    Failure::new(format!(
+        "`--bucket {size}` needs more than {MAX_BUCKETS} timeline buckets with activity: the oplog has \
+         entries in more than {MAX_BUCKETS} different {size} buckets within its first {} ({} to {}), \
+         and pitr stopped reading there",
+        human_duration(span),
+        Ts::new(o.first, 0).utc_string(),
+        Ts::new(o.last, 0).utc_string(),
+    ))
+    .with_hint(format!(
+        "leave --bucket out (a size is chosen for about {AUTO_ROWS} rows), or give a larger one: \
+         `--bucket {}` or more (more if the oplog goes on past {})",
+        bucket_text(fits as u64),
+        Ts::new(o.last, 0).utc_string(),
+    ))
 }
 
 fn human_duration(secs: u64) -> String {
+    humantime::format_duration(Duration::from_secs(secs)).to_string()
+}
+
+/// A bucket size as `--bucket` takes it back: whole days as days (humantime's months
+/// are 30.44 days, so 364 days would read `11months 29days 3h 50m 24s`).
+fn bucket_text(secs: u64) -> String {
+    if secs >= 86400 && secs % 86400 == 0 {
+        let d = secs / 86400;
+        return format!("{d}{}", if d == 1 { "day" } else { "days" });
+    }
     humantime::format_duration(Duration::from_secs(secs)).to_string()
 }
 
@@ -197,25 +228,32 @@ fn render(
             tz.format(l.to_utc()),
             w(&r.last_wall)
         )?;
-        writeln!(
-            out,
-            "  window        {} ({} s)",
-            human_duration(r.window_secs),
-            r.window_secs
-        )?;
+        if r.window_secs == 0 {
+            writeln!(
+                out,
+                "  window        within one second (every entry has the same t)"
+            )?;
+        } else {
+            writeln!(
+                out,
+                "  window        {} ({} s)",
+                human_duration(r.window_secs),
+                r.window_secs
+            )?;
+        }
     }
     if r.out_of_order > 0 {
         writeln!(
             out,
-            "  out of order  {} entries (not sorted by ts)",
-            r.out_of_order
+            "  out of order  {} (not sorted by ts)",
+            counted(r.out_of_order, "entry", "entries")
         )?;
     }
     if r.skipped_overlap > 0 {
         writeln!(
             out,
-            "  overlap       {} entries skipped (already in an earlier source)",
-            r.skipped_overlap
+            "  overlap       {} skipped (already in an earlier source)",
+            counted(r.skipped_overlap, "entry", "entries")
         )?;
     }
     for t in truncations {
@@ -257,8 +295,9 @@ fn render(
     writeln!(out)?;
     writeln!(
         out,
-        "Activity by oplog time, {} per row (D = deletes, C = commands, ! = destructive operation):",
-        human_duration(r.bucket_secs as u64)
+        "Activity by oplog time, {} per row (D = deletes, C = commands, ! = destructive operation; \
+         a run of empty buckets is one row):",
+        bucket_text(r.bucket_secs as u64)
     )?;
     let max = r
         .timeline
@@ -270,6 +309,17 @@ fn render(
     const BAR: usize = 40;
     for b in &r.timeline {
         let c = b.counts;
+        if b.buckets > 1 {
+            // A run of empty buckets: one row, however long (the span costs nothing).
+            writeln!(
+                out,
+                "  {}  ... {} ({} without entries) ...",
+                tz.format(b.start_ts.to_utc()).trim_end_matches(".000Z"),
+                counted(b.buckets, "empty bucket", "empty buckets"),
+                human_duration(b.buckets.saturating_mul(r.bucket_secs as u64))
+            )?;
+            continue;
+        }
         let len = |n: u64| ((n as f64 / max as f64) * BAR as f64).ceil() as usize;
         let dl = len(c.deletes).min(BAR);
         let cl = len(c.commands).min(BAR - dl);

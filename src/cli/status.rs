@@ -16,6 +16,7 @@ use crate::size::human;
 
 // No doc comment here: the one-line about comes from `Command::Status` in `cli/mod.rs`.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["uri", "archive"])))]
 #[command(after_long_help = "\
 Shows the server version, the topology (replica set name and members, or a standalone \
 that has an oplog), the oplog window (oldest and newest entry, ts and wall clock, hours \
@@ -29,12 +30,19 @@ so `pitr status` can run from cron or a monitoring check.
 Read-only: hello, buildInfo, replSetGetStatus (optional) and collStats (optional), and \
 `find` on local.oplog.rs. A mongos or a standalone without an oplog is refused (exit 2).
 
-Exit codes: 0 window at least --min-window, 1 window shorter, 2 error.
+Exit codes: 0 window at least --min-window, 1 window shorter, 2 error (with --archive: 0 \
+intact, 1 a damaged or missing chunk, a recorded gap, or the oplog no longer reaching back, \
+2 error).
 
 With --archive DIR: what the oplog archive covers (first and last entry, entries, chunks, \
-size), its recorded gaps and set-aside histories, whether an archiver is writing it; with \
---uri as well, how far it lags behind the live oplog, and whether the oplog still reaches \
-back to its last entry (exit 1 when it does not: restarting the archiver would record a gap).
+size), whether every chunk the manifest lists is there with its recorded size and CRC-64 \
+(each chunk file is read whole; --quick checks presence and size only), its recorded gaps \
+and set-aside histories, whether an archiver is writing it; with --uri as well, how far it \
+lags behind the live oplog, and whether the oplog still reaches back to its last entry. \
+Exit 1 names each damaged chunk and each recorded gap (a restore across them is refused), \
+or says the oplog no longer reaches back (restarting the archiver would record a gap). A \
+path that is not an oplog archive is named for what it is (no such directory, a mongodump \
+backup directory, a mongodump archive file, an oplog file).
 
 Examples:
   pitr status --uri 'mongodb://monitor@db1:27017/?replicaSet=rs0&authSource=admin'
@@ -42,13 +50,9 @@ Examples:
   pitr status --archive /backup/oplog --uri 'mongodb://monitor@db1/?replicaSet=rs0'")]
 pub struct StatusArgs {
     /// MongoDB connection string (password inside it, never on its own)
-    #[arg(
-        long,
-        env = "PITR_URI",
-        hide_env_values = true,
-        value_name = "URI",
-        required_unless_present = "archive"
-    )]
+    // One of --uri and --archive, as a required group: with `required_unless_present`
+    // clap's error named only --uri, never --archive (issue 17).
+    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
     pub uri: Option<String>,
     /// Show an oplog archive directory (written by `pitr archive`) instead; with --uri,
     /// also its lag behind the live oplog
@@ -60,6 +64,10 @@ pub struct StatusArgs {
     /// Machine-readable output on stdout
     #[arg(long)]
     pub json: bool,
+    /// With --archive: check only that every chunk is there with its recorded size,
+    /// not its CRC-64 (which reads every chunk file whole)
+    #[arg(long, requires = "archive")]
+    pub quick: bool,
 }
 
 fn parse_min_window(s: &str) -> Result<Duration, String> {
@@ -69,10 +77,17 @@ fn parse_min_window(s: &str) -> Result<Duration, String> {
 
 pub fn run(a: StatusArgs) -> Result<u8, Failure> {
     if let Some(dir) = &a.archive {
-        return super::archive_status::run(dir, a.uri.as_deref(), a.json);
+        return super::archive_status::run(dir, a.uri.as_deref(), a.json, a.quick);
     }
     let Some(uri) = a.uri.clone() else {
-        return Err(Failure::new("give --uri (or PITR_URI), or --archive DIR"));
+        return Err(Failure::new(
+            "nothing to show: give `--uri URI` (or PITR_URI) for a server, or `--archive DIR` for an oplog archive",
+        )
+        .with_hint(
+            "e.g. `pitr status --uri 'mongodb://monitor@db1/?replicaSet=rs0'` or \
+             `pitr status --archive /backup/oplog` (both: the archive and its lag behind the server); \
+             see `pitr status --help`",
+        ));
     };
     let st = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;

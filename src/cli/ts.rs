@@ -16,13 +16,20 @@ use super::oid::to_json;
     pitr ts 1700000000:3                   # an exact oplog position\n  \
     pitr ts 2026-11-21T03:12:00+01:00      # RFC 3339, converted to UTC\n  \
     pitr ts oid:47cc67093475061e3d95369d   # an ObjectId's creation second\n  \
+    pitr ts 'Timestamp({ t: 1700000000, i: 3 })'  # as mongosh prints it\n  \
     pitr ts 1700000000 --json | jq -r .oplog_limit\n\n\
     TIME forms: T:I (oplog position, as mongorestore --oplogLimit), T or T: (second T, \
     ordinal 0), epoch seconds, RFC 3339 with Z or an offset (fractions of a second are \
-    dropped), oid:<24 hex digits>. --oplogLimit is exclusive: entries with ts < limit \
-    are replayed.")]
+    dropped), oid:<24 hex digits>, and a timestamp pasted as a shell or extended JSON \
+    prints it: Timestamp(T, I) (legacy shell), Timestamp({ t: T, i: I }) (mongosh), \
+    {\"$timestamp\": {\"t\": T, \"i\": I}} (oplog cat --json, bsondump); each means T:I. \
+    The same forms are accepted by every flag that takes a time (--until, --since, \
+    --skip, ...). A 13-digit number is epoch milliseconds and is refused with the \
+    seconds value it most likely means. --oplogLimit is exclusive: entries with \
+    ts < limit are replayed.")]
 pub struct TsArgs {
-    /// T:I, T, T:, epoch seconds, RFC 3339 with Z or an offset, or oid:<hex>
+    /// T:I, T, T:, epoch seconds, RFC 3339 with Z or an offset, oid:<hex>, or
+    /// Timestamp(T, I) / Timestamp({ t: T, i: I }) as the shells print it
     #[arg(value_name = "TIME", allow_hyphen_values = true)]
     pub value: String,
     /// One JSON object (keys: input, form, description, ts, t, i, epoch_seconds, utc,

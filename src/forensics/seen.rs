@@ -90,41 +90,6 @@ impl Seen {
     }
 }
 
-/// The names closest to `pattern` (a typo'd namespace or glob), best first, at most
-/// three; none when nothing is reasonably close.
-pub fn closest<'a>(pattern: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let p = pattern.to_ascii_lowercase();
-    let mut scored: Vec<(f64, &str)> = names
-        .into_iter()
-        .map(|n| (strsim::jaro_winkler(&p, &n.to_ascii_lowercase()), n))
-        .filter(|(score, _)| *score >= 0.8)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored
-        .into_iter()
-        .take(3)
-        .map(|(_, n)| n.to_string())
-        .collect()
-}
-
-/// `; the closest: `a`, `b`` or an empty string.
-pub fn closest_text(pattern: &str, names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
-    let names: Vec<String> = names.into_iter().map(|n| n.as_ref().to_string()).collect();
-    let c = closest(pattern, names.iter().map(String::as_str));
-    if c.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; the closest: {}",
-            c.iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,24 +147,5 @@ mod tests {
             (Some(Ts::new(3, 1)), Some(Ts::new(9, 1)))
         );
         assert_eq!(s.entries, 6);
-    }
-
-    #[test]
-    fn closest_names_for_a_typo() {
-        let names = [
-            "shop.orders",
-            "shop.orders_archive",
-            "shop.payments",
-            "analytics.funnels",
-        ];
-        assert_eq!(
-            closest("shop.ordrs", names),
-            ["shop.orders", "shop.orders_archive"]
-        );
-        assert!(closest("zzz", names).is_empty());
-        assert_eq!(
-            closest_text("shop.ordrs", names),
-            "; the closest: `shop.orders`, `shop.orders_archive`"
-        );
     }
 }

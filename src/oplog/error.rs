@@ -12,7 +12,7 @@ use super::entry::EntryError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Truncation {
     pub name: String,
-    /// Byte offset where the incomplete entry starts.
+    /// Byte offset where the incomplete entry starts (in the decompressed stream).
     pub offset: u64,
     /// Complete entries before it.
     pub complete_entries: u64,
@@ -20,26 +20,75 @@ pub struct Truncation {
     pub declared: u64,
     /// Bytes actually present from `offset` to the end.
     pub remaining: u64,
+    /// Set when the source is gzip whose compressed data was cut inside a member
+    /// (then `declared` and `remaining` may both be 0: the cut fell between entries
+    /// of the decompressed stream).
+    pub gzip: Option<GzipCut>,
+}
+
+/// Where a gzip source's compressed data was cut (see
+/// [`super::gzip::GzipTruncated`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GzipCut {
+    /// The member the data ends in (1-based) and its compressed offset.
+    pub member: u64,
+    pub member_at: u64,
+    /// Compressed bytes read, to the cut.
+    pub compressed_bytes: u64,
+}
+
+/// `1 complete entry`, `2 complete entries`.
+fn complete(n: u64) -> String {
+    format!("{n} complete {}", if n == 1 { "entry" } else { "entries" })
 }
 
 impl std::fmt::Display for Truncation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(g) = &self.gzip {
+            write!(
+                f,
+                "`{}` is a truncated gzip stream: its compressed data ({} bytes) ends inside gzip member {} \
+                 (which starts at compressed byte {}); {} ({} bytes of BSON) read before the cut",
+                self.name,
+                g.compressed_bytes,
+                g.member,
+                g.member_at,
+                complete(self.complete_entries),
+                self.offset
+            )?;
+            return if self.declared > 0 {
+                write!(
+                    f,
+                    "; entry {} is incomplete (it declares {} bytes, {} are there)",
+                    self.complete_entries + 1,
+                    self.declared,
+                    self.remaining
+                )
+            } else if self.remaining > 0 {
+                write!(f, ", then {} stray byte(s)", self.remaining)
+            } else {
+                Ok(())
+            };
+        }
         if self.declared == 0 {
             write!(
                 f,
-                "`{}` is truncated at byte {}: {} stray byte(s) after {} complete entries",
-                self.name, self.offset, self.remaining, self.complete_entries
+                "`{}` is truncated at byte {}: {} stray byte(s) after {}",
+                self.name,
+                self.offset,
+                self.remaining,
+                complete(self.complete_entries)
             )
         } else {
             write!(
                 f,
-                "`{}` is truncated at byte {} (entry {} declares {} bytes, {} remain; {} complete entries before it)",
+                "`{}` is truncated at byte {} (entry {} declares {} bytes, {} remain; {} before it)",
                 self.name,
                 self.offset,
                 self.complete_entries + 1,
                 self.declared,
                 self.remaining,
-                self.complete_entries
+                complete(self.complete_entries)
             )
         }
     }
@@ -137,6 +186,9 @@ impl Hint for ReadError {
             ReadError::NoOplogInDir { .. } => {
                 "pass the oplog file itself, or a dump made with `mongodump --oplog` (root `oplog.bson`) or `mongodump -d local -c oplog.rs` (`local/oplog.rs.bson`)".into()
             }
+            ReadError::Truncated(t) if t.gzip.is_some() => {
+                "the dump was probably interrupted (e.g. `mongodump --oplog --gzip` or `pitr dump-oplog --gzip` stopped, or the copy is partial); re-run the dump, or pass `--allow-truncated` to use the complete entries before the cut".into()
+            }
             ReadError::Truncated(_) => {
                 "the dump was probably interrupted; re-run the dump, or pass `--allow-truncated` to use the complete entries before this point".into()
             }
@@ -147,7 +199,9 @@ impl Hint for ReadError {
                 if looks_like.contains("gzip") {
                     "pitr decompresses gzip files and stdin by their content; this gzip data sits inside something else: decompress it with `gunzip -c` first".into()
                 } else if looks_like.contains("JSON") {
-                    "pitr reads BSON as written by mongodump; convert extended JSON with `mongoimport`/`bsondump`'s inverse, or dump the oplog again with `pitr dump-oplog` or `mongodump -d local -c oplog.rs`".into()
+                    // bsondump only turns BSON into JSON (it has no inverse), and
+                    // mongorestore --oplogReplay reads BSON only: the way back is a new dump.
+                    "pitr, like mongorestore --oplogReplay, reads the BSON that mongodump writes, and no MongoDB tool turns JSON (bsondump's or mongoexport's output) back into an oplog dump; dump the oplog again as BSON: `pitr dump-oplog --uri URI --out DIR` or `mongodump -d local -c oplog.rs`".into()
                 } else if looks_like.contains("archive") {
                     "unpack the archive into a directory first: `mongorestore --archive=FILE --dir=OUT --dryRun` does not; use `mongodump --out DIR` instead of `--archive`".into()
                 } else {

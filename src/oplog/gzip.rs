@@ -17,6 +17,14 @@
 //! Either way every member is read, in order, like `gzip -dc`; data that is not a
 //! gzip member after one is an error, never silently ignored. Memory stays bounded:
 //! at most [`IN_FLIGHT`] members or blocks are held between the threads.
+//!
+//! A stream whose compressed bytes end inside a member (an interrupted `mongodump
+//! --oplog --gzip`, a partial copy) delivers everything that member decompresses to,
+//! then fails with a [`GzipTruncated`] (kind `UnexpectedEof`), so that the oplog
+//! reader can treat it like a plain file cut short (complete entries, then
+//! `--allow-truncated` or an error saying so). Only the end of the input counts as a
+//! cut: a member whose data ends early while bytes follow it, or bytes that do not
+//! start like a gzip member, are damage and stay errors.
 
 use std::io::{self, BufRead, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -25,6 +33,30 @@ use std::thread;
 
 /// The two magic bytes every gzip member starts with (RFC 1952).
 pub const MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The compressed input ended inside gzip member `member` (1-based), which starts at
+/// compressed byte `member_at`: the file was cut. Everything before the cut has been
+/// delivered. The payload of an `io::ErrorKind::UnexpectedEof` error (see
+/// [`GzipTruncated::of`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the gzip data ends inside member {member} (which starts at compressed byte {member_at}): {detail}")]
+pub struct GzipTruncated {
+    pub member: u64,
+    pub member_at: u64,
+    /// What the decompressor said (e.g. `incomplete deflate stream`).
+    pub detail: String,
+}
+
+impl GzipTruncated {
+    /// The truncation an I/O error carries, if it is one.
+    pub fn of(e: &io::Error) -> Option<&GzipTruncated> {
+        e.get_ref()?.downcast_ref()
+    }
+
+    pub fn into_io(self) -> io::Error {
+        io::Error::new(io::ErrorKind::UnexpectedEof, self)
+    }
+}
 
 /// True when `head` starts like a gzip stream.
 pub fn is_gzip(head: &[u8]) -> bool {
@@ -314,11 +346,35 @@ impl<R: Read> BufRead for Input<R> {
 fn split(compressed: impl Read, slots: SyncSender<Slot>, workers: usize, pool: Pool) {
     let mut src = Input::new(compressed);
     let mut job_tx: Option<SyncSender<Job>> = None;
+    let mut member = 0u64;
     loop {
         let (tx, rx) = sync_channel(2);
+        member += 1;
+        let at = src.at;
         // Enough of the header to see a whole extra field (XLEN is 16 bits).
         let size = match src.peek(12 + 65_535) {
             Ok([]) => return, // the end of the input, after a complete member
+            // The input ends inside the fixed 10-byte header: a cut if what is
+            // there starts like a member, else bytes that are no gzip member.
+            Ok(head) if head.len() < 10 => {
+                let like = head.iter().zip([0x1f, 0x8b, 8]).all(|(a, b)| *a == b);
+                let err = if like {
+                    GzipTruncated {
+                        member,
+                        member_at: at,
+                        detail: format!("only {} bytes of its header are there", head.len()),
+                    }
+                    .into_io()
+                } else {
+                    member_error(
+                        io::Error::new(io::ErrorKind::InvalidData, "not a gzip member"),
+                        at,
+                    )
+                };
+                let _ = tx.send(Err(err));
+                let _ = slots.send(rx);
+                return;
+            }
             Ok(head) => recorded_size(head),
             Err(e) => {
                 let _ = tx.send(Err(e));
@@ -329,16 +385,15 @@ fn split(compressed: impl Read, slots: SyncSender<Slot>, workers: usize, pool: P
         if slots.send(rx).is_err() {
             return; // the reader is gone
         }
-        let at = src.at;
         let whole = match size {
             Some(n) if workers > 1 => {
-                let mut member = pool.get(n);
-                match src.take_into(n, &mut member) {
-                    Ok(got) if got == n => Some(member),
+                let mut whole_member = pool.get(n);
+                match src.take_into(n, &mut whole_member) {
+                    Ok(got) if got == n => Some(whole_member),
                     Ok(_) => {
-                        // A truncated last member: decompress what is there, which
-                        // reports exactly what is missing.
-                        stream_member(io::Cursor::new(member), at, &tx, &pool);
+                        // The input ended inside this member: decompress what is
+                        // there, then report the cut.
+                        stream_member(io::Cursor::new(whole_member), (member, at), &tx, &pool);
                         return;
                     }
                     Err(e) => {
@@ -350,11 +405,11 @@ fn split(compressed: impl Read, slots: SyncSender<Slot>, workers: usize, pool: P
             _ => None,
         };
         match whole {
-            Some(member) => {
+            Some(bytes) => {
                 let jobs = job_tx.get_or_insert_with(|| spawn_workers(workers, &pool));
                 if jobs
                     .send(Job {
-                        member,
+                        member: bytes,
                         at,
                         out: tx,
                     })
@@ -364,7 +419,7 @@ fn split(compressed: impl Read, slots: SyncSender<Slot>, workers: usize, pool: P
                 }
             }
             None => {
-                if !stream_member(&mut src, at, &tx, &pool) {
+                if !stream_member(&mut src, (member, at), &tx, &pool) {
                     return;
                 }
             }
@@ -373,11 +428,13 @@ fn split(compressed: impl Read, slots: SyncSender<Slot>, workers: usize, pool: P
 }
 
 /// Decompresses one member from `src` (positioned at its header) as a stream,
-/// sending blocks to `out`. Returns false when the stream must stop (an error was
-/// sent, or the reader is gone).
+/// sending blocks to `out`. `(member, at)`: its number (1-based) and compressed
+/// offset. Returns false when the stream must stop (an error was sent, or the reader
+/// is gone). When the input ends inside the member, what it decompressed to is sent,
+/// then a [`GzipTruncated`].
 fn stream_member<R: BufRead>(
     src: R,
-    at: u64,
+    (member, at): (u64, u64),
     out: &SyncSender<io::Result<Vec<u8>>>,
     pool: &Pool,
 ) -> bool {
@@ -413,7 +470,21 @@ fn stream_member<R: BufRead>(
                 if filled > 0 {
                     let _ = out.send(Ok(block));
                 }
-                let _ = out.send(Err(member_error(e, at)));
+                // The decompressor ran out of input, and the input is really over
+                // (nothing follows): a cut, not damage.
+                let cut = e.kind() == io::ErrorKind::UnexpectedEof
+                    && dec.get_mut().fill_buf().is_ok_and(|b| b.is_empty());
+                let err = if cut {
+                    GzipTruncated {
+                        member,
+                        member_at: at,
+                        detail: e.to_string(),
+                    }
+                    .into_io()
+                } else {
+                    member_error(e, at)
+                };
+                let _ = out.send(Err(err));
                 return false;
             }
         }
@@ -552,6 +623,69 @@ mod tests {
         assert_eq!(read_all(Vec::new(), 2).unwrap(), Vec::<u8>::new());
     }
 
+    /// Reads until the end or the first error; returns the bytes read and the error.
+    fn read_until_error(compressed: Vec<u8>, workers: usize) -> (Vec<u8>, Option<io::Error>) {
+        let mut dec = ThreadedDecoder::spawn(io::Cursor::new(compressed), workers);
+        let mut out = Vec::new();
+        let mut buf = vec![0; 7000];
+        loop {
+            match dec.read(&mut buf) {
+                Ok(0) => return (out, None),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    /// Issue 17 item 11: a cut anywhere delivers a prefix of the data, then a
+    /// `GzipTruncated` naming the member the cut is in; streamed (1 worker) or
+    /// decompressed whole (2), sized members or not.
+    #[test]
+    fn a_cut_anywhere_is_a_prefix_then_gzip_truncated() {
+        let parts: Vec<Vec<u8>> = (0..5).map(|k| data(30_000 + k * 7, k as u32)).collect();
+        let all = parts.concat();
+        let sized = members(&parts);
+        let plain: Vec<u8> = parts.iter().flat_map(|p| plain_member(p)).collect();
+        for (what, file) in [("sized", sized), ("plain", plain)] {
+            let starts: Vec<usize> = {
+                // Member starts, by walking single-member decoders.
+                let mut v = vec![0];
+                let mut at = 0;
+                while at < file.len() {
+                    let mut one = flate2::bufread::GzDecoder::new(&file[at..]);
+                    io::copy(&mut one, &mut io::sink()).unwrap();
+                    at = file.len() - one.into_inner().len();
+                    v.push(at);
+                }
+                v.pop();
+                v
+            };
+            assert_eq!(starts.len(), 5, "{what}");
+            for cut in (2..file.len())
+                .step_by(997)
+                .chain([file.len() - 1, starts[3] + 3])
+            {
+                let member = starts.iter().filter(|&&s| s < cut).count() as u64;
+                for workers in [1, 2] {
+                    let (out, err) = read_until_error(file[..cut].to_vec(), workers);
+                    let ctx = format!("{what} cut {cut} workers {workers}");
+                    assert!(all.starts_with(&out), "{ctx}: not a prefix");
+                    let err = err.unwrap_or_else(|| panic!("{ctx}: no error"));
+                    let t = GzipTruncated::of(&err).unwrap_or_else(|| panic!("{ctx}: {err}"));
+                    assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{ctx}");
+                    assert_eq!(
+                        (t.member, t.member_at),
+                        (member, starts[member as usize - 1] as u64),
+                        "{ctx}"
+                    );
+                    // Whole members before the cut are all there.
+                    let before: usize = parts[..member as usize - 1].iter().map(Vec::len).sum();
+                    assert!(out.len() >= before, "{ctx}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn damage_is_an_error_never_a_short_read() {
         let parts: Vec<Vec<u8>> = (0..8).map(|k| data(50_000, k)).collect();
@@ -573,6 +707,18 @@ mod tests {
                 .contains("gzip member starting at compressed byte"),
             "{err}"
         );
+        assert!(GzipTruncated::of(&err).is_none(), "damage is not a cut");
+        // A short member followed by more bytes (its recorded size lies): damage.
+        let mut short = file.clone();
+        let n = recorded_size(&short).unwrap() as u32;
+        short[16..20].copy_from_slice(&(n - 30).to_le_bytes());
+        let err = read_all(short, 2).unwrap_err();
+        assert!(GzipTruncated::of(&err).is_none(), "{err}");
+        // Bytes after the last member that do not start like one.
+        let mut tail = file.clone();
+        tail.extend_from_slice(b"ab");
+        let err = read_all(tail, 2).unwrap_err();
+        assert!(GzipTruncated::of(&err).is_none(), "{err}");
         // A size field that does not match the member.
         let mut lying = file.clone();
         let n = recorded_size(&lying).unwrap() as u32;

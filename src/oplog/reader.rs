@@ -10,6 +10,10 @@
 //! entry number; nothing panics and nothing is silently skipped. A truncated last
 //! entry can be tolerated with [`ReadOptions::allow_truncated`], and the reader then
 //! records what it dropped ([`OplogReader::truncation`]) so the caller can say so.
+//! A gzip source whose compressed data was cut ([`GzipTruncated`]) is the same case:
+//! the complete entries it decompressed to are handed out, then the cut is a
+//! truncation (an error, or recorded with `allow_truncated`), wherever in the
+//! decompressed stream it fell.
 
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +22,9 @@ use std::sync::Arc;
 use bson::RawDocument;
 
 use super::entry::{Entry, EntryError};
-use super::error::{ReadError, Truncation};
+use super::error::{GzipCut, ReadError, Truncation};
+use super::gzip::GzipTruncated;
+use super::oplog_archive::manifest::OplogArchiveError;
 use super::sniff;
 
 /// The largest entry the server writes: the 16 MiB BSON limit plus 16 KiB of oplog
@@ -96,6 +102,8 @@ pub struct OplogReader {
     eof: bool,
     opts: ReadOptions,
     truncation: Option<Truncation>,
+    /// Set when the source is gzip data cut inside a member: its end is a truncation.
+    gzip_cut: Option<GzipTruncated>,
     /// Bytes taken from the underlying file (compressed bytes for `.gz`).
     counter: ByteCounter,
     /// Size of the underlying file when known (for progress).
@@ -137,6 +145,7 @@ impl OplogReader {
             eof: false,
             opts,
             truncation: None,
+            gzip_cut: None,
             counter,
             source_len,
         }
@@ -308,6 +317,21 @@ impl OplogReader {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.filled += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Cut gzip data: everything before the cut has been read; the end
+                // of the stream is a truncation (see `at_end` and `truncated`).
+                Err(e) if GzipTruncated::of(&e).is_some() => {
+                    self.gzip_cut = GzipTruncated::of(&e).cloned();
+                    self.eof = true;
+                }
+                // A missing or damaged chunk of an oplog archive: its own error, with
+                // its hint (the byte offset in the stream of chunks means nothing).
+                Err(e) if e.get_ref().is_some_and(|i| i.is::<OplogArchiveError>()) => {
+                    let inner = e.into_inner().expect("checked above");
+                    let err = inner
+                        .downcast::<OplogArchiveError>()
+                        .expect("checked above");
+                    return Err(ReadError::OplogArchive(*err));
+                }
                 Err(e) => {
                     return Err(ReadError::Io {
                         name: self.name.clone(),
@@ -322,7 +346,7 @@ impl OplogReader {
 
     fn at_end(&mut self) -> Result<Option<Frame>, ReadError> {
         let remaining = (self.filled - self.pos) as u64;
-        if remaining == 0 {
+        if remaining == 0 && self.gzip_cut.is_none() {
             return Ok(None);
         }
         // 1-3 stray bytes: not even a length prefix.
@@ -344,6 +368,11 @@ impl OplogReader {
             complete_entries: index,
             declared,
             remaining,
+            gzip: self.gzip_cut.as_ref().map(|g| GzipCut {
+                member: g.member,
+                member_at: g.member_at,
+                compressed_bytes: self.counter.get(),
+            }),
         };
         if self.opts.allow_truncated {
             self.pos = self.filled;

@@ -129,12 +129,32 @@ fn open_stream(
 ) -> Result<OplogReader, ReadError> {
     let (mut src, _) = decompressed(&name, raw)?;
     let mut head = [0u8; 4];
-    let got = read_head(&mut src, &mut head).map_err(|source| ReadError::Io {
-        name: name.clone(),
-        offset: 0,
-        source,
-    })?;
-    let whole: Box<dyn Read + Send> = Box::new(io::Cursor::new(head[..got].to_vec()).chain(src));
+    let mut got = 0;
+    // Gzip data cut before 4 bytes decompressed: the reader reports the cut.
+    let mut cut: Option<gzip::GzipTruncated> = None;
+    while got < head.len() {
+        match src.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if gzip::GzipTruncated::of(&e).is_some() => {
+                cut = gzip::GzipTruncated::of(&e).cloned();
+                break;
+            }
+            Err(source) => {
+                return Err(ReadError::Io {
+                    name: name.clone(),
+                    offset: 0,
+                    source,
+                })
+            }
+        }
+    }
+    let rest: Box<dyn Read + Send> = match cut {
+        Some(c) => Box::new(FailsOnce(Some(c.into_io()))),
+        None => src,
+    };
+    let whole: Box<dyn Read + Send> = Box::new(io::Cursor::new(head[..got].to_vec()).chain(rest));
     if got == 4 && head == crate::archive::MAGIC {
         let archive = crate::archive::ArchiveReader::new(
             name.clone(),
@@ -153,6 +173,15 @@ fn open_stream(
         ));
     }
     Ok(OplogReader::with_counter(name, whole, opts, counter, len))
+}
+
+/// A source that fails with one error, then ends.
+struct FailsOnce(Option<io::Error>);
+
+impl Read for FailsOnce {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        self.0.take().map_or(Ok(0), Err)
+    }
 }
 
 /// The gaps recorded by the oplog archive `spec` (entries lost from the server's

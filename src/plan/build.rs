@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::forensics::seen::closest_text;
+use crate::closest::closest_text;
 use crate::forensics::{Catalog, Kind, Severity};
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, ReadOptions, Ts};
@@ -28,7 +28,7 @@ use super::lint::{LintSeverity, Linter};
 use super::onerun;
 use super::scan::{self, EntryRef, OplogScan, Probe};
 use super::slice::{self, SliceOutcome, SliceRequest};
-use super::stake::{self, LostWrites, Stake};
+use super::stake::{self, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
@@ -190,6 +190,12 @@ pub fn build_with_model(
         chunks_from: Some(backup_end),
         remember: false,
         history: Some(&history),
+        // A time --until needs the archive only up to the entry at or after it
+        // (`auto` and `end` need all of it).
+        chunks_to: match &req.until {
+            UntilSpec::Time(tv) => Some(tv.ts),
+            _ => None,
+        },
     };
     timer.mark("backup and its oplog read");
     let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
@@ -298,14 +304,13 @@ pub fn build_with_model(
             ),
             ..Stake::default()
         };
-        let lost = if slice.after_limit_read {
-            std::mem::take(&mut slice.after_limit)
-        } else if oplog_scan.last_ts.is_some_and(|l| l >= limit) {
-            slice::count_after(&req.oplog, opts, limit, progress)?
+        let (lost, note) = if slice.after_limit_read {
+            (std::mem::take(&mut slice.after_limit), None)
         } else {
-            LostWrites::default()
+            slice::count_after(&req.oplog, opts, limit, progress)
         };
         lost.finish(&mut st);
+        st.lost_note = note;
         st
     };
     progress.at_stake(
@@ -802,7 +807,13 @@ fn check_ns_globs(
             return Err(PlanError::NsUnmatched {
                 glob: g.clone(),
                 oplog: oplog.name.clone(),
-                closest: closest_text(g, known_ns.iter().chain(seen.namespaces.iter())),
+                closest: closest_text(
+                    g,
+                    known_ns
+                        .iter()
+                        .chain(seen.namespaces.iter())
+                        .map(String::as_str),
+                ),
             });
         }
     }

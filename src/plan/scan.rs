@@ -111,9 +111,14 @@ pub struct Probe<'a> {
     pub remember: bool,
     /// Compare the entries with the backup oplog's remembered ones.
     pub history: Option<&'a RefCell<Lookup>>,
+    /// For an oplog archive: read only the chunks up to the one holding the first
+    /// entry at or after this position (the limit a time `--until` names), widened by
+    /// [`ARCHIVE_MARGIN_SECS`]; later chunks are not needed, and may be missing.
+    pub chunks_to: Option<Ts>,
 }
 
-/// How far before [`Probe::chunks_from`] an oplog archive is read.
+/// How far before [`Probe::chunks_from`] (and after [`Probe::chunks_to`]) an oplog
+/// archive is read.
 pub const ARCHIVE_MARGIN_SECS: u32 = 15 * 60;
 
 /// The result of [`scan`].
@@ -161,7 +166,9 @@ pub fn scan(
         from: probe
             .chunks_from
             .map(|t| Ts::new(t.t.saturating_sub(ARCHIVE_MARGIN_SECS), 0)),
-        to: None,
+        to: probe
+            .chunks_to
+            .map(|t| Ts::new(t.t.saturating_add(ARCHIVE_MARGIN_SECS), 0)),
     };
     let mut r = oplog::open_range(spec, opts, &range)?;
     let (counter, total) = r.progress();

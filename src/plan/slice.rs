@@ -139,11 +139,13 @@ fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
 
 /// Reads the oplog a second time and writes the slice.
 pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
-    // An oplog archive: only the chunks from the backup's end on (those after the
-    // limit too: their writes are what the restore leaves out, and are counted).
+    // An oplog archive: only the chunks from the backup's end to the first entry at
+    // or after the limit (later ones may be missing; the writes in them are counted
+    // by [`count_after`]). Other sources are read whole, and the writes after the
+    // limit counted on the way.
     let range = ChunkRange {
         from: Some(req.from_exclusive),
-        to: None,
+        to: Some(req.to_exclusive),
     };
     let mut r = oplog::open_range(req.oplog, req.opts, &range)?;
     let (counter, total) = r.progress();
@@ -246,7 +248,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
         sink.push(ts, e.raw.as_bytes())?;
     }
     drop(tick);
-    out.after_limit_read = true;
+    out.after_limit_read = !crate::oplog::oplog_archive::is_oplog_archive(Path::new(req.oplog));
     let stats = sink.finish()?;
     out.entries = stats.entries;
     out.bytes = stats.bytes;
@@ -259,23 +261,38 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
 }
 
 /// The writes at or after `limit` in the oplog, when no slice pass read them (the
-/// restore point lies inside the backup's own oplog, or right after its end).
+/// restore point lies inside the backup's own oplog or right after its end, or the
+/// oplog is an archive whose later chunks the restore does not need). What cannot be
+/// read (a missing or damaged later chunk) ends the count with a note instead of
+/// failing the plan: the restore does not need those entries.
 pub fn count_after(
     oplog: &str,
     opts: ReadOptions,
     limit: Ts,
     progress: &dyn Progress,
-) -> Result<LostWrites, PlanError> {
+) -> (LostWrites, Option<String>) {
     let range = ChunkRange {
         from: Some(limit),
         to: None,
     };
-    let mut r = oplog::open_range(oplog, opts, &range)?;
+    let mut lost = LostWrites::default();
+    let mut r = match oplog::open_range(oplog, opts, &range) {
+        Ok(r) => r,
+        Err(e) => return (lost, Some(format!("not counted: {e}"))),
+    };
     let (counter, total) = r.progress();
     let mut tick = progress.pass("counting the writes after the limit", counter, total);
-    let mut lost = LostWrites::default();
     let mut n = 0u64;
-    while let Some(e) = r.next_entry()? {
+    let mut last = None;
+    loop {
+        let e = match r.next_entry() {
+            Ok(Some(e)) => e,
+            Ok(None) => return (lost, None),
+            Err(err) => {
+                let upto = last.map_or_else(String::new, |t: Ts| format!(" up to {t}"));
+                return (lost, Some(format!("counted{upto} only: {err}")));
+            }
+        };
         n += 1;
         if n % 8192 == 0 {
             tick();
@@ -283,11 +300,12 @@ pub fn count_after(
         if e.ts < limit {
             continue;
         }
-        let (offset, index) = (e.offset, e.index);
-        lost.see(&e)
-            .map_err(|err| PlanError::from(not_an_entry(oplog.to_string(), offset, index, err)))?;
+        last = Some(e.ts);
+        if let Err(err) = lost.see(&e) {
+            let err = not_an_entry(oplog.to_string(), e.offset, e.index, err);
+            return (lost, Some(format!("counted up to {} only: {err}", e.ts)));
+        }
     }
-    Ok(lost)
 }
 
 /// The `--ns` decision for one in-range entry.

@@ -32,7 +32,7 @@ pub const MAX_NAMESPACES: usize = 1000;
 /// `lost` (array of [`NsWrites`], most writes first), `lost_operations` (total),
 /// `lost_other_namespaces` (namespaces past [`MAX_NAMESPACES`], summed into
 /// `lost_operations` but not listed), `lost_counted` (false when the oplog after the
-/// limit was not read, e.g. a limit at its very end).
+/// limit was not read), `lost_note` (why the count may be short, else null).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stake {
     pub incidents: Vec<Incident>,
@@ -40,6 +40,10 @@ pub struct Stake {
     pub lost_operations: u64,
     pub lost_other_namespaces: u64,
     pub lost_counted: bool,
+    /// Why the count may be short (a later chunk of an oplog archive is missing or
+    /// damaged: the restore does not need it), else null.
+    #[serde(default)]
+    pub lost_note: Option<String>,
 }
 
 impl Stake {
@@ -164,6 +168,9 @@ impl Stake {
                     plural(more)
                 ));
             }
+        }
+        if let Some(n) = &self.lost_note {
+            v.push(format!("    (the count may be short: {n})"));
         }
         v
     }

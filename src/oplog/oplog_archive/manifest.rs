@@ -354,11 +354,13 @@ pub enum OplogArchiveError {
     #[error("another `pitr archive` is writing to `{}` (it holds `{}`)", dir.display(), lock.display())]
     Busy { dir: PathBuf, lock: PathBuf },
 
-    #[error("chunk {seq} of the oplog archive `{}` is missing: `{file}`", dir.display())]
+    #[error("chunk {seq} of the oplog archive `{}` ({first} to {last}) is missing: `{file}`; this command needs it", dir.display())]
     ChunkMissing {
         dir: PathBuf,
         seq: u64,
         file: String,
+        first: Ts,
+        last: Ts,
     },
 
     #[error("chunk `{}` does not match the oplog archive's manifest: {detail}", path.display())]
@@ -402,10 +404,10 @@ impl Hint for OplogArchiveError {
                 "only one archiver may write an archive directory; stop the other one (`systemctl stop pitr-archive`), or give another --dir".into()
             }
             OplogArchiveError::ChunkMissing { .. } => {
-                "a chunk was deleted behind pitr's back (or by a `pitr archive prune` running right now); restore it from a copy, or read a range that does not need it".into()
+                "a chunk was deleted behind pitr's back (or by a `pitr archive prune` running right now); restore it from a copy, or read a range that does not need it (`pitr status --archive DIR` lists every missing or damaged chunk)".into()
             }
             OplogArchiveError::ChunkMismatch { .. } => {
-                "the chunk file was damaged or replaced after it was written; restore it from a copy of the archive".into()
+                "the chunk file was damaged or replaced after it was written; restore it from a copy of the archive (`pitr status --archive DIR` checks every chunk)".into()
             }
         })
     }

@@ -137,6 +137,8 @@ impl Chain {
                         dir: self.dir.clone(),
                         seq: c.seq,
                         file: c.file.clone(),
+                        first: c.first,
+                        last: c.last,
                     },
                 )
             } else {

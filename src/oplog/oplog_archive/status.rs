@@ -1,30 +1,77 @@
 //! What an oplog archive directory holds right now, for `pitr status --archive`:
-//! the manifest, the chunk being written (if any), and whether an archiver holds
-//! the directory.
+//! the manifest, whether every chunk it lists is there and intact (size and CRC-64,
+//! as readers check them), the chunk being written (if any), and whether an
+//! archiver holds the directory.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use super::lock::{DirLock, ARCHIVER_LOCK};
-use super::manifest::{Manifest, OplogArchiveError};
+use super::manifest::{ChunkRecord, Manifest, OplogArchiveError};
 use super::{CHUNKS_DIR, MANIFEST_FILE};
+use crate::oplog::Ts;
 
 /// The archive as `pitr status --archive` shows it.
 #[derive(Clone, Debug)]
 pub struct ArchiveStatus {
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// Chunks listed in the manifest that are missing or do not match it.
+    pub damaged: Vec<ChunkDamage>,
+    /// Whether the chunks' CRC-64 was checked (else only presence and size).
+    pub crc_checked: bool,
     /// `.partial` chunk files (being written, or left by a crash) and their sizes.
     pub partial: Vec<(PathBuf, u64)>,
     /// An archiver holds the directory.
     pub archiver_running: bool,
 }
 
-pub fn status(dir: &Path) -> Result<ArchiveStatus, OplogArchiveError> {
-    let manifest = Manifest::load(dir)?.ok_or_else(|| OplogArchiveError::BadManifest {
-        path: dir.join(MANIFEST_FILE),
-        detail: "there is none: not an oplog archive".into(),
-    })?;
+/// A chunk the manifest lists that a reader would refuse.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ChunkDamage {
+    pub seq: u64,
+    pub file: String,
+    pub first: Ts,
+    pub last: Ts,
+    pub problem: ChunkProblem,
+    /// In words, e.g. `its CRC-64 is ..., the manifest records ...`.
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChunkProblem {
+    Missing,
+    Unreadable,
+    Size,
+    Crc,
+}
+
+/// Reads the archive's state; with `check_crc`, every chunk file is read whole to
+/// check its CRC-64 (else only its presence and size).
+pub fn status(dir: &Path, check_crc: bool) -> Result<ArchiveStatus, OplogArchiveError> {
+    let load = || {
+        Manifest::load(dir)?.ok_or_else(|| OplogArchiveError::BadManifest {
+            path: dir.join(MANIFEST_FILE),
+            detail: "there is none: not an oplog archive".into(),
+        })
+    };
+    let mut manifest = load()?;
+    let mut damaged = check_chunks(dir, &manifest.chunks, check_crc);
+    if !damaged.is_empty() {
+        // A `pitr archive prune` (or a rollback setting chunks aside) may have
+        // removed chunks since the manifest was read: only chunks still listed count.
+        manifest = load()?;
+        damaged.retain(|d| {
+            manifest
+                .chunks
+                .iter()
+                .any(|c| c.seq == d.seq && c.file == d.file)
+        });
+    }
     let mut partial = Vec::new();
     if let Ok(rd) = fs::read_dir(dir.join(CHUNKS_DIR)) {
         for e in rd.flatten() {
@@ -45,7 +92,76 @@ pub fn status(dir: &Path) -> Result<ArchiveStatus, OplogArchiveError> {
     Ok(ArchiveStatus {
         dir: dir.to_path_buf(),
         manifest,
+        damaged,
+        crc_checked: check_crc,
         partial,
         archiver_running,
+    })
+}
+
+/// Checks each chunk's file against its record, as a reader would (see
+/// [`super::read`]): there, the recorded size, and (with `crc`) the recorded CRC-64
+/// of its bytes.
+pub fn check_chunks(dir: &Path, chunks: &[ChunkRecord], crc: bool) -> Vec<ChunkDamage> {
+    chunks
+        .iter()
+        .filter_map(|c| {
+            check_chunk(&dir.join(&c.file), c, crc).map(|(problem, detail)| ChunkDamage {
+                seq: c.seq,
+                file: c.file.clone(),
+                first: c.first,
+                last: c.last,
+                problem,
+                detail,
+            })
+        })
+        .collect()
+}
+
+fn check_chunk(path: &Path, c: &ChunkRecord, crc: bool) -> Option<(ChunkProblem, String)> {
+    let unreadable =
+        |e: io::Error| Some((ChunkProblem::Unreadable, format!("it cannot be read: {e}")));
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Some((ChunkProblem::Missing, "the file is missing".into()))
+        }
+        Err(e) => return unreadable(e),
+    };
+    let len = match f.metadata() {
+        Ok(m) => m.len(),
+        Err(e) => return unreadable(e),
+    };
+    if len != c.bytes {
+        return Some((
+            ChunkProblem::Size,
+            format!("it holds {len} bytes, the manifest records {}", c.bytes),
+        ));
+    }
+    if !crc {
+        return None;
+    }
+    let Ok(expected) = u64::from_str_radix(&c.crc64, 16) else {
+        return Some((
+            ChunkProblem::Crc,
+            format!("the manifest's crc64 `{}` is not hex", c.crc64),
+        ));
+    };
+    let mut digest = crc64fast::Digest::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => digest.write(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return unreadable(e),
+        }
+    }
+    let got = digest.sum64();
+    (got != expected).then(|| {
+        (
+            ChunkProblem::Crc,
+            format!("its CRC-64 is {got:016x}, the manifest records {expected:016x}"),
+        )
     })
 }
