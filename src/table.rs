@@ -50,8 +50,8 @@ pub fn width() -> usize {
         .unwrap_or(200)
 }
 
-/// `1 entry`, `2 entries`: a count and its noun, as a person writes it.
-pub fn count(n: u64, one: &str, many: &str) -> String {
+/// `1 entry`, `2 entries`: a count with its noun in the right number.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

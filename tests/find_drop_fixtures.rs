@@ -274,8 +274,9 @@ fn routine_operations_are_not_incidents() {
     }
     assert!(
         notes.contains(&format!(
-            "note: {} routine operation(s) not listed",
-            routine.len()
+            "note: {} routine operation{} not listed",
+            routine.len(),
+            if routine.len() == 1 { "" } else { "s" }
         )),
         "{out}"
     );
@@ -318,7 +319,7 @@ fn routine_operations_are_not_incidents() {
         ],
     );
     let out = stdout(&o);
-    assert!(out.contains("0 finding(s) and"), "{out}");
+    assert!(out.contains("0 findings and"), "{out}");
     assert!(!out.contains("Restore to just before"), "{out}");
 }
 

@@ -879,7 +879,7 @@ fn status_shows_version_topology_and_window() {
     let out = stdout(&o);
     for want in [
         "version   7.0.14",
-        "replica set `rs0`, 1 member(s)",
+        "replica set `rs0`, 1 member",
         "PRIMARY",
         &first.to_string(),
         &last.to_string(),

@@ -925,7 +925,10 @@ fn prune_keeps_what_a_backup_needs() {
     ]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
-        text(&o.stdout).contains(&format!("deleted {holding} chunk(s)")),
+        text(&o.stdout).contains(&format!(
+            "deleted {holding} chunk{}",
+            if holding == 1 { "" } else { "s" }
+        )),
         "{}",
         show(&o)
     );

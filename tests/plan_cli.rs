@@ -634,7 +634,7 @@ fn a_command_mongorestore_cannot_apply_makes_a_lint_error_and_exit_1() {
         out.contains("error   unknown-command 1700000125:1 admin.$cmd"),
         "{out}"
     );
-    assert!(out.contains("The lint found 1 error(s)"), "{out}");
+    assert!(out.contains("The lint found 1 error:"), "{out}");
     assert!(s.root.join("pitr-plan-1700000150-1/plan.json").is_file());
 }
 

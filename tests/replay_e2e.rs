@@ -541,14 +541,14 @@ fn keep_leaves_a_spare_that_pitr_verify_checks() {
     let text = stdout(&o);
     assert!(
         text.contains(&format!(
-            "FAILED: {checks} check(s), {} passed, 2 failed",
+            "FAILED: {checks} checks, {} passed, 2 failed",
             checks - 2
         )),
         "{text}"
     );
     assert!(text.contains("expected 91, found 90 (-1)"), "{text}");
     assert!(
-        text.contains("missing: the plan expects 3 document(s)"),
+        text.contains("missing: the plan expects 3 documents"),
         "{text}"
     );
 

@@ -421,7 +421,7 @@ fn lint_errors_are_refused_unless_ignored() {
     assert_eq!(code(&o), 1, "lint errors: exit 1, {}", show(&o));
     let e = stderr(&o);
     assert!(
-        e.contains("the plan's lint found 1 error(s)") && e.contains("unknown-command"),
+        e.contains("the plan's lint found 1 error:") && e.contains("unknown-command"),
         "{e}"
     );
     assert!(e.contains("--ignore-lint-errors"), "{e}");
@@ -458,7 +458,7 @@ fn lint_errors_are_refused_unless_ignored() {
         show(&o)
     );
     assert!(
-        stderr(&o).contains("error: --dry-run: the lint found 1 error(s)"),
+        stderr(&o).contains("error: --dry-run: the lint found 1 error:"),
         "{}",
         show(&o)
     );

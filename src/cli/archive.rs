@@ -210,10 +210,10 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
 
 fn render_outcome(o: &ArchiveOutcome, dir: &Path) {
     println!(
-        "archived {} entries ({} of BSON) into {} chunk(s) in {}",
-        o.entries,
+        "archived {} ({} of BSON) into {} in {}",
+        crate::table::counted(o.entries, "entry", "entries"),
         human(o.bson_bytes),
-        o.chunks.len(),
+        crate::table::counted(o.chunks.len() as u64, "chunk", "chunks"),
         dir.display()
     );
     println!("{}", coverage_line(&o.manifest));
@@ -237,19 +237,19 @@ fn render_outcome(o: &ArchiveOutcome, dir: &Path) {
     }
 }
 
-/// `the archive covers F (utc) to L (utc): N entries in K chunk(s), X`
+/// `the archive covers F (utc) to L (utc): N entries in K chunks, X`
 pub(crate) fn coverage_line(m: &Manifest) -> String {
     match (m.first(), m.last()) {
         (Some(f), Some(l)) => format!(
-            "the archive covers {f} ({}) to {l} ({}): {} entries in {} chunk(s), {}{}",
+            "the archive covers {f} ({}) to {l} ({}): {} in {}, {}{}",
             f.utc_string(),
             l.utc_string(),
-            m.entries(),
-            m.chunks.len(),
+            crate::table::counted(m.entries(), "entry", "entries"),
+            crate::table::counted(m.chunks.len() as u64, "chunk", "chunks"),
             human(m.bytes()),
             match m.gaps.len() {
                 0 => String::new(),
-                n => format!(", {n} gap(s)"),
+                n => format!(", {}", crate::table::counted(n as u64, "gap", "gaps")),
             }
         ),
         _ => "the archive is empty".to_string(),
@@ -318,15 +318,15 @@ impl CliObserver {
 
     fn status(&self, p: &ArchiveProgress, rate: f64) -> String {
         format!(
-            "{} entries ({}), {rate:.0} entries/s, {}; lag {}{}; {} chunk(s) written",
-            p.entries,
+            "{} ({}), {rate:.0} entries/s, {}; lag {}{}; {} written",
+            crate::table::counted(p.entries, "entry", "entries"),
             human(p.bson_bytes),
             p.last
                 .map(|l| format!("last {l} ({})", l.utc_string()))
                 .unwrap_or_else(|| "nothing yet".into()),
             lag_text(p.lag),
             if p.caught_up { " (caught up)" } else { "" },
-            p.chunks
+            crate::table::counted(p.chunks as u64, "chunk", "chunks")
         )
     }
 
@@ -367,9 +367,9 @@ impl ArchiveObserver for CliObserver {
             None => ", following new entries until stopped".to_string(),
         };
         self.say(&format!(
-            "archiving into {} ({} chunk(s) so far) from {from}{until}",
+            "archiving into {} ({} so far) from {from}{until}",
             s.dir.display(),
-            s.chunks
+            crate::table::counted(s.chunks as u64, "chunk", "chunks")
         ));
     }
 
@@ -442,8 +442,8 @@ fn render_prune(o: &PruneOutcome, a: &PruneArgs, cutoff: Ts) {
     let bytes: u64 = o.deleted.iter().map(|c| c.bytes).sum();
     match (o.deleted.first(), o.deleted.last()) {
         (Some(f), Some(l)) => println!(
-            "{verb} {} chunk(s) ({}) with entries from {} ({}) to {} ({}), older than {} ({})",
-            o.deleted.len(),
+            "{verb} {} ({}) with entries from {} ({}) to {} ({}), older than {} ({})",
+            crate::table::counted(o.deleted.len() as u64, "chunk", "chunks"),
             human(bytes),
             f.first,
             f.first.utc_string(),

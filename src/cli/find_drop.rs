@@ -13,6 +13,7 @@ use crate::forensics::seen::Seen;
 use crate::forensics::{BurstRule, Catalog, Finding, Kind, Scanner, Severity};
 use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::{ReadOptions, Ts};
+use crate::table::counted;
 use crate::time::{parse_time, TimeValue};
 
 use crate::table::Columns;
@@ -281,8 +282,12 @@ fn classification_notes(
             })
             .collect();
         n.push(format!(
-            "{} routine operation(s) not listed (--include-routine lists them at severity info): {}",
-            hidden.len(),
+            "{} not listed (--include-routine lists them at severity info): {}",
+            counted(
+                hidden.len() as u64,
+                "routine operation",
+                "routine operations"
+            ),
             what.join(", ")
         ));
     }
@@ -497,13 +502,17 @@ fn render_table(
     let routine = findings.len() - incidents;
     writeln!(
         out,
-        "{incidents} finding(s){} in {} entries of {sources}. --oplogLimit is exclusive: entries with ts < limit are applied.",
+        "{}{} in {} of {sources}. --oplogLimit is exclusive: entries with ts < limit are applied.",
+        counted(incidents as u64, "finding", "findings"),
         if routine > 0 {
-            format!(" and {routine} routine operation(s)")
+            format!(
+                " and {}",
+                counted(routine as u64, "routine operation", "routine operations")
+            )
         } else {
             String::new()
         },
-        summary.entries
+        counted(summary.entries, "entry", "entries")
     )?;
     if let Some(t) = restore_target(findings) {
         writeln!(

@@ -10,7 +10,4 @@ pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()
     writeln!(out)
 }
 
-/// `1 entry`, `2 entries`: a count with its noun in the right number.
-pub fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+pub use crate::table::counted;

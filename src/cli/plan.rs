@@ -14,6 +14,7 @@ use crate::plan::versions::{VersionHints, VersionSource};
 use crate::plan::{
     self, parse_until, LintSeverity, Mode, NsKind, PlanRequest, Progress, RestorePlan, UntilSpec,
 };
+use crate::table::counted;
 use crate::time::{parse_time, TimeValue};
 
 use super::progress::ScanProgress;
@@ -241,8 +242,9 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         .count();
     writeln!(
         out,
-        "  {collections} collection(s), {} document(s){}",
-        b.documents,
+        "  {}, {}{}",
+        counted(collections as u64, "collection", "collections"),
+        counted(b.documents, "document", "documents"),
         if b.gzip { ", gzip-compressed" } else { "" }
     )?;
     let rows: Vec<Vec<String>> = b
@@ -361,9 +363,9 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let count = |s: LintSeverity| p.lint.iter().filter(|l| l.severity == s).count();
     writeln!(
         out,
-        "Lint      {} error(s), {} warning(s), {} info",
-        count(LintSeverity::Error),
-        count(LintSeverity::Warning),
+        "Lint      {}, {}, {} info",
+        counted(count(LintSeverity::Error) as u64, "error", "errors"),
+        counted(count(LintSeverity::Warning) as u64, "warning", "warnings"),
         count(LintSeverity::Info)
     )?;
     if let Some(v) = &p.versions {
@@ -537,8 +539,8 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     if p.lint_errors() > 0 {
         writeln!(
             out,
-            "The lint found {} error(s): the replay would fail or lose data as planned.",
-            p.lint_errors()
+            "The lint found {}: the replay would fail or lose data as planned.",
+            counted(p.lint_errors() as u64, "error", "errors")
         )?;
     }
     Ok(())

@@ -149,8 +149,8 @@ fn render(out: &mut impl Write, st: &ServerStatus) -> io::Result<()> {
         Topology::ReplicaSet { name, primary, .. } => {
             writeln!(
                 out,
-                "topology  replica set `{name}`, {} member(s)",
-                st.members.len()
+                "topology  replica set `{name}`, {}",
+                crate::table::counted(st.members.len() as u64, "member", "members")
             )?;
             for m in &st.members {
                 writeln!(out, "            {}", member_line(m, primary.as_deref()))?;

@@ -401,7 +401,11 @@ fn exited_message(f: &Finished) -> String {
     }
     let (which, lines) = f.tail();
     if !lines.is_empty() {
-        let _ = write!(s, "\n  last {} line(s) of its {which}:", lines.len());
+        let _ = write!(
+            s,
+            "\n  last {} of its {which}:",
+            crate::table::counted(lines.len() as u64, "line", "lines")
+        );
         for l in lines {
             let _ = write!(s, "\n    | {}", output::cut(l, 2000));
         }
@@ -796,7 +800,7 @@ mod tests {
         let e = f.into_result().unwrap_err();
         let text = e.to_string();
         assert!(text.starts_with("`mongorestore --password <redacted>` failed with exit code 1"));
-        assert!(text.contains("last 1 line(s) of its stderr:\n    | Failed: connection refused"));
+        assert!(text.contains("last 1 line of its stderr:\n    | Failed: connection refused"));
         assert!(text.contains("full output: `/tmp/x.log`"));
         assert!(!text.contains("ignored"));
         assert!(e.hint().unwrap().contains("/tmp/x.log"));

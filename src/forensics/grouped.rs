@@ -55,8 +55,12 @@ pub(crate) fn burst_finding(kind: Kind, b: &Burst) -> Finding {
         (Kind::DeleteBurst, None) => "deletes",
         _ => "content-wiping updates",
     };
-    let span = b.last.t - b.first.t;
-    f.details = format!("{} {what} in {span} s", b.count);
+    let span = match b.last.t - b.first.t {
+        0 => "within one second".to_string(),
+        1 => "in 1 second".to_string(),
+        n => format!("in {n} seconds"),
+    };
+    f.details = format!("{} {what} {span}", b.count);
     if let Some(view) = view {
         f.details.push_str(&format!(
             " (time-series collection {view}: each bucket holds many measurements)"

@@ -550,7 +550,10 @@ impl Scanner {
         f.details = if run.is_empty() {
             "database dropped (its collections are not listed in this oplog)".into()
         } else {
-            format!("database dropped: {} collection(s)", run.len())
+            format!(
+                "database dropped: {}",
+                crate::table::counted(run.len() as u64, "collection", "collections")
+            )
         };
         self.findings.push(f);
     }

@@ -473,11 +473,11 @@ pub async fn dump(
         let rp = scan_partial(&paths.partial, req.gzip)?;
         if rp.cut_bytes > 0 {
             obs.warning(&format!(
-                "`{}`: dropping the last {} byte(s) (an incomplete {}); {} complete entries kept",
+                "`{}`: dropping the last {} (an incomplete {}); {} kept",
                 paths.partial.display(),
-                rp.cut_bytes,
+                crate::table::counted(rp.cut_bytes, "byte", "bytes"),
                 if req.gzip { "gzip member" } else { "entry" },
-                rp.entries
+                crate::table::counted(rp.entries, "complete entry", "complete entries")
             ));
         }
         Some(rp)

@@ -437,10 +437,10 @@ impl Linter {
                 Some(t.first),
                 &t.namespaces.join(","),
                 format!(
-                    "a {}transaction ({} part(s) from {} to {}, writing {}) does not commit before the limit {limit}: none of it is \
+                    "a {}transaction ({} from {} to {}, writing {}) does not commit before the limit {limit}: none of it is \
                      replayed",
                     if t.prepared { "prepared " } else { "" },
-                    t.parts,
+                    crate::table::counted(t.parts as u64, "part", "parts"),
                     t.first,
                     t.last,
                     if t.namespaces.is_empty() { "nothing".to_string() } else { t.namespaces.join(", ") }

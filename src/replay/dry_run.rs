@@ -82,7 +82,8 @@ pub fn verdict(
         return (
             crate::error::exit::NOT_FOUND,
             Some(format!(
-                "the lint found {lint_errors} error(s): pitr replay refuses this plan without --ignore-lint-errors"
+                "the lint found {}: pitr replay refuses this plan without --ignore-lint-errors",
+                crate::table::counted(lint_errors as u64, "error", "errors")
             )),
         );
     }
@@ -334,7 +335,7 @@ mod tests {
         assert_eq!(verdict(&[], 3, true).0, 0);
         let (code, why) = verdict(&[], 3, false);
         assert_eq!(code, 1);
-        assert!(why.unwrap().contains("3 error(s)"));
+        assert!(why.unwrap().contains("3 errors"));
         // Missing programs come first, whatever the lint says.
         let (code, why) = verdict(&["mongod", "mongorestore"], 3, false);
         assert_eq!(code, 2);

@@ -23,7 +23,7 @@ pub enum ReplayError {
         source: std::io::Error,
     },
 
-    #[error("the plan's lint found {count} error(s): the replay would fail or lose data as planned ({codes})")]
+    #[error("the plan's lint found {}: the replay would fail or lose data as planned ({codes})", crate::table::counted(*count as u64, "error", "errors"))]
     LintErrors { count: usize, codes: String },
 
     #[error("cannot write the report `{}`", path.display())]

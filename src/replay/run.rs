@@ -510,9 +510,9 @@ impl Runner<'_> {
                 let passed = report.passed;
                 let rec = &mut self.ex.steps[i];
                 rec.detail = Some(format!(
-                    "{} of {} check(s) passed",
+                    "{} of {} passed",
                     report.checked - report.failed,
-                    report.checked
+                    crate::table::counted(report.checked as u64, "check", "checks")
                 ));
                 rec.status = if passed {
                     StepStatus::Ok
@@ -613,7 +613,9 @@ impl Runner<'_> {
         let rec = &mut self.ex.steps[i];
         rec.status = StepStatus::Ok;
         rec.detail = Some(format!(
-            "{files} file(s), {bytes} bytes in {} (renamed into place when complete)",
+            "{}, {} in {} (renamed into place when complete)",
+            crate::table::counted(files as u64, "file", "files"),
+            crate::table::counted(bytes as u64, "byte", "bytes"),
             out.display()
         ));
         self.end(i);

@@ -207,7 +207,7 @@ fn judge(e: &Expectation, found: bool, documents: Option<u64>) -> (Status, Strin
             let Some(n) = documents.filter(|_| found) else {
                 return (
                     Fail,
-                    format!("missing: the plan expects {want} document(s)"),
+                    format!("missing: the plan expects {}", crate::table::counted(want, "document", "documents")),
                 );
             };
             let mut problems = Vec::new();
@@ -242,11 +242,17 @@ fn judge(e: &Expectation, found: bool, documents: Option<u64>) -> (Status, Strin
             ),
             Some(n) => (
                 Fail,
-                format!("the replay should have dropped it, but it holds {n} document(s)"),
+                format!(
+                    "the replay should have dropped it, but it holds {}",
+                    crate::table::counted(n, "document", "documents")
+                ),
             ),
         },
         Check::Exists => match documents.filter(|_| found) {
-            Some(n) => (Pass, format!("exists ({n} document(s); no expected count in the plan)")),
+            Some(n) => (Pass, format!(
+                    "exists ({}; no expected count in the plan)",
+                    crate::table::counted(n, "document", "documents")
+                )),
             None => (
                 Fail,
                 "missing: a collection of the backup (without expected counts pitr cannot tell whether the replay dropped it)"

@@ -64,9 +64,9 @@ pub fn text(v: &VerifyReport) -> String {
     }
     let _ = writeln!(
         s,
-        "  {}: {} check(s), {} passed, {} failed",
+        "  {}: {}, {} passed, {} failed",
         if v.passed { "PASSED" } else { "FAILED" },
-        v.checked,
+        crate::table::counted(v.checked as u64, "check", "checks"),
         v.checked - v.failed,
         v.failed
     );

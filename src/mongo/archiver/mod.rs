@@ -468,10 +468,10 @@ impl Archiver<'_> {
         };
         self.obs.warning(&format!(
             "ROLLBACK: {detail}. The archive held entries from {} to {} that are not in the server's history \
-             (rolled back after a failover); {} chunk(s) set aside in `{}`, never read as history. Archiving goes on after {}",
+             (rolled back after a failover); {} set aside in `{}`, never read as history. Archiving goes on after {}",
             rec.diverged_at,
             rec.through,
-            rec.chunks.len(),
+            crate::table::counted(rec.chunks.len() as u64, "chunk", "chunks"),
             self.req.dir.join(&rec.dir).display(),
             self.last_ts().map_or_else(|| "the start".to_string(), |t| t.to_string())
         ));
