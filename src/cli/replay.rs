@@ -41,14 +41,17 @@ also after a failure and on Ctrl-C (a second Ctrl-C kills at once); --keep leave
 running instead (not after Ctrl-C) and prints how to connect
 
 The programs are looked up in --mongodb-bin, then $PITR_MONGODB_BIN, then PATH. \
-Progress goes to stderr; the summary (or --json: report.json) to stdout. The work dir \
+Progress goes to stderr (the embedded engine: a bar per phase on a terminal, else a line \
+every PITR_PROGRESS_INTERVAL, default 10s, and one as each phase ends; none with --json); \
+the summary (or --json: report.json) to stdout. The work dir \
 keeps plan/ (plan.json and the slice), logs/ (mongod.log and one log per step), \
 report.md and report.json.
 
 Exit codes: 0 replayed and verified; 1 verification failed, or the plan's lint found \
 errors (refused before anything starts); 2 error (a program is missing, the plan is \
 refused, or a step failed: its exit code, or 128+n for a signal, and its last stderr lines \
-are shown); 130 interrupted by Ctrl-C. --dry-run exits with the code the real run would \
+are shown); 130 interrupted by Ctrl-C (143 by SIGTERM; the embedded engine then leaves \
+neither --out nor OUT-destroyed). --dry-run exits with the code the real run would \
 have before starting anything (2 missing programs or a refused plan, 1 lint errors, else 0).
 
 Examples:
@@ -67,8 +70,9 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Engine::Embedded)]
     pub engine: Engine,
     /// Memory for documents before they move to an on-disk store in the work dir
-    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica, and with `--engine
-    /// mongod` the replica that predicts each collection's dbHash for verification
+    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica (and the documents it
+    /// writes to OUT-destroyed), and with `--engine mongod` the replica that
+    /// predicts each collection's dbHash for verification
     #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
     pub memory: usize,
     /// Embedded engine: write --out as `mongodump --gzip` does
@@ -402,6 +406,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
 /// `--engine embedded`: plan, build the state in-process, write the dump.
 fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     use crate::engine::replica::dump::DumpFormat;
+    // Ctrl-C and SIGTERM from the first moment: the run stops and cleans up (exit
+    // 128+n) instead of dying half-way.
+    if !a.dry_run {
+        crate::engine::replica::interrupt::install();
+    }
     if a.keep || a.mongodb_bin.is_some() || a.port.is_some() {
         return Err(Failure::new(
             "--keep, --mongodb-bin and --port are for --engine mongod (the embedded engine starts no server)",
@@ -467,7 +476,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             format,
             memory: a.memory,
         },
-        &CliProgress { enabled: !a.json },
+        &super::progress::PhaseProgress::for_stderr(a.json),
     );
     let Some(report) = report else {
         work.discard_if_unused();
