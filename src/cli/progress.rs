@@ -265,7 +265,7 @@ fn bar_for(what: &str, unit: Unit, total: Option<u64>) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
     let template = match total {
         Some(_) => "{spinner} {msg} [{bar:30}] {done}/{all} {rate} eta {eta}",
-        None => "{spinner} {msg} {done} {rate}",
+        None => "{spinner} {msg}: {count} so far, {rate}",
     };
     let style = ProgressStyle::with_template(template)
         .expect("static template")
@@ -274,6 +274,12 @@ fn bar_for(what: &str, unit: Unit, total: Option<u64>) -> ProgressBar {
             "done",
             move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = write!(w, "{}", amount(unit, s.pos(), false));
+            },
+        )
+        .with_key(
+            "count",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", amount(unit, s.pos(), true));
             },
         )
         .with_key(
