@@ -340,14 +340,7 @@ fn human_duration(d: Duration) -> String {
 
 /// `in 1.23s`, `in 2m 5s`, `in under 0.01s` (never "in 0 s").
 fn took(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 10 {
-        "in under 0.01s".into()
-    } else if ms < 60_000 {
-        format!("in {:.2}s", d.as_secs_f64())
-    } else {
-        format!("in {}", human_duration(d))
-    }
+    crate::replay::progress::took_time(d)
 }
 
 /// The line a log gets while a phase runs:
