@@ -108,8 +108,9 @@ fn a_longer_run_logs_each_running_phase_with_done_total_and_rate() {
         &[],
         &[
             ("PITR_PROGRESS_INTERVAL", "0.1s"),
-            // Hashing and writing the dumps take milliseconds in this size: slowed
-            // down to a few tenths of a second, they log while they run too.
+            // Applying, hashing and writing the dumps take milliseconds at this
+            // size on a fast machine: slowed down to a few tenths of a second,
+            // they log while they run there too.
             ("PITR_TEST_SLOW_DOCUMENTS", "20ms"),
         ],
     );

@@ -70,9 +70,10 @@ pub fn signal_name() -> &'static str {
 
 /// For tests only: `PITR_TEST_SLOW_DOCUMENTS=<duration>` (e.g. `20ms`) pauses this
 /// long every [`EVERY`] documents a loop over the replica's documents reads
-/// (hashing, writing the dumps: [`super::Replica::for_each_document`]), so that a
-/// test can send a signal during phases that otherwise take milliseconds. Read once;
-/// unset (always, outside tests), it costs one load per [`EVERY`] documents.
+/// (hashing, writing the dumps: [`super::Replica::for_each_document`]) and every
+/// [`EVERY`] entries applied, so that a test can send a signal during phases that
+/// otherwise take milliseconds, on any machine. Read once; unset (always, outside
+/// tests), it costs one load per [`EVERY`] items.
 pub fn test_pause() {
     static PAUSE: OnceLock<Option<Duration>> = OnceLock::new();
     let pause = PAUSE.get_or_init(|| {

@@ -333,10 +333,11 @@ impl Replica {
 
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk).
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
-        if interrupt::requested() {
-            return Err(ReplicaError::Interrupted);
-        }
+        interrupt::check()?;
         self.applied += 1;
+        if self.applied % interrupt::EVERY == 0 {
+            interrupt::test_pause();
+        }
         match op.op {
             Op::Insert => self.insert(op, phase),
             Op::Update => self.update(op, phase),
