@@ -437,6 +437,10 @@ proptest! {
     /// Any bytes at all, gzipped or not: a clear refusal, never a panic.
     #[test]
     fn random_bytes_are_refused(bytes in prop::collection::vec(any::<u8>(), 0..64), gzip in any::<bool>()) {
+        // Plain bytes that happen to start with the gzip magic are read as a gzip
+        // stream, which is then damaged or cut short: an error, but not necessarily
+        // "not an archive" (it failed once on `[0x1f, 0x8b]`, an I/O end of file).
+        let gzip_magic = !gzip && bytes.starts_with(&[0x1f, 0x8b]);
         let data = if gzip {
             use std::io::Write;
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -446,7 +450,11 @@ proptest! {
             bytes
         };
         let r = read_all(data);
-        prop_assert!(matches!(r, Err(ArchiveError::NotAnArchive { .. })), "{:?}", r.map(|i| i.counts));
+        prop_assert!(
+            matches!(r, Err(ArchiveError::NotAnArchive { .. })) || (gzip_magic && r.is_err()),
+            "{:?}",
+            r.map(|i| i.counts)
+        );
     }
 
     /// Anywhere, prelude included, and in gzip data: never a panic.

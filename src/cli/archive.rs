@@ -326,7 +326,7 @@ impl CliObserver {
                 .unwrap_or_else(|| "nothing yet".into()),
             lag_text(p.lag),
             if p.caught_up { " (caught up)" } else { "" },
-            crate::table::counted(p.chunks as u64, "chunk", "chunks")
+            crate::table::counted(p.chunks, "chunk", "chunks")
         )
     }
 

@@ -179,13 +179,22 @@ impl Progress for CliProgress {
 
     fn at_stake(&self, stake: &plan::stake::Stake, timeline: &plan::glance::Points<'_>) {
         if self.stake {
-            eprintln!(
-                "{}\n{}",
-                plan::glance::points_line(timeline, crate::table::width()),
-                stake.text_lines(timeline.limit).join("\n")
-            );
+            eprintln!("{}", stake_text(stake, timeline));
         }
     }
+}
+
+/// The timeline and what the restore replays and leaves out, as `pitr replay`
+/// prints them on stderr before anything is applied.
+pub(crate) fn stake_text(
+    stake: &plan::stake::Stake,
+    timeline: &plan::glance::Points<'_>,
+) -> String {
+    format!(
+        "{}\n{}",
+        plan::glance::points_line(timeline, crate::table::width()),
+        stake.text_lines(timeline.limit).join("\n")
+    )
 }
 
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {

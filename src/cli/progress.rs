@@ -1,13 +1,27 @@
-//! Progress on stderr for long scans. One reporter owns the terminal: data goes to
-//! stdout, the bar to stderr, and the bar is hidden when stderr is not a terminal
-//! or when the input is small.
+//! Progress on stderr. One reporter owns the terminal: data goes to stdout,
+//! progress to stderr, and nothing of it with `--json`.
+//!
+//! - [`ScanProgress`]: one bar over a file's bytes, for the scans of `find-drop`,
+//!   `oplog` and `plan` (hidden when stderr is not a terminal or the input is small).
+//! - [`PhaseProgress`]: every long phase of `pitr replay --engine embedded` (reading
+//!   the backup and the oplog, writing the slice, loading the backup's documents,
+//!   applying the backup's oplog and the slice, hashing, writing the dumps). On a
+//!   terminal, a bar per phase with its rate and time left; otherwise (a log, CI) a
+//!   line every [`DEFAULT_INTERVAL`] (`PITR_PROGRESS_INTERVAL`: e.g. `500ms`, `0.1s`,
+//!   `1m`) with the phase, done of total, rate and time left. Either way, each
+//!   phase ends with one line saying what it did and how long it took, so that even
+//!   a short run's log shows where the time went.
 
-use std::io::IsTerminal;
-use std::time::Duration;
+use std::io::{IsTerminal, Write};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::engine::replica::{interrupt, Meter};
 use crate::oplog::reader::ByteCounter;
+use crate::plan::{Progress, Unit};
 
 /// Inputs smaller than this finish before a bar is worth drawing.
 pub const MIN_BYTES_FOR_BAR: u64 = 64 * 1024 * 1024;
@@ -68,5 +82,437 @@ impl ScanProgress {
 impl Drop for ScanProgress {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// How often a log line reports a running phase when stderr is not a terminal.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The environment variable that changes [`DEFAULT_INTERVAL`].
+pub const INTERVAL_VAR: &str = "PITR_PROGRESS_INTERVAL";
+
+/// How the phases are shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// A bar per phase (stderr is a terminal).
+    Bars,
+    /// A line every interval and one at the end of each phase.
+    Lines,
+    /// Nothing (`--json`).
+    Off,
+}
+
+/// The reporter of an embedded replay's phases; see the module documentation.
+pub struct PhaseProgress {
+    mode: Mode,
+    interval: Duration,
+}
+
+impl PhaseProgress {
+    /// Bars on a terminal, lines otherwise, nothing with `json`. Reads
+    /// `PITR_PROGRESS_INTERVAL` (a bad value is reported, and the default kept).
+    pub fn for_stderr(json: bool) -> PhaseProgress {
+        let mode = if json {
+            Mode::Off
+        } else if std::io::stderr().is_terminal() {
+            Mode::Bars
+        } else {
+            Mode::Lines
+        };
+        let interval = match std::env::var(INTERVAL_VAR) {
+            Ok(v) if !v.trim().is_empty() => parse_interval(&v).unwrap_or_else(|why| {
+                if mode != Mode::Off {
+                    eprintln!(
+                        "warning: {INTERVAL_VAR}=`{v}`: {why}; progress lines every {}",
+                        human_duration(DEFAULT_INTERVAL)
+                    );
+                }
+                DEFAULT_INTERVAL
+            }),
+            _ => DEFAULT_INTERVAL,
+        };
+        PhaseProgress { mode, interval }
+    }
+
+    fn start(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        source: Source,
+    ) -> Box<dyn FnMut() + '_> {
+        if self.mode == Mode::Off {
+            return Box::new(|| {});
+        }
+        let bar = (self.mode == Mode::Bars).then(|| bar_for(what, unit, total));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = {
+            let bar = bar.clone();
+            let source = source.clone();
+            let what = what.to_string();
+            let interval = self.interval;
+            let started = Instant::now();
+            std::thread::Builder::new()
+                .name("pitr-progress".into())
+                .spawn(move || {
+                    // A bar moves several times a second; a log gets a line per interval.
+                    let step = match &bar {
+                        Some(_) => Duration::from_millis(200),
+                        None => interval,
+                    };
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(step) {
+                        let done = source.get();
+                        match &bar {
+                            Some(b) => b.set_position(done),
+                            None => {
+                                line(&running_line(&what, unit, done, total, started.elapsed()))
+                            }
+                        }
+                    }
+                })
+                .ok()
+        };
+        let mut running = Running {
+            what: what.to_string(),
+            unit,
+            total,
+            source,
+            started: Instant::now(),
+            bar,
+            stop: Some(stop),
+            thread,
+        };
+        Box::new(move || {
+            // The thread keeps the bar moving; a tick only refreshes it sooner.
+            if let Some(b) = &running.bar {
+                b.set_position(running.source.get());
+            }
+            let _ = &mut running;
+        })
+    }
+}
+
+impl Progress for PhaseProgress {
+    fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
+        self.start(what, Unit::Bytes, total, Source::Bytes(counter))
+    }
+
+    fn phase(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+    ) -> Box<dyn FnMut() + '_> {
+        self.start(what, unit, total, Source::Meter(meter.clone()))
+    }
+
+    /// Said whatever the output mode (also with --json: it goes to stderr): what the
+    /// restore replays and leaves out is not progress, it is the verdict to come.
+    fn at_stake(
+        &self,
+        stake: &crate::plan::stake::Stake,
+        timeline: &crate::plan::glance::Points<'_>,
+    ) {
+        eprintln!("{}", super::plan::stake_text(stake, timeline));
+    }
+}
+
+/// Where a phase's count comes from.
+#[derive(Clone)]
+enum Source {
+    Bytes(ByteCounter),
+    Meter(Meter),
+}
+
+impl Source {
+    fn get(&self) -> u64 {
+        match self {
+            Source::Bytes(c) => c.get(),
+            Source::Meter(m) => m.get(),
+        }
+    }
+}
+
+/// A phase being shown; dropped when it ends, which prints its last line.
+struct Running {
+    what: String,
+    unit: Unit,
+    total: Option<u64>,
+    source: Source,
+    started: Instant,
+    bar: Option<ProgressBar>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+        line(&finished_line(
+            &self.what,
+            self.unit,
+            self.source.get(),
+            self.total,
+            self.started.elapsed(),
+            interrupt::requested(),
+        ));
+    }
+}
+
+fn line(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = writeln!(e, "{text}");
+}
+
+fn bar_for(what: &str, unit: Unit, total: Option<u64>) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+    let template = match total {
+        Some(_) => "{spinner} {msg} [{bar:30}] {done}/{all} {rate} eta {eta}",
+        None => "{spinner} {msg}: {count} so far, {rate}",
+    };
+    let style = ProgressStyle::with_template(template)
+        .expect("static template")
+        .progress_chars("=> ")
+        .with_key(
+            "done",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", amount(unit, s.pos(), false));
+            },
+        )
+        .with_key(
+            "count",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", amount(unit, s.pos(), true));
+            },
+        )
+        .with_key(
+            "all",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", amount(unit, s.len().unwrap_or(0), true));
+            },
+        )
+        .with_key(
+            "rate",
+            move |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{}", rate(unit, s.per_sec()));
+            },
+        );
+    bar.set_style(style);
+    bar.set_message(what.to_string());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// `1.2 GiB`, `1,234 documents`, `1 entry`; `with_unit` false leaves the noun out
+/// of counts (`1,234`, for the left side of `done/total`).
+fn amount(unit: Unit, n: u64, with_unit: bool) -> String {
+    let noun = |one: &str, many: &str| {
+        let count = HumanCount(n).to_string();
+        match (with_unit, n) {
+            (false, _) => count,
+            (true, 1) => format!("{count} {one}"),
+            (true, _) => format!("{count} {many}"),
+        }
+    };
+    match unit {
+        Unit::Bytes => HumanBytes(n).to_string(),
+        Unit::Documents => noun("document", "documents"),
+        Unit::Entries => noun("entry", "entries"),
+    }
+}
+
+/// `120.0 MiB/s`, `150,000 documents/s`.
+fn rate(unit: Unit, per_sec: f64) -> String {
+    let per_sec = if per_sec.is_finite() { per_sec } else { 0.0 };
+    match unit {
+        Unit::Bytes => format!("{}/s", HumanBytes(per_sec as u64)),
+        Unit::Documents => format!("{} documents/s", HumanCount(per_sec as u64)),
+        Unit::Entries => format!("{} entries/s", HumanCount(per_sec as u64)),
+    }
+}
+
+/// `2s`, `1m 5s`, `1h 2m`: whole seconds, as a person says a time left.
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {}s", s / 60, s % 60),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// `in 1.23s`, `in 2m 5s`, `in under 0.01s` (never "in 0 s").
+fn took(d: Duration) -> String {
+    crate::replay::progress::took_time(d)
+}
+
+/// The line a log gets while a phase runs:
+/// `pitr: applying the oplog slice: 1.2 GiB of 3.4 GiB (35%), 120.0 MiB/s, about 18s left`.
+fn running_line(
+    what: &str,
+    unit: Unit,
+    done: u64,
+    total: Option<u64>,
+    elapsed: Duration,
+) -> String {
+    let secs = elapsed.as_secs_f64();
+    let per_sec = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    match total {
+        Some(t) if t > 0 => {
+            let pct = (done as f64 * 100.0 / t as f64).min(100.0);
+            let left = match (t - done.min(t)) as f64 / per_sec {
+                s if !s.is_finite() || done >= t => String::new(),
+                s if s < 1.0 => ", less than a second left".into(),
+                s => format!(
+                    ", about {} left",
+                    human_duration(Duration::from_secs_f64(s))
+                ),
+            };
+            format!(
+                "pitr: {what}: {} of {} ({pct:.0}%), {}{left}",
+                amount(unit, done, unit == Unit::Bytes),
+                amount(unit, t, true),
+                rate(unit, per_sec)
+            )
+        }
+        _ => format!(
+            "pitr: {what}: {} so far, {}",
+            amount(unit, done, true),
+            rate(unit, per_sec)
+        ),
+    }
+}
+
+/// The line that ends a phase: what it did and how long it took
+/// (`pitr: hashing: 1,234,567 documents in 4.20s (293,944 documents/s)`), or where
+/// it stopped (`... interrupted at 1,234 of 5,678 documents after 1.20s`).
+fn finished_line(
+    what: &str,
+    unit: Unit,
+    done: u64,
+    total: Option<u64>,
+    elapsed: Duration,
+    interrupted: bool,
+) -> String {
+    let short = total.is_some_and(|t| done < t);
+    if interrupted || short {
+        let of = match total {
+            Some(t) => format!(
+                "{} of {}",
+                amount(unit, done, unit == Unit::Bytes),
+                amount(unit, t, true)
+            ),
+            None => amount(unit, done, true),
+        };
+        let how = if interrupted {
+            "interrupted"
+        } else {
+            "stopped"
+        };
+        let after = took(elapsed).replacen("in ", "after ", 1);
+        return format!("pitr: {what}: {how} at {of} {after}");
+    }
+    let secs = elapsed.as_secs_f64();
+    let speed = if secs >= 0.05 && done > 0 {
+        format!(" ({})", rate(unit, done as f64 / secs))
+    } else {
+        String::new()
+    };
+    format!(
+        "pitr: {what}: {} {}{speed}",
+        amount(unit, done, true),
+        took(elapsed)
+    )
+}
+
+/// `PITR_PROGRESS_INTERVAL`: a duration (`500ms`, `10s`, `1m`) or seconds, with
+/// or without `s` (`0.1s`, `2`); at least 10 ms.
+fn parse_interval(v: &str) -> Result<Duration, String> {
+    let t = v.trim();
+    let d = match humantime::parse_duration(t) {
+        Ok(d) => d,
+        Err(_) => {
+            let secs: f64 = t
+                .strip_suffix('s')
+                .unwrap_or(t)
+                .trim()
+                .parse()
+                .map_err(|_| "not a duration (e.g. `500ms`, `0.1s`, `10s`)".to_string())?;
+            if !secs.is_finite() || secs < 0.0 {
+                return Err("not a duration (e.g. `500ms`, `0.1s`, `10s`)".into());
+            }
+            Duration::from_secs_f64(secs)
+        }
+    };
+    if d < Duration::from_millis(10) {
+        return Err("at least 10ms".into());
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("0.1s"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_interval("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_interval(" 1m "), Ok(Duration::from_secs(60)));
+        assert!(parse_interval("1ms").is_err());
+        assert!(parse_interval("soon").is_err());
+        assert!(parse_interval("-1").is_err());
+    }
+
+    #[test]
+    fn lines_read_as_a_person_writes_them() {
+        let s = Duration::from_secs;
+        assert_eq!(
+            finished_line(
+                "hashing",
+                Unit::Documents,
+                1,
+                Some(1),
+                Duration::ZERO,
+                false
+            ),
+            "pitr: hashing: 1 document in under 0.01s"
+        );
+        assert_eq!(
+            finished_line("hashing", Unit::Documents, 3000, Some(3000), s(2), false),
+            "pitr: hashing: 3,000 documents in 2.00s (1,500 documents/s)"
+        );
+        assert_eq!(
+            finished_line("hashing", Unit::Documents, 10, Some(3000), s(2), true),
+            "pitr: hashing: interrupted at 10 of 3,000 documents after 2.00s"
+        );
+        assert_eq!(
+            finished_line(
+                "reading the oplog",
+                Unit::Bytes,
+                1 << 20,
+                Some(2 << 20),
+                s(90),
+                false
+            ),
+            "pitr: reading the oplog: stopped at 1.00 MiB of 2.00 MiB after 1m 30s"
+        );
+        assert_eq!(
+            running_line("applying", Unit::Bytes, 1 << 30, Some(4 << 30), s(10)),
+            "pitr: applying: 1.00 GiB of 4.00 GiB (25%), 102.40 MiB/s, about 30s left"
+        );
+        assert_eq!(
+            running_line("reading the backup", Unit::Documents, 1, None, s(1)),
+            "pitr: reading the backup: 1 document so far, 1 documents/s"
+        );
+        assert_eq!(human_duration(s(3725)), "1h 2m");
     }
 }

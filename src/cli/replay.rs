@@ -51,15 +51,19 @@ EXCLUSIVE: the entry at the limit and everything after it are not applied
 also after a failure and on Ctrl-C; --keep leaves it running and prints how to connect
 
 Before any work: --out must be new or an empty directory in a writable place, and the \
-disks must have room (--no-space-check skips the estimate). Progress goes to stderr; the \
-summary (or --json: report.json) to stdout.
+disks must have room (--no-space-check skips the estimate). Progress goes to stderr (the \
+embedded engine: a bar per phase on a terminal, else a line every PITR_PROGRESS_INTERVAL, \
+default 10s, and one as each phase ends; none with --json); the summary (or --json: \
+report.json) to stdout. The work dir keeps plan/ (plan.json and the slice), logs/ (mongod.log \
+and one log per step), report.md and report.json.
 
 Exit codes: 0 restored (embedded: applied and hashed; mongod: replayed and verified); 1 the \
 verification failed, the plan's lint found errors (refused before anything starts), or the \
 restore replays a critical or high incident without --accept-incidents (INCIDENT REPLAYED: \
 the dump is complete, but holds that damage); 2 error (a program is missing, the plan is \
-refused, or a step failed); 130 interrupted by Ctrl-C (143 by SIGTERM). --dry-run exits with \
-the code the real run would have.
+refused, or a step failed: its exit code, or 128+n for a signal, and its last stderr lines \
+are shown); 130 interrupted by Ctrl-C (143 by SIGTERM; the embedded engine then leaves \
+neither --out nor OUT-destroyed). --dry-run exits with the code the real run would have.
 
 Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until auto --dry-run
@@ -78,8 +82,9 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Engine::Embedded)]
     pub engine: Engine,
     /// Memory for documents before they move to an on-disk store in the work dir
-    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica, and with `--engine
-    /// mongod` the replica that predicts each collection's dbHash for verification
+    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica (and the documents it
+    /// writes to OUT-destroyed), and with `--engine mongod` the replica that
+    /// predicts each collection's dbHash for verification
     #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
     pub memory: usize,
     /// Embedded engine: write --out as `mongodump --gzip` does
@@ -470,6 +475,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
 /// `--engine embedded`: plan, build the state in-process, write the dump.
 fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     use crate::engine::replica::dump::DumpFormat;
+    // Ctrl-C and SIGTERM from the first moment: the run stops and cleans up (exit
+    // 128+n) instead of dying half-way.
+    if !a.dry_run {
+        crate::engine::replica::interrupt::install();
+    }
     if a.keep || a.mongodb_bin.is_some() || a.port.is_some() {
         return Err(Failure::new(
             "--keep, --mongodb-bin and --port are for --engine mongod (the embedded engine starts no server)",
@@ -582,10 +592,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             memory: a.memory,
             accept_incidents: a.accept_incidents,
         },
-        &CliProgress {
-            enabled: !a.json,
-            stake: true,
-        },
+        &super::progress::PhaseProgress::for_stderr(a.json),
     );
     let Some(report) = report else {
         work.discard_if_unused();

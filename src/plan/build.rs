@@ -23,7 +23,7 @@ use super::expect::{Model, Seed};
 use super::filter::{ns_include_literal, NsFilter};
 use super::glance;
 use super::history::{self, HistoryInput};
-use super::inventory::{inventory, Inventory, InventoryOptions, NsKind};
+use super::inventory::{inventory_with, Inventory, InventoryOptions, NsKind};
 use super::lint::{LintSeverity, Linter};
 use super::onerun;
 use super::scan::{self, EntryRef, OplogScan, Probe};
@@ -107,12 +107,13 @@ pub fn build_with_model(
 
     // The backup, and where its data is complete up to.
     let timer = PhaseTimer::start();
-    let mut inv = inventory(
+    let mut inv = inventory_with(
         &req.backup,
         InventoryOptions {
             collect_ids: req.expect && req.content.is_none(),
             id_cap: req.id_cap,
         },
+        progress,
     )?;
     // The releases whose rules the replay walk and the lint follow.
     let rules = Rules::from_hints(&VersionHints {
@@ -335,7 +336,7 @@ pub fn build_with_model(
     timer.mark("slice written");
     let mut model = match &req.content {
         Some(c) => {
-            let mut m = seed_documents(&inv, c, &restored, req.expect)?;
+            let mut m = seed_documents(&inv, c, &restored, req.expect, progress)?;
             if !c.strict {
                 if let Some(why) = capped_natural_order(&req.versions) {
                     m.leave_capped_unpredicted(why);
@@ -395,7 +396,15 @@ pub fn build_with_model(
     at_or_after.extend(oplog_scan.found.get(&limit).cloned());
     if backup_oplog_replay {
         if let Some(p) = &inv.oplog_file {
-            let found = replay_backup_oplog(p, opts, limit, &mut applier, &mut linter, &mut model)?;
+            let found = replay_backup_oplog(
+                p,
+                opts,
+                limit,
+                &mut applier,
+                &mut linter,
+                &mut model,
+                progress,
+            )?;
             at_or_after.extend(found);
         }
     }
@@ -407,6 +416,7 @@ pub fn build_with_model(
         &mut applier,
         &mut linter,
         &mut model,
+        progress,
     )?;
     linter.open_at_end(&applier.open_transactions(), limit);
     let union_last = backup_end.max(oplog_scan.last_ts.unwrap_or(backup_end));
@@ -418,7 +428,7 @@ pub fn build_with_model(
 
     model.enforce_cap();
     timer.mark("backup oplog and slice applied");
-    let mut expected = model.finish()?;
+    let mut expected = model.finish_with(progress)?;
     timer.mark("counts and hashes");
     let expected_note = if !req.expect {
         Some("not computed (--no-expect)".to_string())
@@ -692,6 +702,7 @@ fn seed_documents(
     c: &ContentOptions,
     restored: &dyn Fn(&str) -> bool,
     counting: bool,
+    progress: &dyn Progress,
 ) -> Result<Model, PlanError> {
     use crate::engine::replica::{CollInfo, CollKind, Content, Phase, Replica, ReplicaOptions};
     let field_order = inv
@@ -735,8 +746,17 @@ fn seed_documents(
         });
         backup_ns.insert(data_ns, n.documents);
     }
+    let meter = crate::engine::replica::Meter::new();
+    let total = inv.namespaces.iter().map(|n| n.documents).sum();
+    let _phase = progress.phase(
+        "loading the backup's documents",
+        super::Unit::Documents,
+        Some(total),
+        &meter,
+    );
     inv.backup
         .for_each_document(|entry, doc, _offset, index| -> Result<(), PlanError> {
+            meter.add(1);
             let data_ns = entry.data_ns.as_deref().unwrap_or(&entry.ns);
             if replica.exists(data_ns) {
                 replica.seed_document(data_ns, doc, index)?;
@@ -884,12 +904,18 @@ fn replay_backup_oplog(
     applier: &mut Applier,
     linter: &mut Linter,
     model: &mut Model,
+    progress: &dyn Progress,
 ) -> Result<Option<EntryRef>, PlanError> {
     let name = path.display().to_string();
     let mut r = oplog::open(&name, opts)?;
+    let (counter, total) = r.progress();
+    let mut tick = progress.pass("applying the backup's oplog", counter, total);
     let mut stopped = false;
     let mut first: Option<EntryRef> = None;
     while let Some(e) = r.next_entry()? {
+        if e.index % 4096 == 0 {
+            tick();
+        }
         if e.ts >= limit {
             stopped = true;
             if first.as_ref().is_none_or(|f| e.ts < f.ts) {
@@ -927,6 +953,7 @@ fn replay_slice(
     applier: &mut Applier,
     linter: &mut Linter,
     model: &mut Model,
+    progress: &dyn Progress,
 ) -> Result<(), PlanError> {
     let name = slice.file.path().display().to_string();
     // After the backup's own entries when the file leads with them (one run).
@@ -940,9 +967,15 @@ fn replay_slice(
             source,
         },
     )?;
+    let total = slice.bytes;
     let mut r = oplog::OplogReader::new(name.clone(), f, ReadOptions::default());
+    let (counter, _) = r.progress();
+    let mut tick = progress.pass("applying the oplog slice", counter, Some(total));
     let mut prev: Option<Ts> = None;
     while let Some(e) = r.next_entry()? {
+        if e.index % 4096 == 0 {
+            tick();
+        }
         if e.ts <= backup_end || e.ts >= limit || prev.is_some_and(|p| e.ts < p) {
             return Err(PlanError::Changed {
                 name,

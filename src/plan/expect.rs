@@ -25,12 +25,13 @@ use bson::RawBsonRef;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::replica::{
-    CollInfo, CollKind, Content, Phase, Replica, ReplicaError, ReplicaOptions,
+    CollInfo, CollKind, Content, Meter, Phase, Replica, ReplicaError, ReplicaOptions,
 };
 pub use crate::engine::IdKey;
 use crate::oplog::{Entry, Ts};
 
 use super::apply::{Source, Visitor};
+use super::{Progress, Unit};
 
 /// Default cap on `_id`s kept in memory (about 1.4 GB at 70 bytes each).
 pub const DEFAULT_ID_CAP: u64 = 20_000_000;
@@ -242,6 +243,7 @@ impl Model {
     fn hashes_of(
         &self,
         names: &[String],
+        meter: &Meter,
     ) -> Result<HashMap<String, Option<crate::engine::replica::hash::CollHash>>, ReplicaError> {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let mut order: Vec<&String> = names.iter().collect();
@@ -255,7 +257,10 @@ impl Model {
         let work = || {
             let mut mine = Vec::new();
             while let Some(ns) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                mine.push(((*ns).clone(), self.replica.collection_hash(ns)?));
+                mine.push((
+                    (*ns).clone(),
+                    self.replica.collection_hash_metered(ns, meter)?,
+                ));
             }
             Ok::<_, ReplicaError>(mine)
         };
@@ -277,6 +282,15 @@ impl Model {
     /// The expectations for checked namespaces the backup held or the replay
     /// touched, sorted by namespace (None when not counting).
     pub fn finish(&self) -> Result<Option<Vec<ExpectedNs>>, ReplicaError> {
+        self.finish_with(&super::Quiet)
+    }
+
+    /// [`Model::finish`], reporting the hashing (the longest phase after applying,
+    /// with whole documents) to `progress`.
+    pub fn finish_with(
+        &self,
+        progress: &dyn Progress,
+    ) -> Result<Option<Vec<ExpectedNs>>, ReplicaError> {
         if !self.counting {
             return Ok(None);
         }
@@ -292,7 +306,10 @@ impl Model {
         names.sort();
         names.dedup();
         let mut hashes = if self.has_documents() {
-            self.hashes_of(&names)?
+            let meter = Meter::new();
+            let total = names.iter().map(|ns| self.replica.count(ns)).sum();
+            let _phase = progress.phase("hashing", Unit::Documents, Some(total), &meter);
+            self.hashes_of(&names, &meter)?
         } else {
             HashMap::new()
         };

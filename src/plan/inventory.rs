@@ -69,7 +69,19 @@ pub struct Inventory {
 
 /// Reads and counts the backup.
 pub fn inventory(path: &Path, opts: InventoryOptions) -> Result<Inventory, PlanError> {
+    inventory_with(path, opts, &super::Quiet)
+}
+
+/// [`inventory`], reporting the read to `progress`; stops on Ctrl-C during an
+/// embedded replay ([`crate::engine::replica::interrupt`]).
+pub fn inventory_with(
+    path: &Path,
+    opts: InventoryOptions,
+    progress: &dyn super::Progress,
+) -> Result<Inventory, PlanError> {
     let backup = backup::open(path)?;
+    let meter = crate::engine::replica::Meter::new();
+    let _phase = progress.phase("reading the backup", super::Unit::Documents, None, &meter);
     let mut namespaces: Vec<BackupNs> = backup
         .namespaces
         .iter()
@@ -99,6 +111,10 @@ pub fn inventory(path: &Path, opts: InventoryOptions) -> Result<Inventory, PlanE
         }
         let item = &mut namespaces[slot];
         item.documents += 1;
+        meter.add(1);
+        if index % crate::engine::replica::interrupt::EVERY == 0 {
+            crate::engine::replica::interrupt::check()?;
+        }
         match doc.get("_id") {
             Ok(Some(v)) => {
                 if counted(entry.kind) && ids.is_some() {

@@ -72,6 +72,7 @@ pub mod versions;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::replica::Meter;
 use crate::oplog::reader::ByteCounter;
 use crate::oplog::Ts;
 
@@ -88,15 +89,41 @@ pub use until::{parse_until, UntilSection, UntilSpec};
 /// The `format` value of this version of the plan.
 pub const FORMAT: &str = "pitr-plan/1";
 
-/// Progress reporting for the long passes (the CLI draws a bar; tests stay quiet).
+/// Progress reporting for the long phases of a plan and of an embedded replay
+/// (the CLI draws a bar on a terminal, or logs a line now and then; tests stay
+/// quiet). One reporter owns the terminal: implementations write to stderr only.
 pub trait Progress {
-    /// A pass over one file begins; the returned ticker is called every few
-    /// thousand entries and dropped when the pass ends.
+    /// A pass over one file begins; `counter` is the bytes read so far (of `total`,
+    /// when known). The returned ticker is called every few thousand entries and
+    /// dropped when the pass ends.
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_>;
 
     /// What the restore keeps and loses is known (after the oplog's passes, before
     /// anything is applied): the place to show it, with the timeline.
     fn at_stake(&self, _stake: &stake::Stake, _timeline: &glance::Points<'_>) {}
+
+    /// A long phase that is not a pass over one file (loading the backup's
+    /// documents, hashing, writing a dump): the work advances `meter`, from any
+    /// thread, towards `total` `unit`s (when known). The phase ends when the
+    /// returned ticker is dropped; calling it is optional.
+    fn phase(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+    ) -> Box<dyn FnMut() + '_> {
+        let _ = (what, unit, total, meter);
+        Box::new(|| {})
+    }
+}
+
+/// What a [`Progress::phase`] counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Documents,
+    Entries,
 }
 
 /// No progress output.

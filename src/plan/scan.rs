@@ -192,6 +192,7 @@ pub fn scan(
         s.entries += 1;
         if s.entries % 8192 == 0 {
             tick();
+            crate::engine::replica::interrupt::check()?;
         }
         let ts = e.ts;
         s.first_ts = Some(s.first_ts.map_or(ts, |f| f.min(ts)));

@@ -195,6 +195,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
         n += 1;
         if n % 8192 == 0 {
             tick();
+            crate::engine::replica::interrupt::check()?;
         }
         let ts = e.ts;
         if ts >= req.to_exclusive {

@@ -18,12 +18,14 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::engine::replica::dump::{self, DumpFormat, Dumped};
-use crate::engine::replica::{interrupt, CollInfo, Content, Replica, ReplicaError, ReplicaOptions};
+use crate::engine::replica::{
+    interrupt, CollInfo, Content, Meter, Replica, ReplicaError, ReplicaOptions,
+};
 use crate::engine::IdKey;
 use crate::error::Failure;
 use crate::oplog::{self, Op, ReadOptions, Ts};
 use crate::plan::stake::Stake;
-use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan};
+use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan, Unit};
 
 use super::handover::{self, DumpForm, HandoverCommand};
 use super::report::{BackupBrief, ErrorRecord, RestorePoint, ResultKind};
@@ -144,12 +146,26 @@ pub struct EmbeddedReport {
 
 /// Runs the embedded engine; returns the report (also written to the work dir) or
 /// the failure (the report then says why).
+///
+/// All or nothing: `--out` and `<out>-destroyed` are both written under temporary
+/// names and renamed into place together at the very end, so an error or a
+/// Ctrl-C (SIGINT, SIGTERM: every long loop checks, see
+/// [`crate::engine::replica::interrupt`]) leaves neither, and a rerun with the same
+/// `--out` works. A signal that arrives once both are in place changes nothing in
+/// them: the run still exits 128+n, and says they are complete.
 pub fn run(
     r: EmbeddedRun<'_>,
     progress: &dyn Progress,
 ) -> (Option<EmbeddedReport>, Result<(), Failure>) {
     interrupt::install();
     let started = std::time::Instant::now();
+    // Refused before any work: pitr never overwrites a dump.
+    let destroyed_out = sibling(&r.out, DESTROYED_SUFFIX);
+    if let Err(e) =
+        dump::check_new(&r.out, r.format).and_then(|()| dump::check_new(&destroyed_out, r.format))
+    {
+        return (None, Err(Failure::from(e)));
+    }
     let spill = match tempfile::Builder::new()
         .prefix(".pitr-engine-")
         .tempdir_in(&r.work.root)
@@ -188,18 +204,61 @@ pub fn run(
         .into_iter()
         .filter(|n| include(&n.ns) || include(&view_name(&n.ns)))
         .collect();
+    // Whether `--out` (and `<out>-destroyed`) are in place.
+    let mut committed = false;
     let result = (|| -> Result<(), Failure> {
         if plan.lint_errors() > 0 {
             // The lint's errors are about mongorestore and the spare mongod; the
             // embedded engine applies what a secondary applies and fails on its own.
             report.lint.retain(|_| true);
         }
-        report.dumped = dump::write(&mut replica, &r.out, r.format, &include, &server_version)
-            .map_err(|e| match e {
-                dump::DumpError::Replica(ReplicaError::Interrupted) => interrupted(),
-                e => Failure::from(e),
-            })?;
-        report.destroyed = destroyed(&plan, &req, &replica, &r.out, r.format, spill.path())?;
+        let items = dump::select(&replica, &|it| include(&format!("{}.{}", it.db, it.coll)))
+            .map_err(replica_failure)?;
+        let meter = Meter::new();
+        let state = {
+            let _phase = progress.phase(
+                "writing the dump",
+                Unit::Documents,
+                Some(dump::documents(&replica, &items)),
+                &meter,
+            );
+            dump::prepare(
+                &mut replica,
+                &r.out,
+                r.format,
+                &items,
+                &server_version,
+                &meter,
+            )
+            .map_err(dump_failure)?
+        };
+        let (lost, lost_dump) = destroyed(
+            &Context {
+                plan: &plan,
+                req: &req,
+                out: &r.out,
+                format: r.format,
+                spill: spill.path(),
+                memory: r.memory,
+                server_version: &server_version,
+                progress,
+            },
+            &mut replica,
+        )?;
+        // The last moment a Ctrl-C leaves nothing behind; from here on the two
+        // renames are all that is left.
+        interrupt::check().map_err(replica_failure)?;
+        report.dumped = state.commit().map_err(dump_failure)?;
+        if let Some(d) = lost_dump {
+            if let Err(e) = d.commit() {
+                // Both or neither: take the state back out rather than leave half.
+                let _ = std::fs::remove_dir_all(&r.out).or_else(|_| std::fs::remove_file(&r.out));
+                report.dumped.clear();
+                return Err(dump_failure(e));
+            }
+        }
+        report.destroyed = lost;
+        committed = true;
         Ok(())
     })();
     report.engine_stats = Some(EngineStats {
@@ -214,6 +273,27 @@ pub fn run(
     });
     drop(replica);
     drop(spill);
+    let result = match result {
+        // Interrupted once both outputs were in place: they stay, and say so.
+        Ok(()) if interrupt::requested() => Err(Failure::new(format!(
+            "interrupted by {} after the output was complete: `{}`{} {} complete and restorable",
+            interrupt::signal_name(),
+            r.out.display(),
+            report
+                .destroyed
+                .as_ref()
+                .and_then(|d| d.out.as_ref())
+                .map(|o| format!(" and `{o}`"))
+                .unwrap_or_default(),
+            if report.destroyed.as_ref().is_some_and(|d| d.out.is_some()) {
+                "are"
+            } else {
+                "is"
+            }
+        ))
+        .with_exit_code(interrupt::exit_code())),
+        other => other,
+    };
     if result.is_ok() {
         report.handover = handover_commands(&plan, &report, r.format, filter.is_some());
         if report.stake.has_incidents() && !r.accept_incidents {
@@ -222,14 +302,16 @@ pub fn run(
         }
     }
     if let Err(f) = &result {
-        let interrupted = f.exit_code() >= 128;
-        report.result = if interrupted {
+        let was_interrupted = f.exit_code() >= 128;
+        report.result = if was_interrupted {
             ResultKind::Interrupted
         } else {
             ResultKind::Error
         };
-        report.exit_code = if interrupted { f.exit_code() } else { 2 };
-        report.out = None;
+        report.exit_code = f.exit_code();
+        if !committed {
+            report.out = None;
+        }
         report.error = Some(ErrorRecord {
             message: f.message().to_string(),
             hint: f.hint().map(str::to_string),
@@ -321,9 +403,30 @@ fn recreated_after_skip(req: &PlanRequest, out: &Path, e: ReplicaError) -> Failu
     ))
 }
 
+/// Beside `--out`: the documents the incident at the limit destroys.
+pub const DESTROYED_SUFFIX: &str = "-destroyed";
+
 fn interrupted() -> Failure {
-    Failure::new("interrupted: nothing was written to --out; temporary files were removed")
-        .with_exit_code(interrupt::exit_code())
+    Failure::new(format!(
+        "interrupted by {}: nothing was written to --out; temporary files were removed",
+        interrupt::signal_name()
+    ))
+    .with_exit_code(interrupt::exit_code())
+}
+
+/// A replica failure, or the interrupt it carries.
+fn replica_failure(e: ReplicaError) -> Failure {
+    match e {
+        ReplicaError::Interrupted => interrupted(),
+        e => Failure::from(e),
+    }
+}
+
+fn dump_failure(e: dump::DumpError) -> Failure {
+    match e {
+        dump::DumpError::Replica(e) => replica_failure(e),
+        e => Failure::from(e),
+    }
 }
 
 fn report_of(plan: &RestorePlan, work: &WorkDir, out: &Path, format: DumpFormat) -> EmbeddedReport {
@@ -403,16 +506,35 @@ fn rows(plan: &RestorePlan, replica: &Replica) -> Vec<NsRow> {
         .collect()
 }
 
-/// The documents the incident at the limit removes, written as their own dump.
-fn destroyed(
-    plan: &RestorePlan,
-    req: &PlanRequest,
-    replica: &Replica,
-    out: &Path,
+/// What [`destroyed`] needs of the run.
+struct Context<'a> {
+    plan: &'a RestorePlan,
+    req: &'a PlanRequest,
+    out: &'a Path,
     format: DumpFormat,
-    spill: &Path,
-) -> Result<Option<Destroyed>, Failure> {
-    let u = &plan.until;
+    spill: &'a Path,
+    memory: usize,
+    server_version: &'a str,
+    progress: &'a dyn Progress,
+}
+
+/// Memory for a delete burst's documents before they move to disk: a slice of
+/// `--memory` (the state's replica still holds up to `--memory`).
+fn burst_budget(memory: usize) -> usize {
+    (memory / 8).clamp(1 << 20, 32 << 20)
+}
+
+/// The documents the incident at the limit removes, written as their own dump
+/// (not yet in place: see [`run`]). Memory stays within `--memory`: a dropped
+/// collection's documents are written straight from the state's store, in `_id`
+/// order, as the state itself is; a delete burst's (or wiping update's) documents,
+/// as they stood at the limit, go through a replica of their own that moves them to
+/// disk past a slice of the budget ([`burst_budget`]).
+fn destroyed(
+    cx: &Context<'_>,
+    replica: &mut Replica,
+) -> Result<(Option<Destroyed>, Option<dump::Pending>), Failure> {
+    let u = &cx.plan.until;
     let limit = u.limit;
     // What the entry at the limit (or the finding starting there) removes.
     let (kind, ns, namespaces, num_records, last_ts): (
@@ -428,7 +550,7 @@ fn destroyed(
                 "drop" | "renameDropTarget" | "emptycapped" | "deleteBurst" | "wipingUpdate" => {
                     vec![f.ns.clone()]
                 }
-                _ => return Ok(None),
+                _ => return Ok((None, None)),
             };
             (
                 f.kind.clone(),
@@ -449,13 +571,13 @@ fn destroyed(
                     e.ts,
                 )
             }
-            _ => return Ok(None),
+            _ => return Ok((None, None)),
         },
-        _ => return Ok(None),
+        _ => return Ok((None, None)),
     };
-    let data_ns = |n: &str| -> String {
+    let data_ns = |r: &Replica, n: &str| -> String {
         // A time-series collection's documents live in its buckets.
-        match replica.get(n) {
+        match r.get(n) {
             Some(_) => n.to_string(),
             None => {
                 let (db, c) = n.split_once('.').unwrap_or((n, ""));
@@ -463,109 +585,172 @@ fn destroyed(
             }
         }
     };
-    let dir = spill.join("destroyed");
+    let target = sibling(cx.out, DESTROYED_SUFFIX);
+    let by_entry = matches!(kind.as_str(), "deleteBurst" | "wipingUpdate");
+    let (total, pending) = if !by_entry {
+        // Every document of the dropped namespaces, as the state holds them.
+        let data: HashSet<String> = namespaces
+            .iter()
+            .map(|n| data_ns(replica, n))
+            .filter(|n| replica.exists(n))
+            .collect();
+        let total: u64 = data.iter().map(|n| replica.count(n)).sum();
+        let pending = if total > 0 {
+            let items = dump::select(replica, &|it| match &it.data_ns {
+                Some(d) => data.contains(d),
+                // A dropped database's views are documents of its `system.views`.
+                None => data.contains(&format!("{}.system.views", it.db)),
+            })
+            .map_err(replica_failure)?;
+            Some(write_destroyed(cx, replica, &target, &items, total)?)
+        } else {
+            None
+        };
+        (total, pending)
+    } else {
+        let n = data_ns(replica, &ns);
+        let mut lost = burst_documents(cx, replica, &n, limit, last_ts)?;
+        let total = lost.count(&n);
+        let pending = if total > 0 {
+            let items = dump::select(&lost, &|_| true).map_err(replica_failure)?;
+            Some(write_destroyed(cx, &mut lost, &target, &items, total)?)
+        } else {
+            None
+        };
+        (total, pending)
+    };
+    Ok((
+        Some(Destroyed {
+            kind,
+            ns,
+            ts: limit,
+            documents: total,
+            num_records,
+            out: pending.as_ref().map(|p| p.out().display().to_string()),
+        }),
+        pending,
+    ))
+}
+
+fn write_destroyed(
+    cx: &Context<'_>,
+    r: &mut Replica,
+    target: &Path,
+    items: &[dump::Item],
+    total: u64,
+) -> Result<dump::Pending, Failure> {
+    let meter = Meter::new();
+    let _phase = cx.progress.phase(
+        "writing the destroyed documents",
+        Unit::Documents,
+        Some(total),
+        &meter,
+    );
+    dump::prepare(r, target, cx.format, items, cx.server_version, &meter).map_err(dump_failure)
+}
+
+/// The documents a delete burst (or wiping update) from the limit to `last_ts`
+/// removes from `n`, each as it stood at the limit, in a replica of their own.
+fn burst_documents(
+    cx: &Context<'_>,
+    replica: &Replica,
+    n: &str,
+    limit: Ts,
+    last_ts: Ts,
+) -> Result<Replica, Failure> {
+    let dir = cx.spill.join("destroyed");
     std::fs::create_dir_all(&dir).map_err(Failure::from)?;
     let mut lost = Replica::new(ReplicaOptions {
         content: Content::Documents,
-        memory: usize::MAX / 2,
+        memory: burst_budget(cx.memory),
         spill_dir: Some(dir),
         update: Default::default(),
     });
-    let by_entry = matches!(kind.as_str(), "deleteBurst" | "wipingUpdate");
-    let mut total = 0u64;
-    let mut seeded: HashSet<String> = HashSet::new();
-    let mut seed = |lost: &mut Replica, n: &str, c: &CollInfo| {
-        if seeded.insert(n.to_string()) {
-            let info = c.clone();
-            lost.seed_namespace(n, move |slot| CollInfo {
-                slot,
-                backup_documents: None,
-                no_id: Vec::new(),
-                ..info
-            });
-        }
+    let Some(c) = replica.get(n) else {
+        return Ok(lost);
     };
-    if !by_entry {
-        for n in &namespaces {
-            let n = data_ns(n);
-            let Some(c) = replica.get(&n) else { continue };
-            seed(&mut lost, &n, c);
-            let mut i = 0;
-            replica
-                .for_each_document(&n, &mut |doc| {
-                    i += 1;
-                    let d = bson::RawDocument::from_bytes(doc).map_err(|e| ReplicaError::Seed {
-                        ns: n.clone(),
-                        index: i,
-                        why: e.to_string(),
-                    })?;
-                    lost.seed_document(&n, d, i)
-                })
-                .map_err(Failure::from)?;
-            total += lost.count(&n);
+    let slot = c.slot;
+    let info = c.clone();
+    lost.seed_namespace(n, move |slot| CollInfo {
+        slot,
+        backup_documents: None,
+        no_id: Vec::new(),
+        ..info
+    });
+    let mut r = oplog::open(
+        &cx.req.oplog,
+        ReadOptions {
+            allow_truncated: cx.req.allow_truncated,
+        },
+    )
+    .map_err(Failure::from)?;
+    let (counter, bytes) = r.progress();
+    let mut tick = cx.progress.pass(
+        "finding the documents the incident destroys",
+        counter,
+        bytes,
+    );
+    let sorted = cx.plan.oplog.sorted;
+    let mut buf = Vec::new();
+    let mut failed: Option<Failure> = None;
+    while let Some(e) = r.next_entry().map_err(Failure::from)? {
+        if e.index % 4096 == 0 {
+            tick();
+            interrupt::check().map_err(replica_failure)?;
         }
-    } else {
-        // The burst's entries from the limit to its last entry: each deleted (or
-        // wiped) document as it stood at the limit.
-        let n = data_ns(&ns);
-        if let Some(c) = replica.get(&n) {
-            seed(&mut lost, &n, c);
+        if e.ts > last_ts && sorted {
+            break;
         }
-        let mut r = oplog::open(
-            &req.oplog,
-            ReadOptions {
-                allow_truncated: req.allow_truncated,
-            },
-        )
-        .map_err(Failure::from)?;
-        let mut buf = Vec::new();
-        let slot = replica.get(&n).map(|c| c.slot);
-        while let Some(e) = r.next_entry().map_err(Failure::from)? {
-            if e.ts < limit || e.ts > last_ts {
-                continue;
+        if e.ts < limit || e.ts > last_ts {
+            continue;
+        }
+        let mut visit = |leaf: &crate::oplog::Entry<'_>| -> Result<(), crate::oplog::EntryError> {
+            if failed.is_some() || leaf.ns != n {
+                return Ok(());
             }
-            let mut visit =
-                |leaf: &crate::oplog::Entry<'_>| -> Result<(), crate::oplog::EntryError> {
-                    if leaf.ns != n {
-                        return Ok(());
-                    }
-                    let key_doc = match leaf.op {
-                        Op::Delete => leaf.o,
-                        Op::Update => leaf.o2,
-                        _ => None,
-                    };
-                    if let (Some(k), Some(slot)) = (key_doc, slot) {
-                        if let Ok(key) = IdKey::from_document_id(k) {
-                            buf.clear();
-                            if replica.store().get(slot, &key, &mut buf).unwrap_or(false) {
-                                if let Ok(d) = bson::RawDocument::from_bytes(&buf) {
-                                    let _ = lost.seed_document(&n, d, 0);
-                                }
-                            }
-                        }
-                    }
-                    Ok(())
-                };
-            e.for_each_leaf(&mut visit)
-                .map_err(|err| Failure::new(err.to_string()))?;
+            let key_doc = match leaf.op {
+                Op::Delete => leaf.o,
+                Op::Update => leaf.o2,
+                _ => None,
+            };
+            let Some(k) = key_doc else { return Ok(()) };
+            let key = match IdKey::from_document_id(k) {
+                Ok(key) => key,
+                Err(err) => {
+                    failed = Some(Failure::new(format!(
+                        "the {} entry {} on `{n}` names no usable `_id` ({err}), so the documents the incident destroys cannot all be found",
+                        leaf.op.as_str(),
+                        leaf.ts
+                    )));
+                    return Ok(());
+                }
+            };
+            buf.clear();
+            // Absent at the limit: inserted during the burst, then deleted.
+            let found = replica.store().get(slot, &key, &mut buf);
+            let stored = found.map_err(ReplicaError::from).and_then(|found| {
+                if !found {
+                    return Ok(());
+                }
+                let d = bson::RawDocument::from_bytes(&buf).map_err(|err| ReplicaError::Seed {
+                    ns: n.to_string(),
+                    index: 0,
+                    why: err.to_string(),
+                })?;
+                lost.seed_document(n, d, 0)
+            });
+            if let Err(err) = stored {
+                failed = Some(replica_failure(err));
+            }
+            Ok(())
+        };
+        e.for_each_leaf(&mut visit)
+            .map_err(|err| Failure::new(err.to_string()))?;
+        if let Some(f) = failed.take() {
+            return Err(f);
         }
-        total = lost.count(&n);
     }
-    let target = sibling(out, "-destroyed");
-    let written = if total > 0 {
-        dump::write(&mut lost, &target, format, &|_| true, "unknown").map_err(Failure::from)?;
-        Some(target.display().to_string())
-    } else {
-        None
-    };
-    Ok(Some(Destroyed {
-        kind,
-        ns,
-        ts: limit,
-        documents: total,
-        num_records,
-        out: written,
-    }))
+    Ok(lost)
 }
 
 /// `<out><suffix>` beside `out` (for an archive file, before its extension).
@@ -632,11 +817,11 @@ pub fn markdown(r: &EmbeddedReport) -> String {
     }
     if let Some(st) = &r.engine_stats {
         s.push_str(&format!(
-            "\nEngine: {} operation{} applied in {:.1} s; {} backup-oplog entr{} found their document already in a later state; \
+            "\nEngine: {} operation{} applied {}; {} backup-oplog entr{} found their document already in a later state; \
              {} command{} found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}.\n",
             st.entries_applied,
             plural(st.entries_applied, "", "s"),
-            st.seconds,
+            super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
             st.tolerated_idempotent,
             plural(st.tolerated_idempotent, "y", "ies"),
             st.tolerated_acceptable,

@@ -90,9 +90,9 @@ pub fn render(r: &ReplayReport) -> String {
     let o = &r.oplog;
     let _ = writeln!(
         w,
-        "- oplog `{}`: {} entries, `{}` .. `{}`{}",
+        "- oplog `{}`: {}, `{}` .. `{}`{}",
         o.path,
-        o.entries,
+        crate::table::counted(o.entries, "entry", "entries"),
         o.first_ts.map_or_else(|| "-".into(), |t| t.to_string()),
         o.last_ts.map_or_else(|| "-".into(), |t| t.to_string()),
         if o.sorted {
@@ -120,9 +120,9 @@ pub fn render(r: &ReplayReport) -> String {
     let sl = &r.slice;
     let _ = writeln!(
         w,
-        "- slice `{}`: {} entries, ts > `{}` and < `{}`{}{}",
+        "- slice `{}`: {}, ts > `{}` and < `{}`{}{}",
         sl.oplog_file,
-        sl.entries,
+        crate::table::counted(sl.entries, "entry", "entries"),
         sl.from_exclusive,
         sl.to_exclusive,
         if sl.filtered_out > 0 {

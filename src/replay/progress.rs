@@ -108,7 +108,7 @@ impl Console {
                 old.finish_and_clear();
             }
         }
-        let took = took.map_or_else(String::new, |d| format!(" in {}", seconds(d)));
+        let took = took.map_or_else(String::new, |d| format!(" {}", took_time(d)));
         let detail = if detail.is_empty() {
             String::new()
         } else {
@@ -119,6 +119,16 @@ impl Console {
         } else {
             self.line(&format!("[{n}/{total}] {status}{took}{detail}"));
         }
+    }
+}
+
+/// `in 1.23s`, `in 2m 5s`, `in under 0.01s`: how long something took, never
+/// "in 0.00s".
+pub fn took_time(d: Duration) -> String {
+    if d < Duration::from_millis(10) {
+        "in under 0.01s".into()
+    } else {
+        format!("in {}", seconds(d))
     }
 }
 

@@ -614,8 +614,8 @@ impl Runner<'_> {
         rec.status = StepStatus::Ok;
         rec.detail = Some(format!(
             "{}, {} in {} (renamed into place when complete)",
-            crate::table::counted(files as u64, "file", "files"),
-            crate::table::counted(bytes as u64, "byte", "bytes"),
+            crate::table::counted(files, "file", "files"),
+            crate::table::counted(bytes, "byte", "bytes"),
             out.display()
         ));
         self.end(i);

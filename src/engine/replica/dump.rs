@@ -16,8 +16,9 @@
 //! `local` and `config` databases (mongodump skips them in a full dump), optionally
 //! restricted by a predicate (the plan's `--ns`).
 //!
-//! Everything is written under a temporary name beside the destination and renamed
-//! into place when complete.
+//! Everything is written under a temporary name beside the destination ([`prepare`])
+//! and renamed into place when complete ([`Pending::commit`]); a Ctrl-C or an error
+//! before that leaves nothing at the destination.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -26,8 +27,9 @@ use std::path::{Path, PathBuf};
 use bson::{Bson, Document};
 
 use super::catalog::{uuid_hex, CollInfo, CollKind};
-use super::listing::{listing, Item};
-use super::{Replica, ReplicaError};
+use super::listing::listing;
+pub use super::listing::Item;
+use super::{Meter, Replica, ReplicaError};
 use crate::archive::{
     ArchiveWriter, CollectionMetadata, CollectionType, Header, Namespace, WriterOptions,
 };
@@ -111,24 +113,95 @@ pub fn metadata_json(coll_name: &str, kind: &str, c: &CollInfo) -> String {
     s
 }
 
-/// Writes the replica to `out`; `include` says which namespaces (their user-facing
-/// names) to write.
-pub fn write(
-    r: &mut Replica,
-    out: &Path,
-    format: DumpFormat,
-    include: &dyn Fn(&str) -> bool,
-    server_version: &str,
-) -> Result<Vec<Dumped>, DumpError> {
-    // An empty directory may be named: a directory dump is renamed over it (rename(2)
-    // replaces an empty directory).
-    let empty_dir = matches!(format, DumpFormat::Directory { .. })
+/// The namespaces a dump of the replica holds, as mongodump lists them, that
+/// `include` keeps (it sees each [`Item`]: the user-facing `db`/`coll`, and where
+/// the documents live).
+pub fn select(r: &Replica, include: &dyn Fn(&Item) -> bool) -> Result<Vec<Item>, ReplicaError> {
+    Ok(listing(r)?.into_iter().filter(|it| include(it)).collect())
+}
+
+/// The documents a dump of `items` writes (the total of its progress).
+pub fn documents(r: &Replica, items: &[Item]) -> u64 {
+    items
+        .iter()
+        .filter_map(|it| it.data_ns.as_deref())
+        .map(|ns| r.count(ns))
+        .sum()
+}
+
+/// A dump written in full under a temporary name beside its destination, not yet
+/// in place: [`Pending::commit`] renames it there; dropped, it is removed. Two
+/// dumps that must appear together (the state and the destroyed documents) are
+/// both written before either is committed.
+pub struct Pending {
+    /// The temporary directory beside `out` (removed on drop).
+    tmp: Option<tempfile::TempDir>,
+    /// What is renamed to `out`: `tmp` itself (a directory dump) or the archive in it.
+    archive: bool,
+    out: PathBuf,
+    pub dumped: Vec<Dumped>,
+}
+
+impl Pending {
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
+    /// Renames the dump into place; refused when something appeared at `out`
+    /// meanwhile (pitr never overwrites a dump).
+    pub fn commit(mut self) -> Result<Vec<Dumped>, DumpError> {
+        if taken(&self.out, self.archive) {
+            return Err(DumpError::Exists {
+                out: self.out.clone(),
+            });
+        }
+        let tmp = self.tmp.take().expect("a pending dump is committed once");
+        if self.archive {
+            persist(&tmp.path().join("archive"), &self.out)?;
+        } else {
+            let dir = tmp.keep();
+            persist(&dir, &self.out).inspect_err(|_| {
+                let _ = fs::remove_dir_all(&dir);
+            })?;
+        }
+        Ok(std::mem::take(&mut self.dumped))
+    }
+}
+
+/// Something is at `out` that a dump may not replace: anything but an empty
+/// directory, which a directory dump is renamed over (rename(2) replaces an empty
+/// directory; an archive is one file).
+fn taken(out: &Path, archive: bool) -> bool {
+    let empty_dir = !archive
+        && out.symlink_metadata().is_ok_and(|m| m.is_dir())
         && fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
-    if out.exists() && !empty_dir {
+    out.symlink_metadata().is_ok() && !empty_dir
+}
+
+/// Refuses an existing `out` (pitr never overwrites a dump; an empty directory may
+/// be named for a directory dump): checked before the work starts, and again when
+/// the dump is put in place.
+pub fn check_new(out: &Path, format: DumpFormat) -> Result<(), DumpError> {
+    if taken(out, matches!(format, DumpFormat::Archive { .. })) {
         return Err(DumpError::Exists {
             out: out.to_path_buf(),
         });
     }
+    Ok(())
+}
+
+/// Writes `items` of the replica (from [`select`]) under a temporary name beside
+/// `out`, advancing `meter` by the documents written; stops on Ctrl-C (the
+/// temporary name is removed).
+pub fn prepare(
+    r: &mut Replica,
+    out: &Path,
+    format: DumpFormat,
+    items: &[Item],
+    server_version: &str,
+    meter: &Meter,
+) -> Result<Pending, DumpError> {
+    check_new(out, format)?;
     r.flush()?;
     let parent = out
         .parent()
@@ -149,24 +222,35 @@ pub fn write(
             path: parent.to_path_buf(),
             source,
         })?;
-    let list: Vec<Item> = listing(r)?
-        .into_iter()
-        .filter(|it| include(&format!("{}.{}", it.db, it.coll)))
-        .collect();
-    let dumped = match format {
-        DumpFormat::Directory { gzip } => write_dir(r, tmp.path(), &list, gzip)?,
+    let (dumped, archive) = match format {
+        DumpFormat::Directory { gzip } => (write_dir(r, tmp.path(), items, gzip, meter)?, false),
         DumpFormat::Archive { gzip } => {
             let file = tmp.path().join("archive");
-            let d = write_archive(r, &file, &list, gzip, server_version)?;
-            persist(&file, out)?;
-            return Ok(d);
+            (
+                write_archive(r, &file, items, gzip, server_version, meter)?,
+                true,
+            )
         }
     };
-    let dir = tmp.keep();
-    persist(&dir, out).inspect_err(|_| {
-        let _ = fs::remove_dir_all(&dir);
-    })?;
-    Ok(dumped)
+    Ok(Pending {
+        tmp: Some(tmp),
+        archive,
+        out: out.to_path_buf(),
+        dumped,
+    })
+}
+
+/// Writes the namespaces `include` keeps to `out` at once ([`prepare`], then
+/// [`Pending::commit`]).
+pub fn write(
+    r: &mut Replica,
+    out: &Path,
+    format: DumpFormat,
+    include: &dyn Fn(&Item) -> bool,
+    server_version: &str,
+) -> Result<Vec<Dumped>, DumpError> {
+    let items = select(r, include)?;
+    prepare(r, out, format, &items, server_version, &Meter::new())?.commit()
 }
 
 fn persist(from: &Path, to: &Path) -> Result<(), DumpError> {
@@ -174,6 +258,28 @@ fn persist(from: &Path, to: &Path) -> Result<(), DumpError> {
         path: to.to_path_buf(),
         source,
     })
+}
+
+/// Counts written documents into `meter` a batch at a time.
+struct Batch<'a> {
+    meter: &'a Meter,
+    pending: u64,
+}
+
+impl Batch<'_> {
+    fn one(&mut self) {
+        self.pending += 1;
+        if self.pending == 1024 {
+            self.meter.add(self.pending);
+            self.pending = 0;
+        }
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.meter.add(self.pending);
+    }
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DumpError + '_ {
@@ -219,9 +325,11 @@ fn write_dir(
     root: &Path,
     list: &[Item],
     gzip: bool,
+    meter: &Meter,
 ) -> Result<Vec<Dumped>, DumpError> {
     let gz = if gzip { ".gz" } else { "" };
     let mut out = Vec::new();
+    let mut batch = Batch { meter, pending: 0 };
     for Item {
         data_ns,
         db,
@@ -253,6 +361,7 @@ fn write_dir(
             let mut failed = None;
             r.for_each_document(ns, &mut |doc| {
                 documents += 1;
+                batch.one();
                 if let Err(e) = w.write_all(doc) {
                     failed = Some(e);
                     return Err(ReplicaError::Disk(super::disk::DiskError::Stopped));
@@ -280,7 +389,9 @@ fn write_archive(
     list: &[Item],
     gzip: bool,
     server_version: &str,
+    meter: &Meter,
 ) -> Result<Vec<Dumped>, DumpError> {
+    let mut batch = Batch { meter, pending: 0 };
     let aerr = |e: crate::archive::WriteError| DumpError::Archive {
         path: path.to_path_buf(),
         detail: e.to_string(),
@@ -317,6 +428,7 @@ fn write_archive(
             let mut failed = None;
             r.for_each_document(ns, &mut |doc| {
                 documents += 1;
+                batch.one();
                 if let Err(e) = w.write_document(&data, doc) {
                     failed = Some(e);
                     return Err(ReplicaError::Disk(super::disk::DiskError::Stopped));

@@ -26,7 +26,7 @@
 use md5::{Digest, Md5};
 
 use super::catalog::{CollInfo, CollKind};
-use super::{Replica, ReplicaError};
+use super::{Meter, Replica, ReplicaError};
 
 /// What `dbHash` says about one collection.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -88,6 +88,16 @@ pub fn db_hash_includes(ns: &str) -> bool {
 impl Replica {
     /// The `dbHash` of collection `ns` (None for a view or a missing namespace).
     pub fn collection_hash(&self, ns: &str) -> Result<Option<CollHash>, ReplicaError> {
+        self.collection_hash_metered(ns, &Meter::new())
+    }
+
+    /// [`Replica::collection_hash`], advancing `meter` by the documents hashed (for
+    /// the progress of a long hashing phase); stops on Ctrl-C.
+    pub fn collection_hash_metered(
+        &self,
+        ns: &str,
+        meter: &Meter,
+    ) -> Result<Option<CollHash>, ReplicaError> {
         let Some(c) = self.get(ns) else {
             return Ok(None);
         };
@@ -97,6 +107,7 @@ impl Replica {
         let documents = self.count(ns);
         let ordered = c.has_id_index() || c.is_clustered() || c.kind == CollKind::TimeseriesBuckets;
         if !ordered && !c.is_capped() {
+            meter.add(documents);
             return Ok(Some(CollHash {
                 ns: ns.to_string(),
                 documents,
@@ -106,6 +117,7 @@ impl Replica {
         if ids_follow_a_collation(c)
             && self.any_id(ns, &mut |k| collation_sensitive(k.element_type()))?
         {
+            meter.add(documents);
             return Ok(Some(CollHash {
                 ns: ns.to_string(),
                 documents,
@@ -113,10 +125,17 @@ impl Replica {
             }));
         }
         let mut h = Md5::new();
+        let mut pending = 0u64;
         self.for_each_document(ns, &mut |doc| {
             h.update(doc);
+            pending += 1;
+            if pending == 1024 {
+                meter.add(pending);
+                pending = 0;
+            }
             Ok(())
         })?;
+        meter.add(pending);
         Ok(Some(CollHash {
             ns: ns.to_string(),
             documents,

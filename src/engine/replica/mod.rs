@@ -40,6 +40,7 @@ pub mod extjson;
 pub mod hash;
 pub mod interrupt;
 pub mod listing;
+pub mod meter;
 pub mod store;
 pub mod timeseries;
 pub mod visit;
@@ -58,6 +59,7 @@ use crate::oplog::{Entry, Op, Ts};
 
 pub use catalog::{CollInfo, CollKind};
 pub use error::ReplicaError;
+pub use meter::Meter;
 pub use store::{Content, Slot, Store};
 
 /// How strictly an entry is applied; see the module documentation.
@@ -153,8 +155,8 @@ impl Replica {
         doc: &RawDocument,
         index: u64,
     ) -> Result<(), ReplicaError> {
-        if index % 1024 == 0 && interrupt::requested() {
-            return Err(ReplicaError::Interrupted);
+        if index % interrupt::EVERY == 0 {
+            interrupt::check()?;
         }
         let Some(c) = self.colls.get_mut(ns) else {
             return Err(ReplicaError::Seed {
@@ -240,7 +242,9 @@ impl Replica {
     }
 
     /// Calls `f` with every document of `ns` with an `_id`, in `_id` order, then the
-    /// documents without `_id` in natural order.
+    /// documents without `_id` in natural order. Stops with
+    /// [`ReplicaError::Interrupted`] soon after a Ctrl-C ([`interrupt`]): every
+    /// long loop over documents (hashing, dumping) goes through here.
     pub fn for_each_document(
         &self,
         ns: &str,
@@ -249,8 +253,17 @@ impl Replica {
         let Some(c) = self.colls.get(ns) else {
             return Ok(());
         };
+        let mut seen = 0u64;
+        let mut each = |doc: &[u8]| -> Result<(), ReplicaError> {
+            seen += 1;
+            if seen % interrupt::EVERY == 0 {
+                interrupt::check()?;
+                interrupt::test_pause();
+            }
+            f(doc)
+        };
         let mut failed: Option<ReplicaError> = None;
-        let r = self.store.for_each(c.slot, &mut |_, doc| match f(doc) {
+        let r = self.store.for_each(c.slot, &mut |_, doc| match each(doc) {
             Ok(()) => Ok(()),
             Err(e) => {
                 failed = Some(e);
@@ -262,7 +275,7 @@ impl Replica {
         }
         r?;
         for d in &c.no_id {
-            f(d)?;
+            each(d)?;
         }
         Ok(())
     }
@@ -278,13 +291,23 @@ impl Replica {
             return Ok(false);
         };
         let mut found = false;
+        let mut seen = 0u64;
+        let mut interrupted = false;
         let r = self.store.for_each(c.slot, &mut |k, _| {
+            seen += 1;
+            if seen % interrupt::EVERY == 0 && interrupt::requested() {
+                interrupted = true;
+                return Err(disk::DiskError::Stopped);
+            }
             if pred(k) {
                 found = true;
                 return Err(disk::DiskError::Stopped);
             }
             Ok(())
         });
+        if interrupted {
+            return Err(ReplicaError::Interrupted);
+        }
         match r {
             Err(disk::DiskError::Stopped) | Ok(()) => Ok(found),
             Err(e) => Err(e.into()),
@@ -310,10 +333,11 @@ impl Replica {
 
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk).
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
-        if interrupt::requested() {
-            return Err(ReplicaError::Interrupted);
-        }
+        interrupt::check()?;
         self.applied += 1;
+        if self.applied % interrupt::EVERY == 0 {
+            interrupt::test_pause();
+        }
         match op.op {
             Op::Insert => self.insert(op, phase),
             Op::Update => self.update(op, phase),

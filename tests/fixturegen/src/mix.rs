@@ -19,6 +19,10 @@
 //! - `large`: a third of the entries insert 8-64 KB documents (`media.assets`).
 //! - `tiny`: entries under 200 bytes: small time-series-like documents in 32
 //!   collections `metrics.ticks00`..`metrics.ticks31`.
+//! - `orders`: 90% of the entries insert into `shop.orders` until the first incident
+//!   drops it, so that the drop destroys most of what the oplog wrote (a 428 MB oplog
+//!   ends with about 800,000 orders): the case of a large destroyed-documents dump
+//!   (`scripts/mem-destroyed.sh`).
 //!
 //! Everything goes through the world model (pools, limiters, quiet periods), so the
 //! planted incidents and `truth.json` stay exact for every mix.
@@ -49,6 +53,8 @@ pub enum Mix {
     Large,
     /// Entries under 200 bytes.
     Tiny,
+    /// Most entries insert into `shop.orders`, which the first incident drops.
+    Orders,
 }
 
 impl Mix {
@@ -60,6 +66,7 @@ impl Mix {
             Mix::Legacy => "legacy",
             Mix::Large => "large",
             Mix::Tiny => "tiny",
+            Mix::Orders => "orders",
         }
     }
 
@@ -71,6 +78,7 @@ impl Mix {
             Mix::Legacy => 345.0,
             Mix::Large => 12_500.0,
             Mix::Tiny => 185.0,
+            Mix::Orders => 430.0,
         }
     }
 }
@@ -140,6 +148,7 @@ pub fn background(g: &mut Gen) {
         Mix::Retryable => retryable(g),
         Mix::Large => large(g),
         Mix::Tiny => tiny(g),
+        Mix::Orders => orders(g),
     }
 }
 
@@ -386,6 +395,17 @@ fn large(g: &mut Gen) {
             if !delete_some(g, assets, None) {
                 g.background();
             }
+        }
+        _ => g.background(),
+    }
+}
+
+fn orders(g: &mut Gen) {
+    // Until the drop: after it, the re-created `shop.orders` gets ordinary traffic.
+    let first = g.incidents.is_empty();
+    match (first, g.world.find("shop.orders")) {
+        (true, Some(c)) if g.rng.random_range(0..100) < 90 => {
+            g.insert(c, None);
         }
         _ => g.background(),
     }
