@@ -1,5 +1,5 @@
 //! Benchmark reference: decompression alone, no scan. By default through pitr's
-//! own gzip reader (`pitr::oplog::gzip::decoder`: background threads, members that
+//! own gzip reader (`pitr::stream::gzip::decoder`: background threads, members that
 //! record their size decompressed in parallel); with `--one-thread`, flate2's
 //! `MultiGzDecoder` on the calling thread (the same zlib-rs inflate, one stream).
 //! `scripts/bench-scan.sh` compares `pitr find-drop FILE.gz` against both.
@@ -23,7 +23,7 @@ fn main() -> std::io::Result<()> {
             f,
         )))
     } else {
-        pitr::oplog::gzip::decoder(f)
+        pitr::stream::gzip::decoder(f)
     };
     let mut buf = vec![0u8; 256 << 10];
     let mut total = 0u64;

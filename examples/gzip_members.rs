@@ -9,7 +9,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 use pitr::mongo::dump_file::GZIP_MEMBER_BYTES;
-use pitr::oplog::{gzip, OplogReader, ReadOptions};
+use pitr::oplog::{OplogReader, ReadOptions};
+use pitr::stream::gzip;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

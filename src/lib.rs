@@ -1,8 +1,31 @@
 //! pitr: point-in-time recovery for MongoDB.
 //!
 //! The library holds everything; `main.rs` only runs [`cli::main`]. Pure, synchronous
-//! parts (reading oplogs, time values, ObjectIds, forensics, planning) sit at the
-//! bottom and know nothing of processes or the network.
+//! parts (reading oplogs, time values, ObjectIds, forensics, the engine, planning)
+//! sit at the bottom and know nothing of processes or the network.
+//!
+//! # Rooms and floors
+//!
+//! Each top-level module (a room) uses only rooms on lower floors, never one on its
+//! own floor or above: a change that needs an arrow pointing up shows that something
+//! lives in the wrong room. `tests/layers.rs` checks every `crate::ROOM` path in
+//! non-test code against this table (it reads the table from this comment).
+//!
+//! | floor | rooms | what they own |
+//! |---|---|---|
+//! | 0 | error | failures with hints and exit codes |
+//! | 1 | size, table, closest, objectid | byte sizes; terminal tables and wording; "did you mean"; ObjectIds |
+//! | 2 | stream | byte streams: counting, gzip by content, what a stream looks like |
+//! | 3 | archive | the mongodump archive format (read and write) |
+//! | 4 | oplog | oplog entries and positions; opening an oplog source of any kind (files, dump dirs, archives, oplog archive dirs, stdin) |
+//! | 5 | time, backup | time values mapped to oplog positions; mongodump backups (directory, gzip, archive) |
+//! | 6 | engine, forensics | what the oplog does to data (the walk, the replica, dbHash, dumps); what destroyed data |
+//! | 7 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
+//! | 8 | exec | child processes (mongod, mongorestore, mongodump) |
+//! | 9 | mongo | everything that uses the MongoDB driver (read-only) |
+//! | 10 | verify | checking a restored server against a plan |
+//! | 11 | replay | running a plan with an engine, the report |
+//! | 12 | cli | flags, rendering, exit codes |
 
 pub mod archive;
 pub mod backup;
@@ -18,6 +41,7 @@ pub mod oplog;
 pub mod plan;
 pub mod replay;
 pub mod size;
+pub mod stream;
 pub mod table;
 pub mod time;
 pub mod verify;

@@ -4,7 +4,7 @@
 //! transaction, `lsid`/`txnNumber` without one, `multiOpType`), each with the exact
 //! documents its namespace must hold afterwards. The cases are applied as
 //! mongorestore applies them (the lenient phase: by namespace, collections created
-//! by their first insert), through the one walk (`plan::apply::Applier`).
+//! by their first insert), through the one walk (`engine::walk::Walker`).
 
 mod common;
 
@@ -12,7 +12,8 @@ use bson::{Bson, Document, RawDocumentBuf};
 
 use pitr::engine::replica::{Content, Phase, Replica, ReplicaOptions};
 use pitr::oplog::Entry;
-use pitr::plan::apply::{Applier, Source};
+use pitr::engine::walk::{Source, Walker};
+use pitr::plan::versions::RestoreRules;
 use pitr::plan::expect::Model;
 
 /// The legacy extended JSON some cases use (`{"$binary": "<b64>", "$type": "04"}`,
@@ -66,7 +67,7 @@ fn mongo_tools_transaction_cases_give_their_post_images() {
             Phase::Lenient,
             Default::default(),
         );
-        let mut a = Applier::default();
+        let mut a = Walker::new(RestoreRules::newest());
         for op in case["ops"].as_array().unwrap() {
             let doc = match Bson::try_from(op.clone()).unwrap() {
                 Bson::Document(d) => d,

@@ -41,7 +41,7 @@ fn members(es: &[Vec<u8>], per: usize) -> (Vec<u8>, Vec<usize>) {
     let mut starts = Vec::new();
     for group in es.chunks(per) {
         starts.push(out.len());
-        pitr::oplog::gzip::write_member(&mut out, &group.concat(), flate2::Compression::default())
+        pitr::stream::gzip::write_member(&mut out, &group.concat(), flate2::Compression::default())
             .unwrap();
     }
     (out, starts)

@@ -12,12 +12,12 @@ use std::io::{self, Read};
 use super::crc::Crc64;
 use super::error::{ArchiveError, Block, Offset};
 use super::format::{CollectionMetadata, Header, Namespace, NamespaceHeader, MAGIC, TERMINATOR};
-use crate::oplog::reader::{ByteCounter, CountingRead};
+use crate::stream::{ByteCounter, CountingRead};
 
 /// The largest document accepted: the oplog's limit (16 MiB + 16 KiB,
-/// [`crate::oplog::MAX_ENTRY_BYTES`]). mongo-tools' parser stops at exactly 16 MiB
+/// [`crate::stream::MAX_DOCUMENT_BYTES`]). mongo-tools' parser stops at exactly 16 MiB
 /// (`db.MaxBSONSize`), so this is slightly more lenient than mongorestore.
-pub const MAX_DOCUMENT_BYTES: usize = crate::oplog::MAX_ENTRY_BYTES;
+pub const MAX_DOCUMENT_BYTES: usize = crate::stream::MAX_DOCUMENT_BYTES;
 
 /// Smallest BSON document: length prefix and trailing NUL (`archive.go` `minBSONSize`).
 const MIN_DOC_BYTES: usize = 5;
@@ -192,7 +192,7 @@ impl ArchiveReader {
         let src: Box<dyn Read + Send> = if gzip {
             // mongorestore uses Go's gzip.Reader, which reads concatenated members;
             // so does pitr's one decoder of every gzip input.
-            crate::oplog::gzip::decoder(chained)
+            crate::stream::gzip::decoder(chained)
         } else {
             Box::new(chained)
         };
@@ -906,7 +906,7 @@ fn describe(head: &[u8]) -> String {
             return "a plain BSON file (a `.bson` collection or oplog dump)".into();
         }
     }
-    match crate::oplog::sniff::looks_like(head) {
+    match crate::stream::sniff::looks_like(head) {
         Some(w) if w.starts_with("random") => "random or corrupt bytes".into(),
         Some(w) => w.into(),
         None => "an empty file".into(),

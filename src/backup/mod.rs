@@ -149,7 +149,7 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
     Err(BackupError::NotABackup {
         path: path.to_path_buf(),
         looks_like: bson_kind(&head)
-            .or_else(|| crate::oplog::sniff::looks_like(&head))
+            .or_else(|| crate::stream::sniff::looks_like(&head))
             .unwrap_or("an empty file"),
     })
 }

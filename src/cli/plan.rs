@@ -6,7 +6,6 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use crate::error::{exit, Failure};
-use crate::oplog::reader::ByteCounter;
 use crate::oplog::Ts;
 use crate::plan::expect::DEFAULT_ID_CAP;
 use crate::plan::steps::shell_line;
@@ -14,6 +13,7 @@ use crate::plan::versions::{VersionHints, VersionSource};
 use crate::plan::{
     self, parse_until, LintSeverity, Mode, NsKind, PlanRequest, Progress, RestorePlan, UntilSpec,
 };
+use crate::stream::ByteCounter;
 use crate::table::counted;
 use crate::time::{parse_time, TimeValue};
 

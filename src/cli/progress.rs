@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::engine::replica::{interrupt, Meter};
-use crate::oplog::reader::ByteCounter;
 use crate::plan::{Progress, Unit};
+use crate::stream::ByteCounter;
 
 /// Inputs smaller than this finish before a bar is worth drawing.
 pub const MIN_BYTES_FOR_BAR: u64 = 64 * 1024 * 1024;

@@ -45,6 +45,7 @@ pub mod error;
 pub(crate) mod raw;
 pub mod replica;
 pub mod update;
+pub mod walk;
 
 #[cfg(test)]
 mod tests;

@@ -226,7 +226,7 @@ impl OutFile {
         // Each member records its own length, so that readers can decompress
         // members in parallel (see `oplog::gzip::SIZE_SUBFIELD`).
         let mut gz = Vec::with_capacity(m.len() / 3);
-        crate::oplog::gzip::write_member(&mut gz, m, self.level)?;
+        crate::stream::gzip::write_member(&mut gz, m, self.level)?;
         m.clear();
         self.file.write_all(&gz)
     }

@@ -27,7 +27,7 @@ pub struct Truncation {
 }
 
 /// Where a gzip source's compressed data was cut (see
-/// [`super::gzip::GzipTruncated`]).
+/// [`crate::stream::gzip::GzipTruncated`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GzipCut {
     /// The member the data ends in (1-based) and its compressed offset.

@@ -5,10 +5,8 @@
 pub mod elements;
 pub mod entry;
 pub mod error;
-pub mod gzip;
 pub mod oplog_archive;
 pub mod reader;
-pub mod sniff;
 pub mod source;
 pub mod timestamp;
 pub mod ts_json;

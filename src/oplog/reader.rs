@@ -16,20 +16,19 @@
 //! decompressed stream it fell.
 
 use std::io::{self, Read};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use bson::RawDocument;
 
 use super::entry::{Entry, EntryError};
 use super::error::{GzipCut, ReadError, Truncation};
-use super::gzip::GzipTruncated;
 use super::oplog_archive::manifest::OplogArchiveError;
-use super::sniff;
+use crate::stream::gzip::GzipTruncated;
+use crate::stream::sniff;
+use crate::stream::{ByteCounter, CountingRead};
 
 /// The largest entry the server writes: the 16 MiB BSON limit plus 16 KiB of oplog
 /// slack (`BSONObjMaxInternalSize`). Anything larger is corruption.
-pub const MAX_ENTRY_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
+pub const MAX_ENTRY_BYTES: usize = crate::stream::MAX_DOCUMENT_BYTES;
 
 /// Smallest possible BSON document: a 4-byte length and the trailing NUL.
 const MIN_DOC_BYTES: usize = 5;
@@ -44,35 +43,6 @@ pub struct ReadOptions {
     /// Stop quietly at an incomplete last entry instead of failing; the drop is
     /// recorded in [`OplogReader::truncation`].
     pub allow_truncated: bool,
-}
-
-/// Counts bytes taken from the underlying file (before decompression), for progress.
-#[derive(Clone, Default, Debug)]
-pub struct ByteCounter(Arc<AtomicU64>);
-
-impl ByteCounter {
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-pub(crate) struct CountingRead<R> {
-    inner: R,
-    counter: ByteCounter,
-}
-
-impl<R: Read> CountingRead<R> {
-    pub(crate) fn new(inner: R, counter: ByteCounter) -> Self {
-        CountingRead { inner, counter }
-    }
-}
-
-impl<R: Read> Read for CountingRead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.counter.0.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// A framed document with its stream offset and 0-based entry number.

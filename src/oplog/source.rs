@@ -2,7 +2,7 @@
 //! an oplog archive directory, `-`) into a reader.
 //!
 //! What a file holds is decided by its bytes, never by its name: gzip content is
-//! decompressed whatever the file is called (see [`super::gzip`]). A directory is an
+//! decompressed whatever the file is called (see [`crate::stream::gzip`]). A directory is an
 //! oplog archive when its `manifest.json` says so ([`super::oplog_archive`]); then
 //! only the chunks holding the range a caller needs are read ([`open_range`]).
 
@@ -11,9 +11,10 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
-use super::gzip;
 use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
-use super::reader::{ByteCounter, CountingRead, OplogReader, ReadOptions};
+use super::reader::{OplogReader, ReadOptions};
+use crate::stream::gzip;
+use crate::stream::{ByteCounter, CountingRead};
 
 /// Where the oplog of a mongodump directory can be, in order of preference: the
 /// root `oplog.bson` of `mongodump --oplog` (gzip content with `--gzip`), a renamed

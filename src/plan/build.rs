@@ -16,7 +16,6 @@ use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, ReadOptions, Ts};
 use crate::time::TimeValue;
 
-use super::apply::{Applier, Ignored, Source, Visitor};
 use super::coverage::{self, CoverageInput, Mode};
 use super::error::PlanError;
 use super::expect::{Model, Seed};
@@ -33,6 +32,7 @@ use super::steps::{self, CommandValues, RestoreSpec};
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
 use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
+use crate::engine::walk::{Ignored, Source, Visitor, Walker};
 
 /// The files `pitr plan` writes into its output directory.
 pub const OUT_FILES: [&str; 4] = ["oplog.bson", "plan.json", RESTORE_DIR, RESTORE_ARCHIVE];
@@ -391,7 +391,7 @@ pub fn build_with_model(
     timer.mark("replica seeded");
     let mut linter = Linter::new(&rules);
     linter.set_second_run(replays_slice && !one_run);
-    let mut applier = Applier::new(rules.mongorestore.clone());
+    let mut applier = Walker::new(rules.mongorestore.clone());
     let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
     at_or_after.extend(oplog_scan.found.get(&limit).cloned());
     if backup_oplog_replay {
@@ -901,7 +901,7 @@ fn replay_backup_oplog(
     path: &Path,
     opts: ReadOptions,
     limit: Ts,
-    applier: &mut Applier,
+    applier: &mut Walker,
     linter: &mut Linter,
     model: &mut Model,
     progress: &dyn Progress,
@@ -950,7 +950,7 @@ fn replay_slice(
     slice: &SliceOutcome,
     backup_end: Ts,
     limit: Ts,
-    applier: &mut Applier,
+    applier: &mut Walker,
     linter: &mut Linter,
     model: &mut Model,
     progress: &dyn Progress,

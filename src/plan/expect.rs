@@ -30,8 +30,8 @@ use crate::engine::replica::{
 pub use crate::engine::IdKey;
 use crate::oplog::{Entry, Ts};
 
-use super::apply::{Source, Visitor};
 use super::{Progress, Unit};
+use crate::engine::walk::{Source, Visitor};
 
 /// Default cap on `_id`s kept in memory (about 1.4 GB at 70 bytes each).
 pub const DEFAULT_ID_CAP: u64 = 20_000_000;
@@ -370,7 +370,7 @@ impl Visitor for Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::apply::Applier;
+    use crate::engine::walk::Walker;
     use bson::{doc, Bson, Document, Timestamp};
 
     fn key(d: Document) -> IdKey {
@@ -425,7 +425,7 @@ mod tests {
     }
 
     fn replay(model: &mut Model, docs: &[Document]) {
-        let mut a = Applier::default();
+        let mut a = Walker::new(crate::plan::versions::RestoreRules::newest());
         for d in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();
             a.feed(&Entry::parse(&raw).unwrap(), Source::Slice, model)

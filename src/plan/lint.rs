@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::oplog::{Entry, Op, Ts};
 
-use super::apply::{Ignored, OpenTxn, Source};
 use super::expect::Model;
 use super::ts_json;
 use super::versions::{RestoreRules, Rules, ServerRules};
+use crate::engine::walk::{Ignored, OpenTxn, Source};
 
 /// How serious a lint item is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -475,7 +475,7 @@ fn is_classic_update(op: &Entry<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::apply::Applier;
+    use crate::engine::walk::Walker;
     use crate::plan::expect::Seed;
     use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, Timestamp};
 
@@ -519,7 +519,7 @@ mod tests {
             }],
             ids.is_some(),
         );
-        let mut a = Applier::new(rules.mongorestore.clone());
+        let mut a = Walker::new(rules.mongorestore.clone());
         for (d, src) in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();
             let e = Entry::parse(&raw).unwrap();

@@ -4,8 +4,7 @@
 //!
 //! Files: [`inventory`] (the backup directory), [`scan`] (first pass over an
 //! oplog), [`until`] (the limit), [`coverage`] (gaps), [`slice`] (writing the
-//! sorted, filtered slice), [`apply`] (what mongorestore applies, in which order),
-//! [`expect`] (expected counts), [`lint`] (preflight checks), [`steps`] (the
+//! sorted, filtered slice), [`expect`] (expected counts), [`lint`] (preflight checks), [`steps`] (the
 //! commands), [`build`] (putting it together), [`error`].
 //!
 //! # `plan.json` (format `pitr-plan/1`)
@@ -51,7 +50,6 @@
 //!
 //! New keys may be added; existing ones keep their meaning within `pitr-plan/1`.
 
-pub mod apply;
 pub mod build;
 pub mod coverage;
 pub mod error;
@@ -73,8 +71,8 @@ pub mod versions;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::replica::Meter;
-use crate::oplog::reader::ByteCounter;
 use crate::oplog::Ts;
+use crate::stream::ByteCounter;
 
 pub use build::{build, build_with_model, ContentOptions, PlanRequest, OUT_FILES};
 pub use coverage::{Coverage, Mode};

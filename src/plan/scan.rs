@@ -16,11 +16,11 @@ use crate::oplog::reader::not_an_entry;
 use crate::oplog::source::recorded_gaps;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Truncation, Ts};
 
-use super::apply::txn_key;
 use super::error::PlanError;
 use super::filter::{target, NsFilter, Target};
 use super::history::{Lookup, Remembered};
 use super::{ts_json, Progress};
+use crate::engine::walk::txn_key;
 
 /// One oplog entry, as the plan names it. JSON: `ts`, `op`, `ns`, `command` (first
 /// key of `o` for commands, else null), `target` (the namespace a command acts on:

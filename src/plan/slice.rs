@@ -30,12 +30,12 @@ use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::reader::not_an_entry;
 use crate::oplog::{self, Entry, EntryError, ReadOptions, Ts};
 
-use super::apply::txn_key;
 use super::error::PlanError;
 use super::filter::{NsFilter, Target};
 use super::scan::{touches, EntryRef};
 use super::stake::LostWrites;
 use super::Progress;
+use crate::engine::walk::txn_key;
 
 /// Default memory for sorting an unsorted slice before spilling runs to disk.
 pub const DEFAULT_SORT_MEMORY: usize = 256 << 20;

@@ -15,6 +15,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::walk::WalkRules;
+
 /// A dotted release number (`100.18.0`, `7.0.14`, `8.0.4-rc1` reads as 8.0.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Version(pub u32, pub u32, pub u32);
@@ -269,7 +271,28 @@ pub const KNOWN_COMMANDS: &[&str] = &[
     "commitIndexBuild",
 ];
 
+/// The walk ([`crate::engine::walk`]) skips what this mongorestore release skips.
+impl WalkRules for RestoreRules {
+    fn ignores_namespace(&self, ns: &str) -> bool {
+        RestoreRules::ignores_namespace(self, ns)
+    }
+    fn ignores_op(&self, op: &str) -> bool {
+        RestoreRules::ignores_op(self, op)
+    }
+    fn ignores_command(&self, name: &str) -> bool {
+        RestoreRules::ignores_command(self, name)
+    }
+    fn knows_multi_op_type(&self) -> bool {
+        RestoreRules::knows_multi_op_type(self)
+    }
+}
+
 impl RestoreRules {
+    /// The rules of the newest mongorestore release pitr knows.
+    pub fn newest() -> RestoreRules {
+        RestoreRules::of(NEWEST_MONGORESTORE)
+    }
+
     pub fn of(version: Version) -> RestoreRules {
         RestoreRules { version }
     }
@@ -373,6 +396,61 @@ impl ServerRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The walk with the newest mongorestore's rules skips what `mongorestore/oplog.go`
+    /// skips: no-ops, `config.system.sessions` (not in `ConfigCollectionsToKeep`),
+    /// `__mdb_internal*`, `startIndexBuild`; and keeps `config.settings`.
+    #[test]
+    fn the_walk_skips_what_mongorestore_skips() {
+        use crate::engine::walk::{Ignored, Source, Visitor, Walker};
+        use crate::oplog::{Entry, Ts};
+        use bson::{doc, Bson, Timestamp};
+        #[derive(Default)]
+        struct Log {
+            applied: Vec<String>,
+            ignored: Vec<Ignored>,
+        }
+        impl Visitor for Log {
+            fn applied(&mut self, op: &Entry<'_>, _at: Ts, _src: Source, _in_txn: bool) {
+                self.applied.push(op.ns.to_string());
+            }
+            fn ignored(&mut self, _op: &Entry<'_>, why: Ignored, _src: Source) {
+                self.ignored.push(why);
+            }
+        }
+        let ts = |i| {
+            Bson::Timestamp(Timestamp {
+                time: 1,
+                increment: i,
+            })
+        };
+        let mut w = Walker::new(RestoreRules::newest());
+        let mut log = Log::default();
+        for d in [
+            doc! { "ts": ts(1), "op": "n", "ns": "", "o": { "msg": "noop" } },
+            doc! { "ts": ts(2), "op": "d", "ns": "config.system.sessions", "o": { "_id": 1 } },
+            doc! { "ts": ts(3), "op": "i", "ns": "config.settings", "o": { "_id": 1 } },
+            doc! { "ts": ts(4), "op": "c", "ns": "shop.$cmd", "o": { "startIndexBuild": "orders" } },
+            doc! { "ts": ts(5), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [
+                { "op": "d", "ns": "shop.orders", "o": { "_id": 1 } },
+                { "op": "d", "ns": "__mdb_internal_x.y", "o": { "_id": 1 } },
+            ] } },
+        ] {
+            let raw = bson::RawDocumentBuf::from_document(&d).unwrap();
+            w.feed(&Entry::parse(&raw).unwrap(), Source::Slice, &mut log)
+                .unwrap();
+        }
+        assert_eq!(log.applied, ["config.settings", "shop.orders"]);
+        assert_eq!(
+            log.ignored,
+            [
+                Ignored::OpType,
+                Ignored::Namespace,
+                Ignored::Command,
+                Ignored::Namespace
+            ]
+        );
+    }
 
     #[test]
     fn versions_parse_and_compare() {

@@ -6,7 +6,7 @@
 //! lint); `pitr replay --engine embedded` runs it with whole documents and writes the
 //! result as a mongodump directory ([`dump`]), with the `dbHash` of every collection
 //! ([`hash`]). The walk that feeds it (which entries are applied, transactions at
-//! their commit, `applyOps` unpacked) is [`crate::plan::apply::Applier`]'s.
+//! their commit, `applyOps` unpacked) is [`crate::engine::walk::Walker`]'s.
 //!
 //! How an entry applies depends on where it sits ([`Phase`]):
 //!

@@ -5,7 +5,7 @@
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf, Timestamp};
 
 use super::*;
-use crate::plan::apply::{Applier, Source};
+use crate::engine::walk::{Source, Walker};
 use crate::plan::expect::Model;
 
 fn ts(t: u32, i: u32) -> Bson {
@@ -513,7 +513,25 @@ fn txn_part(t: u32, txn: i64, ops: Vec<Document>, extra: Document) -> Document {
     doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(42) }, "txnNumber": txn, "o": o }
 }
 
-/// Transactions through the one walk (`plan::apply::Applier`): an unprepared
+/// The walk skipping nothing: a secondary's view.
+struct NothingSkipped;
+
+impl crate::engine::walk::WalkRules for NothingSkipped {
+    fn ignores_namespace(&self, _: &str) -> bool {
+        false
+    }
+    fn ignores_op(&self, op: &str) -> bool {
+        op == "n"
+    }
+    fn ignores_command(&self, _: &str) -> bool {
+        false
+    }
+    fn knows_multi_op_type(&self) -> bool {
+        true
+    }
+}
+
+/// Transactions through the one walk (`engine::walk::Walker`): an unprepared
 /// `partialTxn` chain applies at its last part, a prepared one at
 /// `commitTransaction`, an aborted one never, and the vectored inserts of one
 /// `applyOps` without a session apply at once.
@@ -521,14 +539,8 @@ fn txn_part(t: u32, txn: i64, ops: Vec<Document>, extra: Document) -> Document {
 fn transactions_apply_at_their_commit() {
     let mut r = replica();
     create(&mut r, "test.t", 1);
-    let mut m = Model::from_replica(
-        r,
-        true,
-        Phase::Idempotent,
-        Phase::Strict,
-        Default::default(),
-    );
-    let mut a = Applier::default();
+    let mut m = visit::ReplicaVisitor::new(&mut r, Phase::Idempotent, Phase::Strict);
+    let mut a = Walker::new(NothingSkipped);
     let i = |id: i32| doc! { "op": "i", "ns": "test.t", "ui": uuid(1), "o": { "_id": id } };
     let entries = vec![
         txn_part(10, 1, vec![i(1)], doc! { "partialTxn": true }),
@@ -546,7 +558,7 @@ fn transactions_apply_at_their_commit() {
         a.feed(&Entry::parse(&raw).unwrap(), Source::Slice, &mut m)
             .unwrap();
         assert!(m.take_error().is_none());
-        counts.push(m.count("test.t"));
+        counts.push(m.replica().count("test.t"));
     }
     assert_eq!(counts, vec![0, 2, 2, 3, 3, 3, 5, 5]);
 }

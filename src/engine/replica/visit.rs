@@ -1,4 +1,4 @@
-//! Feeding the replica from [`crate::plan::apply::Applier`]'s walk: the one place
+//! Feeding the replica from [`crate::engine::walk::Walker`]'s walk: the one place
 //! that decides which entries apply and when (transactions at their commit,
 //! `applyOps` unpacked, what mongorestore skips).
 //!
@@ -6,9 +6,9 @@
 //! operation ignored; the driver checks [`ReplicaVisitor::take_error`] after each
 //! top-level entry and stops there.
 
+use super::super::walk::{Source, Visitor};
 use super::{Phase, Replica, ReplicaError};
 use crate::oplog::{Entry, Ts};
-use crate::plan::apply::{Source, Visitor};
 
 /// Applies what the walk applies; see the module documentation.
 pub struct ReplicaVisitor<'a> {

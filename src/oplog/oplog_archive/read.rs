@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use super::manifest::{ChunkRecord, GapRecord, Manifest, OplogArchiveError, FORMAT};
 use super::MANIFEST_FILE;
-use crate::oplog::reader::{ByteCounter, CountingRead};
 use crate::oplog::source::decompressed;
 use crate::oplog::{OplogReader, ReadError, ReadOptions, Ts};
+use crate::stream::{ByteCounter, CountingRead};
 
 /// Whether `dir` is an oplog archive: it holds a `manifest.json` that says so (a
 /// damaged manifest of an archive still counts, so that reading it reports the

@@ -1,14 +1,16 @@
-//! Walking entries the way `mongorestore --oplogReplay` applies them, so that the
-//! expected counts ([`super::expect`]) and the preflight lint ([`super::lint`]) see
-//! exactly what the replay will do.
+//! The walk over the oplog: what an oplog does, in the order it does it. `applyOps`
+//! is unpacked op by op; transactions are buffered per (lsid, txnNumber) and
+//! applied at their commit (the final `applyOps` of an unprepared transaction, or
+//! `commitTransaction`), an abort discards them. The one place this is decided: the
+//! embedded engine's replica ([`super::replica`]), the plan's expected counts and its
+//! lint all walk through here.
 //!
 //! Mirrors mongo-tools `mongorestore/oplog.go` (`HandleOp`, `HandleNonTxnOp`,
-//! `HandleTxnOp`) and `common/txn`: namespaces it ignores, op types and commands it
-//! skips, `applyOps` walked op by op, and transactions buffered per
-//! (lsid, txnNumber) and applied at their commit: the final `applyOps` of an
-//! unprepared transaction or `commitTransaction`; an abort discards them.
-//! What is skipped depends on the mongorestore release ([`RestoreRules`]).
-//! The limit is the caller's business: feed only entries with `ts < limit`.
+//! `HandleTxnOp`) and `common/txn`, which follow the server's own grouping
+//! (`src/mongo/db/repl/transaction_oplog_application.cpp`). What is skipped (op
+//! types, namespaces, commands) is the caller's [`WalkRules`]: mongorestore's skips
+//! depend on its release (`plan::versions::RestoreRules`). The limit is the caller's
+//! business too: feed only entries with `ts < limit`.
 
 use std::collections::HashMap;
 
@@ -17,7 +19,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::oplog::{Entry, EntryError, Ts};
 
-use super::versions::RestoreRules;
+/// What the walk leaves out, and how it tells transactions apart.
+pub trait WalkRules {
+    /// Operations on this namespace are skipped.
+    fn ignores_namespace(&self, ns: &str) -> bool;
+    /// Operations of this op type (`n`, ...) are skipped.
+    fn ignores_op(&self, op: &str) -> bool;
+    /// Commands of this name are skipped.
+    fn ignores_command(&self, name: &str) -> bool;
+    /// `multiOpType: 1` entries (the vectored inserts of one retryable write, which
+    /// carry `lsid`/`txnNumber`) are not taken for a transaction.
+    fn knows_multi_op_type(&self) -> bool;
+}
 
 /// Where an entry comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -68,9 +81,9 @@ struct Buffered {
 }
 
 /// The transaction buffer and the routing; see the module documentation.
-pub struct Applier {
+pub struct Walker {
     txns: HashMap<Vec<u8>, Buffered>,
-    rules: RestoreRules,
+    rules: Box<dyn WalkRules>,
 }
 
 /// The transaction key (lsid bytes + txnNumber) when mongorestore treats `e` as a
@@ -79,8 +92,8 @@ pub fn txn_key(e: &Entry<'_>) -> Option<Vec<u8>> {
     e.transaction_key()
 }
 
-impl Applier {
-    /// [`txn_key`] as this release decides it: before 100.10.0 mongorestore took
+impl Walker {
+    /// [`txn_key`] as the rules decide it: before 100.10.0 mongorestore took
     /// `multiOpType: 1` vectored inserts for a transaction too.
     fn txn_key(&self, e: &Entry<'_>) -> Option<Vec<u8>> {
         match (e.multi_op_type, self.rules.knows_multi_op_type()) {
@@ -94,18 +107,12 @@ impl Applier {
     }
 }
 
-impl Default for Applier {
-    fn default() -> Applier {
-        Applier::new(RestoreRules::of(super::versions::NEWEST_MONGORESTORE))
-    }
-}
-
-impl Applier {
-    /// Walks entries as the mongorestore release of `rules` does.
-    pub fn new(rules: RestoreRules) -> Applier {
-        Applier {
+impl Walker {
+    /// Walks entries, skipping what `rules` say.
+    pub fn new(rules: impl WalkRules + 'static) -> Walker {
+        Walker {
             txns: HashMap::new(),
-            rules,
+            rules: Box::new(rules),
         }
     }
 
@@ -293,8 +300,27 @@ mod tests {
         })
     }
 
-    fn run(docs: &[Document]) -> (Log, Applier) {
-        let mut a = Applier::default();
+    /// Skips no-ops, `config.system.sessions`, `__mdb_internal*` and
+    /// `startIndexBuild`: enough to see each kind of skip routed.
+    struct Rules;
+
+    impl WalkRules for Rules {
+        fn ignores_namespace(&self, ns: &str) -> bool {
+            ns == "config.system.sessions" || ns.starts_with("__mdb_internal")
+        }
+        fn ignores_op(&self, op: &str) -> bool {
+            op == "n"
+        }
+        fn ignores_command(&self, name: &str) -> bool {
+            name == "startIndexBuild"
+        }
+        fn knows_multi_op_type(&self) -> bool {
+            true
+        }
+    }
+
+    fn run(docs: &[Document]) -> (Log, Walker) {
+        let mut a = Walker::new(Rules);
         let mut log = Log::default();
         for d in docs {
             let raw = bson::RawDocumentBuf::from_document(d).unwrap();
@@ -311,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn skips_what_mongorestore_skips() {
+    fn skips_are_routed_by_kind_also_inside_apply_ops() {
         let (log, _) = run(&[
             doc! { "ts": ts(1, 1), "op": "n", "ns": "", "o": { "msg": "noop" } },
             doc! { "ts": ts(1, 2), "op": "d", "ns": "config.system.sessions", "o": { "_id": 1 } },
