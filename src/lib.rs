@@ -18,6 +18,7 @@ pub mod oplog;
 pub mod plan;
 pub mod replay;
 pub mod size;
+pub mod storage;
 pub mod table;
 pub mod time;
 pub mod verify;
