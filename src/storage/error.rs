@@ -419,6 +419,9 @@ pub(crate) fn classify(
         "InvalidToken",
         "ExpiredToken",
         "InvalidAuthenticationInfo",
+        // Azure's message for a bad Shared Key signature (azurite says it under the
+        // code AuthorizationFailure).
+        "Server failed to authenticate the request",
     ]) || matches!(e, object_store::Error::Unauthenticated { .. })
     {
         return StorageError::BadCredentials {

@@ -122,7 +122,7 @@ pub(crate) fn read_versioned(p: &Path, limit: u64) -> Result<(Vec<u8>, Version),
         return Err(StorageError::TooLarge { url, size, limit });
     }
     let mut data = Vec::with_capacity(size as usize);
-    f.take(limit + 1)
+    f.take(limit.saturating_add(1))
         .read_to_end(&mut data)
         .map_err(io_err(&url, Op::Read))?;
     let v = Version::etag(format!("\"{}\"", md5_hex(&data)));
@@ -169,7 +169,7 @@ pub(crate) fn put_if_match(
     let url = p.display().to_string();
     let werr = io_err(&url, Op::Write);
     let _lock = Lock::take(&lock_path(p)).map_err(&werr)?;
-    let current = match read_versioned(p, u64::MAX) {
+    let current = match read_versioned(p, super::MAX_MANIFEST_BYTES) {
         Ok((_, v)) => Some(v),
         Err(StorageError::NotFound { .. }) => None,
         Err(e) => return Err(e),
