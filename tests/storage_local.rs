@@ -139,3 +139,24 @@ fn writers_racing_on_a_local_manifest_never_both_win() {
         assert_eq!(wins, 1, "round {round}");
     }
 }
+
+#[test]
+fn an_azure_location_without_an_account_names_the_variable_to_set() {
+    // Fails while building the client, before any request (none is sent anywhere).
+    let e = storage()
+        .head(&Location::parse("az://container/x").unwrap())
+        .unwrap_err();
+    assert!(matches!(e, StorageError::Config { .. }), "{e:?}");
+    assert!(e.to_string().contains("AZURE_STORAGE_ACCOUNT_NAME"), "{e}");
+}
+
+#[test]
+fn a_read_error_keeps_its_storage_error_for_the_hint() {
+    let io = std::io::Error::other(StorageError::NotFound {
+        url: "s3://bkt/x".into(),
+        source: None,
+    });
+    let e = pitr::storage::storage_error(&io).expect("inside");
+    assert!(e.is_not_found());
+    assert!(pitr::storage::storage_error(&std::io::Error::other("plain")).is_none());
+}

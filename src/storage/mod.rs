@@ -4,15 +4,17 @@
 //! This room owns: parsing what the user typed into a [`Location`] (refusing
 //! credentials in URLs); the clients for S3, GCS and Azure built on `object_store`
 //! from the environment's credential chains ([`Settings`]); streaming reads with
-//! bounded memory that resume a broken connection with a ranged GET ([`read`]);
+//! bounded memory that resume a broken connection with a ranged GET (`read.rs`);
 //! all-or-nothing writes (multipart uploads with bounded memory, aborted on failure;
-//! temp + fsync + rename for local files) ([`write`]); conditional puts for small
+//! temp + fsync + rename for local files) (`write.rs`); conditional puts for small
 //! manifests (create-if-absent, then if-match on the ETag); and errors that name the
 //! location and say what to check ([`StorageError`]).
 //!
 //! The interface is synchronous, for pitr's synchronous readers; the object_store
-//! clients are async and run on the room's own runtime ([`runtime`]). It knows nothing
-//! of oplogs, dumps or manifests' contents: it moves bytes.
+//! clients are async and run on the room's own runtime (`runtime.rs`). Its calls block
+//! the calling thread, so async code calls them from `spawn_blocking`, never from a
+//! task. It knows nothing of oplogs, dumps or manifests' contents: it moves bytes.
+//! docs/object-storage.md says what was measured and tested.
 //!
 //! Where the behaviour comes from: the reference notes on PBM and wal-g
 //! (`shared/reference/object-storage.md`), and the S3 API documentation for ranged
@@ -142,6 +144,13 @@ impl ObjectCtx {
             source: error::Cause::of(&io::Error::other(what.to_string())),
         }
     }
+}
+
+/// The storage error inside an `io::Error` returned by a [`StorageReader`] or a
+/// [`StorageWriter`], so a caller can show its hint.
+pub fn storage_error(e: &io::Error) -> Option<&StorageError> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<StorageError>())
 }
 
 /// The largest object [`Storage::read_versioned`] reads whole (a manifest).
