@@ -15,17 +15,18 @@
 //! |---|---|---|
 //! | 0 | error | failures with hints and exit codes |
 //! | 1 | size, table, closest, objectid | byte sizes; terminal tables and wording; "did you mean"; ObjectIds |
-//! | 2 | stream | byte streams: counting, gzip by content, what a stream looks like |
-//! | 3 | archive | the mongodump archive format (read and write) |
-//! | 4 | oplog | oplog entries and positions; opening an oplog source of any kind (files, dump dirs, archives, oplog archive dirs, stdin) |
-//! | 5 | time, backup | time values mapped to oplog positions; mongodump backups (directory, gzip, archive) |
-//! | 6 | engine, forensics | what the oplog does to data (the walk, the replica, dbHash, dumps); what destroyed data |
-//! | 7 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
-//! | 8 | exec | child processes (mongod, mongorestore, mongodump) |
-//! | 9 | mongo | everything that uses the MongoDB driver (read-only) |
-//! | 10 | verify | checking a restored server against a plan |
-//! | 11 | replay | running a plan with an engine, the report |
-//! | 12 | cli | flags, rendering, exit codes |
+//! | 2 | storage | local paths and object-storage URLs (s3, gs, az): streaming reads, all-or-nothing writes, conditional puts |
+//! | 3 | stream | byte streams: counting, gzip by content, what a stream looks like |
+//! | 4 | archive | the mongodump archive format (read and write) |
+//! | 5 | oplog | oplog entries and positions; opening an oplog source of any kind (files, dump dirs, archives, oplog archive dirs, stdin) |
+//! | 6 | time, backup | time values mapped to oplog positions; mongodump backups (directory, gzip, archive) |
+//! | 7 | engine, forensics | what the oplog does to data (the walk, the replica, dbHash, dumps); what destroyed data |
+//! | 8 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
+//! | 9 | exec | child processes (mongod, mongorestore, mongodump) |
+//! | 10 | mongo | everything that uses the MongoDB driver (read-only) |
+//! | 11 | verify | checking a restored server against a plan |
+//! | 12 | replay | running a plan with an engine, the report |
+//! | 13 | cli | flags, rendering, exit codes |
 
 pub mod archive;
 pub mod backup;
@@ -41,6 +42,7 @@ pub mod oplog;
 pub mod plan;
 pub mod replay;
 pub mod size;
+pub mod storage;
 pub mod stream;
 pub mod table;
 pub mod time;

@@ -11,10 +11,10 @@ mod common;
 use bson::{Bson, Document, RawDocumentBuf};
 
 use pitr::engine::replica::{Content, Phase, Replica, ReplicaOptions};
-use pitr::oplog::Entry;
 use pitr::engine::walk::{Source, Walker};
-use pitr::plan::versions::RestoreRules;
+use pitr::oplog::Entry;
 use pitr::plan::expect::Model;
+use pitr::plan::versions::RestoreRules;
 
 /// The legacy extended JSON some cases use (`{"$binary": "<b64>", "$type": "04"}`,
 /// mongo-tools' older form) rewritten as the canonical form the bson crate reads.

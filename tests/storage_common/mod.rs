@@ -1,0 +1,207 @@
+//! Real object-storage servers on loopback for the storage tests (never a mock of the
+//! client): `s3s-fs`, an S3 server that checks SigV4 signatures and conditional
+//! writes, run in-process on its own runtime, which a test can kill (every open
+//! connection dropped mid-body) and restart on the same port.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder as ConnBuilder;
+use pitr::storage::{Settings, Storage, Tuning};
+use s3s::auth::SimpleAuth;
+use s3s::service::{S3Service, S3ServiceBuilder};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+pub const ACCESS_KEY: &str = "AKIAPITRTEST";
+pub const SECRET_KEY: &str = "pitr-test-secret-key";
+
+/// An s3s-fs server on 127.0.0.1 serving the buckets (directories) under `root`.
+pub struct S3Server {
+    pub addr: SocketAddr,
+    pub root: PathBuf,
+    service: S3Service,
+    rt: tokio::runtime::Runtime,
+    accept: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl S3Server {
+    /// Starts a server on a free port; `buckets` are created as directories.
+    pub fn start(root: &Path, buckets: &[&str]) -> S3Server {
+        for b in buckets {
+            std::fs::create_dir_all(root.join(b)).unwrap();
+        }
+        let fs = s3s_fs::FileSystem::new(root).expect("s3s-fs root");
+        let mut b = S3ServiceBuilder::new(fs);
+        b.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        let service = b.build();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = rt
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("bind a loopback port");
+        let addr = listener.local_addr().unwrap();
+        let mut s = S3Server {
+            addr,
+            root: root.to_path_buf(),
+            service,
+            rt,
+            accept: None,
+        };
+        s.serve(listener);
+        s
+    }
+
+    fn serve(&mut self, listener: TcpListener) {
+        let service = self.service.clone();
+        self.accept = Some(self.rt.spawn(async move {
+            // Connections live in this set: aborting the accept task drops it, which
+            // aborts every connection, as a killed server would.
+            let mut conns = JoinSet::new();
+            let http = Arc::new(ConnBuilder::new(TokioExecutor::new()));
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    continue;
+                };
+                let http = Arc::clone(&http);
+                let service = service.clone();
+                conns.spawn(async move {
+                    let _ = http.serve_connection(TokioIo::new(socket), service).await;
+                });
+                while conns.try_join_next().is_some() {}
+            }
+        }));
+    }
+
+    /// Stops the server: the listener closes and open connections are cut.
+    pub fn kill(&mut self) {
+        if let Some(h) = self.accept.take() {
+            h.abort();
+            let _ = self.rt.block_on(h);
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        let listener = self
+            .rt
+            .block_on(TcpListener::bind(self.addr))
+            .expect("bind the same port again");
+        self.serve(listener);
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The settings a user would export for this server.
+    pub fn settings(&self) -> Settings {
+        self.settings_with(ACCESS_KEY, SECRET_KEY)
+    }
+
+    pub fn settings_with(&self, key: &str, secret: &str) -> Settings {
+        Settings::from_pairs([
+            ("AWS_ACCESS_KEY_ID", key.to_string()),
+            ("AWS_SECRET_ACCESS_KEY", secret.to_string()),
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+        ])
+    }
+
+    pub fn storage(&self) -> Storage {
+        Storage::new(self.settings(), quick_tuning())
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Production tuning with waits short enough for tests, and parts of 5 MiB (S3's
+/// minimum) so that multipart uploads start at small sizes.
+pub fn quick_tuning() -> Tuning {
+    Tuning {
+        retries: 2,
+        retry_timeout: std::time::Duration::from_secs(10),
+        resume_backoff: std::time::Duration::from_millis(100),
+        part_size: 5 * 1024 * 1024,
+        ..Tuning::default()
+    }
+}
+
+/// Deterministic bytes: `len` bytes of a xorshift stream from `seed`, so a large
+/// object can be checked without keeping a copy.
+pub struct Pattern {
+    state: u64,
+    left: u64,
+}
+
+impl Pattern {
+    pub fn new(seed: u64, len: u64) -> Pattern {
+        Pattern {
+            state: seed | 1,
+            left: len,
+        }
+    }
+}
+
+impl std::io::Read for Pattern {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (buf.len() as u64).min(self.left) as usize;
+        for chunk in buf[..n].chunks_mut(8) {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            let b = self.state.to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Compares two readers byte for byte; returns the first differing offset, if any,
+/// and the lengths read.
+pub fn first_difference(
+    mut a: impl std::io::Read,
+    mut b: impl std::io::Read,
+) -> (Option<u64>, u64, u64) {
+    let mut ba = vec![0u8; 1 << 16];
+    let mut bb = vec![0u8; 1 << 16];
+    let (mut la, mut lb) = (0u64, 0u64);
+    loop {
+        let na = read_full(&mut a, &mut ba);
+        let nb = read_full(&mut b, &mut bb);
+        if let Some(i) = (0..na.min(nb)).find(|&i| ba[i] != bb[i]) {
+            return (Some(la + i as u64), la + na as u64, lb + nb as u64);
+        }
+        la += na as u64;
+        lb += nb as u64;
+        if na != nb {
+            return (Some(la.min(lb)), la, lb);
+        }
+        if na == 0 {
+            return (None, la, lb);
+        }
+    }
+}
+
+fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]).expect("read") {
+            0 => break,
+            k => n += k,
+        }
+    }
+    n
+}

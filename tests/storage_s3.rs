@@ -1,0 +1,439 @@
+//! The storage layer against a real S3 server (s3s-fs, in-process, on loopback): what
+//! a user would see reading and writing a bucket, including the failures.
+
+mod storage_common;
+
+use std::io::{Read, Write};
+
+use std::time::Duration;
+
+use pitr::error::{Failure, Hint};
+use pitr::storage::{Location, Settings, Storage, StorageError, Tuning};
+use storage_common::{first_difference, quick_tuning, Pattern, S3Server, SECRET_KEY};
+
+const MIB: u64 = 1024 * 1024;
+
+fn loc(s: &str) -> Location {
+    Location::parse(s).unwrap()
+}
+
+/// Everything a user could see of an error: message, hint, Debug, and the rendering
+/// with its cause chain that the CLI prints.
+fn everything_shown(e: StorageError) -> String {
+    let head = format!("{e}\n{}\n{e:?}\n", e.hint().unwrap_or_default());
+    head + &Failure::from(e).render()
+}
+
+fn assert_no_secret(e: StorageError) {
+    let shown = everything_shown(e);
+    assert!(
+        !shown.contains(SECRET_KEY),
+        "the secret key is shown:\n{shown}"
+    );
+}
+
+fn write_pattern(storage: &Storage, at: &Location, seed: u64, len: u64) -> pitr::storage::Written {
+    let mut w = storage.create_all_or_nothing(at).unwrap();
+    std::io::copy(&mut Pattern::new(seed, len), &mut w).unwrap();
+    w.finish().unwrap()
+}
+
+#[test]
+fn a_multipart_object_round_trips_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["backups"]);
+    let storage = server.storage();
+    let at = loc("s3://backups/nightly/dump.archive.gz");
+    // 23 MiB with 5 MiB parts: four full parts and a short last one.
+    let len = 23 * MIB + 12_345;
+    let written = write_pattern(&storage, &at, 7, len);
+    assert_eq!(written.size, len);
+    assert!(written.version.etag.is_some(), "{written:?}");
+
+    let head = storage.head(&at).unwrap();
+    assert_eq!(head.size, len);
+    let r = storage.open_read(&at).unwrap();
+    assert_eq!(r.size(), len);
+    let (diff, got, want) = first_difference(r, Pattern::new(7, len));
+    assert_eq!((diff, got), (None, want));
+}
+
+#[test]
+fn a_small_object_is_one_put_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let at = loc("s3://bkt/x/small.json");
+    let mut w = storage.create_all_or_nothing(&at).unwrap();
+    w.write_all(b"{\"ok\":true}").unwrap();
+    w.finish().unwrap();
+    let mut s = String::new();
+    storage
+        .open_read(&at)
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
+    assert_eq!(s, "{\"ok\":true}");
+    // An empty object too.
+    let empty = loc("s3://bkt/x/empty");
+    storage
+        .create_all_or_nothing(&empty)
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert_eq!(storage.head(&empty).unwrap().size, 0);
+    let mut v = Vec::new();
+    storage
+        .open_read(&empty)
+        .unwrap()
+        .read_to_end(&mut v)
+        .unwrap();
+    assert!(v.is_empty());
+}
+
+/// Files s3s-fs keeps for an unfinished multipart upload (`.upload-<id>...`).
+fn pending_uploads(root: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".upload"))
+        .collect()
+}
+
+#[test]
+fn a_multipart_write_dropped_midway_leaves_nothing_visible_and_is_aborted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let at = loc("s3://bkt/out/dump.archive");
+    {
+        let mut w = storage.create_all_or_nothing(&at).unwrap();
+        // Three parts' worth: at least two parts have been uploaded.
+        std::io::copy(&mut Pattern::new(1, 16 * MIB), &mut w).unwrap();
+        assert!(
+            !pending_uploads(dir.path()).is_empty(),
+            "a multipart upload should be under way"
+        );
+        assert!(storage.list(&loc("s3://bkt/out")).unwrap().is_empty());
+        // Dropped here without finish, as on an error or a panic.
+    }
+    let e = storage.head(&at).unwrap_err();
+    assert!(matches!(e, StorageError::NotFound { .. }), "{e:?}");
+    assert!(storage.list(&loc("s3://bkt")).unwrap().is_empty());
+    assert_eq!(
+        pending_uploads(dir.path()),
+        Vec::<String>::new(),
+        "not aborted"
+    );
+}
+
+#[test]
+fn a_write_whose_server_dies_fails_and_leaves_nothing_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = S3Server::start(dir.path(), &["bkt"]);
+    let tuning = Tuning {
+        retries: 0,
+        ..quick_tuning()
+    };
+    let storage = Storage::new(server.settings(), tuning);
+    let at = loc("s3://bkt/out/big");
+    let mut w = storage.create_all_or_nothing(&at).unwrap();
+    std::io::copy(&mut Pattern::new(2, 11 * MIB), &mut w).unwrap();
+    server.kill();
+    // Keep writing until the failure shows (a part in flight, or finish).
+    let mut failed = std::io::copy(&mut Pattern::new(3, 20 * MIB), &mut w).is_err();
+    if !failed {
+        failed = w.finish().is_err();
+    }
+    assert!(failed, "the write should fail while the server is down");
+    server.restart();
+    let e = storage.head(&at).unwrap_err();
+    assert!(matches!(e, StorageError::NotFound { .. }), "{e:?}");
+}
+
+#[test]
+fn a_server_killed_mid_read_and_restarted_gives_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = S3Server::start(dir.path(), &["bkt"]);
+    let at = loc("s3://bkt/oplog.bson");
+    let len = 64 * MIB;
+    write_pattern(&server.storage(), &at, 11, len);
+    // object_store's own retries off: this layer's resume must do it.
+    let tuning = Tuning {
+        retries: 0,
+        read_ahead_chunks: 2,
+        ..quick_tuning()
+    };
+    let storage = Storage::new(server.settings(), tuning);
+    let mut r = storage.open_read(&at).unwrap();
+    let mut head = vec![0u8; MIB as usize];
+    r.read_exact(&mut head).unwrap();
+    server.kill();
+    std::thread::sleep(Duration::from_millis(300));
+    server.restart();
+    let rest = std::io::Read::chain(&head[..], r);
+    let (diff, got, want) = first_difference(rest, Pattern::new(11, len));
+    assert_eq!((diff, got), (None, want));
+    // first_difference consumed the reader; the resume count is checked on a second run
+    // below, where the reader stays reachable.
+    let mut r = storage.open_read(&at).unwrap();
+    r.read_exact(&mut head).unwrap();
+    server.kill();
+    std::thread::sleep(Duration::from_millis(300));
+    server.restart();
+    let n = std::io::copy(&mut r, &mut std::io::sink()).unwrap();
+    assert_eq!(n + MIB, len);
+    assert!(r.resumes() >= 1, "the read should have been resumed");
+}
+
+#[test]
+fn an_object_replaced_while_it_is_read_is_an_error_not_a_splice() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = S3Server::start(dir.path(), &["bkt"]);
+    let at = loc("s3://bkt/chunk");
+    let len = 64 * MIB;
+    write_pattern(&server.storage(), &at, 5, len);
+    let tuning = Tuning {
+        retries: 0,
+        read_ahead_chunks: 2,
+        resume_backoff: Duration::from_millis(1500),
+        ..quick_tuning()
+    };
+    let storage = Storage::new(server.settings(), tuning);
+    let mut r = storage.open_read(&at).unwrap();
+    let mut head = vec![0u8; MIB as usize];
+    r.read_exact(&mut head).unwrap();
+    server.kill();
+    server.restart();
+    // Same length, other bytes, written before the reader's first resume.
+    write_pattern(&server.storage(), &at, 6, len);
+    let e = std::io::copy(&mut r, &mut std::io::sink()).unwrap_err();
+    let e = e
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<StorageError>())
+        .expect("a StorageError inside the io::Error");
+    assert!(
+        matches!(e, StorageError::ChangedWhileReading { .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("s3://bkt/chunk"), "{e}");
+}
+
+#[test]
+fn wrong_credentials_are_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    write_pattern(&server.storage(), &loc("s3://bkt/x"), 1, 10);
+    for (key, secret) in [
+        (storage_common::ACCESS_KEY, "not-the-secret"),
+        ("AKIAUNKNOWN", SECRET_KEY),
+    ] {
+        let storage = Storage::new(server.settings_with(key, secret), quick_tuning());
+        let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
+        assert!(matches!(e, StorageError::BadCredentials { .. }), "{e:?}");
+        assert!(e.to_string().contains("`s3://bkt/x`"), "{e}");
+        assert!(
+            e.to_string().contains("AWS_ACCESS_KEY_ID"),
+            "which credentials: {e}"
+        );
+        assert_no_secret(e);
+        let e = storage.list(&loc("s3://bkt")).unwrap_err();
+        assert!(matches!(e, StorageError::BadCredentials { .. }), "{e:?}");
+    }
+}
+
+#[test]
+fn a_missing_bucket_is_named_as_such_for_every_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let at = loc("s3://nosuch/k");
+    // Reads only: s3s-fs creates a missing bucket on PUT (real S3 answers NoSuchBucket,
+    // which the same classification covers).
+    let errors = [
+        storage.open_read(&at).map(|_| ()).unwrap_err(),
+        storage.head(&at).map(|_| ()).unwrap_err(),
+        storage.list(&loc("s3://nosuch/p")).map(|_| ()).unwrap_err(),
+        storage.read_versioned(&at).map(|_| ()).unwrap_err(),
+    ];
+    for e in errors {
+        assert!(
+            matches!(&e, StorageError::NoSuchBucket { bucket, .. } if bucket == "nosuch"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().contains("bucket `nosuch` does not exist"),
+            "{e}"
+        );
+        assert!(e.is_not_found());
+    }
+    // A missing object in a bucket that exists is a different message.
+    let e = storage.open_read(&loc("s3://bkt/missing")).unwrap_err();
+    assert!(matches!(e, StorageError::NotFound { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "`s3://bkt/missing` does not exist");
+}
+
+#[test]
+fn a_second_writer_of_a_manifest_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let m = loc("s3://bkt/archive/manifest.json");
+
+    let v1 = storage.put_if_absent(&m, b"{\"chunks\":[]}").unwrap();
+    let e = storage.put_if_absent(&m, b"{\"other\":1}").unwrap_err();
+    assert!(matches!(e, StorageError::AlreadyExists { .. }), "{e:?}");
+    assert!(e.hint().unwrap().contains("another pitr"), "{:?}", e.hint());
+
+    // Two archivers read the same version; the first update wins, the second is refused.
+    let (data, read_v) = storage.read_versioned(&m).unwrap();
+    assert_eq!(data, b"{\"chunks\":[]}");
+    assert_eq!(read_v.etag, v1.etag);
+    let v2 = storage
+        .put_if_match(&m, b"{\"chunks\":[1]}", &read_v)
+        .unwrap();
+    let e = storage
+        .put_if_match(&m, b"{\"chunks\":[2]}", &read_v)
+        .unwrap_err();
+    assert!(
+        matches!(e, StorageError::ChangedByAnotherWriter { .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string().contains("s3://bkt/archive/manifest.json"),
+        "{e}"
+    );
+    // The winner's content stands, and its version chains on.
+    let (data, v) = storage.read_versioned(&m).unwrap();
+    assert_eq!(data, b"{\"chunks\":[1]}");
+    assert_eq!(v.etag, v2.etag);
+    storage.put_if_match(&m, b"{\"chunks\":[1,3]}", &v).unwrap();
+}
+
+// No test of two *simultaneous* creates here: s3s-fs checks `If-None-Match` and then
+// writes (s3s-fs 0.14.1 `s3.rs`, `put_object`), so both can win on it where S3 itself
+// cannot. The local implementation is atomic and raced in `storage_local.rs`.
+
+#[test]
+fn no_credentials_anywhere_says_which_chains_were_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    // The instance metadata endpoint pointed at a closed loopback port, so the chain's
+    // last step fails here as it does off-cloud (never the real 169.254.169.254).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap();
+    drop(closed);
+    let settings = Settings::from_pairs([
+        ("AWS_ENDPOINT_URL", server.endpoint()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_METADATA_ENDPOINT", format!("http://{closed_addr}")),
+    ]);
+    let storage = Storage::new(
+        settings,
+        Tuning {
+            retries: 0,
+            ..quick_tuning()
+        },
+    );
+    let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
+    assert!(matches!(e, StorageError::NoCredentials { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(msg.contains("instance metadata"), "{msg}");
+    assert!(msg.contains("AWS_WEB_IDENTITY_TOKEN_FILE"), "{msg}");
+    assert!(
+        e.hint().unwrap().contains("AWS_ACCESS_KEY_ID"),
+        "{:?}",
+        e.hint()
+    );
+}
+
+#[test]
+fn an_endpoint_nobody_listens_on_is_unreachable() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = closed.local_addr().unwrap();
+    drop(closed);
+    for scheme in ["http", "https"] {
+        let settings = Settings::from_pairs([
+            ("AWS_ACCESS_KEY_ID", "AK".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_string()),
+            ("AWS_ENDPOINT_URL", format!("{scheme}://{addr}")),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+        ]);
+        let storage = Storage::new(
+            settings,
+            Tuning {
+                retries: 0,
+                ..quick_tuning()
+            },
+        );
+        let e = storage.head(&loc("s3://bkt/x")).unwrap_err();
+        assert!(
+            matches!(e, StorageError::Unreachable { .. }),
+            "{scheme}: {e:?}"
+        );
+        assert!(e.to_string().contains(&addr.to_string()), "{e}");
+        assert_no_secret(e);
+    }
+}
+
+#[test]
+fn list_takes_whole_segments_and_sorts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    for k in ["a/2", "a/1", "a/sub/3", "ab/x", "z"] {
+        write_pattern(&storage, &loc(&format!("s3://bkt/{k}")), 1, 3);
+    }
+    let keys = |p: &str| -> Vec<String> {
+        storage
+            .list(&loc(p))
+            .unwrap()
+            .into_iter()
+            .map(|o| o.location.to_string())
+            .collect()
+    };
+    assert_eq!(
+        keys("s3://bkt/a"),
+        ["s3://bkt/a/1", "s3://bkt/a/2", "s3://bkt/a/sub/3"]
+    );
+    assert_eq!(keys("s3://bkt/a/"), keys("s3://bkt/a"));
+    assert_eq!(keys("s3://bkt").len(), 5);
+    assert!(keys("s3://bkt/nothing-here").is_empty());
+    // A prefix is whole segments: the object `z` is not under the prefix `z`.
+    assert!(keys("s3://bkt/z").is_empty());
+    let all = storage.list(&loc("s3://bkt")).unwrap();
+    assert_eq!(
+        all.iter()
+            .find(|o| o.location.file_name() == "z")
+            .unwrap()
+            .size,
+        3
+    );
+}
+
+#[test]
+fn delete_removes_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let at = loc("s3://bkt/gone");
+    write_pattern(&storage, &at, 1, 10);
+    storage.delete(&at).unwrap();
+    assert!(storage.head(&at).unwrap_err().is_not_found());
+    storage.delete(&at).unwrap();
+}
+
+#[test]
+fn no_display_of_settings_or_errors_shows_the_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let storage = server.storage();
+    let shown = format!("{storage:?} {:?}", server.settings());
+    assert!(!shown.contains(SECRET_KEY), "{shown}");
+    assert!(shown.contains("AWS_SECRET_ACCESS_KEY=***"), "{shown}");
+    let e = storage.open_read(&loc("s3://bkt/missing")).unwrap_err();
+    assert_no_secret(e);
+    let e = Location::parse(&format!("s3://AK:{SECRET_KEY}@b/x")).unwrap_err();
+    assert!(matches!(e, StorageError::SecretInUrl { .. }));
+    assert_no_secret(e);
+}
