@@ -147,3 +147,26 @@ fn examples_that_do_not_run_are_only_where_the_test_says_why() {
     }
     assert!(unexplained.is_empty(), "make these `console` blocks, or add the page to UNEXECUTED with why:\n{}", unexplained.join("\n"));
 }
+
+/// Links between the pages (`[text](page.md#anchor)`, `../fixtures/README.md`) name
+/// files that exist: pages move, and a link to where one used to be helps nobody.
+#[test]
+fn links_between_the_pages_name_files_that_exist() {
+    let mut broken = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(root().join(&page)).expect("readable page");
+        let dir = root().join(&page).parent().expect("a page has a folder").to_path_buf();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap_or("");
+            if target.is_empty() || target.contains("://") || target.contains(' ') {
+                continue;
+            }
+            if !dir.join(target).exists() {
+                broken.push(format!("{page}: {target}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to files that do not exist:\n{}", broken.join("\n"));
+}
