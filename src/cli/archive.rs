@@ -39,7 +39,7 @@ directory is accepted wherever an oplog is (`--oplog DIR`, `pitr find-drop DIR`)
 reads only the chunks it needs.
 
 Runs in the foreground until SIGTERM or Ctrl-C, then completes the chunk being written and \
-exits 0 (run it as a service: README.md has a systemd unit). --once archives what the \
+exits 0 (run it as a service: docs/live-source-and-archive.md has a systemd unit). --once archives what the \
 oplog holds now and exits (for cron).
 
 Restarting continues right after the last archived entry: nothing twice, nothing skipped. \
@@ -52,7 +52,7 @@ Failovers, restarted members and dropped connections are retried (with backoff, 
 limit when following) and resumed without a gap.
 
 Read-only: `find` on local.oplog.rs (plus hello/buildInfo), the same minimal role as \
-dump-oplog (README.md). The read preference is the URI's, secondaryPreferred by default.
+dump-oplog (docs/live-source-and-archive.md). The read preference is the URI's, secondaryPreferred by default.
 
 Progress: a status line on a terminal; otherwise a log line every --log-every (lag behind \
 the newest entry, entries/s).

@@ -30,7 +30,7 @@ writes it: restore with `mongorestore --oplogReplay --gzip DIR`. Without --until
 when it starts, so it ends even on a busy server.
 
 Read-only: pitr runs only `find` on local.oplog.rs (plus hello/buildInfo); the minimal \
-role is in README.md. The read preference is the URI's, secondaryPreferred by default.
+role is in docs/live-source-and-archive.md. The read preference is the URI's, secondaryPreferred by default.
 
 Safety: entries go to oplog.bson.partial (the plan to oplog.bson.partial.json) and the file \
 is renamed only when the dump is complete. If the dump stops (network, Ctrl-C, a crash), run \

@@ -82,7 +82,7 @@ pub struct FindDropArgs {
     /// Only these kinds; repeatable
     #[arg(long, value_name = "KIND")]
     pub kind: Vec<Kind>,
-    /// A JSON array of findings on stdout (schema in README.md)
+    /// A JSON array of findings on stdout (schema in docs/find-drop.md)
     #[arg(long)]
     pub json: bool,
     /// Show wall-clock times in this zone: UTC (default), local, +01:00, Europe/Berlin

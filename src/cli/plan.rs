@@ -42,7 +42,7 @@ every namespace after the replay.
 
 What it writes: the slice, the entries with backup end < ts < limit, sorted, filtered by \
 --ns, minus --skip, and OUT/plan.json (the whole plan, as --json prints it; schema in \
-docs/). For a directory backup restored whole, the slice is OUT/restore/oplog.bson: \
+docs/plan.md). For a directory backup restored whole, the slice is OUT/restore/oplog.bson: \
 OUT/restore/ links to the backup's databases, and its oplog.bson holds the backup's own \
 entries, then the slice (one mongorestore --oplogReplay run); for an archive backup, \
 OUT/restore.archive (the archive with the slice appended to its oplog); otherwise \
@@ -61,7 +61,7 @@ Examples:
 pub struct PlanArgs {
     #[command(flatten)]
     pub input: PlanInputArgs,
-    /// Print the whole plan as JSON on stdout (schema in README.md)
+    /// Print the whole plan as JSON on stdout (schema in docs/plan.md)
     #[arg(long)]
     pub json: bool,
     /// Where to write oplog.bson and plan.json [default: ./pitr-plan-<t>-<i>]
