@@ -492,8 +492,12 @@ fn render_table(
     ];
     let cols = Columns::fit(&header, &rows);
     writeln!(out, "{}", cols.line(&header))?;
+    // On a terminal, DETAILS wraps under itself to fit the width.
+    let width = crate::table::stdout_width().unwrap_or(usize::MAX);
     for (r, f) in rows.iter().zip(findings) {
-        writeln!(out, "{}", cols.line(r))?;
+        for line in cols.lines_within(r, width) {
+            writeln!(out, "{line}")?;
+        }
         if !f.collections.is_empty() {
             writeln!(out, "    collections: {}", f.collections.join(", "))?;
         }
