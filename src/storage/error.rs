@@ -361,6 +361,31 @@ impl Hint for StorageError {
 }
 
 impl StorageError {
+    /// The location the error is about, as printed (masked); none for a client that
+    /// could not be set up.
+    pub fn url(&self) -> &str {
+        match self {
+            StorageError::InvalidLocation { input, .. } => input,
+            StorageError::SecretInUrl { masked, .. } => masked,
+            StorageError::Config { store, .. } => store,
+            StorageError::NoCredentials { url, .. }
+            | StorageError::BadCredentials { url, .. }
+            | StorageError::AccessDenied { url, .. }
+            | StorageError::NoSuchBucket { url, .. }
+            | StorageError::NotFound { url, .. }
+            | StorageError::Unreachable { url, .. }
+            | StorageError::ClockSkew { url, .. }
+            | StorageError::AlreadyExists { url, .. }
+            | StorageError::ChangedByAnotherWriter { url, .. }
+            | StorageError::ChangedWhileReading { url, .. }
+            | StorageError::ReadBroken { url, .. }
+            | StorageError::TooLarge { url, .. }
+            | StorageError::TooManyParts { url, .. }
+            | StorageError::Io { url, .. }
+            | StorageError::Other { url, .. } => url,
+        }
+    }
+
     /// True when the object (or the bucket) is not there.
     pub fn is_not_found(&self) -> bool {
         matches!(
