@@ -14,6 +14,11 @@ pub enum BackupError {
     #[error(transparent)]
     Archive(Box<crate::archive::ArchiveError>),
 
+    /// A backup in a bucket that cannot be listed or read (credentials, a missing
+    /// bucket, a URL with a secret): the storage room's error, with its hint.
+    #[error(transparent)]
+    Storage(Box<crate::storage::StorageError>),
+
     #[error("backup `{}` does not exist", .0.display())]
     Missing(PathBuf),
 
@@ -42,6 +47,7 @@ impl Hint for BackupError {
         match self {
             BackupError::Read(e) => e.hint(),
             BackupError::Archive(e) => e.hint(),
+            BackupError::Storage(e) => e.hint(),
             BackupError::Missing(_) => Some(
                 "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
             ),
@@ -61,5 +67,11 @@ impl Hint for BackupError {
                     .into(),
             ),
         }
+    }
+}
+
+impl From<crate::storage::StorageError> for BackupError {
+    fn from(e: crate::storage::StorageError) -> BackupError {
+        BackupError::Storage(Box::new(e))
     }
 }

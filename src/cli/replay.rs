@@ -21,6 +21,9 @@ use crate::replay::{dry_run, tools};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
+use crate::storage::Location;
+
+use super::local_only::{local_only, local_only_opt, COPY_AFTER};
 use super::plan::{CliProgress, PlanInputArgs};
 
 // No doc comment here: the one-line about comes from `Command::Replay` in `cli/mod.rs`.
@@ -213,8 +216,8 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     (
-        preflight::size_on_disk(&a.plan.backup),
-        preflight::size_on_disk(Path::new(&a.plan.oplog)),
+        preflight::input_size(&a.plan.backup),
+        preflight::input_size(Path::new(&a.plan.oplog)),
     )
 }
 
@@ -274,7 +277,31 @@ fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
     .with_exit_code(exit::NOT_FOUND)
 }
 
+/// The flags that must be local paths, as paths (a `file://` URL decoded), or a
+/// refusal naming the flag; a backup URL with a secret is refused here, first.
+fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
+    // A `file://` backup is a local path (a URL with a secret is refused here, first).
+    if let Location::Local(p) = Location::of_path(&a.plan.backup)? {
+        a.plan.backup = p;
+    }
+    Ok(ReplayArgs {
+        workdir: local_only_opt(
+            "--workdir",
+            a.workdir,
+            "the work dir holds the spare's data and the logs: give a local directory",
+        )?,
+        mongodb_bin: local_only_opt(
+            "--mongodb-bin",
+            a.mongodb_bin,
+            "give the local directory holding mongod and mongorestore",
+        )?,
+        out: local_only_opt("--out", a.out, COPY_AFTER)?,
+        ..a
+    })
+}
+
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    let a = local_paths(a)?;
     if a.engine == Engine::Embedded {
         return run_embedded(a);
     }
@@ -285,6 +312,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .with_hint("with --engine mongod, --out is written by mongodump as a directory")
         .with_exit_code(exit::ERROR));
     }
+    refuse_urls_for_mongod(&a)?;
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
@@ -409,6 +437,23 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         a.accept_incidents,
     );
     mongod_ending(a.json, &work, &report, ex)
+}
+
+/// mongorestore reads local files only, and pitr does not yet stream or download a
+/// backup or an oplog from a bucket for it: refused before anything starts.
+fn refuse_urls_for_mongod(a: &ReplayArgs) -> Result<(), Failure> {
+    for (flag, p) in [
+        ("--backup", a.plan.backup.clone()),
+        ("--oplog", PathBuf::from(&a.plan.oplog)),
+    ] {
+        local_only(
+            flag,
+            &p,
+            "--engine embedded (the default) reads backups and oplogs in buckets in place; for --engine mongod, \
+             download them first (`aws s3 cp --recursive`)",
+        )?;
+    }
+    Ok(())
 }
 
 /// The space a restore onto a spare needs: its data directory lives in the work dir

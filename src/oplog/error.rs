@@ -149,7 +149,7 @@ pub enum ReadError {
     /// Opening a location failed (a URL that cannot be used, credentials, a missing
     /// bucket or object): the storage room's error, with its hint.
     #[error(transparent)]
-    Storage(#[from] crate::storage::StorageError),
+    Storage(Box<crate::storage::StorageError>),
 
     #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
     NotAnEntry {
@@ -222,5 +222,11 @@ impl Hint for ReadError {
                 "this looks like a collection dump, not an oplog; pass the oplog file (`oplog.bson` or `local/oplog.rs.bson`)".into()
             }
         })
+    }
+}
+
+impl From<crate::storage::StorageError> for ReadError {
+    fn from(e: crate::storage::StorageError) -> ReadError {
+        ReadError::Storage(Box::new(e))
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::error::ReadError;
 use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
 use super::reader::{OplogReader, ReadOptions};
-use crate::storage::{self, Location};
+use crate::storage::{self, Found, Location};
 use crate::stream::gzip;
 use crate::stream::{ByteCounter, CountingRead};
 
@@ -159,20 +159,19 @@ enum Resolved {
 /// An object is read as a file; a prefix is a directory: an oplog archive when its
 /// `manifest.json` says so, else a dump whose oplog is one of [`DIR_CANDIDATES`].
 fn resolve_object(loc: &Location) -> Result<Resolved, ReadError> {
-    let s = storage::global();
-    if s.head_opt(loc)?.is_some() {
-        return Ok(Resolved::File(loc.clone()));
-    }
+    let listed = match storage::global().stat(loc)? {
+        Found::Object(_) => return Ok(Resolved::File(loc.clone())),
+        Found::Nothing => {
+            return Err(storage::StorageError::NotFound {
+                url: loc.to_string(),
+                source: None,
+            }
+            .into())
+        }
+        Found::Prefix(listed) => listed,
+    };
     if oplog_archive::read::is_oplog_archive_at(loc)? {
         return Ok(Resolved::Archive(loc.clone()));
-    }
-    let listed = s.list(loc)?;
-    if listed.is_empty() {
-        return Err(storage::StorageError::NotFound {
-            url: loc.to_string(),
-            source: None,
-        }
-        .into());
     }
     for c in DIR_CANDIDATES {
         let want = loc.join(c);

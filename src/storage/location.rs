@@ -275,11 +275,24 @@ impl Location {
     }
 
     /// A `PathBuf` that prints as this location: the path itself, or the URL. For the
-    /// error and report fields typed as paths, which only ever print it; never opened.
+    /// fields typed as paths (a backup's files, errors, reports): [`of_path`](Self::of_path)
+    /// turns it back into this location, so it must be opened through that, never
+    /// with `std::fs` (which would take `s3://b/k` for a relative path).
     pub fn display_path(&self) -> PathBuf {
         match self {
             Location::Local(p) => p.clone(),
             Location::Object { .. } => PathBuf::from(self.to_string()),
+        }
+    }
+
+    /// What a path-typed value names: a URL given where a path was typed (a clap
+    /// `PathBuf` flag holding `s3://b/k`, or a [`display_path`](Self::display_path))
+    /// is parsed as one (refusing secrets, as [`parse`](Self::parse)); anything else
+    /// is the local path as is, also when it is not UTF-8.
+    pub fn of_path(p: &Path) -> Result<Location, StorageError> {
+        match p.to_str() {
+            Some(s) if split_scheme(s).is_some() => Location::parse(s),
+            _ => Ok(Location::Local(p.to_path_buf())),
         }
     }
 
@@ -512,6 +525,30 @@ mod tests {
             "gs://bkt/a"
         );
         assert_eq!(l.join("x.bson").file_name(), "x.bson");
+    }
+
+    #[test]
+    fn of_path_reads_back_display_path() {
+        for u in ["s3://bkt/d/x.bson", "az://cont/a", "gs://bkt"] {
+            let l = Location::parse(u).unwrap();
+            assert_eq!(Location::of_path(&l.display_path()).unwrap(), l);
+            assert_eq!(
+                Location::of_path(&l.display_path().join("y")).unwrap(),
+                l.join("y")
+            );
+        }
+        assert_eq!(
+            Location::of_path(Path::new("dump/x")).unwrap(),
+            Location::Local("dump/x".into())
+        );
+        assert_eq!(
+            Location::of_path(Path::new("file:///tmp/d")).unwrap(),
+            Location::Local("/tmp/d".into())
+        );
+        assert!(matches!(
+            Location::of_path(Path::new("s3://k:s@bkt/x")),
+            Err(StorageError::SecretInUrl { .. })
+        ));
     }
 
     #[test]

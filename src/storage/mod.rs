@@ -79,6 +79,17 @@ pub struct ObjectInfo {
     pub etag: Option<String>,
 }
 
+/// What a location names ([`Storage::stat`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// One object (or file).
+    Object(ObjectInfo),
+    /// A prefix (or directory) and every object under it, sorted by key.
+    Prefix(Vec<ObjectInfo>),
+    /// Neither.
+    Nothing,
+}
+
 /// An open read: a local file or an object's stream. `Send`, so a reader thread can
 /// own it.
 pub enum StorageReader {
@@ -558,6 +569,31 @@ impl Storage {
                 &path,
             )),
         }
+    }
+
+    /// What `loc` names: a prefix with objects under it (a "directory", listed: the
+    /// listing is returned, since callers walk it), else one object (HEAD), else
+    /// nothing. The listing comes first because stores differ on a HEAD of a
+    /// "directory" name: S3 answers 404, s3s-fs and some S3-compatible stores an
+    /// error. A local path is a directory, a file or nothing.
+    pub fn stat(&self, loc: &Location) -> Result<Found, StorageError> {
+        if let Some(p) = loc.local_path() {
+            if p.is_dir() {
+                return Ok(Found::Prefix(self.list(loc)?));
+            }
+            return Ok(match self.head_opt(loc)? {
+                Some(i) => Found::Object(i),
+                None => Found::Nothing,
+            });
+        }
+        let listed = self.list(loc)?;
+        if !listed.is_empty() {
+            return Ok(Found::Prefix(listed));
+        }
+        Ok(match self.head_opt(loc)? {
+            Some(i) => Found::Object(i),
+            None => Found::Nothing,
+        })
     }
 
     /// [`head`](Self::head), with "not there" as `None` (a missing bucket stays an

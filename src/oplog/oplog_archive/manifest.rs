@@ -417,7 +417,7 @@ pub enum OplogArchiveError {
 
     /// The store refused or failed (credentials, a missing bucket, a conditional put).
     #[error(transparent)]
-    Storage(#[from] StorageError),
+    Storage(Box<crate::storage::StorageError>),
 }
 
 impl OplogArchiveError {
@@ -581,5 +581,11 @@ mod tests {
         assert!(is_chunk_path(&format!("chunks/{n}")));
         assert!(!is_chunk_path("chunks/.x"));
         assert!(!is_chunk_path("chunks/a/b"));
+    }
+}
+
+impl From<crate::storage::StorageError> for OplogArchiveError {
+    fn from(e: crate::storage::StorageError) -> OplogArchiveError {
+        OplogArchiveError::Storage(Box::new(e))
     }
 }
