@@ -470,3 +470,130 @@ fn outputs_not_yet_written_to_buckets_refuse_a_url() {
         assert!(!inc.local.join("s3:").exists(), "{args:?}");
     }
 }
+
+/// A stand-in replica set member serving the fixture's oplog; killed on drop.
+struct Member {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn member() -> Member {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("db")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(common::standin_bin_dir().join("mongod"));
+    cmd.args(["--port", &port.to_string(), "--bind_ip", "127.0.0.1"])
+        .args(["--replSet", "rs0", "--dbpath"])
+        .arg(dir.path().join("db"))
+        .arg("--logpath")
+        .arg(dir.path().join("mongod.log"))
+        .env("PITR_STANDIN_OPLOG", format!("{FIXTURE}/oplog.bson"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("PITR_STANDIN_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let m = Member {
+        child: cmd.spawn().expect("start the stand-in mongod"),
+        port,
+        _dir: dir,
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", m.port)).is_err() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the stand-in mongod did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    m
+}
+
+/// A `pitr archive` directory (the fixture's oplog in 9 chunks), copied to a bucket
+/// as it is, reads as the local directory does: only the chunks a range needs, and
+/// a chunk missing from the bucket is named.
+#[test]
+fn an_oplog_archive_in_a_bucket_reads_as_the_local_directory() {
+    let inc = Incident::start();
+    let m = member();
+    let arch = inc.local.join("arch");
+    let o = inc.pitr(&[
+        "archive",
+        "--uri",
+        &format!("mongodb://127.0.0.1:{}/", m.port),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+        "--chunk-size",
+        "48KiB",
+    ]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let storage = inc.server.storage();
+    let at = Location::parse(&inc.url("arch")).unwrap();
+    upload_tree(&storage, &arch, &at);
+
+    let local = inc.pitr(&["find-drop", "--json", arch.to_str().unwrap()]);
+    assert_eq!(common::code(&local), 0, "{}", show(&local));
+    let o = inc.pitr(&["find-drop", "--json", &inc.url("arch")]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    assert_eq!(json(&o), json(&local));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = "1795223165:1";
+    let run = |name: &str, oplog: &str| {
+        let cwd = tmp.path().join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        replay(&inc, &cwd, &inc.url("backup"), oplog, limit)
+    };
+    assert_eq!(
+        run("s3", &inc.url("arch")),
+        run("local", arch.to_str().unwrap())
+    );
+
+    // Chunk 2 holds entries the replay needs: deleted from the bucket, it is named.
+    let chunks: Vec<_> = storage
+        .list(&at.join("chunks"))
+        .unwrap()
+        .into_iter()
+        .map(|o| o.location)
+        .collect();
+    assert_eq!(chunks.len(), 9, "{chunks:?}");
+    storage.delete(&chunks[1]).unwrap();
+    let o = inc.pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &inc.url("backup"),
+            "--oplog",
+            &inc.url("arch"),
+            "--until",
+            limit,
+            "--out",
+            "p",
+        ],
+    );
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("chunk 2 of the oplog archive `s3://pitr-incident/incident/arch")
+            && err.contains("is missing"),
+        "{err}"
+    );
+}
