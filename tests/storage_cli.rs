@@ -375,7 +375,7 @@ fn wrong_credentials_a_missing_bucket_and_a_secret_in_the_url_are_refused() {
 }
 
 #[test]
-fn outputs_not_yet_written_to_buckets_refuse_a_url() {
+fn inputs_and_outputs_not_yet_in_buckets_refuse_a_url() {
     let inc = Incident::start();
     let b = inc.url("backup");
     let o_ = inc.url("oplog.bson");
@@ -398,11 +398,13 @@ fn outputs_not_yet_written_to_buckets_refuse_a_url() {
             vec![
                 "replay",
                 "--backup",
-                &b,
+                "backup",
                 "--oplog",
-                &o_,
+                "oplog.bson",
                 "--until",
                 "auto",
+                "--engine",
+                "mongod",
                 "--out",
                 "s3://pitr-incident/out",
             ],
@@ -594,6 +596,171 @@ fn an_oplog_archive_in_a_bucket_reads_as_the_local_directory() {
     assert!(
         err.contains("chunk 2 of the oplog archive `s3://pitr-incident/incident/arch")
             && err.contains("is missing"),
+        "{err}"
+    );
+}
+
+/// Every object under `prefix`, as (key below it, bytes).
+fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
+    storage
+        .list(prefix)
+        .unwrap()
+        .into_iter()
+        .map(|o| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut storage.open_read(&o.location).unwrap(), &mut bytes)
+                .unwrap();
+            (o.location.relative_to(prefix).unwrap(), bytes)
+        })
+        .collect()
+}
+
+/// Every file under `dir`, as (relative path, bytes).
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
+    let inc = Incident::start();
+    let storage = inc.server.storage();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    let limit = truth["incidents"][0]["oplog_limit"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, out: &str, extra: &[&str]| {
+        let cwd = tmp.path().join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        let (backup, oplog) = (inc.url("backup"), inc.url("oplog.bson"));
+        let mut args = vec![
+            "replay",
+            "--backup",
+            &backup,
+            "--oplog",
+            &oplog,
+            "--until",
+            limit,
+            "--workdir",
+            "work",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let o = inc.pitr_in(&cwd, &args);
+        let report = std::fs::read_to_string(cwd.join("work/report.json"))
+            .ok()
+            .map(|t| serde_json::from_str::<Value>(&t).unwrap());
+        (o, report, cwd)
+    };
+
+    // A directory dump: the same files as the local run, plus the manifest; the
+    // destroyed documents beside it; nothing left in the work dir.
+    let (o, _, local_cwd) = run("local", "out", &[]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let url = "s3://pitr-incident/restored/2026-11-21";
+    let (o, report, cwd) = run("s3", url, &[]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let report = report.unwrap();
+    assert_eq!(report["out"], url);
+    assert!(!cwd.join("work/upload").exists(), "the staged copy stays");
+    let at = Location::parse(url).unwrap();
+    let mut got = objects(&storage, &at);
+    let manifest = got
+        .iter()
+        .position(|(k, _)| k == ".pitr-dump.json")
+        .map(|i| got.remove(i))
+        .expect("the manifest is written");
+    assert!(
+        !got.iter().any(|(k, _)| k.starts_with(".pitr-upload")),
+        "{:?}",
+        got.iter().map(|g| &g.0).collect::<Vec<_>>()
+    );
+    assert_eq!(got, files(&local_cwd.join("out")));
+    let m: Value = serde_json::from_slice(&manifest.1).unwrap();
+    assert_eq!(m["objects"].as_array().unwrap().len(), got.len());
+    let lost = objects(&storage, &at.with_name_suffix("-destroyed"));
+    assert_eq!(
+        lost.len() - 1,
+        files(&local_cwd.join("out-destroyed")).len()
+    );
+    // Mongorestore reads local files: the handover downloads first.
+    let first = report["handover"][0]["command"].as_str().unwrap();
+    assert_eq!(first, format!("aws s3 cp --recursive {url} 2026-11-21"));
+    assert!(!report["handover"][1]["command"]
+        .as_str()
+        .unwrap()
+        .contains("s3://"));
+
+    // The uploaded dump reads back as a backup.
+    let o = inc.pitr(&[
+        "find-drop",
+        "--json",
+        "--backup",
+        url,
+        &inc.url("oplog.bson"),
+    ]);
+    assert!(common::code(&o) <= 1, "{}", show(&o));
+
+    // Never over an existing dump.
+    let (o, _, _) = run("again", url, &[]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("never overwrites"),
+        "{}",
+        show(&o)
+    );
+
+    // An archive: one object, no markers.
+    let aurl = "s3://pitr-incident/restored/r.archive";
+    let (o, _, _) = run("s3-archive", aurl, &["--archive", "--gzip"]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let (o, _, _) = run("local-archive", "r.archive", &["--archive", "--gzip"]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let a = objects(
+        &storage,
+        &Location::parse("s3://pitr-incident/restored").unwrap(),
+    );
+    let archive = a.iter().find(|(k, _)| k == "r.archive").unwrap();
+    let local = std::fs::read(tmp.path().join("local-archive/r.archive")).unwrap();
+    assert_eq!(archive.1.len(), local.len());
+
+    // A cut upload (its marker left) and an object missing from the manifest's list
+    // are refused as backups.
+    storage
+        .put_if_absent(&at.join(".pitr-upload-in-progress"), b"pid 1\n")
+        .unwrap();
+    let o = inc.pitr(&["find-drop", "--backup", url, &inc.url("oplog.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("not a complete upload"),
+        "{}",
+        show(&o)
+    );
+    storage
+        .delete(&at.join(".pitr-upload-in-progress"))
+        .unwrap();
+    storage.delete(&at.join("shop/orders.bson")).unwrap();
+    let o = inc.pitr(&["find-drop", "--backup", url, &inc.url("oplog.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("`shop/orders.bson`") && err.contains("missing"),
         "{err}"
     );
 }

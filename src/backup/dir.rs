@@ -28,6 +28,14 @@ use crate::storage::{Location, ObjectInfo};
 /// The time-series buckets prefix (mongo-tools `common.TimeseriesBucketPrefix`).
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
 
+/// In a bucket, the marker of a dump that `pitr replay --out s3://...` is uploading
+/// (or whose upload was cut): such a prefix is refused (see `replay::upload`).
+pub const UPLOAD_IN_PROGRESS: &str = ".pitr-upload-in-progress";
+
+/// In a bucket, written last by `pitr replay --out s3://...`: every object of the
+/// dump with its size, checked when the prefix is read.
+pub const UPLOAD_MANIFEST: &str = ".pitr-dump.json";
+
 #[derive(Default)]
 struct Files {
     data: Option<PathBuf>,
@@ -91,6 +99,7 @@ pub fn open(dir: &Path) -> Result<Backup, BackupError> {
 /// Reads a directory backup under the prefix `root` of a bucket, from its listing
 /// (`listed`: every object under it); its files are then read object by object.
 pub fn open_listed(root: &Location, listed: &[ObjectInfo]) -> Result<Backup, BackupError> {
+    check_upload(root, listed)?;
     let mut keys: Vec<String> = listed
         .iter()
         .filter_map(|o| o.location.relative_to(root))
@@ -104,6 +113,50 @@ pub fn open_listed(root: &Location, listed: &[ObjectInfo]) -> Result<Backup, Bac
             keys,
         },
     )
+}
+
+/// A dump pitr uploaded is read only once its upload finished, and only if every
+/// object its manifest lists is there with its size. (A prefix without either marker
+/// was not uploaded by pitr: nothing to check.)
+fn check_upload(root: &Location, listed: &[ObjectInfo]) -> Result<(), BackupError> {
+    let incomplete = |detail: String| BackupError::IncompleteUpload {
+        path: root.display_path(),
+        detail,
+    };
+    let at = |name: &str| listed.iter().find(|o| o.location == root.join(name));
+    if at(UPLOAD_IN_PROGRESS).is_some() {
+        return Err(incomplete(format!(
+            "`{UPLOAD_IN_PROGRESS}` is there: a `pitr replay --out` upload is running or was cut"
+        )));
+    }
+    let Some(m) = at(UPLOAD_MANIFEST) else {
+        return Ok(());
+    };
+    let (bytes, _) = crate::storage::global().read_versioned(&m.location)?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| incomplete(format!("`{UPLOAD_MANIFEST}` is not JSON: {e}")))?;
+    for o in v["objects"].as_array().into_iter().flatten() {
+        let (Some(key), Some(size)) = (o["key"].as_str(), o["bytes"].as_u64()) else {
+            return Err(incomplete(format!(
+                "`{UPLOAD_MANIFEST}` lists {o} without key and bytes"
+            )));
+        };
+        match at(key) {
+            Some(found) if found.size == size => {}
+            Some(found) => {
+                return Err(incomplete(format!(
+                    "`{key}` has {} bytes, the manifest says {size}",
+                    found.size
+                )))
+            }
+            None => {
+                return Err(incomplete(format!(
+                    "`{key}`, listed in `{UPLOAD_MANIFEST}`, is missing"
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn open_with(dir: &Path, walk: &Walk) -> Result<Backup, BackupError> {

@@ -38,6 +38,9 @@ pub enum BackupError {
         source: std::io::Error,
     },
 
+    #[error("backup `{}` is not a complete upload: {detail}", path.display())]
+    IncompleteUpload { path: PathBuf, detail: String },
+
     #[error("`{}` is not valid metadata JSON: {detail}", path.display())]
     Metadata { path: PathBuf, detail: String },
 }
@@ -62,6 +65,11 @@ impl Hint for BackupError {
                     .into(),
             ),
             BackupError::Io { .. } => Some("check the path and its permissions".into()),
+            BackupError::IncompleteUpload { .. } => Some(
+                "upload the dump again (`pitr replay ... --out` to a new prefix), or, if no upload is running, delete \
+                 the prefix and its leftovers"
+                    .into(),
+            ),
             BackupError::Metadata { .. } => Some(
                 "the metadata file is damaged; mongorestore would refuse it too: restore it from the original dump"
                     .into(),

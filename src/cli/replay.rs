@@ -17,7 +17,7 @@ use crate::replay::preflight::{self, Need, PreflightError};
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
-use crate::replay::{dry_run, tools};
+use crate::replay::{dry_run, tools, upload};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
@@ -295,7 +295,11 @@ fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
             a.mongodb_bin,
             "give the local directory holding mongod and mongorestore",
         )?,
-        out: local_only_opt("--out", a.out, COPY_AFTER)?,
+        // The embedded engine uploads its dump to a URL (`replay::upload`).
+        out: match a.engine {
+            Engine::Embedded => a.out,
+            Engine::Mongod => local_only_opt("--out", a.out, COPY_AFTER)?,
+        },
         ..a
     })
 }
@@ -552,6 +556,27 @@ fn mongod_ending(
 }
 
 /// `--engine embedded`: plan, build the state in-process, write the dump.
+/// The embedded engine's `--out`, checked before any work: a local path must be new
+/// or an empty directory in a writable place; a URL must hold nothing yet (nor its
+/// `-destroyed` sibling), and is returned: the dump is then uploaded there.
+fn embedded_out(a: &ReplayArgs, cwd: &Path) -> Result<Option<Location>, Failure> {
+    let Some(o) = &a.out else { return Ok(None) };
+    let o = match Location::of_path(o)? {
+        Location::Local(p) => absolute(cwd, p),
+        url => {
+            upload::check_new(&url)?;
+            upload::check_new(&url.with_name_suffix(crate::replay::embedded::DESTROYED_SUFFIX))?;
+            return Ok(Some(url));
+        }
+    };
+    check_out(&o)?;
+    if a.archive && o.is_dir() {
+        return Err(PreflightError::ArchiveOverDir(o).into());
+    }
+    preflight::check_writable(&o)?;
+    Ok(None)
+}
+
 fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     use crate::engine::replica::dump::DumpFormat;
     // Ctrl-C and SIGTERM from the first moment: the run stops and cleans up (exit
@@ -569,19 +594,21 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         // mongodump --archive --gzip gzips the whole archive: allowed.
     }
     let cwd = std::env::current_dir()?;
-    if let Some(o) = &a.out {
-        let o = absolute(&cwd, o.clone());
-        check_out(&o)?;
-        if a.archive && o.is_dir() {
-            return Err(PreflightError::ArchiveOverDir(o).into());
-        }
-        preflight::check_writable(&o)?;
-    }
+    let upload = embedded_out(&a, &cwd)?;
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
-    let out = absolute(
-        &cwd,
-        a.out.clone().unwrap_or_else(|| work.root.join("dump")),
-    );
+    let out = match &upload {
+        Some(url) => {
+            let staged = upload::staging(&work.root, url);
+            if let Some(d) = staged.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            staged
+        }
+        None => absolute(
+            &cwd,
+            a.out.clone().unwrap_or_else(|| work.root.join("dump")),
+        ),
+    };
     if !a.dry_run && !a.no_space_check {
         let (backup, oplog) = input_sizes(&a);
         // The slice, and past --memory the on-disk store of the documents.
@@ -670,6 +697,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             format,
             memory: a.memory,
             accept_incidents: a.accept_incidents,
+            upload,
         },
         &super::progress::PhaseProgress::for_stderr(a.json),
     );
