@@ -13,7 +13,7 @@
 use std::error::Error as StdError;
 use std::fmt;
 
-/// Exit codes, documented in the README.
+/// Exit codes, documented in README.md and each command's --help.
 pub mod exit {
     /// Success; for `find-drop`: something was found.
     pub const OK: u8 = 0;

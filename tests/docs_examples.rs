@@ -46,7 +46,12 @@ fn pages() -> Vec<String> {
     let mut pages = vec!["README.md".to_string()];
     let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
         .expect("docs/ exists")
-        .map(|e| e.expect("readable docs/").file_name().into_string().expect("UTF-8 name"))
+        .map(|e| {
+            e.expect("readable docs/")
+                .file_name()
+                .into_string()
+                .expect("UTF-8 name")
+        })
         .filter(|n| n.ends_with(".md"))
         .map(|n| format!("docs/{n}"))
         .collect();
@@ -95,14 +100,20 @@ fn every_console_example_in_the_docs_runs_and_prints_what_the_page_shows() {
         let commands = fenced_blocks(&text)
             .iter()
             .filter(|(info, _)| info.split(',').next() == Some("console"))
-            .flat_map(|(_, body)| body.iter().filter(|l| l.starts_with("$ ")).cloned().collect::<Vec<_>>())
+            .flat_map(|(_, body)| {
+                body.iter()
+                    .filter(|l| l.starts_with("$ "))
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
             .count();
         if commands == 0 {
             continue;
         }
         ran += commands;
         let dir = tempfile::tempdir().expect("a temp dir");
-        std::os::unix::fs::symlink(&fixtures, dir.path().join("fixtures")).expect("link the fixtures");
+        std::os::unix::fs::symlink(&fixtures, dir.path().join("fixtures"))
+            .expect("link the fixtures");
         std::env::set_current_dir(dir.path()).expect("enter the temp dir");
         let path: PathBuf = root().join(&page);
         let outcome = std::panic::catch_unwind(|| {
@@ -118,8 +129,14 @@ fn every_console_example_in_the_docs_runs_and_prints_what_the_page_shows() {
             failed.push(page);
         }
     }
-    assert!(failed.is_empty(), "examples whose output no longer matches the page: {failed:?} (details above)");
-    assert!(ran >= 40, "only {ran} documented commands found: are the docs' console blocks still there?");
+    assert!(
+        failed.is_empty(),
+        "examples whose output no longer matches the page: {failed:?} (details above)"
+    );
+    assert!(
+        ran >= 40,
+        "only {ran} documented commands found: are the docs' console blocks still there?"
+    );
 }
 
 /// A `pitr` command in a block trycmd skips is an example nobody runs: only the pages
@@ -132,7 +149,11 @@ fn examples_that_do_not_run_are_only_where_the_test_says_why() {
         let text = std::fs::read_to_string(root().join(&page)).expect("readable page");
         for (info, body) in fenced_blocks(&text) {
             let lang = info.split(',').next().unwrap_or("");
-            assert!(!lang.is_empty(), "{page}: a fenced block without a language (trycmd would run it): {:?}", body.first());
+            assert!(
+                !lang.is_empty(),
+                "{page}: a fenced block without a language (trycmd would run it): {:?}",
+                body.first()
+            );
             if lang == "console" {
                 continue;
             }
@@ -141,11 +162,18 @@ fn examples_that_do_not_run_are_only_where_the_test_says_why() {
                 l.starts_with("pitr ") || l.contains("| pitr ") || l.contains("&& pitr ")
             });
             if has_pitr && !UNEXECUTED.iter().any(|(p, _)| *p == page) {
-                unexplained.push(format!("{page}: ```{info} block with a pitr command: {:?}", body.first()));
+                unexplained.push(format!(
+                    "{page}: ```{info} block with a pitr command: {:?}",
+                    body.first()
+                ));
             }
         }
     }
-    assert!(unexplained.is_empty(), "make these `console` blocks, or add the page to UNEXECUTED with why:\n{}", unexplained.join("\n"));
+    assert!(
+        unexplained.is_empty(),
+        "make these `console` blocks, or add the page to UNEXECUTED with why:\n{}",
+        unexplained.join("\n")
+    );
 }
 
 /// Links between the pages (`[text](page.md#anchor)`, `../fixtures/README.md`) name
@@ -155,7 +183,11 @@ fn links_between_the_pages_name_files_that_exist() {
     let mut broken = Vec::new();
     for page in pages() {
         let text = std::fs::read_to_string(root().join(&page)).expect("readable page");
-        let dir = root().join(&page).parent().expect("a page has a folder").to_path_buf();
+        let dir = root()
+            .join(&page)
+            .parent()
+            .expect("a page has a folder")
+            .to_path_buf();
         for (i, _) in text.match_indices("](") {
             let rest = &text[i + 2..];
             let Some(end) = rest.find(')') else { continue };
@@ -168,5 +200,9 @@ fn links_between_the_pages_name_files_that_exist() {
             }
         }
     }
-    assert!(broken.is_empty(), "links to files that do not exist:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "links to files that do not exist:\n{}",
+        broken.join("\n")
+    );
 }

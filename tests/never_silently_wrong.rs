@@ -673,3 +673,17 @@ fn plan_and_replay_print_a_one_line_timeline() {
         show(&o)
     );
 }
+
+/// Pinned: `find-drop --backup DIR` printed `<BACKUP_DIR>` in the commands it
+/// suggests, although it was given the directory.
+#[test]
+fn find_drop_suggests_commands_with_the_backup_it_was_given() {
+    let o = pitr(&["find-drop", &oplog(), "--backup", &backup()]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let so = stdout(&o);
+    assert!(!so.contains("<BACKUP_DIR>"), "{so}");
+    assert!(
+        so.contains(&format!("pitr replay --backup {} --oplog", backup())),
+        "{so}"
+    );
+}

@@ -492,8 +492,12 @@ fn render_table(
     ];
     let cols = Columns::fit(&header, &rows);
     writeln!(out, "{}", cols.line(&header))?;
+    // On a terminal, DETAILS wraps under itself to fit the width.
+    let width = crate::table::stdout_width().unwrap_or(usize::MAX);
     for (r, f) in rows.iter().zip(findings) {
-        writeln!(out, "{}", cols.line(r))?;
+        for line in cols.lines_within(r, width) {
+            writeln!(out, "{line}")?;
+        }
         if !f.collections.is_empty() {
             writeln!(out, "    collections: {}", f.collections.join(", "))?;
         }
@@ -527,12 +531,17 @@ fn render_table(
             t.ts
         )?;
         let oplog = match summary.names.as_slice() {
-            [one] if one != "<stdin>" => one.as_str(),
-            _ => "<OPLOG>",
+            [one] if one != "<stdin>" => crate::plan::steps::shell_line(&[one.clone()]),
+            _ => "<OPLOG>".to_string(),
         };
+        // The backup given with --backup, else a placeholder to fill in.
+        let backup = a.backup.as_ref().map_or_else(
+            || "<BACKUP_DIR>".to_string(),
+            |b| crate::plan::steps::shell_line(&[b.display().to_string()]),
+        );
         writeln!(
             out,
-            "  pitr replay --backup <BACKUP_DIR> --oplog {oplog} --until {} --dry-run   # check, then drop --dry-run",
+            "  pitr replay --backup {backup} --oplog {oplog} --until {} --dry-run   # check, then drop --dry-run",
             t.oplog_limit
         )?;
         // Not "put this oplog in place of the backup's oplog.bson": that loses the
@@ -541,7 +550,7 @@ fn render_table(
         // backup's own entries, then the slice.
         writeln!(
             out,
-            "  # by hand: pitr plan --backup <BACKUP_DIR> --oplog {oplog} --until {0} --out plan, then (into a spare mongod):\n  #   mongorestore --oplogReplay --oplogLimit {0} plan/restore",
+            "  # by hand: pitr plan --backup {backup} --oplog {oplog} --until {0} --out plan, then (into a spare mongod):\n  #   mongorestore --oplogReplay --oplogLimit {0} plan/restore",
             t.oplog_limit
         )?;
     }

@@ -240,8 +240,23 @@ fn table(
     out.write_all(crate::table::render(indent, header, rows).as_bytes())
 }
 
-/// The plan as `pitr plan` prints it.
+/// The plan as `pitr plan` prints it, section by section.
 pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+    render_backup(out, p)?;
+    render_oplog(out, p)?;
+    render_until(out, p)?;
+    render_stake(out, p)?;
+    render_coverage(out, p)?;
+    render_lint(out, p)?;
+    render_expected(out, p)?;
+    render_slice(out, p)?;
+    render_steps(out, p)?;
+    render_tail(out, p)?;
+    Ok(())
+}
+
+/// The backup: its namespaces, its own oplog, its end.
+fn render_backup(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let b = &p.backup;
     writeln!(out, "Backup    {}", b.dir)?;
     let collections = b
@@ -303,7 +318,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         }
     )?;
     writeln!(out)?;
+    Ok(())
+}
 
+/// The replay oplog: range and order.
+fn render_oplog(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let o = &p.oplog;
     writeln!(out, "Oplog     {}", o.path)?;
     writeln!(
@@ -322,7 +341,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         writeln!(out, "  truncated: {t}")?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The restore point and the limit.
+fn render_until(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let u = &p.until;
     writeln!(
         out,
@@ -339,12 +362,21 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// The timeline, and what the restore replays and leaves out.
+fn render_stake(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     writeln!(out, "{}", plan::glance::line(p, crate::table::width()))?;
-    for line in p.stake.text_lines(u.limit) {
+    for line in p.stake.text_lines(p.until.limit) {
         writeln!(out, "{line}")?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// Coverage.
+fn render_coverage(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let c = &p.coverage;
     match c.mode {
         Mode::WithinBackupOplog => writeln!(
@@ -368,7 +400,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         }
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The lint, and the rules it applied.
+fn render_lint(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let count = |s: LintSeverity| p.lint.iter().filter(|l| l.severity == s).count();
     writeln!(
         out,
@@ -414,7 +450,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The expected documents after the replay.
+fn render_expected(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     match &p.expected {
         Some(exp) => {
             writeln!(
@@ -459,7 +499,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         )?,
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The slice written.
+fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let s = &p.slice;
     writeln!(out, "Slice     {}", s.oplog_file)?;
     writeln!(
@@ -529,7 +573,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         )?;
     }
     writeln!(out)?;
+    Ok(())
+}
 
+/// The restore steps.
+fn render_steps(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     writeln!(
         out,
         "Steps     (replace <PORT>, <DBPATH>, <DUMP_DIR>; `pitr replay` runs them for you)"
@@ -544,6 +592,11 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         }
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// Where the plan is, and what its lint means.
+fn render_tail(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     writeln!(out, "Plan written to {}", p.restore.plan_file)?;
     if p.lint_errors() > 0 {
         writeln!(

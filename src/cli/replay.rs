@@ -295,20 +295,9 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     }
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
     if !a.dry_run && !a.no_space_check {
-        // The spare's data directory lives in the work dir: about the backup and the
-        // oplog's writes, as the dump does.
-        let (backup, oplog) = input_sizes(&a);
-        let mut needs = vec![Need {
-            dir: work.root.clone(),
-            bytes: oplog + backup + oplog,
-            what: "the slice and the spare mongod's data".into(),
-        }];
-        if let Some(o) = &out {
-            needs.push(out_need(o, backup + oplog));
-        }
-        if let Err(e) = preflight::check_space(&needs) {
+        if let Err(e) = mongod_space(&a, &work, out.as_deref()) {
             work.discard_if_unused();
-            return Err(e.into());
+            return Err(e);
         }
     }
     // The programs first: their versions decide what the plan's lint expects them to
@@ -351,39 +340,17 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
 
     if a.dry_run {
-        let d = dry_run::prepare(
-            &plan,
-            &work,
-            &probed,
-            out.as_deref(),
-            a.port,
-            &pitr,
-            dry_run::Allow {
-                ignore_lint_errors: a.ignore_lint_errors,
-                accept_incidents: a.accept_incidents,
-            },
-        );
-        let stdout = io::stdout();
-        let mut w = io::BufWriter::new(stdout.lock());
-        if a.json {
-            super::output::write_json(&mut w, &d)?;
-        } else {
-            let mut rendered = Vec::new();
-            super::plan::render(&mut rendered, &plan)?;
-            write!(
-                w,
-                "{}",
-                dry_run::plan_text(&String::from_utf8_lossy(&rendered))
-            )?;
-            writeln!(w)?;
-            write!(w, "{}", dry_run::text(&d))?;
-        }
-        w.flush()?;
-        // A rehearsal fails for the reasons the real run would refuse (CI relies on it).
-        if let Some(why) = &d.refusal {
-            eprintln!("error: --dry-run: {why}");
-        }
-        return Ok(d.exit_code);
+        let allow = dry_run::Allow {
+            ignore_lint_errors: a.ignore_lint_errors,
+            accept_incidents: a.accept_incidents,
+        };
+        let at = DryRunAt {
+            work: &work,
+            out: out.as_deref(),
+            port: a.port,
+            pitr: &pitr,
+        };
+        return mongod_dry_run(&plan, &probed, &at, allow, a.json);
     }
 
     let console = Console::for_stderr(a.json);
@@ -428,7 +395,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         Ok::<_, Failure>((tools, ex, interrupted))
     });
     drop(rt);
-    let (tools, mut ex, interrupted) = ran?;
+    let (tools, ex, interrupted) = ran?;
     let report = ReplayReport::build(
         &plan,
         &work,
@@ -441,17 +408,84 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         interrupted,
         a.accept_incidents,
     );
-    if let Err(e) = report.write(&work) {
+    mongod_ending(a.json, &work, &report, ex)
+}
+
+/// The space a restore onto a spare needs: its data directory lives in the work dir
+/// (about the backup and the oplog's writes, as the dump does), beside the slice.
+fn mongod_space(a: &ReplayArgs, work: &WorkDir, out: Option<&Path>) -> Result<(), Failure> {
+    let (backup, oplog) = input_sizes(a);
+    let mut needs = vec![Need {
+        dir: work.root.clone(),
+        bytes: oplog + backup + oplog,
+        what: "the slice and the spare mongod's data".into(),
+    }];
+    if let Some(o) = out {
+        needs.push(out_need(o, backup + oplog));
+    }
+    preflight::check_space(&needs).map_err(Failure::from)
+}
+
+/// Where a dry run would run.
+struct DryRunAt<'a> {
+    work: &'a WorkDir,
+    out: Option<&'a Path>,
+    port: Option<u16>,
+    pitr: &'a Path,
+}
+
+/// `--engine mongod --dry-run`: the plan and the exact commands; exits with the code
+/// the real run would have before starting anything.
+fn mongod_dry_run(
+    plan: &plan::RestorePlan,
+    probed: &[tools::Probed],
+    at: &DryRunAt<'_>,
+    allow: dry_run::Allow,
+    json: bool,
+) -> Result<u8, Failure> {
+    let d = dry_run::prepare(plan, at.work, probed, at.out, at.port, at.pitr, allow);
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if json {
+        super::output::write_json(&mut w, &d)?;
+    } else {
+        let mut rendered = Vec::new();
+        super::plan::render(&mut rendered, plan)?;
+        write!(
+            w,
+            "{}",
+            dry_run::plan_text(&String::from_utf8_lossy(&rendered))
+        )?;
+        writeln!(w)?;
+        write!(w, "{}", dry_run::text(&d))?;
+    }
+    w.flush()?;
+    // A rehearsal fails for the reasons the real run would refuse (CI relies on it).
+    if let Some(why) = &d.refusal {
+        eprintln!("error: --dry-run: {why}");
+    }
+    Ok(d.exit_code)
+}
+
+/// The end of a restore onto a spare: the report written, the summary (or
+/// report.json) printed, and the exit code of its result.
+fn mongod_ending(
+    json: bool,
+    work: &WorkDir,
+    report: &ReplayReport,
+    mut ex: crate::replay::Execution,
+) -> Result<u8, Failure> {
+    if let Err(e) = report.write(work) {
         let f = Failure::from(e);
         eprint!("warning: {}", f.render());
     }
     {
         let stdout = io::stdout();
         let mut w = io::BufWriter::new(stdout.lock());
-        if a.json {
-            super::output::write_json(&mut w, &report)?;
+        if json {
+            super::output::write_json(&mut w, report)?;
         } else {
-            write!(w, "{}", summary::text(&report))?;
+            write!(w, "{}", summary::text(report))?;
         }
         w.flush()?;
     }

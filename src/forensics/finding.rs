@@ -72,7 +72,7 @@ impl Severity {
 
 /// One destructive operation found in the oplog.
 ///
-/// JSON schema (`pitr find-drop --json`, documented in README.md): `kind`,
+/// JSON schema (`pitr find-drop --json`, documented in docs/find-drop.md): `kind`,
 /// `severity`, `ns` (`db.coll`; the database for dropDatabase), `ts` (`"t:i"` of the
 /// first entry of the incident), `last_ts`, `wall` (RFC 3339 UTC or null),
 /// `oplog_limit` (`"t:i"`, exclusive: pass it to `mongorestore --oplogLimit`),

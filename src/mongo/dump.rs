@@ -374,9 +374,101 @@ pub async fn dump(
     obs: &mut dyn DumpObserver,
 ) -> Result<DumpOutcome, DumpError> {
     let paths = DumpPaths::new(&req.out_dir);
+    let have_partial = check_outputs(req, &paths, obs)?;
+    let resuming = req.resume && have_partial;
+    let Resume {
+        recorded,
+        since,
+        until,
+    } = resume_bounds(req, &paths, topology, resuming, obs)?;
+
+    let win = window(client).await?.ok_or_else(|| DumpError::EmptyOplog {
+        target: client.target().display.clone(),
+    })?;
+    let end = match recorded.as_ref().map(|r| r.end.as_str()) {
+        Some(e) => crate::oplog::ts_json::parse(e).ok_or_else(|| DumpError::BadState {
+            path: paths.state.clone(),
+            detail: format!("end `{e}` is not t:i"),
+        })?,
+        None => win.newest.ts,
+    };
+    let resume_point = if resuming {
+        Some(resume_point(req, &paths, obs)?)
+    } else {
+        None
+    };
+    let start = resume_point
+        .as_ref()
+        .map(|rp| Progress {
+            entries: rp.entries,
+            bytes: rp.bson_bytes,
+            last: rp.last,
+        })
+        .unwrap_or_default();
+    check_window(req, &paths, &win, (since, until, end), start, obs)?;
+
+    if !resuming || recorded.is_none() {
+        let st = DumpState {
+            format: STATE_FORMAT,
+            source: client.target().display.clone(),
+            replica_set: topology.set_name().map(str::to_string),
+            since: since.map(ts_text),
+            until: until.map(ts_text),
+            end: ts_text(end),
+            gzip: req.gzip,
+            started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        };
+        write_state(&paths.state, &st)?;
+    }
+    let keep = resume_point.as_ref().map_or(0, |rp| rp.keep_bytes);
+    let out = OutFile::open(&paths.partial, keep, req.gzip)?;
+    let plan = DumpPlan {
+        paths: paths.clone(),
+        window: win,
+        since,
+        until,
+        end,
+        resumed: resume_point.clone(),
+        from: start
+            .last
+            .or(since)
+            .unwrap_or(win.oldest.ts)
+            .max(win.oldest.ts)
+            .min(end),
+    };
+    obs.planned(&plan);
+    let q = OplogQuery {
+        lower: since.map(Lower::Inclusive),
+        upper_inclusive: Some(end),
+        upper_exclusive: until,
+        only_commands: false,
+        batch_size: req.batch_size,
+        // Checked above (and refused unless --allow-gap).
+        allow_start_gap: req.allow_gap,
+        // Without --until the dump ends at the newest entry it saw when it started;
+        // the member read must deliver it (a lagging one must not end the dump early).
+        must_reach: until.is_none_or(|u| end < u).then_some(end),
+    };
+    let mut sink = FileSink {
+        out,
+        obs,
+        first: None,
+        last_flush: Instant::now(),
+    };
+    let streamed = stream(client, &q, &req.retry, start, &mut sink).await;
+    finish(req, &paths, plan, streamed, sink, resume_point, start)
+}
+
+/// The dump's files as found: a complete dump is never overwritten; an interrupted
+/// one is resumed only with `--resume`. Returns whether an interrupted one exists.
+fn check_outputs(
+    req: &DumpRequest,
+    paths: &DumpPaths,
+    obs: &mut dyn DumpObserver,
+) -> Result<bool, DumpError> {
     if paths.complete.exists() {
         return Err(DumpError::Exists {
-            path: paths.complete,
+            path: paths.complete.clone(),
         });
     }
     let have_partial = paths.partial.exists();
@@ -388,7 +480,7 @@ pub async fn dump(
     }
     if have_partial && !req.resume {
         return Err(DumpError::PartialExists {
-            partial: paths.partial,
+            partial: paths.partial.clone(),
         });
     }
     if let (Some(s), Some(u)) = (req.since, req.until) {
@@ -397,8 +489,25 @@ pub async fn dump(
         }
     }
     fs::create_dir_all(&req.out_dir).map_err(io_err("create directory", &req.out_dir))?;
+    Ok(have_partial)
+}
 
-    let resuming = req.resume && have_partial;
+/// The bounds of the dump: the ones recorded by the interrupted run being resumed
+/// (which must agree with the command line, and come from the same replica set),
+/// else the command line's.
+struct Resume {
+    recorded: Option<DumpState>,
+    since: Option<Ts>,
+    until: Option<Ts>,
+}
+
+fn resume_bounds(
+    req: &DumpRequest,
+    paths: &DumpPaths,
+    topology: &Topology,
+    resuming: bool,
+    obs: &mut dyn DumpObserver,
+) -> Result<Resume, DumpError> {
     let recorded = if resuming {
         read_state(&paths.state)?
     } else {
@@ -457,123 +566,87 @@ pub async fn dump(
             });
         }
     }
+    Ok(Resume {
+        recorded,
+        since,
+        until,
+    })
+}
 
-    let win = window(client).await?.ok_or_else(|| DumpError::EmptyOplog {
-        target: client.target().display.clone(),
-    })?;
-    let end = match recorded.as_ref().map(|r| r.end.as_str()) {
-        Some(e) => crate::oplog::ts_json::parse(e).ok_or_else(|| DumpError::BadState {
-            path: paths.state.clone(),
-            detail: format!("end `{e}` is not t:i"),
-        })?,
-        None => win.newest.ts,
-    };
+/// Where an interrupted dump resumes: after its last complete entry (an incomplete
+/// one at the end is dropped, with a warning).
+fn resume_point(
+    req: &DumpRequest,
+    paths: &DumpPaths,
+    obs: &mut dyn DumpObserver,
+) -> Result<ResumePoint, DumpError> {
+    let rp = scan_partial(&paths.partial, req.gzip)?;
+    if rp.cut_bytes > 0 {
+        obs.warning(&format!(
+            "`{}`: dropping the last {} (an incomplete {}); {} kept",
+            paths.partial.display(),
+            crate::table::counted(rp.cut_bytes, "byte", "bytes"),
+            if req.gzip { "gzip member" } else { "entry" },
+            crate::table::counted(rp.entries, "complete entry", "complete entries")
+        ));
+    }
+    Ok(rp)
+}
 
-    let resume_point = if resuming {
-        let rp = scan_partial(&paths.partial, req.gzip)?;
-        if rp.cut_bytes > 0 {
-            obs.warning(&format!(
-                "`{}`: dropping the last {} (an incomplete {}); {} kept",
-                paths.partial.display(),
-                crate::table::counted(rp.cut_bytes, "byte", "bytes"),
-                if req.gzip { "gzip member" } else { "entry" },
-                crate::table::counted(rp.entries, "complete entry", "complete entries")
-            ));
-        }
-        Some(rp)
-    } else {
-        None
-    };
-    let start = resume_point
-        .as_ref()
-        .map(|rp| Progress {
-            entries: rp.entries,
-            bytes: rp.bson_bytes,
-            last: rp.last,
-        })
-        .unwrap_or_default();
-
-    // Is everything we still need in the window? Only matters when something is
-    // left to read.
+/// Is everything still needed in the server's oplog window? Only matters when
+/// something is left to read; refused unless `--allow-gap`, which warns instead.
+fn check_window(
+    req: &DumpRequest,
+    paths: &DumpPaths,
+    win: &Window,
+    (since, until, end): (Option<Ts>, Option<Ts>, Ts),
+    start: Progress,
+    obs: &mut dyn DumpObserver,
+) -> Result<(), DumpError> {
     let from = match start.last {
         Some(l) => Some(Lower::Exclusive(l)),
         None => since.map(Lower::Inclusive),
     };
-    if let Some(from) = from {
-        let wanted_more = from.ts() < end && until.is_none_or(|u| from.ts() < u);
-        if wanted_more && !covers(win.oldest.ts, from) {
-            let err = match from {
-                Lower::Exclusive(last) => DumpError::ResumeGap {
-                    partial: paths.partial.clone(),
-                    last,
-                    oldest: win.oldest.ts,
-                },
-                Lower::Inclusive(s) => DumpError::Source(MongoError::SinceRolledOff {
-                    wanted: s,
-                    oldest: win.oldest.ts,
-                }),
-            };
-            if !req.allow_gap {
-                return Err(err);
-            }
-            obs.warning(&format!(
-                "{err}; continuing with the oldest entry (--allow-gap): the dump has a gap before {}",
-                win.oldest.ts
-            ));
-        }
+    let Some(from) = from else {
+        return Ok(());
+    };
+    let wanted_more = from.ts() < end && until.is_none_or(|u| from.ts() < u);
+    if !wanted_more || covers(win.oldest.ts, from) {
+        return Ok(());
     }
-
-    if !resuming || recorded.is_none() {
-        let st = DumpState {
-            format: STATE_FORMAT,
-            source: client.target().display.clone(),
-            replica_set: topology.set_name().map(str::to_string),
-            since: since.map(ts_text),
-            until: until.map(ts_text),
-            end: ts_text(end),
-            gzip: req.gzip,
-            started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        };
-        write_state(&paths.state, &st)?;
+    let err = match from {
+        Lower::Exclusive(last) => DumpError::ResumeGap {
+            partial: paths.partial.clone(),
+            last,
+            oldest: win.oldest.ts,
+        },
+        Lower::Inclusive(s) => DumpError::Source(MongoError::SinceRolledOff {
+            wanted: s,
+            oldest: win.oldest.ts,
+        }),
+    };
+    if !req.allow_gap {
+        return Err(err);
     }
-    let keep = resume_point.as_ref().map_or(0, |rp| rp.keep_bytes);
-    let out = OutFile::open(&paths.partial, keep, req.gzip)?;
+    obs.warning(&format!(
+        "{err}; continuing with the oldest entry (--allow-gap): the dump has a gap before {}",
+        win.oldest.ts
+    ));
+    Ok(())
+}
 
-    let plan = DumpPlan {
-        paths: paths.clone(),
-        window: win,
-        since,
-        until,
-        end,
-        resumed: resume_point.clone(),
-        from: start
-            .last
-            .or(since)
-            .unwrap_or(win.oldest.ts)
-            .max(win.oldest.ts)
-            .min(end),
-    };
-    obs.planned(&plan);
-
-    let q = OplogQuery {
-        lower: since.map(Lower::Inclusive),
-        upper_inclusive: Some(end),
-        upper_exclusive: until,
-        only_commands: false,
-        batch_size: req.batch_size,
-        // Checked above (and refused unless --allow-gap).
-        allow_start_gap: req.allow_gap,
-        // Without --until the dump ends at the newest entry it saw when it started;
-        // the member read must deliver it (a lagging one must not end the dump early).
-        must_reach: until.is_none_or(|u| end < u).then_some(end),
-    };
-    let mut sink = FileSink {
-        out,
-        obs,
-        first: None,
-        last_flush: Instant::now(),
-    };
-    match stream(client, &q, &req.retry, start, &mut sink).await {
+/// The end of the stream: a complete dump is renamed into place (and its state
+/// removed); an interrupted one keeps what is complete, so a resume starts after it.
+fn finish(
+    req: &DumpRequest,
+    paths: &DumpPaths,
+    plan: DumpPlan,
+    streamed: Result<Progress, StreamError<io::Error>>,
+    mut sink: FileSink<'_>,
+    resume_point: Option<ResumePoint>,
+    start: Progress,
+) -> Result<DumpOutcome, DumpError> {
+    match streamed {
         Ok(p) => {
             let file_bytes = sink.out.finish().map_err(io_err("write", &paths.partial))?;
             fs::rename(&paths.partial, &paths.complete)

@@ -10,7 +10,7 @@ use std::fmt;
 use crate::error::Hint;
 use crate::oplog::Ts;
 
-/// The minimal role, for hints (README section "Minimal role").
+/// The minimal role, for hints (docs/live-source-and-archive.md, "Minimal role").
 pub const MINIMAL_ROLE: &str = "db.getSiblingDB(\"admin\").createRole({role: \"pitrOplogReader\", \
     privileges: [{resource: {db: \"local\", collection: \"oplog.rs\"}, actions: [\"find\"]}], roles: []})";
 

@@ -92,6 +92,12 @@ pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, 
 }
 
 /// [`build`], also returning the replay model (the replica at the limit).
+///
+/// The phases, in order (each below): the backup and its end; the replay oplog's
+/// first pass (refused if it is another history); the restore point and coverage;
+/// then, files being written from here on, the slice; what is at stake; the replay
+/// model seeded and fed both oplogs; the lint; the restore commands; the plan,
+/// committed last.
 pub fn build_with_model(
     req: &PlanRequest,
     progress: &dyn Progress,
@@ -104,10 +110,162 @@ pub fn build_with_model(
     let opts = ReadOptions {
         allow_truncated: req.allow_truncated,
     };
-
-    // The backup, and where its data is complete up to.
     let timer = PhaseTimer::start();
-    let mut inv = inventory_with(
+    let mut backup = read_backup(req, opts, progress)?;
+    timer.mark("backup and its oplog read");
+    let oplog_scan = read_oplog(req, opts, &backup, filter.as_ref(), &skips, progress)?;
+    let mut point = restore_point(req, &backup, &oplog_scan, filter.as_ref(), &skips)?;
+    let limit = point.until.limit;
+
+    // From here on, files are written.
+    let out_path = req
+        .out
+        .clone()
+        .unwrap_or_else(|| req.cwd.join(format!("pitr-plan-{}-{}", limit.t, limit.i)));
+    let out = OutDir::prepare(out_path)?;
+    timer.mark("oplog scanned");
+    let layout = Layout::of(req, &backup, filter.as_ref());
+    let f = filter.as_ref();
+    let mut slice = write_slice(
+        req,
+        opts,
+        &backup,
+        &oplog_scan,
+        &point,
+        (&layout, f),
+        &out,
+        progress,
+    )?;
+    let stake = at_stake(
+        req,
+        opts,
+        (&backup, &oplog_scan),
+        &point,
+        f,
+        &mut slice,
+        progress,
+    );
+    timer.mark("slice written");
+
+    let mut model = seed_model(req, &mut backup, &layout, f, progress)?;
+    let layout = layout.with_slice(&point.coverage, &mut slice)?;
+    timer.mark("replica seeded");
+    let mut linter = Linter::new(&backup.rules);
+    linter.set_second_run(layout.replays_slice && !layout.one_run);
+    replay_both(
+        opts,
+        (&backup, &oplog_scan),
+        &mut point,
+        &slice,
+        &mut linter,
+        &mut model,
+        progress,
+    )?;
+    timer.mark("backup oplog and slice applied");
+    let (mut expected, expected_note) = finish_model(req, &backup, &mut model, progress)?;
+    timer.mark("counts and hashes");
+    cross_check_num_records(
+        &mut expected,
+        point.until.entry_at_limit.as_ref(),
+        limit,
+        &mut linter,
+    );
+    plan_lints(
+        &LintContext {
+            inv: &backup.inv,
+            oplog: &oplog_scan,
+            backup: backup.scan.as_ref(),
+            backup_end: backup.end,
+            limit,
+            mode: point.coverage.mode,
+            filter: filter.as_ref(),
+            known_ns: &point.known_ns,
+            skips: &point.skip_set,
+            slice: &slice,
+            backup_oplog_replay: backup.replays_own_oplog(),
+        },
+        &mut linter,
+    );
+    timer.mark("lint");
+    let lint = linter.finish();
+
+    let restore = restore_spec(
+        req,
+        &backup,
+        &point,
+        &layout,
+        filter.as_ref(),
+        expected.as_deref(),
+        &out,
+    );
+    let plan = RestorePlan {
+        format: FORMAT.to_string(),
+        pitr_version: env!("CARGO_PKG_VERSION").to_string(),
+        backup: backup_section(req, &backup),
+        oplog: range_of(&oplog_scan),
+        steps: steps::steps(&restore, &CommandValues::placeholders()),
+        slice: slice_section(&slice, &backup, &layout, &out, limit),
+        skips: skip_outcomes(&slice),
+        until: point.until,
+        coverage: point.coverage,
+        ns_filter: req.ns.clone(),
+        lint,
+        expected,
+        expected_note,
+        stake,
+        versions: Some(backup.rules.versions.clone()),
+        restore,
+    };
+    let restore_dir = write_one_run(req, &backup, &layout, &slice, &out)?;
+    timer.mark(if restore_dir.is_some() {
+        "one-run restore directory written"
+    } else {
+        "plan assembled"
+    });
+    out.commit(slice, restore_dir, &plan)?;
+    Ok((plan, model))
+}
+
+/// The backup, the rules its restore follows, its own oplog's first pass, and where
+/// its data is complete up to.
+struct BackupRead {
+    inv: Inventory,
+    /// The releases whose rules the replay walk and the lint follow.
+    rules: Rules,
+    /// The first pass over the backup's own oplog (none without one).
+    scan: Option<OplogScan>,
+    /// Its first and last ts.
+    range: Option<(Ts, Ts)>,
+    /// Its last entries, to compare the replay oplog with ([`history`]).
+    history: RefCell<history::Lookup>,
+    /// `E`: the position the backup's data is complete up to.
+    end: Ts,
+    /// `backup_oplog` (its last entry) or `flag` (`--backup-end`).
+    end_source: &'static str,
+}
+
+impl BackupRead {
+    /// The backup's own oplog is replayed with it (it has one).
+    fn replays_own_oplog(&self) -> bool {
+        self.range.is_some()
+    }
+}
+
+/// `(target, exact)`: the time a `--until` time maps from, or its exact position.
+fn until_positions(until: &UntilSpec) -> (Option<Ts>, Option<Ts>) {
+    match until {
+        UntilSpec::Time(tv) if tv.is_exact_position() => (None, Some(tv.ts)),
+        UntilSpec::Time(tv) => (Some(tv.ts), None),
+        _ => (None, None),
+    }
+}
+
+fn read_backup(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    progress: &dyn Progress,
+) -> Result<BackupRead, PlanError> {
+    let inv = inventory_with(
         &req.backup,
         InventoryOptions {
             collect_ids: req.expect && req.content.is_none(),
@@ -115,7 +273,6 @@ pub fn build_with_model(
         },
         progress,
     )?;
-    // The releases whose rules the replay walk and the lint follow.
     let rules = Rules::from_hints(&VersionHints {
         backup_server: inv
             .backup
@@ -124,12 +281,8 @@ pub fn build_with_model(
             .and_then(|p| p.server_version.clone()),
         ..req.versions.clone()
     })?;
-    let (target, exact) = match &req.until {
-        UntilSpec::Time(tv) if tv.is_exact_position() => (None, Some(tv.ts)),
-        UntilSpec::Time(tv) => (Some(tv.ts), None),
-        _ => (None, None),
-    };
-    let mut backup_scan = match &inv.oplog_file {
+    let (target, _) = until_positions(&req.until);
+    let mut scan = match &inv.oplog_file {
         Some(p) => {
             let probe = Probe {
                 target,
@@ -146,14 +299,13 @@ pub fn build_with_model(
         }
         None => None,
     };
-    let backup_range = backup_scan.as_ref().and_then(OplogScan::range);
+    let range = scan.as_ref().and_then(OplogScan::range);
     let history = RefCell::new(
-        backup_scan
-            .as_mut()
+        scan.as_mut()
             .map(|b| std::mem::take(&mut b.remembered).into_lookup())
             .unwrap_or_default(),
     );
-    let (backup_end, end_source) = match (backup_range, &req.backup_end) {
+    let (end, end_source) = match (range, &req.backup_end) {
         (Some((_, last)), None) => (last, "backup_oplog"),
         (Some((_, last)), Some(v)) if v.ts == last => (last, "backup_oplog"),
         (Some((_, last)), Some(v)) => {
@@ -174,23 +326,43 @@ pub fn build_with_model(
             })
         }
     };
-    let backup_oplog_replay = backup_range.is_some();
+    Ok(BackupRead {
+        inv,
+        rules,
+        scan,
+        range,
+        history,
+        end,
+        end_source,
+    })
+}
 
-    // First pass over the replay oplog; the backup's metadata tells routine
-    // operations (TTL expiry, capped roll-over) from incidents.
+/// The first pass over the replay oplog (the backup's metadata tells routine
+/// operations from incidents); an oplog of another history (another replica set,
+/// another year, entries the backup holds rolled back since) is refused here,
+/// before anything else is decided.
+fn read_oplog(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    backup: &BackupRead,
+    filter: Option<&NsFilter>,
+    skips: &[Ts],
+    progress: &dyn Progress,
+) -> Result<OplogScan, PlanError> {
+    let (target, exact) = until_positions(&req.until);
     let mut positions: HashSet<Ts> = skips.iter().copied().collect();
-    positions.insert(backup_end);
+    positions.insert(backup.end);
     positions.extend(exact);
-    let catalog = Catalog::from_backup(&inv.backup);
+    let catalog = Catalog::from_backup(&backup.inv.backup);
     let probe = Probe {
         target,
         positions,
-        ns_filter: filter.as_ref(),
+        ns_filter: filter,
         findings: true,
         catalog: Some(&catalog),
-        chunks_from: Some(backup_end),
+        chunks_from: Some(backup.end),
         remember: false,
-        history: Some(&history),
+        history: Some(&backup.history),
         // A time --until needs the archive only up to the entry at or after it
         // (`auto` and `end` need all of it).
         chunks_to: match &req.until {
@@ -198,282 +370,361 @@ pub fn build_with_model(
             _ => None,
         },
     };
-    timer.mark("backup and its oplog read");
-    let oplog_scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
-    // An oplog of another history (another replica set, another year, entries the
-    // backup holds rolled back since) is refused before anything else is decided.
+    let scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
     history::check(&HistoryInput {
-        oplog_name: oplog_scan.name.clone(),
-        oplog: oplog_scan.range(),
-        backup_end,
-        backup_oplog: backup_range,
-        overlap: oplog_scan
+        oplog_name: scan.name.clone(),
+        oplog: scan.range(),
+        backup_end: backup.end,
+        backup_oplog: backup.range,
+        overlap: scan
             .range()
-            .map(|(first, last)| history.borrow().overlap(first, last)),
+            .map(|(first, last)| backup.history.borrow().overlap(first, last)),
     })?;
+    Ok(scan)
+}
 
-    // The limit, coverage, and the --skip positions.
-    let known_ns: Vec<String> = inv.namespaces.iter().map(|n| n.ns.clone()).collect();
-    check_ns_globs(&req.ns, &known_ns, &oplog_scan)?;
-    let mut until = until::resolve(
+/// The restore point: the limit, coverage, and the `--skip` positions checked.
+struct Point {
+    until: until::UntilSection,
+    coverage: coverage::Coverage,
+    skip_set: HashSet<Ts>,
+    /// The backup's namespaces.
+    known_ns: Vec<String>,
+}
+
+fn restore_point(
+    req: &PlanRequest,
+    backup: &BackupRead,
+    oplog: &OplogScan,
+    filter: Option<&NsFilter>,
+    skips: &[Ts],
+) -> Result<Point, PlanError> {
+    let known_ns: Vec<String> = backup.inv.namespaces.iter().map(|n| n.ns.clone()).collect();
+    check_ns_globs(&req.ns, &known_ns, oplog)?;
+    let until = until::resolve(
         &req.until,
-        backup_end,
-        backup_scan.as_ref(),
-        &oplog_scan,
-        filter.as_ref(),
+        backup.end,
+        backup.scan.as_ref(),
+        oplog,
+        filter,
         &known_ns,
     )?;
     let limit = until.limit;
     let coverage = coverage::check(&CoverageInput {
-        backup_end,
-        end_from_flag: end_source == "flag",
-        backup_oplog: backup_range,
-        oplog: oplog_scan.range(),
-        oplog_name: oplog_scan.name.clone(),
+        backup_end: backup.end,
+        end_from_flag: backup.end_source == "flag",
+        backup_oplog: backup.range,
+        oplog: oplog.range(),
+        oplog_name: oplog.name.clone(),
         limit,
-        anchor_found: oplog_scan.found.contains_key(&backup_end),
-        gaps: oplog_scan.gaps.clone(),
+        anchor_found: oplog.found.contains_key(&backup.end),
+        gaps: oplog.gaps.clone(),
         until: match &req.until {
             UntilSpec::Time(tv) if !tv.is_exact_position() => Some(tv.input.clone()),
             _ => None,
         },
     })?;
-    for &s in &skips {
-        if s <= backup_end {
-            return Err(PlanError::SkipInBackup { ts: s, backup_end });
+    for &s in skips {
+        if s <= backup.end {
+            return Err(PlanError::SkipInBackup {
+                ts: s,
+                backup_end: backup.end,
+            });
         }
         if s >= limit {
             return Err(PlanError::SkipAfterLimit { ts: s, limit });
         }
-        if !oplog_scan.found.contains_key(&s) {
+        if !oplog.found.contains_key(&s) {
             return Err(PlanError::SkipUnmatched {
                 ts: s,
-                oplog: oplog_scan.name.clone(),
+                oplog: oplog.name.clone(),
             });
         }
     }
+    Ok(Point {
+        until,
+        coverage,
+        skip_set: skips.iter().copied().collect(),
+        known_ns,
+    })
+}
 
-    // From here on, files are written.
-    let out_path = req
-        .out
-        .clone()
-        .unwrap_or_else(|| req.cwd.join(format!("pitr-plan-{}-{}", limit.t, limit.i)));
-    let out = OutDir::prepare(out_path)?;
-    let skip_set: HashSet<Ts> = skips.iter().copied().collect();
-    timer.mark("oplog scanned");
-    let is_archive = inv.backup.layout == crate::backup::Layout::Archive;
-    // A directory backup restored in one run reads `restore/oplog.bson`: the
-    // backup's own entries, then the slice. Uncompressed, the slice file is written
-    // that way from the start and linked there, instead of copied (on a large oplog
-    // the copy cost as much time and disk again as the slice). A gzip backup's is
-    // compressed, and an archive's is a new archive: both copy.
-    let linked_one_run = req.mongorestore_inputs
-        && !is_archive
-        && !inv.gzip
-        && (backup_oplog_replay || filter.is_none());
-    let mut slice = if coverage.mode == Mode::AfterBackup && coverage.oplog_needed {
-        slice::write(
-            &SliceRequest {
-                oplog: &req.oplog,
-                opts,
-                from_exclusive: backup_end,
-                to_exclusive: limit,
-                filter: filter.as_ref(),
-                known_ns: &known_ns,
-                ns_txn_keys: &oplog_scan.ns_txn_keys,
-                skips: &skip_set,
-                input_sorted: oplog_scan.out_of_order == 0,
-                dir: &out.path,
-                sort_memory: req.sort_memory,
-                prefix: inv.oplog_file.as_deref().filter(|_| linked_one_run),
-            },
-            progress,
-        )?
+/// How the restore is laid out for mongorestore: what is restored, and whether the
+/// backup and the slice go in one run.
+struct Layout {
+    is_archive: bool,
+    /// Every namespace of the backup is restored (its own oplog is replayed, or no
+    /// `--ns`).
+    restore_all: bool,
+    /// The slice file starts with the backup's own entries, to be linked as the
+    /// one-run `restore/oplog.bson` (an uncompressed directory backup).
+    linked_one_run: bool,
+    /// Known once the slice is written ([`Layout::with_slice`]).
+    replays_slice: bool,
+    one_run: bool,
+    /// The one-run inputs are written (the slice then lives inside them).
+    one_run_written: bool,
+    /// What mongorestore reads in one run is to be written (not for the embedded
+    /// engine).
+    mongorestore_inputs: bool,
+}
+
+impl Layout {
+    fn of(req: &PlanRequest, backup: &BackupRead, filter: Option<&NsFilter>) -> Layout {
+        let is_archive = backup.inv.backup.layout == crate::backup::Layout::Archive;
+        let restore_all = backup.replays_own_oplog() || filter.is_none();
+        // A directory backup restored in one run reads `restore/oplog.bson`: the
+        // backup's own entries, then the slice. Uncompressed, the slice file is
+        // written that way from the start and linked there, instead of copied (on a
+        // large oplog the copy cost as much time and disk again as the slice). A
+        // gzip backup's is compressed, and an archive's is a new archive: both copy.
+        let linked_one_run =
+            req.mongorestore_inputs && !is_archive && !backup.inv.gzip && restore_all;
+        Layout {
+            is_archive,
+            restore_all,
+            linked_one_run,
+            replays_slice: false,
+            one_run: false,
+            one_run_written: false,
+            mongorestore_inputs: req.mongorestore_inputs,
+        }
+    }
+
+    /// One mongorestore run for the backup and the slice when the layout allows it
+    /// (see `RestoreSpec`): a directory backup, restored whole. Without a slice to
+    /// replay, a slice file written with the backup's entries first is emptied.
+    fn with_slice(
+        mut self,
+        coverage: &coverage::Coverage,
+        slice: &mut SliceOutcome,
+    ) -> Result<Layout, PlanError> {
+        self.replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
+        self.one_run = self.replays_slice && self.restore_all;
+        self.one_run_written = self.one_run && self.mongorestore_inputs;
+        if !self.one_run && slice.prefix_bytes > 0 {
+            slice
+                .file
+                .as_file()
+                .set_len(0)
+                .map_err(|source| PlanError::Write {
+                    path: slice.file.path().to_path_buf(),
+                    source,
+                })?;
+            slice.prefix_bytes = 0;
+        }
+        Ok(self)
+    }
+
+    fn restored(&self, filter: Option<&NsFilter>, ns: &str) -> bool {
+        self.restore_all || filter.is_some_and(|f| f.matches(ns))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_slice(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    backup: &BackupRead,
+    oplog: &OplogScan,
+    point: &Point,
+    (layout, filter): (&Layout, Option<&NsFilter>),
+    out: &OutDir,
+    progress: &dyn Progress,
+) -> Result<SliceOutcome, PlanError> {
+    if !(point.coverage.mode == Mode::AfterBackup && point.coverage.oplog_needed) {
+        return slice::empty(&out.path);
+    }
+    slice::write(
+        &SliceRequest {
+            oplog: &req.oplog,
+            opts,
+            from_exclusive: backup.end,
+            to_exclusive: point.until.limit,
+            filter,
+            known_ns: &point.known_ns,
+            ns_txn_keys: &oplog.ns_txn_keys,
+            skips: &point.skip_set,
+            input_sorted: oplog.out_of_order == 0,
+            dir: &out.path,
+            sort_memory: req.sort_memory,
+            prefix: backup
+                .inv
+                .oplog_file
+                .as_deref()
+                .filter(|_| layout.linked_one_run),
+        },
+        progress,
+    )
+}
+
+/// What the restore keeps and loses, said (through `progress`) before anything is
+/// applied.
+fn at_stake(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    (backup, oplog): (&BackupRead, &OplogScan),
+    point: &Point,
+    filter: Option<&NsFilter>,
+    slice: &mut SliceOutcome,
+    progress: &dyn Progress,
+) -> Stake {
+    let limit = point.until.limit;
+    let mut st = Stake {
+        incidents: stake::incidents(&oplog.findings, backup.end, limit, &point.skip_set, filter),
+        ..Stake::default()
+    };
+    let (lost, note) = if slice.after_limit_read {
+        (std::mem::take(&mut slice.after_limit), None)
     } else {
-        slice::empty(&out.path)?
+        slice::count_after(&req.oplog, opts, limit, progress)
     };
-
-    // What the restore keeps and loses, said before anything is applied.
-    let stake = {
-        let mut st = Stake {
-            incidents: stake::incidents(
-                &oplog_scan.findings,
-                backup_end,
-                limit,
-                &skip_set,
-                filter.as_ref(),
-            ),
-            ..Stake::default()
-        };
-        let (lost, note) = if slice.after_limit_read {
-            (std::mem::take(&mut slice.after_limit), None)
-        } else {
-            slice::count_after(&req.oplog, opts, limit, progress)
-        };
-        lost.finish(&mut st);
-        st.lost_note = note;
-        st
-    };
+    lost.finish(&mut st);
+    st.lost_note = note;
     progress.at_stake(
-        &stake,
+        &st,
         &glance::Points {
-            oplog: oplog_scan.range(),
-            backup_first: backup_range.map(|r| r.0),
-            backup_end,
-            incidents: &stake.incidents,
+            oplog: oplog.range(),
+            backup_first: backup.range.map(|r| r.0),
+            backup_end: backup.end,
+            incidents: &st.incidents,
             limit,
-            before: until
+            before: point
+                .until
                 .finding
                 .as_ref()
                 .filter(|f| f.oplog_limit == limit)
                 .map(|f| format!("{} {}", f.kind, f.ns)),
         },
     );
+    st
+}
 
-    // Replay model and lint over exactly what the two mongorestore runs apply.
-    let restore_all = backup_oplog_replay || filter.is_none();
-    let restored = |ns: &str| restore_all || filter.as_ref().is_some_and(|f| f.matches(ns));
-    timer.mark("slice written");
-    let mut model = match &req.content {
-        Some(c) => {
-            let mut m = seed_documents(&inv, c, &restored, req.expect, progress)?;
-            if !c.strict {
-                if let Some(why) = capped_natural_order(&req.versions) {
-                    m.leave_capped_unpredicted(why);
-                }
+/// The replay model, seeded from the backup: whole documents (the embedded engine,
+/// hash predictions) or `_id`s and counts.
+fn seed_model(
+    req: &PlanRequest,
+    backup: &mut BackupRead,
+    layout: &Layout,
+    filter: Option<&NsFilter>,
+    progress: &dyn Progress,
+) -> Result<Model, PlanError> {
+    let restored = |ns: &str| layout.restored(filter, ns);
+    if let Some(c) = &req.content {
+        let mut m = seed_documents(&backup.inv, c, &restored, req.expect, progress)?;
+        if !c.strict {
+            if let Some(why) = capped_natural_order(&req.versions) {
+                m.leave_capped_unpredicted(why);
             }
-            m
         }
-        None => {
-            let counting = inv.ids.is_some();
-            let mut ids = inv.ids.take().unwrap_or_default();
-            let seeds: Vec<Seed> = inv
-                .namespaces
-                .iter()
-                .filter(|n| {
-                    matches!(n.kind, NsKind::Collection | NsKind::Timeseries) && restored(&n.ns)
-                })
-                .map(|n| {
-                    // Time-series data lives in (and the oplog writes) the buckets collection.
-                    let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
-                    Seed {
-                        ids: ids.remove(&data_ns),
-                        ns: data_ns,
-                        documents: n.documents,
-                        no_id: n.no_id_documents,
-                    }
-                })
-                .collect();
-            drop(ids);
-            let mut m = Model::new(seeds, counting);
-            m.cap_ids(req.id_cap);
-            m
-        }
-    };
-    // One mongorestore run for the backup and the slice when the layout allows it
-    // (see `RestoreSpec`): a directory backup, restored whole.
-    let replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-    let one_run = replays_slice && (backup_oplog_replay || filter.is_none());
-    if !one_run && slice.prefix_bytes > 0 {
-        // Nothing to replay after all: the file is the (empty) slice alone.
-        slice
-            .file
-            .as_file()
-            .set_len(0)
-            .map_err(|source| PlanError::Write {
-                path: slice.file.path().to_path_buf(),
-                source,
-            })?;
-        slice.prefix_bytes = 0;
+        return Ok(m);
     }
-    // Whether the one-run inputs are written (the slice then lives inside them).
-    let one_run_written = one_run && req.mongorestore_inputs;
-    timer.mark("replica seeded");
-    let mut linter = Linter::new(&rules);
-    linter.set_second_run(replays_slice && !one_run);
-    let mut applier = Walker::new(rules.mongorestore.clone());
+    let inv = &mut backup.inv;
+    let counting = inv.ids.is_some();
+    let mut ids = inv.ids.take().unwrap_or_default();
+    let seeds: Vec<Seed> = inv
+        .namespaces
+        .iter()
+        .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries) && restored(&n.ns))
+        .map(|n| {
+            // Time-series data lives in (and the oplog writes) the buckets collection.
+            let data_ns = n.data_ns.clone().unwrap_or_else(|| n.ns.clone());
+            Seed {
+                ids: ids.remove(&data_ns),
+                ns: data_ns,
+                documents: n.documents,
+                no_id: n.no_id_documents,
+            }
+        })
+        .collect();
+    drop(ids);
+    let mut m = Model::new(seeds, counting);
+    m.cap_ids(req.id_cap);
+    Ok(m)
+}
+
+/// The model and the lint walk exactly what the mongorestore runs apply: the
+/// backup's own oplog, then the slice. The restore point's explanation then names
+/// the first entry not applied.
+fn replay_both(
+    opts: ReadOptions,
+    (backup, oplog): (&BackupRead, &OplogScan),
+    point: &mut Point,
+    slice: &SliceOutcome,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<(), PlanError> {
+    let limit = point.until.limit;
+    let mut walker = Walker::new(backup.rules.mongorestore.clone());
     let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
-    at_or_after.extend(oplog_scan.found.get(&limit).cloned());
-    if backup_oplog_replay {
-        if let Some(p) = &inv.oplog_file {
-            let found = replay_backup_oplog(
-                p,
-                opts,
-                limit,
-                &mut applier,
-                &mut linter,
-                &mut model,
-                progress,
-            )?;
-            at_or_after.extend(found);
-        }
+    at_or_after.extend(oplog.found.get(&limit).cloned());
+    if let (true, Some(p)) = (backup.replays_own_oplog(), &backup.inv.oplog_file) {
+        let found = replay_backup_oplog(p, opts, limit, &mut walker, linter, model, progress)?;
+        at_or_after.extend(found);
     }
     model.mark_backup_end();
     replay_slice(
-        &slice,
-        backup_end,
+        slice,
+        backup.end,
         limit,
-        &mut applier,
-        &mut linter,
-        &mut model,
+        &mut walker,
+        linter,
+        model,
         progress,
     )?;
-    linter.open_at_end(&applier.open_transactions(), limit);
-    let union_last = backup_end.max(oplog_scan.last_ts.unwrap_or(backup_end));
+    linter.open_at_end(&walker.open_transactions(), limit);
+    let union_last = backup.end.max(oplog.last_ts.unwrap_or(backup.end));
     let first_not_applied = at_or_after
         .into_iter()
         .filter(|e| e.ts >= limit)
         .min_by_key(|e| e.ts);
-    until::explain(&mut until, first_not_applied, union_last);
+    until::explain(&mut point.until, first_not_applied, union_last);
+    Ok(())
+}
 
+/// The expected counts (and hashes), or why there are none.
+fn finish_model(
+    req: &PlanRequest,
+    backup: &BackupRead,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<(Option<Vec<super::ExpectedNs>>, Option<String>), PlanError> {
     model.enforce_cap();
-    timer.mark("backup oplog and slice applied");
-    let mut expected = model.finish_with(progress)?;
-    timer.mark("counts and hashes");
-    let expected_note = if !req.expect {
+    let expected = model.finish_with(progress)?;
+    let note = if !req.expect {
         Some("not computed (--no-expect)".to_string())
     } else if expected.is_none() {
         model
             .ids_note()
             .map(str::to_string)
-            .or_else(|| inv.ids_note.clone())
+            .or_else(|| backup.inv.ids_note.clone())
     } else {
         None
     };
-    cross_check_num_records(
-        &mut expected,
-        until.entry_at_limit.as_ref(),
-        limit,
-        &mut linter,
-    );
+    Ok((expected, note))
+}
 
-    let ctx = LintContext {
-        inv: &inv,
-        oplog: &oplog_scan,
-        backup: backup_scan.as_ref(),
-        backup_end,
-        limit,
-        mode: coverage.mode,
-        filter: filter.as_ref(),
-        known_ns: &known_ns,
-        skips: &skip_set,
-        slice: &slice,
-        backup_oplog_replay,
-    };
-    plan_lints(&ctx, &mut linter);
-    timer.mark("lint");
-    let lint = linter.finish();
-
-    // The restore commands.
-    let backup_dir = absolute(&req.backup);
+/// The inputs of the restore commands.
+fn restore_spec(
+    req: &PlanRequest,
+    backup: &BackupRead,
+    point: &Point,
+    layout: &Layout,
+    filter: Option<&NsFilter>,
+    expected: Option<&[super::ExpectedNs]>,
+    out: &OutDir,
+) -> RestoreSpec {
+    let limit = point.until.limit;
     let out_dir = absolute(&out.path);
-    let ns_include = if restore_all {
+    let ns_include = if layout.restore_all || layout.one_run {
         Vec::new()
     } else {
-        let matching: Vec<String> = inv
+        let matching: Vec<String> = backup
+            .inv
             .namespaces
             .iter()
-            .filter(|n| restored(&n.ns) && n.kind != NsKind::IndexCatalog)
+            .filter(|n| layout.restored(filter, &n.ns) && n.kind != NsKind::IndexCatalog)
             .map(|n| ns_include_literal(&n.ns))
             .collect();
         if matching.is_empty() {
@@ -482,37 +733,10 @@ pub fn build_with_model(
             matching
         }
     };
-    let dump_namespaces: Vec<String> = match &filter {
-        None => Vec::new(),
-        Some(f) => {
-            let mut v: Vec<String> = match &expected {
-                Some(exp) => exp
-                    .iter()
-                    .filter(|e| e.exists && f.matches(&e.ns))
-                    .map(|e| e.ns.clone())
-                    .collect(),
-                None => known_ns
-                    .iter()
-                    .filter(|ns| f.matches(ns))
-                    .cloned()
-                    .collect(),
-            };
-            // mongodump takes a time-series collection by its own name, and refuses
-            // `--collection system.buckets.X`.
-            for ns in v.iter_mut() {
-                if let Some(view) = crate::forensics::namespaces::timeseries_view(ns) {
-                    *ns = view;
-                }
-            }
-            v.sort();
-            v.dedup();
-            v
-        }
-    };
-    let restore = RestoreSpec {
-        backup_dir: if one_run {
+    RestoreSpec {
+        backup_dir: if layout.one_run {
             Path::new(&out_dir)
-                .join(if is_archive {
+                .join(if layout.is_archive {
                     RESTORE_ARCHIVE
                 } else {
                     RESTORE_DIR
@@ -520,23 +744,112 @@ pub fn build_with_model(
                 .display()
                 .to_string()
         } else {
-            backup_dir.clone()
+            absolute(&req.backup)
         },
-        combined: one_run,
-        archive: is_archive,
-        gzip: inv.gzip,
-        backup_oplog_replay: backup_oplog_replay || one_run,
-        backup_oplog_limit: (coverage.mode == Mode::WithinBackupOplog || one_run).then_some(limit),
-        ns_include: if one_run { Vec::new() } else { ns_include },
-        slice_dir: (replays_slice && !one_run).then(|| out_dir.clone()),
+        combined: layout.one_run,
+        archive: layout.is_archive,
+        gzip: backup.inv.gzip,
+        backup_oplog_replay: backup.replays_own_oplog() || layout.one_run,
+        backup_oplog_limit: (point.coverage.mode == Mode::WithinBackupOplog || layout.one_run)
+            .then_some(limit),
+        ns_include,
+        slice_dir: (layout.replays_slice && !layout.one_run).then(|| out_dir.clone()),
         limit,
         plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
-        dump_namespaces,
+        dump_namespaces: dump_namespaces(filter, expected, &point.known_ns),
         inputs_written: req.mongorestore_inputs,
-    };
-    let steps = steps::steps(&restore, &CommandValues::placeholders());
+    }
+}
 
-    let mut skips_out: Vec<SkipOutcome> = slice
+/// With `--ns`, the namespaces the optional dump step takes (by a time-series
+/// collection's own name: mongodump refuses `--collection system.buckets.X`).
+fn dump_namespaces(
+    filter: Option<&NsFilter>,
+    expected: Option<&[super::ExpectedNs]>,
+    known_ns: &[String],
+) -> Vec<String> {
+    let Some(f) = filter else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = match expected {
+        Some(exp) => exp
+            .iter()
+            .filter(|e| e.exists && f.matches(&e.ns))
+            .map(|e| e.ns.clone())
+            .collect(),
+        None => known_ns
+            .iter()
+            .filter(|ns| f.matches(ns))
+            .cloned()
+            .collect(),
+    };
+    for ns in v.iter_mut() {
+        if let Some(view) = crate::forensics::namespaces::timeseries_view(ns) {
+            *ns = view;
+        }
+    }
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn backup_section(req: &PlanRequest, backup: &BackupRead) -> BackupSection {
+    let inv = &backup.inv;
+    BackupSection {
+        dir: absolute(&req.backup),
+        gzip: inv.gzip,
+        documents: inv
+            .namespaces
+            .iter()
+            .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries))
+            .map(|n| n.documents)
+            .sum(),
+        namespaces: inv.namespaces.clone(),
+        oplog: backup.scan.as_ref().map(range_of),
+        end_ts: backup.end,
+        end_utc: backup.end.utc_string(),
+        end_source: backup.end_source.to_string(),
+        ignored_files: inv.ignored_files.clone(),
+    }
+}
+
+fn slice_section(
+    slice: &SliceOutcome,
+    backup: &BackupRead,
+    layout: &Layout,
+    out: &OutDir,
+    limit: Ts,
+) -> SliceSection {
+    let out_dir = absolute(&out.path);
+    SliceSection {
+        dir: out_dir.clone(),
+        oplog_file: if layout.one_run_written && layout.is_archive {
+            Path::new(&out_dir).join(RESTORE_ARCHIVE)
+        } else if layout.one_run_written {
+            Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
+        } else {
+            Path::new(&out_dir).join("oplog.bson")
+        }
+        .display()
+        .to_string(),
+        after_backup_oplog: layout.one_run_written,
+        entries: slice.entries,
+        bytes: slice.bytes,
+        first_ts: slice.first_ts,
+        last_ts: slice.last_ts,
+        from_exclusive: backup.end,
+        to_exclusive: limit,
+        reordered: slice.reordered,
+        duplicates_dropped: slice.duplicates_dropped,
+        same_ts_kept: slice.same_ts_kept,
+        filtered_out: slice.filtered_out,
+        skipped: slice.skipped.len() as u64,
+    }
+}
+
+/// What happened to each `--skip`, in ts order.
+fn skip_outcomes(slice: &SliceOutcome) -> Vec<SkipOutcome> {
+    let mut v: Vec<SkipOutcome> = slice
         .skipped
         .iter()
         .map(|e| SkipOutcome {
@@ -550,65 +863,19 @@ pub fn build_with_model(
             outcome: "filtered_by_ns".into(),
         }))
         .collect();
-    skips_out.sort_by_key(|s| s.ts);
+    v.sort_by_key(|s| s.ts);
+    v
+}
 
-    let plan = RestorePlan {
-        format: FORMAT.to_string(),
-        pitr_version: env!("CARGO_PKG_VERSION").to_string(),
-        backup: BackupSection {
-            dir: backup_dir,
-            gzip: inv.gzip,
-            documents: inv
-                .namespaces
-                .iter()
-                .filter(|n| matches!(n.kind, NsKind::Collection | NsKind::Timeseries))
-                .map(|n| n.documents)
-                .sum(),
-            namespaces: inv.namespaces.clone(),
-            oplog: backup_scan.as_ref().map(range_of),
-            end_ts: backup_end,
-            end_utc: backup_end.utc_string(),
-            end_source: end_source.to_string(),
-            ignored_files: inv.ignored_files.clone(),
-        },
-        oplog: range_of(&oplog_scan),
-        until,
-        coverage,
-        ns_filter: req.ns.clone(),
-        skips: skips_out,
-        lint,
-        slice: SliceSection {
-            dir: out_dir.clone(),
-            oplog_file: if one_run_written && is_archive {
-                Path::new(&out_dir).join(RESTORE_ARCHIVE)
-            } else if one_run_written {
-                Path::new(&out_dir).join(RESTORE_DIR).join("oplog.bson")
-            } else {
-                Path::new(&out_dir).join("oplog.bson")
-            }
-            .display()
-            .to_string(),
-            after_backup_oplog: one_run_written,
-            entries: slice.entries,
-            bytes: slice.bytes,
-            first_ts: slice.first_ts,
-            last_ts: slice.last_ts,
-            from_exclusive: backup_end,
-            to_exclusive: limit,
-            reordered: slice.reordered,
-            duplicates_dropped: slice.duplicates_dropped,
-            same_ts_kept: slice.same_ts_kept,
-            filtered_out: slice.filtered_out,
-            skipped: slice.skipped.len() as u64,
-        },
-        expected,
-        expected_note,
-        stake,
-        versions: Some(rules.versions.clone()),
-        restore,
-        steps,
-    };
-    let restore_dir = match (one_run_written, is_archive) {
+/// The one-run restore directory (or archive), when the layout has one.
+fn write_one_run(
+    req: &PlanRequest,
+    backup: &BackupRead,
+    layout: &Layout,
+    slice: &SliceOutcome,
+    out: &OutDir,
+) -> Result<Option<onerun::Written>, PlanError> {
+    Ok(match (layout.one_run_written, layout.is_archive) {
         (true, true) => Some(onerun::write_archive(
             &out.path,
             &req.backup,
@@ -617,25 +884,18 @@ pub fn build_with_model(
         (true, false) => Some(onerun::write(
             &out.path,
             &req.backup,
-            if linked_one_run {
+            if layout.linked_one_run {
                 onerun::Oplog::Linked(slice.file.path())
             } else {
                 onerun::Oplog::Copied {
-                    backup_oplog: inv.oplog_file.as_deref(),
-                    gzip: inv.gzip,
+                    backup_oplog: backup.inv.oplog_file.as_deref(),
+                    gzip: backup.inv.gzip,
                     slice: slice.file.path(),
                 }
             },
         )?),
         (false, _) => None,
-    };
-    timer.mark(if restore_dir.is_some() {
-        "one-run restore directory written"
-    } else {
-        "plan assembled"
-    });
-    out.commit(slice, restore_dir, &plan)?;
-    Ok((plan, model))
+    })
 }
 
 /// Adds view `ns` as its definition document in `<db>.system.views`.
@@ -1064,7 +1324,17 @@ struct LintContext<'a> {
 
 /// Checks the planner adds to what the replay walk found.
 fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
-    use LintSeverity::{Error, Info, Warning};
+    lint_restore_point(c, l);
+    lint_oplog_order(c, l);
+    lint_incidents_in_range(c, l);
+    lint_skips(c, l);
+    lint_ns_filter(c, l);
+    lint_backup(c, l);
+}
+
+/// A restore point inside the backup's own oplog.
+fn lint_restore_point(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Error, Warning};
     if c.mode == Mode::WithinBackupOplog {
         l.push(
             Warning,
@@ -1089,6 +1359,11 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             );
         }
     }
+}
+
+/// What the oplog's order, repeats and truncation mean for the replay.
+fn lint_oplog_order(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Info, Warning};
     if c.oplog.out_of_order > 0 {
         l.push(
             Info,
@@ -1138,6 +1413,11 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             format!("{t}; only the complete entries before it were used (--allow-truncated)"),
         );
     }
+}
+
+/// Destructive (and routine) operations the replay includes.
+fn lint_incidents_in_range(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Info, Warning};
     for f in &c.oplog.findings {
         if f.ts <= c.backup_end || f.ts >= c.limit || c.skips.contains(&f.ts) {
             continue;
@@ -1176,6 +1456,11 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             ),
         );
     }
+}
+
+/// `--skip` positions that leave out part of a transaction.
+fn lint_skips(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::Warning;
     for e in &c.slice.skipped {
         if e.transaction {
             l.push(
@@ -1187,6 +1472,11 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             );
         }
     }
+}
+
+/// What `--ns` does to the restore.
+fn lint_ns_filter(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Info, Warning};
     if let Some(f) = c.filter {
         if c.backup_oplog_replay {
             l.push(
@@ -1222,6 +1512,11 @@ fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
             );
         }
     }
+}
+
+/// The backup's layout problems and documents without `_id`.
+fn lint_backup(c: &LintContext<'_>, l: &mut Linter) {
+    use LintSeverity::{Error, Info};
     for p in &c.inv.backup.problems {
         l.push(Error, "backup-layout", None, &p.file, p.message.clone());
     }

@@ -27,6 +27,7 @@ use crate::oplog::{self, Op, ReadOptions, Ts};
 use crate::plan::stake::Stake;
 use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan, Unit};
 
+use super::describe::{self, Item, Section, Table};
 use super::handover::{self, DumpForm, HandoverCommand};
 use super::report::{BackupBrief, ErrorRecord, RestorePoint, ResultKind};
 use super::WorkDir;
@@ -207,11 +208,6 @@ pub fn run(
     // Whether `--out` (and `<out>-destroyed`) are in place.
     let mut committed = false;
     let result = (|| -> Result<(), Failure> {
-        if plan.lint_errors() > 0 {
-            // The lint's errors are about mongorestore and the spare mongod; the
-            // embedded engine applies what a secondary applies and fails on its own.
-            report.lint.retain(|_| true);
-        }
         let items = dump::select(&replica, &|it| include(&format!("{}.{}", it.db, it.coll)))
             .map_err(replica_failure)?;
         let meter = Meter::new();
@@ -273,12 +269,35 @@ pub fn run(
     });
     drop(replica);
     drop(spill);
+    let result = verdict(
+        result,
+        &mut report,
+        &plan,
+        (r.accept_incidents, r.format, filter.is_some()),
+        committed,
+    );
+    if let Err(e) = write_report(&report, r.work) {
+        eprintln!("warning: cannot write the report: {e}");
+    }
+    (Some(report), result)
+}
+
+/// The run's verdict in the report: interrupted once both outputs were in place
+/// (they stay, and say so), an incident replayed without `--accept-incidents`
+/// (exit 1), an error or an interruption; the handover commands when it restored.
+fn verdict(
+    result: Result<(), Failure>,
+    report: &mut EmbeddedReport,
+    plan: &RestorePlan,
+    (accept_incidents, format, ns_filtered): (bool, DumpFormat, bool),
+    committed: bool,
+) -> Result<(), Failure> {
+    let out_display = report.out.clone().unwrap_or_default();
     let result = match result {
-        // Interrupted once both outputs were in place: they stay, and say so.
         Ok(()) if interrupt::requested() => Err(Failure::new(format!(
             "interrupted by {} after the output was complete: `{}`{} {} complete and restorable",
             interrupt::signal_name(),
-            r.out.display(),
+            out_display,
             report
                 .destroyed
                 .as_ref()
@@ -295,8 +314,8 @@ pub fn run(
         other => other,
     };
     if result.is_ok() {
-        report.handover = handover_commands(&plan, &report, r.format, filter.is_some());
-        if report.stake.has_incidents() && !r.accept_incidents {
+        report.handover = handover_commands(plan, report, format, ns_filtered);
+        if report.stake.has_incidents() && !accept_incidents {
             report.result = ResultKind::IncidentReplayed;
             report.exit_code = 1;
         }
@@ -317,10 +336,7 @@ pub fn run(
             hint: f.hint().map(str::to_string),
         });
     }
-    if let Err(e) = write_report(&report, r.work) {
-        eprintln!("warning: cannot write the report: {e}");
-    }
-    (Some(report), result)
+    result
 }
 
 /// A time-series collection's name for its buckets namespace (as `--ns` names it).
@@ -769,90 +785,183 @@ fn write_report(r: &EmbeddedReport, work: &WorkDir) -> std::io::Result<()> {
     std::fs::write(work.report_md(), markdown(r))
 }
 
-/// `report.md` of an embedded replay.
+/// `report.md` of an embedded replay: the same sections as the summary, and the
+/// details kept for the post-mortem.
 pub fn markdown(r: &EmbeddedReport) -> String {
-    let mut s = String::new();
+    describe::markdown("pitr replay (engine: embedded)", &sections(r))
+}
+
+/// The summary printed on stdout.
+pub fn summary(r: &EmbeddedReport) -> String {
+    describe::text(&sections(r))
+}
+
+/// The one description of an embedded replay ([`describe`]).
+fn sections(r: &EmbeddedReport) -> Vec<Section> {
     let p = &r.restore_point;
-    s.push_str(&format!(
-        "# pitr replay (engine: embedded)\n\n**Result: {}** (exit code {})\n\n",
-        r.result.headline(),
-        r.exit_code
-    ));
-    s.push_str(&format!(
-        "Restore point: limit `{}` ({}), exclusive: entries with ts < {} applied. {}\n\n",
-        p.limit, p.limit_utc, p.limit, p.explanation
-    ));
-    s.push_str(&format!(
-        "Backup `{}`, complete up to `{}` ({}).\n\n",
-        r.backup.dir, r.backup.end_ts, r.backup.end_utc
-    ));
-    s.push_str("Engine: **embedded** (pitr applied the backup and the oplog itself, as the source's secondaries apply them; no mongod, no mongorestore; nothing was verified against a server).\n\n");
-    s.push_str("## At stake\n\n```\n");
-    for line in r.stake.text_lines(p.limit).iter().skip(1) {
-        s.push_str(line);
-        s.push('\n');
-    }
-    s.push_str("```\n\n");
-    if r.accept_incidents && r.stake.has_incidents() {
-        s.push_str("The incidents above were replayed deliberately (`--accept-incidents`).\n\n");
-    }
-    if let Some(o) = &r.out {
-        s.push_str(&format!("Output: `{o}` ({}).\n\n", r.out_format));
-    }
-    s.push_str("| namespace | in backup | at backup end | at limit | dbHash (md5) |\n|---|---|---|---|---|\n");
-    for n in &r.namespaces {
-        let [ns, backup, end, limit, md5] = n.cells();
-        s.push_str(&format!("| {ns} | {backup} | {end} | {limit} | {md5} |\n"));
-    }
-    if let Some(d) = &r.destroyed {
-        let sentence = destroyed_sentence(d);
-        s.push_str(&format!("\nT{}.\n", &sentence[1..]));
-    }
-    if !r.handover.is_empty() {
-        s.push_str("\n## Hand over\n\nAdd the target's connection (e.g. `--uri`); mongorestore defaults to localhost:27017.\n\n```sh\n");
-        for c in &r.handover {
-            s.push_str(&format!("# {}\n{}\n", c.what, c.command));
-        }
-        s.push_str("```\n");
-    }
-    if let Some(st) = &r.engine_stats {
-        s.push_str(&format!(
-            "\nEngine: {} operation{} applied {}; {} backup-oplog entr{} found their document already in a later state; \
-             {} command{} found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}.\n",
-            st.entries_applied,
-            plural(st.entries_applied, "", "s"),
-            super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
-            st.tolerated_idempotent,
-            plural(st.tolerated_idempotent, "y", "ies"),
-            st.tolerated_acceptable,
-            plural(st.tolerated_acceptable, "", "s"),
-            match st.unlisted_timeseries_indexes {
-                0 => String::new(),
-                n => format!(
-                    " {n} index{} built on time-series buckets {} not dumped (listIndexes on \
-                     the time-series collection does not show them, so mongodump would not dump them either);",
-                    plural(n, "", "es"),
-                    plural(n, "is", "are")
-                ),
-            },
-            st.memory_budget >> 20,
-            st.peak_memory_estimate >> 20,
-            if st.spilled_to_disk { ", documents moved to disk" } else { "" }
+    let mut v = vec![Section::new(
+        "Engine",
+        "embedded (in-process; no mongod, no mongorestore)",
+    )];
+    let mut replay = Section::new(
+        "Replay",
+        format!(
+            "limit {} ({}), exclusive: entries with ts < {} applied",
+            p.limit, p.limit_utc, p.limit
+        ),
+    )
+    .titled("Restore point");
+    if let Some(f) = &p.finding {
+        replay = replay.line(format!(
+            "stops just before the {} of {} at {} ({})",
+            f.kind, f.ns, f.ts, f.details
         ));
     }
+    v.push(replay);
+    v.push(
+        Section::new("Explained", p.explanation.clone())
+            .titled("Why this limit")
+            .report_only(),
+    );
+    v.push(
+        Section::new(
+            "Backup",
+            format!(
+                "`{}`, complete up to `{}` ({}); pitr applied it and the oplog itself, as the source's \
+                 secondaries apply them: nothing was verified against a server",
+                r.backup.dir, r.backup.end_ts, r.backup.end_utc
+            ),
+        )
+        .report_only(),
+    );
+    let mut stake = Section::new("At stake", "").report_only().item(Item::Pre(
+        r.stake.text_lines(p.limit).into_iter().skip(1).collect(),
+    ));
+    if r.accept_incidents && r.stake.has_incidents() {
+        stake = stake.line("the incidents above were replayed deliberately (`--accept-incidents`)");
+    }
+    v.push(stake);
+    v.push(
+        Section::new("", "")
+            .titled("Namespaces")
+            .item(Item::Table(namespace_table(r))),
+    );
+    if let Some(d) = &r.destroyed {
+        v.push(Section::new("Incident", destroyed_sentence(d)));
+    }
+    if let (Some(o), None) = (&r.out, &r.error) {
+        v.push(
+            Section::new(
+                "Output",
+                format!(
+                    "the state just before {} is in {o} ({})",
+                    p.limit, r.out_format
+                ),
+            )
+            .item(Item::Commands(
+                r.handover
+                    .iter()
+                    .map(|c| (c.what.clone(), c.command.clone()))
+                    .collect(),
+            )),
+        );
+    }
+    if r.stake.has_incidents() {
+        let list: Vec<String> = r.stake.incidents.iter().map(|i| i.describe()).collect();
+        v.push(Section::new(
+            "Replayed",
+            format!(
+                "{} incident{}{}: {}",
+                list.len(),
+                plural(list.len() as u64, "", "s"),
+                if r.accept_incidents {
+                    " on purpose (--accept-incidents)"
+                } else {
+                    ", NOT undone"
+                },
+                list.join("; ")
+            ),
+        ));
+    }
+    if let Some(st) = &r.engine_stats {
+        v.push(Section::new("Statistics", engine_stats(st)).report_only());
+    }
     if !r.lint.is_empty() {
-        s.push_str("\n## Lint (about a mongorestore replay; the embedded engine applies as a secondary)\n\n");
+        let mut lint = Section::new(
+            "Lint",
+            "about a mongorestore replay; the embedded engine applies as a secondary",
+        )
+        .report_only();
         for l in &r.lint {
-            s.push_str(&format!("- {:?} `{}`: {}\n", l.severity, l.code, l.message));
+            lint = lint.line(format!("{:?} `{}`: {}", l.severity, l.code, l.message));
         }
+        v.push(lint);
     }
     if let Some(e) = &r.error {
-        s.push_str(&format!("\n## Error\n\n{}\n", e.message));
+        let mut err = Section::new("Error", e.message.clone()).report_only();
         if let Some(h) = &e.hint {
-            s.push_str(&format!("\nhint: {h}\n"));
+            err = err.line(format!("hint: {h}"));
         }
+        v.push(err);
     }
-    s
+    v.push(Section::new("Report", r.report_md.clone()).summary_only());
+    v.push(Section::new(
+        "Result",
+        match &r.error {
+            Some(e) => format!(
+                "{}: {} (exit {})",
+                r.result.headline(),
+                e.message,
+                r.exit_code
+            ),
+            None => format!("{} (exit {})", r.result.headline(), r.exit_code),
+        },
+    ));
+    v
+}
+
+/// Per namespace: documents in the backup, at its end, at the limit, and the dbHash.
+fn namespace_table(r: &EmbeddedReport) -> Table {
+    Table {
+        header: [
+            "NAMESPACE",
+            "IN BACKUP",
+            "AT BACKUP END",
+            "AT LIMIT",
+            "DBHASH",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: r.namespaces.iter().map(|n| n.cells().to_vec()).collect(),
+        right: vec![false, true, true, true, false],
+    }
+}
+
+/// How the engine ran, in a sentence.
+fn engine_stats(st: &EngineStats) -> String {
+    format!(
+        "{} operation{} applied {}; {} backup-oplog entr{} found their document already in a later state; \
+         {} command{} found nothing to act on;{} memory budget {} MiB, peak estimate {} MiB{}",
+        st.entries_applied,
+        plural(st.entries_applied, "", "s"),
+        super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
+        st.tolerated_idempotent,
+        plural(st.tolerated_idempotent, "y", "ies"),
+        st.tolerated_acceptable,
+        plural(st.tolerated_acceptable, "", "s"),
+        match st.unlisted_timeseries_indexes {
+            0 => String::new(),
+            n => format!(
+                " {n} index{} built on time-series buckets {} not dumped (listIndexes on \
+                 the time-series collection does not show them, so mongodump would not dump them either);",
+                plural(n, "", "es"),
+                plural(n, "is", "are")
+            ),
+        },
+        st.memory_budget >> 20,
+        st.peak_memory_estimate >> 20,
+        if st.spilled_to_disk { ", documents moved to disk" } else { "" }
+    )
 }
 
 fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
@@ -881,78 +990,4 @@ fn destroyed_sentence(d: &Destroyed) -> String {
             .map(|o| format!("; they alone are in {o}"))
             .unwrap_or_default()
     )
-}
-
-/// The summary printed on stdout.
-pub fn summary(r: &EmbeddedReport) -> String {
-    let mut s = String::new();
-    let p = &r.restore_point;
-    s.push_str(&format!(
-        "Engine    embedded (in-process; no mongod, no mongorestore)\nReplay    limit {} ({}), exclusive: entries with ts < {} applied\n",
-        p.limit, p.limit_utc, p.limit
-    ));
-    if let Some(f) = &p.finding {
-        s.push_str(&format!(
-            "  stops just before the {} of {} at {} ({})\n",
-            f.kind, f.ns, f.ts, f.details
-        ));
-    }
-    let w = r
-        .namespaces
-        .iter()
-        .map(|n| n.ns.len())
-        .max()
-        .unwrap_or(9)
-        .max(9);
-    s.push_str(&format!(
-        "{:<w$}  {:>9}  {:>13}  {:>9}  DBHASH\n",
-        "NAMESPACE", "IN BACKUP", "AT BACKUP END", "AT LIMIT"
-    ));
-    for n in &r.namespaces {
-        let [ns, backup, end, limit, md5] = n.cells();
-        s.push_str(&format!(
-            "{ns:<w$}  {backup:>9}  {end:>13}  {limit:>9}  {md5}\n"
-        ));
-    }
-    if let Some(d) = &r.destroyed {
-        s.push_str(&format!("Incident  {}\n", destroyed_sentence(d)));
-    }
-    if let (Some(o), None) = (&r.out, &r.error) {
-        s.push_str(&format!(
-            "Output    the state just before {} is in {o} ({})\n",
-            p.limit, r.out_format
-        ));
-        for line in handover::text_lines(o, &r.handover).iter().skip(1) {
-            s.push_str(&format!("  {}\n", line.trim_start()));
-        }
-    }
-    if r.stake.has_incidents() {
-        let list: Vec<String> = r.stake.incidents.iter().map(|i| i.describe()).collect();
-        s.push_str(&format!(
-            "Replayed  {} incident{}{}: {}\n",
-            list.len(),
-            plural(list.len() as u64, "", "s"),
-            if r.accept_incidents {
-                " on purpose (--accept-incidents)"
-            } else {
-                ", NOT undone"
-            },
-            list.join("; ")
-        ));
-    }
-    s.push_str(&format!("Report    {}\n", r.report_md));
-    match &r.error {
-        Some(e) => s.push_str(&format!(
-            "Result    {}: {} (exit {})\n",
-            r.result.headline(),
-            e.message,
-            r.exit_code
-        )),
-        None => s.push_str(&format!(
-            "Result    {} (exit {})\n",
-            r.result.headline(),
-            r.exit_code
-        )),
-    }
-    s
 }

@@ -20,9 +20,23 @@ fn ms(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |m| seconds(Duration::from_millis(m)))
 }
 
+/// `report.md`, section by section.
 pub fn render(r: &ReplayReport) -> String {
     let mut s = String::new();
-    let w = &mut s;
+    head(&mut s, r);
+    restore_point(&mut s, r);
+    inputs(&mut s, r);
+    lint(&mut s, r);
+    steps(&mut s, r);
+    verification(&mut s, r);
+    spare(&mut s, r);
+    binaries(&mut s, r);
+    logs(&mut s, r);
+    s
+}
+
+/// The title, the result, where things are, the error and warnings.
+fn head(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "# pitr replay report\n");
     let _ = writeln!(
         w,
@@ -60,7 +74,10 @@ pub fn render(r: &ReplayReport) -> String {
     for warn in &r.warnings {
         let _ = writeln!(w, "\n> warning: {warn}");
     }
+}
 
+/// `## Restore point`.
+fn restore_point(w: &mut String, r: &ReplayReport) {
     let p = &r.restore_point;
     let _ = writeln!(w, "\n## Restore point\n");
     let _ = writeln!(
@@ -79,7 +96,10 @@ pub fn render(r: &ReplayReport) -> String {
         let _ = writeln!(w, "- first entry not applied: `{}`", e.describe());
     }
     let _ = writeln!(w, "- {}", p.explanation);
+}
 
+/// `## Backup, oplog and coverage`.
+fn inputs(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Backup, oplog and coverage\n");
     let b = &r.backup;
     let _ = writeln!(
@@ -136,7 +156,10 @@ pub fn render(r: &ReplayReport) -> String {
             String::new()
         },
     );
+}
 
+/// `## Lint`.
+fn lint(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Lint\n");
     if r.lint.is_empty() {
         let _ = writeln!(w, "Nothing to report.");
@@ -156,7 +179,10 @@ pub fn render(r: &ReplayReport) -> String {
             );
         }
     }
+}
 
+/// `## Steps`.
+fn steps(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Steps\n");
     let _ = writeln!(w, "| # | step | result | took | exit | detail |");
     let _ = writeln!(w, "|---|---|---|---|---|---|");
@@ -194,7 +220,10 @@ pub fn render(r: &ReplayReport) -> String {
         }
         let _ = writeln!(w, "```");
     }
+}
 
+/// `## Verification`.
+fn verification(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Verification\n");
     match &r.verify {
         None => {
@@ -248,7 +277,10 @@ pub fn render(r: &ReplayReport) -> String {
             }
         );
     }
+}
 
+/// `## Spare mongod`.
+fn spare(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Spare mongod\n");
     match (&r.spare, &r.kept) {
         (None, _) => {
@@ -277,7 +309,10 @@ pub fn render(r: &ReplayReport) -> String {
             );
         }
     }
+}
 
+/// `## Binaries`.
+fn binaries(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Binaries\n");
     let _ = writeln!(w, "| tool | version | path | found via | stand-in |");
     let _ = writeln!(w, "|---|---|---|---|---|");
@@ -296,6 +331,10 @@ pub fn render(r: &ReplayReport) -> String {
             }
         );
     }
+}
+
+/// `## Logs`.
+fn logs(w: &mut String, r: &ReplayReport) {
     let _ = writeln!(w, "\n## Logs\n");
     for st in &r.steps {
         if let Some(l) = &st.log {
@@ -303,5 +342,4 @@ pub fn render(r: &ReplayReport) -> String {
         }
     }
     let _ = writeln!(w, "- this report as JSON: `{}/report.json`", r.workdir);
-    s
 }

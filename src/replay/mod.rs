@@ -18,6 +18,7 @@
 //! the message and the report); 130 interrupted by Ctrl-C (143 by SIGTERM).
 
 pub mod commands;
+pub mod describe;
 pub mod dry_run;
 pub mod embedded;
 pub mod error;

@@ -1,7 +1,7 @@
 //! Documents past the memory budget, in [redb](https://docs.rs/redb): an embedded,
 //! pure-Rust, copy-on-write B-tree store (one file, no C/C++ to compile).
 //!
-//! Why redb (measured, see the README's "Storage" section): its keys can carry their
+//! Why redb (measured, see docs/engine.md, "Storage"): its keys can carry their
 //! own comparison function, so documents are stored under (collection slot, `_id`)
 //! in the server's `_id` order ([`IdKey`]'s `Ord`, numbers by value across types)
 //! and read back in exactly the order `dbHash` hashes and the dump writes, without
