@@ -189,9 +189,15 @@ fn before_backup(d: &Driver) {
             }
         })
         .collect();
-    d.run("metrics", doc! {"insert": "system.buckets.cpu", "documents": buckets});
+    d.run(
+        "metrics",
+        doc! {"insert": "system.buckets.cpu", "documents": buckets},
+    );
     d.run("app", doc! {"create": "log", "capped": true, "size": 65536});
-    d.run("app", doc! {"insert": "log", "documents": [{"_id": 1, "m": "started"}]});
+    d.run(
+        "app",
+        doc! {"insert": "log", "documents": [{"_id": 1, "m": "started"}]},
+    );
 }
 
 /// Writes after the backup: inserts, updates of several kinds, deletes, a new
@@ -227,7 +233,10 @@ fn after_backup(d: &Driver) {
     );
     d.run("tmp", doc! {"insert": "scratch", "documents": [{"_id": 1}]});
     d.run("tmp", doc! {"drop": "scratch"});
-    d.run("app", doc! {"insert": "log", "documents": [{"_id": 2, "m": "more"}]});
+    d.run(
+        "app",
+        doc! {"insert": "log", "documents": [{"_id": 2, "m": "more"}]},
+    );
 }
 
 /// The real mongodump (newest release found), or None after skipping `test`.
@@ -241,7 +250,13 @@ fn mongodump(test: &str) -> Option<PathBuf> {
 /// `mongodump --oplog` of `m` into `out` (a directory, or `--archive=out`).
 fn backup(tool: &Path, m: &Mongod, out: &Path, archive: bool) {
     let mut cmd = Command::new(tool);
-    cmd.args(["--host", "127.0.0.1", "--port", &m.port.to_string(), "--oplog"]);
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &m.port.to_string(),
+        "--oplog",
+    ]);
     if archive {
         cmd.arg(format!("--archive={}", out.display()));
     } else {
@@ -338,7 +353,10 @@ fn assert_passed(o: &Output) -> Value {
 #[test]
 fn a_consistent_chain_passes_with_the_oplog_read_from_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, _d, b)) = production("a_consistent_chain_passes_with_the_oplog_read_from_the_server", dir.path()) else {
+    let Some((m, _d, b)) = production(
+        "a_consistent_chain_passes_with_the_oplog_read_from_the_server",
+        dir.path(),
+    ) else {
         return;
     };
     let o = rehearse(&m, &b, &["--json"]);
@@ -354,26 +372,58 @@ fn a_consistent_chain_passes_with_the_oplog_read_from_the_server() {
         .collect();
     assert_eq!(
         names,
-        ["app.log", "metrics.cpu", "shop.customers", "shop.open_orders", "shop.orders", "web.events"],
+        [
+            "app.log",
+            "metrics.cpu",
+            "shop.customers",
+            "shop.open_orders",
+            "shop.orders",
+            "web.events"
+        ],
         "{}",
         show(&o)
     );
-    let orders = r["namespaces"].as_array().unwrap().iter().find(|n| n["ns"] == "shop.orders").unwrap();
+    let orders = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.orders")
+        .unwrap();
     assert_eq!(orders["rebuild_documents"], 30);
     assert_eq!(orders["production_documents"], 30);
-    assert_eq!(orders["compared"], 30, "a small collection is compared whole");
-    let cpu = r["namespaces"].as_array().unwrap().iter().find(|n| n["ns"] == "metrics.cpu").unwrap();
+    assert_eq!(
+        orders["compared"], 30,
+        "a small collection is compared whole"
+    );
+    let cpu = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "metrics.cpu")
+        .unwrap();
     assert_eq!(cpu["kind"], "timeseries");
     assert_eq!(cpu["production_documents"], 3, "buckets");
-    let not: Vec<&str> = r["not_compared"].as_array().unwrap().iter().map(|n| n["ns"].as_str().unwrap()).collect();
-    assert_eq!(not, ["app.log"], "capped collections cannot be read as of a time");
+    let not: Vec<&str> = r["not_compared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["ns"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        not,
+        ["app.log"],
+        "capped collections cannot be read as of a time"
+    );
 
     // The text form, and --full.
     let o = rehearse(&m, &b, &["--full"]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("REHEARSAL PASSED"), "{text}");
-    assert!(text.contains("NOT MongoDB"), "a stand-in result says so: {text}");
+    assert!(
+        text.contains("NOT MongoDB"),
+        "a stand-in result says so: {text}"
+    );
 }
 
 #[test]
@@ -397,10 +447,18 @@ fn a_consistent_archive_backup_and_a_pitr_archive_directory_pass() {
         "--once",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let o = rehearse(&m, &archive, &["--oplog", arch.to_str().unwrap(), "--full", "--json"]);
+    let o = rehearse(
+        &m,
+        &archive,
+        &["--oplog", arch.to_str().unwrap(), "--full", "--json"],
+    );
     let r = assert_passed(&o);
     assert_eq!(r["oplog"]["source"], arch.to_str().unwrap());
-    assert!(r["documents_compared"].as_u64().unwrap() >= 70, "{}", show(&o));
+    assert!(
+        r["documents_compared"].as_u64().unwrap() >= 70,
+        "{}",
+        show(&o)
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -426,7 +484,10 @@ fn rewrite_bson(file: &Path, f: impl Fn(Vec<Document>) -> Vec<Document>) {
 #[test]
 fn a_document_altered_in_the_backup_is_named_with_its_field() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, _d, b)) = production("a_document_altered_in_the_backup_is_named_with_its_field", dir.path()) else {
+    let Some((m, _d, b)) = production(
+        "a_document_altered_in_the_backup_is_named_with_its_field",
+        dir.path(),
+    ) else {
         return;
     };
     rewrite_bson(&b.join("shop/customers.bson"), |mut docs| {
@@ -452,7 +513,10 @@ fn a_document_altered_in_the_backup_is_named_with_its_field() {
     let o = rehearse(&m, &b, &["--show-values"]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("shop.customers _id \"c12\": document"), "{text}");
+    assert!(
+        text.contains("shop.customers _id \"c12\": document"),
+        "{text}"
+    );
     assert!(
         text.contains("name: rebuild \"Someone Else\"  production \"Customer 12\""),
         "{text}"
@@ -463,7 +527,10 @@ fn a_document_altered_in_the_backup_is_named_with_its_field() {
 #[test]
 fn documents_missing_on_either_side_are_found_by_the_sample() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, _d, b)) = production("documents_missing_on_either_side_are_found_by_the_sample", dir.path()) else {
+    let Some((m, _d, b)) = production(
+        "documents_missing_on_either_side_are_found_by_the_sample",
+        dir.path(),
+    ) else {
         return;
     };
     // One deleted from the backup (production has it), one added (production never had it).
@@ -480,8 +547,14 @@ fn documents_missing_on_either_side_are_found_by_the_sample() {
     assert_eq!(
         got,
         vec![
-            ("document_missing_in_production".to_string(), Some("\"c99\"".to_string())),
-            ("document_missing_in_rebuild".to_string(), Some("\"c15\"".to_string())),
+            (
+                "document_missing_in_production".to_string(),
+                Some("\"c99\"".to_string())
+            ),
+            (
+                "document_missing_in_rebuild".to_string(),
+                Some("\"c15\"".to_string())
+            ),
         ],
         "{}",
         show(&o)
@@ -491,7 +564,8 @@ fn documents_missing_on_either_side_are_found_by_the_sample() {
 #[test]
 fn an_index_missing_from_the_backup_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, _d, b)) = production("an_index_missing_from_the_backup_is_named", dir.path()) else {
+    let Some((m, _d, b)) = production("an_index_missing_from_the_backup_is_named", dir.path())
+    else {
         return;
     };
     let meta = b.join("shop/orders.metadata.json");
@@ -510,12 +584,16 @@ fn an_index_missing_from_the_backup_is_named() {
         "{}",
         show(&o)
     );
-    assert_eq!(r["differences"][0]["paths"], serde_json::json!(["status_1_at_-1"]));
+    assert_eq!(
+        r["differences"][0]["paths"],
+        serde_json::json!(["status_1_at_-1"])
+    );
 }
 
 /// The entries of an oplog archive chunk.
 fn chunk_entries(path: &Path) -> Vec<Document> {
-    let mut r = pitr::oplog::open(path.to_str().unwrap(), pitr::oplog::ReadOptions::default()).unwrap();
+    let mut r =
+        pitr::oplog::open(path.to_str().unwrap(), pitr::oplog::ReadOptions::default()).unwrap();
     let mut out = Vec::new();
     while let Some((doc, _, _)) = r.next_raw().unwrap() {
         out.push(bson::from_slice::<Document>(doc.as_bytes()).unwrap());
@@ -545,7 +623,8 @@ fn an_oplog_archive_missing_a_chunk_is_caught_with_the_documents_it_held() {
     // A chunk of inserts into web.events (each ~250 bytes: several chunks of them)
     // goes, manifest entry and all: nothing records that it existed.
     let manifest_path = arch.join("manifest.json");
-    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
     let chunks = manifest["chunks"].as_array().unwrap().clone();
     let (pos, ids) = chunks
         .iter()
@@ -554,7 +633,9 @@ fn an_oplog_archive_missing_a_chunk_is_caught_with_the_documents_it_held() {
         .find_map(|(i, c)| {
             let entries = chunk_entries(&arch.join(c["file"].as_str().unwrap()));
             let only_events = !entries.is_empty()
-                && entries.iter().all(|e| e.get_str("ns") == Ok("web.events") && e.get_str("op") == Ok("i"));
+                && entries
+                    .iter()
+                    .all(|e| e.get_str("ns") == Ok("web.events") && e.get_str("op") == Ok("i"));
             only_events.then(|| {
                 (
                     i,
@@ -569,7 +650,11 @@ fn an_oplog_archive_missing_a_chunk_is_caught_with_the_documents_it_held() {
     assert!(pos + 1 < chunks.len(), "the chunk is not the last one");
     std::fs::remove_file(arch.join(chunks[pos]["file"].as_str().unwrap())).unwrap();
     manifest["chunks"].as_array_mut().unwrap().remove(pos);
-    std::fs::write(&manifest_path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
 
     let o = rehearse(&m, &b, &["--oplog", arch.to_str().unwrap(), "--json"]);
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
@@ -626,11 +711,17 @@ fn no_write_command_reaches_the_server() {
         }
         let cmd = &v["attr"]["command"];
         let name = cmd.as_object().unwrap().keys().next().unwrap().clone();
-        assert!(READ_ONLY.contains(&name.as_str()), "pitr sent `{name}`: {line}");
+        assert!(
+            READ_ONLY.contains(&name.as_str()),
+            "pitr sent `{name}`: {line}"
+        );
         if name == "aggregate" {
             for stage in cmd["pipeline"].as_array().unwrap() {
                 let s = stage.as_object().unwrap().keys().next().unwrap();
-                assert!(["$count", "$sample", "$project"].contains(&s.as_str()), "{line}");
+                assert!(
+                    ["$count", "$sample", "$project"].contains(&s.as_str()),
+                    "{line}"
+                );
             }
         }
         if name == "find" && cmd["find"] != "oplog.rs" {
@@ -639,7 +730,10 @@ fn no_write_command_reaches_the_server() {
         }
         seen.insert(name);
     }
-    assert!(seen.contains("find") && seen.contains("aggregate"), "{seen:?}");
+    assert!(
+        seen.contains("find") && seen.contains("aggregate"),
+        "{seen:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -649,14 +743,21 @@ fn assert_refused(o: &Output, message: &str, hint: &str) {
     assert_eq!(o.status.code(), Some(2), "{}", show(o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(message), "want `{message}` in:\n{err}");
-    assert!(err.contains("hint:") && err.contains(hint), "want hint `{hint}` in:\n{err}");
+    assert!(
+        err.contains("hint:") && err.contains(hint),
+        "want hint `{hint}` in:\n{err}"
+    );
 }
 
 #[test]
 fn a_mongos_is_refused() {
     let m = mongod(&[], &[("PITR_STANDIN_MODE", "mongos")]);
     let o = rehearse(&m, Path::new("no-backup"), &[]);
-    assert_refused(&o, "is a mongos", "rehearse each shard's replica set on its own");
+    assert_refused(
+        &o,
+        "is a mongos",
+        "rehearse each shard's replica set on its own",
+    );
 }
 
 #[test]
@@ -675,7 +776,10 @@ fn a_point_the_server_no_longer_holds_is_refused() {
     let Some(tool) = mongodump(test) else { return };
     let dir = tempfile::tempdir().unwrap();
     // Before the rehearsal: a point older than the history window.
-    let m = mongod(&["--setParameter", "minSnapshotHistoryWindowInSeconds=1"], &[]);
+    let m = mongod(
+        &["--setParameter", "minSnapshotHistoryWindowInSeconds=1"],
+        &[],
+    );
     let d = Driver::new(&m);
     before_backup(&d);
     let b = dir.path().join("backup");
@@ -684,7 +788,11 @@ fn a_point_the_server_no_longer_holds_is_refused() {
     std::thread::sleep(Duration::from_millis(2100));
     after_backup(&d);
     let o = rehearse(&m, &b, &["--at", &old.to_string()]);
-    assert_refused(&o, "is older than the server keeps history for", "choose a point within the last 1 s");
+    assert_refused(
+        &o,
+        "is older than the server keeps history for",
+        "choose a point within the last 1 s",
+    );
 
     // During it: the server drops its history (the fault), and answers SnapshotTooOld.
     let m = mongod(&[], &[("PITR_STANDIN_FAULT", "history-lost-after-reads=0")]);
@@ -696,9 +804,26 @@ fn a_point_the_server_no_longer_holds_is_refused() {
     d.run("shop", doc! {"insert": "late", "documents": [{"_id": 1}]});
     let newest = newest_ts(&d);
     let at = pitr::oplog::Ts::new(newest.t, newest.i - 1);
-    let o = rehearse(&m, &b, &["--at", &at.to_string(), "--metrics", dir.path().join("pitr.prom").to_str().unwrap()]);
-    assert_refused(&o, "no longer holds history for", "minSnapshotHistoryWindowInSeconds");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("SnapshotTooOld"), "{}", show(&o));
+    let o = rehearse(
+        &m,
+        &b,
+        &[
+            "--at",
+            &at.to_string(),
+            "--metrics",
+            dir.path().join("pitr.prom").to_str().unwrap(),
+        ],
+    );
+    assert_refused(
+        &o,
+        "no longer holds history for",
+        "minSnapshotHistoryWindowInSeconds",
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("SnapshotTooOld"),
+        "{}",
+        show(&o)
+    );
     let prom = std::fs::read_to_string(dir.path().join("pitr.prom")).unwrap();
     assert!(prom.contains("pitr_rehearse_success 0\n"), "{prom}");
     assert!(prom.contains("pitr_rehearse_exit_code 2\n"), "{prom}");
@@ -712,8 +837,15 @@ fn now_secs() -> u64 {
 }
 
 fn newest_ts(d: &Driver) -> pitr::oplog::Ts {
-    let r = d.run("local", doc! {"find": "oplog.rs", "sort": {"$natural": -1}, "limit": 1});
-    let e = r.get_document("cursor").unwrap().get_array("firstBatch").unwrap()[0]
+    let r = d.run(
+        "local",
+        doc! {"find": "oplog.rs", "sort": {"$natural": -1}, "limit": 1},
+    );
+    let e = r
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
         .as_document()
         .unwrap()
         .clone();
@@ -723,12 +855,18 @@ fn newest_ts(d: &Driver) -> pitr::oplog::Ts {
 #[test]
 fn a_gap_between_the_backup_and_the_oplog_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, d, b)) = production("a_gap_between_the_backup_and_the_oplog_is_refused", dir.path()) else {
+    let Some((m, d, b)) = production(
+        "a_gap_between_the_backup_and_the_oplog_is_refused",
+        dir.path(),
+    ) else {
         return;
     };
     // An oplog that starts after entries the backup does not have.
     let from = newest_ts(&d);
-    d.run("shop", doc! {"insert": "late", "documents": [{"_id": 1}, {"_id": 2}]});
+    d.run(
+        "shop",
+        doc! {"insert": "late", "documents": [{"_id": 1}, {"_id": 2}]},
+    );
     let out = dir.path().join("partial-oplog");
     let o = pitr(&[
         "dump-oplog",
@@ -740,7 +878,11 @@ fn a_gap_between_the_backup_and_the_oplog_is_refused() {
         &pitr::oplog::Ts::new(from.t, from.i + 1).to_string(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
-    let o = rehearse(&m, &b, &["--oplog", out.join("oplog.bson").to_str().unwrap()]);
+    let o = rehearse(
+        &m,
+        &b,
+        &["--oplog", out.join("oplog.bson").to_str().unwrap()],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", show(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("cannot rebuild the state"), "{err}");
@@ -753,7 +895,8 @@ fn a_gap_between_the_backup_and_the_oplog_is_refused() {
 #[test]
 fn metrics_are_written_for_the_textfile_collector() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((m, _d, b)) = production("metrics_are_written_for_the_textfile_collector", dir.path()) else {
+    let Some((m, _d, b)) = production("metrics_are_written_for_the_textfile_collector", dir.path())
+    else {
         return;
     };
     let prom = dir.path().join("textfile/pitr_rehearse.prom");
@@ -771,7 +914,10 @@ fn metrics_are_written_for_the_textfile_collector() {
     ] {
         assert!(text.contains(name), "{name} in:\n{text}");
     }
-    let files: Vec<_> = std::fs::read_dir(prom.parent().unwrap()).unwrap().flatten().collect();
+    let files: Vec<_> = std::fs::read_dir(prom.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .collect();
     assert_eq!(files.len(), 1, "only the .prom file is left");
     let _ = (Bson::Null, RawDocumentBuf::new());
 }

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{exit, Failure};
+use crate::error::Failure;
 use crate::mongo::oplog_source::RetryPolicy;
 use crate::rehearse::report::{DiffKind, RehearseReport, Verdict};
 use crate::rehearse::{self, AtSpec, RehearseRequest};
@@ -143,7 +143,10 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         if let Err(e) = rehearse::metrics::write(path, &rehearse::metrics::render(&report, now)) {
-            eprintln!("warning: cannot write the metrics to `{}`: {e}", path.display());
+            eprintln!(
+                "warning: cannot write the metrics to `{}`: {e}",
+                path.display()
+            );
         }
     }
     let stdout = io::stdout();
@@ -201,13 +204,19 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         }
     )?;
     if let Some(at) = &r.at {
-        writeln!(w, "Point       {} ({}), inclusive: {}", at.ts, at.utc, at.how)?;
+        writeln!(
+            w,
+            "Point       {} ({}), inclusive: {}",
+            at.ts, at.utc, at.how
+        )?;
     }
     writeln!(
         w,
         "Backup      {} ends at {}{}",
         r.backup.path,
-        r.backup.end_ts.map_or("?".to_string(), |t| format!("{t} ({})", t.utc_string())),
+        r.backup
+            .end_ts
+            .map_or("?".to_string(), |t| format!("{t} ({})", t.utc_string())),
         r.backup
             .age_secs
             .map(|a| format!(", {} old", secs(a)))
@@ -224,7 +233,11 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         }
     )?;
     if let Some(rw) = r.recovery_window_secs {
-        writeln!(w, "Window      {} of recovery proven (backup end to the point)", secs(rw))?;
+        writeln!(
+            w,
+            "Window      {} of recovery proven (backup end to the point)",
+            secs(rw)
+        )?;
     }
     writeln!(
         w,
@@ -251,6 +264,12 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         r.reads.documents_per_sec
     )?;
     writeln!(w)?;
+    render_namespaces(w, r)?;
+    render_findings(w, r)
+}
+
+/// One row per namespace compared.
+fn render_namespaces(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
     let rows: Vec<Vec<String>> = r
         .namespaces
         .iter()
@@ -275,19 +294,42 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
             "{}",
             crate::table::render(
                 "",
-                &["NAMESPACE", "KIND", "REBUILD", "PRODUCTION", "COMPARED", "RESULT"],
+                &[
+                    "NAMESPACE",
+                    "KIND",
+                    "REBUILD",
+                    "PRODUCTION",
+                    "COMPARED",
+                    "RESULT"
+                ],
                 &rows
             )
         )?;
     }
+    Ok(())
+}
+
+/// The differences, what was left out, and the verdict.
+fn render_findings(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
     if !r.differences.is_empty() {
         writeln!(w, "\nDifferences ({}):", r.differences_total)?;
         for d in &r.differences {
-            let id = d.id.as_deref().map(|i| format!(" _id {i}")).unwrap_or_default();
+            let id =
+                d.id.as_deref()
+                    .map(|i| format!(" _id {i}"))
+                    .unwrap_or_default();
             writeln!(w, "  {}{id}: {}: {}", d.ns, kind_word(d.kind), d.detail)?;
             for v in d.values.iter().flatten() {
-                let path = if v.path.is_empty() { "(document)" } else { &v.path };
-                writeln!(w, "      {path}: rebuild {}  production {}", v.rebuild, v.production)?;
+                let path = if v.path.is_empty() {
+                    "(document)"
+                } else {
+                    &v.path
+                };
+                writeln!(
+                    w,
+                    "      {path}: rebuild {}  production {}",
+                    v.rebuild, v.production
+                )?;
             }
         }
         if (r.differences.len() as u64) < r.differences_total {
@@ -324,7 +366,6 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         )?,
         Verdict::Error => {}
     }
-    let _ = exit::OK;
     Ok(())
 }
 
@@ -353,13 +394,32 @@ mod tests {
         assert_eq!(a.sample, 1000);
         assert!(!a.full);
         assert_eq!(a.margin, Duration::from_secs(5));
-        let a = parse(&["--uri", "u", "--backup", "b", "--at", "1700000000:5", "--full"]).unwrap();
+        let a = parse(&[
+            "--uri",
+            "u",
+            "--backup",
+            "b",
+            "--at",
+            "1700000000:5",
+            "--full",
+        ])
+        .unwrap();
         assert_eq!(a.at, AtSpec::At(crate::oplog::Ts::new(1_700_000_000, 5)));
-        let a = parse(&["--uri", "u", "--backup", "b", "--at", "2023-11-14T22:13:20Z"]).unwrap();
+        let a = parse(&[
+            "--uri",
+            "u",
+            "--backup",
+            "b",
+            "--at",
+            "2023-11-14T22:13:20Z",
+        ])
+        .unwrap();
         assert_eq!(a.at, AtSpec::At(crate::oplog::Ts::new(1_700_000_000, 0)));
-        assert!(parse(&["--uri", "u", "--backup", "b", "--full", "--sample", "5"])
-            .unwrap_err()
-            .contains("cannot be used with"));
+        assert!(
+            parse(&["--uri", "u", "--backup", "b", "--full", "--sample", "5"])
+                .unwrap_err()
+                .contains("cannot be used with")
+        );
         assert!(parse(&["--uri", "u", "--backup", "b", "--sample", "0"]).is_err());
         assert!(parse(&["--uri", "u", "--backup", "b", "--at", "yesterday"])
             .unwrap_err()

@@ -380,7 +380,10 @@ impl SnapshotReader {
     }
 
     /// The next batch of `scan` (`None` at its end).
-    pub async fn next_batch(&mut self, scan: &mut SnapshotScan) -> Option<Result<RawBatch, DriverError>> {
+    pub async fn next_batch(
+        &mut self,
+        scan: &mut SnapshotScan,
+    ) -> Option<Result<RawBatch, DriverError>> {
         let target = &self.target;
         scan.cursor
             .stream(&mut self.session)

@@ -55,7 +55,9 @@ pub fn compared(db: &str, coll: &str) -> bool {
 pub fn from_list_collections(db: &str, docs: &[Document]) -> Vec<NsCatalog> {
     let mut out = Vec::new();
     for d in docs {
-        let Ok(name) = d.get_str("name") else { continue };
+        let Ok(name) = d.get_str("name") else {
+            continue;
+        };
         if !compared(db, name) {
             continue;
         }
@@ -243,10 +245,12 @@ pub struct Ddl {
 /// The catalog changes an oplog entry makes (commands, also inside `applyOps`).
 pub fn ddl_of(e: &Entry<'_>) -> Vec<Ddl> {
     let mut out = Vec::new();
-    let _ = e.for_each_leaf(&mut |leaf: &Entry<'_>| -> Result<(), crate::oplog::EntryError> {
-        one_ddl(leaf, e.ts, &mut out);
-        Ok(())
-    });
+    let _ = e.for_each_leaf(
+        &mut |leaf: &Entry<'_>| -> Result<(), crate::oplog::EntryError> {
+            one_ddl(leaf, e.ts, &mut out);
+            Ok(())
+        },
+    );
     out
 }
 
@@ -312,8 +316,10 @@ mod tests {
 
     #[test]
     fn options_compare_numbers_by_value_and_name_what_differs() {
-        let r = doc! {"capped": true, "size": 4096i32, "validator": {"a": {"$exists": true}, "b": 1}};
-        let p = doc! {"validator": {"b": 1.0, "a": {"$exists": true}}, "size": 4096i64, "capped": true};
+        let r =
+            doc! {"capped": true, "size": 4096i32, "validator": {"a": {"$exists": true}, "b": 1}};
+        let p =
+            doc! {"validator": {"b": 1.0, "a": {"$exists": true}}, "size": 4096i64, "capped": true};
         assert!(differing_options(&r, &p).is_empty());
         let p = doc! {"capped": true, "size": 8192, "max": 5};
         assert_eq!(differing_options(&r, &p), vec!["size", "validator", "max"]);
@@ -334,8 +340,16 @@ mod tests {
         assert_eq!(
             differing_indexes(&r, &p),
             vec![
-                (DiffKind::IndexDiffers, "ab".to_string(), vec!["key".to_string()]),
-                (DiffKind::IndexMissingInProduction, "c_1".to_string(), vec![]),
+                (
+                    DiffKind::IndexDiffers,
+                    "ab".to_string(),
+                    vec!["key".to_string()]
+                ),
+                (
+                    DiffKind::IndexMissingInProduction,
+                    "c_1".to_string(),
+                    vec![]
+                ),
                 (DiffKind::IndexMissingInRebuild, "d_1".to_string(), vec![]),
             ]
         );
@@ -352,10 +366,16 @@ mod tests {
             increment: 1,
         };
         let cases = [
-            (doc! {"op": "c", "ns": "app.$cmd", "o": {"drop": "c"}, "ts": ts}, vec![("app.c", Change::Whole)]),
+            (
+                doc! {"op": "c", "ns": "app.$cmd", "o": {"drop": "c"}, "ts": ts},
+                vec![("app.c", Change::Whole)],
+            ),
             (
                 doc! {"op": "c", "ns": "app.$cmd", "o": {"createIndexes": "system.buckets.m", "v": 2, "key": {"meta": 1}, "name": "m"}, "ts": ts},
-                vec![("app.m", Change::CatalogOnly), ("app.system.buckets.m", Change::CatalogOnly)],
+                vec![
+                    ("app.m", Change::CatalogOnly),
+                    ("app.system.buckets.m", Change::CatalogOnly),
+                ],
             ),
             (
                 doc! {"op": "c", "ns": "admin.$cmd", "o": {"renameCollection": "app.a", "to": "app.b"}, "ts": ts},
@@ -365,18 +385,35 @@ mod tests {
                 doc! {"op": "c", "ns": "admin.$cmd", "o": {"applyOps": [{"op": "c", "ns": "app.$cmd", "o": {"collMod": "c"}}]}, "ts": ts},
                 vec![("app.c", Change::CatalogOnly)],
             ),
-            (doc! {"op": "c", "ns": "app.$cmd", "o": {"dropDatabase": 1}, "ts": ts}, vec![("app.*", Change::Whole)]),
+            (
+                doc! {"op": "c", "ns": "app.$cmd", "o": {"dropDatabase": 1}, "ts": ts},
+                vec![("app.*", Change::Whole)],
+            ),
         ];
         for (d, want) in cases {
             let raw = entry(d);
             let e = Entry::parse(&raw).unwrap();
-            let got: Vec<(String, Change)> = ddl_of(&e).into_iter().map(|d| (d.target, d.change)).collect();
-            let want: Vec<(String, Change)> = want.into_iter().map(|(t, c)| (t.to_string(), c)).collect();
+            let got: Vec<(String, Change)> = ddl_of(&e)
+                .into_iter()
+                .map(|d| (d.target, d.change))
+                .collect();
+            let want: Vec<(String, Change)> =
+                want.into_iter().map(|(t, c)| (t.to_string(), c)).collect();
             assert_eq!(got, want);
         }
         let ddl = vec![
-            Ddl { target: "app.c".into(), command: "collMod".into(), ts: Ts::new(5, 1), change: Change::CatalogOnly },
-            Ddl { target: "app.*".into(), command: "dropDatabase".into(), ts: Ts::new(6, 1), change: Change::Whole },
+            Ddl {
+                target: "app.c".into(),
+                command: "collMod".into(),
+                ts: Ts::new(5, 1),
+                change: Change::CatalogOnly,
+            },
+            Ddl {
+                target: "app.*".into(),
+                command: "dropDatabase".into(),
+                ts: Ts::new(6, 1),
+                change: Change::Whole,
+            },
         ];
         assert_eq!(change_of("app.c", &ddl).unwrap().command, "dropDatabase");
         assert!(change_of("other.c", &ddl).is_none());

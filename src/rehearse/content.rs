@@ -108,7 +108,13 @@ impl Patience {
 }
 
 /// A read failure as the rehearsal reports it.
-pub fn read_error(e: DriverError, what: &str, target: &str, at: Ts, window_secs: u64) -> RehearseError {
+pub fn read_error(
+    e: DriverError,
+    what: &str,
+    target: &str,
+    at: Ts,
+    window_secs: u64,
+) -> RehearseError {
     match e.code {
         // SnapshotTooOld (`wiredtiger_recovery_unit.cpp`): the point fell out of history.
         Some(239) => RehearseError::SnapshotTooOld {
@@ -178,7 +184,11 @@ fn show_id(id: Option<RawBsonRef<'_>>) -> String {
 }
 
 impl<'a> Comparer<'a> {
-    pub fn new(rt: &'a tokio::runtime::Runtime, reader: SnapshotReader, s: ComparerSettings) -> Self {
+    pub fn new(
+        rt: &'a tokio::runtime::Runtime,
+        reader: SnapshotReader,
+        s: ComparerSettings,
+    ) -> Self {
         let stats = Arc::new(ReadStats::default());
         let batch_size = match s.max_read_rate {
             Some(r) => s.batch_size.min(r.clamp(1, u32::MAX as u64) as u32),
@@ -329,78 +339,16 @@ impl<'a> Comparer<'a> {
     ) -> Result<NsTally, RehearseError> {
         let (db, coll) = split(data_ns);
         let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<RawDocumentBuf>, RehearseError>>(2);
-        let mut reader = self.reader.take().expect("reader");
-        let pace = self.pace.clone();
-        let patience = self.patience.clone();
-        let stats = self.stats.clone();
-        let batch_size = self.batch_size;
-        let producer = self.rt.spawn(async move {
-            let what = format!("reading `{db}.{coll}`");
-            let mut after: Option<Bson> = None;
-            let mut attempt = 0u32;
-            'scan: loop {
-                pace.wait().await;
-                let mut scan = match reader.scan(&db, &coll, after.as_ref(), batch_size).await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        attempt += 1;
-                        if let Err(err) = patience.after(e, attempt, &what).await {
-                            let _ = tx.send(Err(err)).await;
-                            break 'scan;
-                        }
-                        continue 'scan;
-                    }
-                };
-                loop {
-                    let batch = match reader.next_batch(&mut scan).await {
-                        None => break 'scan,
-                        Some(Ok(b)) => b,
-                        Some(Err(e)) => {
-                            attempt += 1;
-                            if let Err(err) = patience.after(e, attempt, &what).await {
-                                let _ = tx.send(Err(err)).await;
-                                break 'scan;
-                            }
-                            // Reopened after the last _id delivered.
-                            continue 'scan;
-                        }
-                    };
-                    attempt = 0;
-                    let mut docs = Vec::new();
-                    let mut bytes = 0u64;
-                    let slices = match batch.doc_slices() {
-                        Ok(s) => s,
-                        Err(e) => {
-                            let _ = tx
-                                .send(Err(read_error(
-                                    DriverError::new(&e, |t| t.to_string()),
-                                    &what,
-                                    &patience.target,
-                                    patience.at,
-                                    patience.window_secs,
-                                )))
-                                .await;
-                            break 'scan;
-                        }
-                    };
-                    for d in slices.into_iter().flatten() {
-                        if let Some(doc) = d.as_document() {
-                            bytes += doc.as_bytes().len() as u64;
-                            docs.push(doc.to_owned());
-                        }
-                    }
-                    if let Some(last) = docs.last() {
-                        after = id_of(last).and_then(|v| Bson::try_from(v).ok());
-                    }
-                    stats.add(1, docs.len() as u64, bytes);
-                    if tx.send(Ok(docs)).await.is_err() {
-                        break 'scan;
-                    }
-                    pace.wait().await;
-                }
-            }
-            reader
-        });
+        let reader = self.reader.take().expect("reader");
+        let job = ScanJob {
+            db,
+            coll,
+            pace: self.pace.clone(),
+            patience: self.patience.clone(),
+            stats: self.stats.clone(),
+            batch_size: self.batch_size,
+        };
+        let producer = self.rt.spawn(scan_production(reader, job, tx));
 
         let mut prod = Incoming {
             rx,
@@ -476,14 +424,11 @@ impl<'a> Comparer<'a> {
             }
         }
         drop(prod);
-        let reader = self
-            .rt
-            .block_on(producer)
-            .map_err(|e| RehearseError::Io {
-                what: "read production in",
-                path: std::path::PathBuf::from(ns),
-                source: std::io::Error::other(e),
-            })?;
+        let reader = self.rt.block_on(producer).map_err(|e| RehearseError::Io {
+            what: "read production in",
+            path: std::path::PathBuf::from(ns),
+            source: std::io::Error::other(e),
+        })?;
         self.reader = Some(reader);
         if let Some(e) = failure {
             return Err(e);
@@ -572,7 +517,11 @@ impl<'a> Comparer<'a> {
                         Err(e) => {
                             attempt += 1;
                             patience
-                                .after(e, attempt, &format!("reading sampled documents of `{db}.{coll}`"))
+                                .after(
+                                    e,
+                                    attempt,
+                                    &format!("reading sampled documents of `{db}.{coll}`"),
+                                )
                                 .await?
                         }
                     }
@@ -587,7 +536,9 @@ impl<'a> Comparer<'a> {
             for key in chunk {
                 meter.add(1);
                 let rebuilt = replica.document(data_ns, key)?;
-                let rebuilt = rebuilt.as_deref().and_then(|b| RawDocument::from_bytes(b).ok());
+                let rebuilt = rebuilt
+                    .as_deref()
+                    .and_then(|b| RawDocument::from_bytes(b).ok());
                 let produced = by_key.get(key).map(|d| d.as_ref());
                 match (rebuilt, produced) {
                     (Some(r), Some(p)) => self.compare_pair(report, &mut tally, ns, r, p),
@@ -606,6 +557,99 @@ impl<'a> Comparer<'a> {
     pub fn into_reader(mut self) -> Option<SnapshotReader> {
         self.reader.take()
     }
+}
+
+/// One collection's `--full` read (see [`scan_production`]).
+struct ScanJob {
+    db: String,
+    coll: String,
+    pace: Pace,
+    patience: Patience,
+    stats: Arc<ReadStats>,
+    batch_size: u32,
+}
+
+/// Production's documents of one collection in `_id` order, batch by batch into `tx`
+/// (an error ends it); a transient failure reopens the scan after the last `_id`
+/// delivered. Gives the reader back.
+async fn scan_production(
+    mut reader: SnapshotReader,
+    job: ScanJob,
+    tx: tokio::sync::mpsc::Sender<Result<Vec<RawDocumentBuf>, RehearseError>>,
+) -> SnapshotReader {
+    let ScanJob {
+        db,
+        coll,
+        pace,
+        patience,
+        stats,
+        batch_size,
+    } = job;
+    let what = format!("reading `{db}.{coll}`");
+    let mut after: Option<Bson> = None;
+    let mut attempt = 0u32;
+    'scan: loop {
+        pace.wait().await;
+        let mut scan = match reader.scan(&db, &coll, after.as_ref(), batch_size).await {
+            Ok(s) => s,
+            Err(e) => {
+                attempt += 1;
+                if let Err(err) = patience.after(e, attempt, &what).await {
+                    let _ = tx.send(Err(err)).await;
+                    break 'scan;
+                }
+                continue 'scan;
+            }
+        };
+        loop {
+            let batch = match reader.next_batch(&mut scan).await {
+                None => break 'scan,
+                Some(Ok(b)) => b,
+                Some(Err(e)) => {
+                    attempt += 1;
+                    if let Err(err) = patience.after(e, attempt, &what).await {
+                        let _ = tx.send(Err(err)).await;
+                        break 'scan;
+                    }
+                    // Reopened after the last _id delivered.
+                    continue 'scan;
+                }
+            };
+            attempt = 0;
+            let mut docs = Vec::new();
+            let mut bytes = 0u64;
+            let slices = match batch.doc_slices() {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx
+                        .send(Err(read_error(
+                            DriverError::new(&e, |t| t.to_string()),
+                            &what,
+                            &patience.target,
+                            patience.at,
+                            patience.window_secs,
+                        )))
+                        .await;
+                    break 'scan;
+                }
+            };
+            for d in slices.into_iter().flatten() {
+                if let Some(doc) = d.as_document() {
+                    bytes += doc.as_bytes().len() as u64;
+                    docs.push(doc.to_owned());
+                }
+            }
+            if let Some(last) = docs.last() {
+                after = id_of(last).and_then(|v| Bson::try_from(v).ok());
+            }
+            stats.add(1, docs.len() as u64, bytes);
+            if tx.send(Ok(docs)).await.is_err() {
+                break 'scan;
+            }
+            pace.wait().await;
+        }
+    }
+    reader
 }
 
 /// An `_id` value as a key.

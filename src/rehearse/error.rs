@@ -46,7 +46,11 @@ pub enum RehearseError {
         "{at} ({}) is older than the server keeps history for: its newest majority-committed write is {newest} ({}), and minSnapshotHistoryWindowInSeconds is {window_secs} s",
         at.utc_string(), newest.utc_string()
     )]
-    BeforeWindow { at: Ts, newest: Ts, window_secs: u64 },
+    BeforeWindow {
+        at: Ts,
+        newest: Ts,
+        window_secs: u64,
+    },
 
     #[error("--at {at} ({}) is after the newest majority-committed write {newest} ({}): production has no such state yet", at.utc_string(), newest.utc_string())]
     AfterNewest { at: Ts, newest: Ts },

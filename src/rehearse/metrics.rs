@@ -17,7 +17,9 @@ use super::report::{RehearseReport, Verdict};
 pub fn render(r: &RehearseReport, now: f64) -> String {
     let mut out = String::new();
     let mut gauge = |name: &str, help: &str, value: String| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"));
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}\n"
+        ));
     };
     let num = |v: Option<u64>| v.map_or("NaN".to_string(), |v| v.to_string());
     gauge(

@@ -95,7 +95,13 @@ impl Progress for RebuildProgress<'_> {
         self.0.pass(what, counter, total)
     }
 
-    fn phase(&self, what: &str, unit: Unit, total: Option<u64>, meter: &Meter) -> Box<dyn FnMut() + '_> {
+    fn phase(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+    ) -> Box<dyn FnMut() + '_> {
         self.0.phase(what, unit, total, meter)
     }
 }
@@ -183,14 +189,27 @@ fn rehearse(
         })?;
 
     // The server: a replica set member of 5.0 or later.
-    let (client, topology) = rt.block_on(crate::mongo::connect(&req.uri)).map_err(|e| match e {
-        MongoError::Mongos { target } => RehearseError::Mongos { target },
-        MongoError::NoOplog { target } => RehearseError::Standalone { target },
-        e => RehearseError::Mongo(e),
-    })?;
+    let (client, topology) = rt
+        .block_on(crate::mongo::connect(&req.uri))
+        .map_err(|e| match e {
+            MongoError::Mongos { target } => RehearseError::Mongos { target },
+            MongoError::NoOplog { target } => RehearseError::Standalone { target },
+            e => RehearseError::Mongo(e),
+        })?;
     let result = (|| {
         let server = server_facts(&rt, &client, &topology, report)?;
-        with_client(req, progress, note, report, started, &rt, &client, &topology, &server, work.path())
+        with_client(
+            req,
+            progress,
+            note,
+            report,
+            started,
+            &rt,
+            &client,
+            &topology,
+            &server,
+            work.path(),
+        )
     })();
     rt.block_on(client.close());
     result
@@ -233,7 +252,8 @@ fn server_facts(
                 *n as u64
             }
             _ => {
-                report.server.snapshot_window_source = "default (not in the getParameter reply)".into();
+                report.server.snapshot_window_source =
+                    "default (not in the getParameter reply)".into();
                 point::DEFAULT_WINDOW_SECS
             }
         },
@@ -318,12 +338,13 @@ fn backup_end_of(req: &RehearseRequest) -> Result<Ts, RehearseError> {
             backup: req.backup.clone(),
         });
     };
-    let mut r = crate::oplog::open(&path.to_string_lossy(), ReadOptions::default()).map_err(
-        |source| RehearseError::BackupOplog {
-            backup: req.backup.clone(),
-            source,
-        },
-    )?;
+    let mut r =
+        crate::oplog::open(&path.to_string_lossy(), ReadOptions::default()).map_err(|source| {
+            RehearseError::BackupOplog {
+                backup: req.backup.clone(),
+                source,
+            }
+        })?;
     let mut last = None;
     while let Some((doc, _, _)) = r.next_raw().map_err(|source| RehearseError::BackupOplog {
         backup: req.backup.clone(),
@@ -353,29 +374,15 @@ fn limit_after(at: Ts) -> Ts {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn with_client(
+/// The point `T` (see [`point`]) and how it was chosen.
+fn choose_point(
     req: &RehearseRequest,
-    progress: &dyn Progress,
-    note: &dyn Fn(&str),
-    report: &mut RehearseReport,
-    started: Instant,
     rt: &tokio::runtime::Runtime,
     client: &ReadOnlyClient,
-    topology: &Topology,
-    server: &ServerNow,
-    work: &Path,
-) -> Result<(), Failure> {
-    let target = client.target().display.clone();
-    let backup_end = backup_end_of(req)?;
-    report.backup.end_ts = Some(backup_end);
-    report.backup.end_utc = Some(backup_end.utc_string());
-    report.backup.age_secs = Some(now_secs().saturating_sub(backup_end.t as u64));
-
-    // The point.
-    let majority = server.majority;
-    let window = server.window_secs;
-    let (at, how) = match &req.at {
+    majority: Ts,
+    backup_end: Ts,
+) -> Result<(Ts, String), Failure> {
+    Ok(match &req.at {
         AtSpec::At(ts) => (*ts, "--at".to_string()),
         AtSpec::Now => {
             let aim = point::now_target(majority, req.margin);
@@ -399,12 +406,88 @@ fn with_client(
                         how = format!("the last entry of the oplog `{spec}` (it ends before the newest majority-committed write less {} s)", req.margin.as_secs());
                     }
                     Some(_) => {}
-                    None => return Err(RehearseError::EmptyOplogSource { oplog: spec.clone() }.into()),
+                    None => {
+                        return Err(RehearseError::EmptyOplogSource {
+                            oplog: spec.clone(),
+                        }
+                        .into())
+                    }
                 }
             }
             (at, how)
         }
+    })
+}
+
+/// Reads the oplog from the backup's end to `at` from the server into `work` (as
+/// `dump-oplog` does); returns the file's path.
+#[allow(clippy::too_many_arguments)]
+fn oplog_from_server(
+    req: &RehearseRequest,
+    note: &dyn Fn(&str),
+    report: &mut RehearseReport,
+    rt: &tokio::runtime::Runtime,
+    client: &ReadOnlyClient,
+    topology: &Topology,
+    backup_end: Ts,
+    at: Ts,
+    work: &Path,
+) -> Result<String, Failure> {
+    let t0 = Instant::now();
+    let dump_dir = work.join("oplog");
+    let dreq = crate::mongo::dump::DumpRequest {
+        out_dir: dump_dir.clone(),
+        since: Some(backup_end),
+        until: Some(limit_after(at)),
+        gzip: false,
+        resume: false,
+        allow_gap: false,
+        batch_size: None,
+        retry: req.retry,
     };
+    note(&format!(
+        "reading the oplog from {backup_end} to {at} from the server"
+    ));
+    let out = rt
+        .block_on(crate::mongo::dump::dump(
+            client,
+            topology,
+            &dreq,
+            &mut crate::mongo::dump::Quiet,
+        ))
+        .map_err(|source| RehearseError::Oplog {
+            target: client.target().display.clone(),
+            source,
+        })?;
+    report.timing.oplog_read_secs = t0.elapsed().as_secs_f64();
+    report.oplog.entries = Some(out.entries);
+    report.oplog.first_ts = out.first;
+    report.oplog.last_ts = out.last;
+    Ok(out.path.display().to_string())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn with_client(
+    req: &RehearseRequest,
+    progress: &dyn Progress,
+    note: &dyn Fn(&str),
+    report: &mut RehearseReport,
+    started: Instant,
+    rt: &tokio::runtime::Runtime,
+    client: &ReadOnlyClient,
+    topology: &Topology,
+    server: &ServerNow,
+    work: &Path,
+) -> Result<(), Failure> {
+    let backup_end = backup_end_of(req)?;
+    report.backup.end_ts = Some(backup_end);
+    report.backup.end_utc = Some(backup_end.utc_string());
+    report.backup.age_secs = Some(now_secs().saturating_sub(backup_end.t as u64));
+
+    // The point.
+    let majority = server.majority;
+    let window = server.window_secs;
+    let (at, how) = choose_point(req, rt, client, majority, backup_end)?;
     point::check(at, backup_end, majority, window)?;
     report.at = Some(AtPoint {
         ts: at,
@@ -417,7 +500,9 @@ fn with_client(
         "rehearsing at {at} ({}); the backup ends at {backup_end} ({}): a recovery window of {}",
         at.utc_string(),
         backup_end.utc_string(),
-        humantime::format_duration(Duration::from_secs(report.recovery_window_secs.unwrap_or(0)))
+        humantime::format_duration(Duration::from_secs(
+            report.recovery_window_secs.unwrap_or(0)
+        ))
     ));
 
     // Will the server still hold `at` when the reads are done?
@@ -441,37 +526,9 @@ fn with_client(
     // The oplog from the backup's end to `at`.
     let oplog_spec = match &req.oplog {
         Some(s) => s.clone(),
-        None => {
-            let t0 = Instant::now();
-            let dump_dir = work.join("oplog");
-            let dreq = crate::mongo::dump::DumpRequest {
-                out_dir: dump_dir.clone(),
-                since: Some(backup_end),
-                until: Some(limit_after(at)),
-                gzip: false,
-                resume: false,
-                allow_gap: false,
-                batch_size: None,
-                retry: req.retry,
-            };
-            note(&format!("reading the oplog from {backup_end} to {at} from the server"));
-            let out = rt
-                .block_on(crate::mongo::dump::dump(
-                    client,
-                    topology,
-                    &dreq,
-                    &mut crate::mongo::dump::Quiet,
-                ))
-                .map_err(|source| RehearseError::Oplog {
-                    target: target.clone(),
-                    source,
-                })?;
-            report.timing.oplog_read_secs = t0.elapsed().as_secs_f64();
-            report.oplog.entries = Some(out.entries);
-            report.oplog.first_ts = out.first;
-            report.oplog.last_ts = out.last;
-            out.path.display().to_string()
-        }
+        None => oplog_from_server(
+            req, note, report, rt, client, topology, backup_end, at, work,
+        )?,
     };
     interrupt::check().map_err(replica_failure)?;
 
@@ -530,7 +587,9 @@ fn with_client(
     ));
     interrupt::check().map_err(replica_failure)?;
 
-    compare(req, progress, note, report, rt, client, &replica, at, window, deadline)
+    compare(
+        req, progress, note, report, rt, client, &replica, at, window, deadline,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -548,16 +607,12 @@ fn compare(
 ) -> Result<(), Failure> {
     let target = client.target().display.clone();
     let t0 = Instant::now();
-    let read_err = |what: &str| {
-        let target = target.clone();
-        let what = what.to_string();
-        move |e: crate::mongo::DriverError| content::read_error(e, &what, &target, at, window)
-    };
-    let filter = plan::filter::NsFilter::new(&req.ns).map_err(|e| Failure::from(RehearseError::Rebuild { at, source: e }))?;
+    let filter = plan::filter::NsFilter::new(&req.ns)
+        .map_err(|e| Failure::from(RehearseError::Rebuild { at, source: e }))?;
     let wanted = |c: &NsCatalog| {
-        filter.as_ref().is_none_or(|f| {
-            f.matches(&c.ns) || c.data_ns.as_deref().is_some_and(|d| f.matches(d))
-        })
+        filter
+            .as_ref()
+            .is_none_or(|f| f.matches(&c.ns) || c.data_ns.as_deref().is_some_and(|d| f.matches(d)))
     };
 
     // Both catalogs, and what changed in production's since `at`.
@@ -566,51 +621,8 @@ fn compare(
         .into_iter()
         .filter(|c| wanted(c))
         .collect();
-    let ddl = rt.block_on(async {
-        let mut cursor = client
-            .oplog_cursor(doc! {"ts": {"$gt": Bson::Timestamp(at.into())}, "op": "c"}, None)
-            .await?;
-        let mut out = Vec::new();
-        while cursor.advance().await.map_err(|e| client.target().driver_error(&e))? {
-            if let Ok(e) = Entry::parse(cursor.current()) {
-                out.extend(catalog::ddl_of(&e));
-            }
-        }
-        Ok::<_, crate::mongo::DriverError>(out)
-    });
-    let ddl = ddl.map_err(read_err("reading catalog changes after the point from `local.oplog.rs`"))?;
-    let mut production: Vec<NsCatalog> = Vec::new();
-    let dbs = rt
-        .block_on(client.command(ReadCommand::ListDatabases))
-        .map_err(read_err("`listDatabases`"))?;
-    let names: Vec<String> = dbs
-        .get_array("databases")
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| d.as_document()?.get_str("name").ok().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    for db in names {
-        if matches!(db.as_str(), "admin" | "config" | "local") {
-            continue;
-        }
-        let colls = rt
-            .block_on(client.list_collections(&db))
-            .map_err(read_err(&format!("`listCollections` on `{db}`")))?;
-        for mut c in catalog::from_list_collections(&db, &colls) {
-            if !wanted(&c) {
-                continue;
-            }
-            if c.kind != "view" {
-                let name = c.ns.split_once('.').map_or("", |(_, n)| n).to_string();
-                c.indexes = rt
-                    .block_on(client.list_indexes(&db, &name))
-                    .map_err(read_err(&format!("`listIndexes` on `{}`", c.ns)))?;
-            }
-            production.push(c);
-        }
-    }
+    let ddl = catalog_changes_after(rt, client, at, window)?;
+    let production = production_catalog(rt, client, &wanted, at, window)?;
     let mut names: Vec<String> = rebuilt
         .iter()
         .chain(production.iter())
@@ -643,7 +655,7 @@ fn compare(
 
     let reader = rt
         .block_on(client.snapshot_reader(at.into()))
-        .map_err(read_err("starting a snapshot session"))?;
+        .map_err(|e| content::read_error(e, "starting a snapshot session", &target, at, window))?;
     let mut cmp = Comparer::new(
         rt,
         reader,
@@ -667,90 +679,11 @@ fn compare(
     );
     for ns in &names {
         interrupt::check().map_err(replica_failure)?;
-        let r = rebuilt.iter().find(|c| &c.ns == ns);
-        let p = production.iter().find(|c| &c.ns == ns);
-        let changed = catalog::change_of(ns, &ddl);
-        if let Some(d) = changed.filter(|d| d.change == Change::Whole) {
-            report.not_compared.push(NotCompared {
-                ns: ns.clone(),
-                why: format!(
-                    "`{}` at {} (after the point) changed it; production's catalog now is not its catalog then",
-                    d.command, d.ts
-                ),
-            });
-            continue;
-        }
-        let kind = r.or(p).map(|c| c.kind.clone()).unwrap_or_default();
-        let mut result = NsResult {
-            ns: ns.clone(),
-            kind: kind.clone(),
-            rebuild_documents: r.and_then(|c| c.data_ns.as_deref()).map(|d| replica.count(d)),
-            production_documents: None,
-            compared: 0,
-            differences: 0,
-            status: "match".into(),
+        let sides = Sides {
+            rebuild: rebuilt.iter().find(|c| &c.ns == ns),
+            production: production.iter().find(|c| &c.ns == ns),
         };
-        let before = report.differences_total;
-        match (r, p) {
-            (Some(r), None) => report.differ(Difference {
-                ns: ns.clone(),
-                kind: DiffKind::MissingInProduction,
-                id: None,
-                paths: Vec::new(),
-                detail: format!(
-                    "the rebuild has {} `{ns}`{}; production has no such namespace",
-                    if r.kind == "view" { "a view" } else { "the collection" },
-                    result
-                        .rebuild_documents
-                        .map(|n| format!(" with {n} documents"))
-                        .unwrap_or_default()
-                ),
-                values: None,
-            }),
-            (None, Some(p)) => report.differ(Difference {
-                ns: ns.clone(),
-                kind: DiffKind::MissingInRebuild,
-                id: None,
-                paths: Vec::new(),
-                detail: format!(
-                    "production has {} `{ns}`; the rebuild (backup + oplog) has no such namespace",
-                    if p.kind == "view" { "a view" } else { "the collection" }
-                ),
-                values: None,
-            }),
-            (Some(r), Some(p)) if r.kind != p.kind => report.differ(Difference {
-                ns: ns.clone(),
-                kind: DiffKind::Kind,
-                id: None,
-                paths: Vec::new(),
-                detail: format!("a {} in the rebuild, a {} in production", r.kind, p.kind),
-                values: None,
-            }),
-            (Some(r), Some(p)) => {
-                if changed.is_some() {
-                    let d = changed.expect("checked");
-                    report.not_compared.push(NotCompared {
-                        ns: ns.clone(),
-                        why: format!(
-                            "options and indexes: `{}` at {} (after the point) changed them; its documents are compared",
-                            d.command, d.ts
-                        ),
-                    });
-                } else {
-                    compare_catalog(report, ns, r, p, req.show_values);
-                }
-                if r.kind != "view" {
-                    compare_documents(req, report, &mut cmp, replica, r, p, &mut result, at, &meter)?;
-                }
-            }
-            (None, None) => {}
-        }
-        result.differences += report.differences_total - before;
-        if result.status != "not_compared" && result.differences > 0 {
-            result.status = "differs".into();
-        }
-        report.documents_compared += result.compared;
-        report.namespaces.push(result);
+        compare_namespace(req, report, &mut cmp, replica, ns, sides, &ddl, at, &meter)?;
     }
     drop(phase);
     let stats = cmp.stats.clone();
@@ -765,13 +698,221 @@ fn compare(
     report.documents_compared_per_sec = report.documents_compared as f64 / secs;
     note(&format!(
         "compared {} documents in {:.1} s ({} read from production in {} commands)",
-        report.documents_compared, report.timing.compare_secs, report.reads.documents, report.reads.commands
+        report.documents_compared,
+        report.timing.compare_secs,
+        report.reads.documents,
+        report.reads.commands
     ));
     Ok(())
 }
 
+/// The catalog changes in production's oplog after `at` (see [`catalog::ddl_of`]).
+fn catalog_changes_after(
+    rt: &tokio::runtime::Runtime,
+    client: &ReadOnlyClient,
+    at: Ts,
+    window: u64,
+) -> Result<Vec<catalog::Ddl>, Failure> {
+    let ddl = rt.block_on(async {
+        let mut cursor = client
+            .oplog_cursor(
+                doc! {"ts": {"$gt": Bson::Timestamp(at.into())}, "op": "c"},
+                None,
+            )
+            .await?;
+        let mut out = Vec::new();
+        while cursor
+            .advance()
+            .await
+            .map_err(|e| client.target().driver_error(&e))?
+        {
+            if let Ok(e) = Entry::parse(cursor.current()) {
+                out.extend(catalog::ddl_of(&e));
+            }
+        }
+        Ok::<_, crate::mongo::DriverError>(out)
+    });
+    Ok(ddl.map_err(|e| {
+        content::read_error(
+            e,
+            "reading catalog changes after the point from `local.oplog.rs`",
+            &client.target().display,
+            at,
+            window,
+        )
+    })?)
+}
+
+/// Production's user namespaces as they are now (`wanted` ones), with their indexes.
+fn production_catalog(
+    rt: &tokio::runtime::Runtime,
+    client: &ReadOnlyClient,
+    wanted: &dyn Fn(&NsCatalog) -> bool,
+    at: Ts,
+    window: u64,
+) -> Result<Vec<NsCatalog>, Failure> {
+    let target = client.target().display.clone();
+    let read_err = |what: String| {
+        let target = target.clone();
+        move |e: crate::mongo::DriverError| content::read_error(e, &what, &target, at, window)
+    };
+    let mut production: Vec<NsCatalog> = Vec::new();
+    let dbs = rt
+        .block_on(client.command(ReadCommand::ListDatabases))
+        .map_err(read_err("`listDatabases`".into()))?;
+    let names: Vec<String> = dbs
+        .get_array("databases")
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| d.as_document()?.get_str("name").ok().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    for db in names {
+        if matches!(db.as_str(), "admin" | "config" | "local") {
+            continue;
+        }
+        let colls = rt
+            .block_on(client.list_collections(&db))
+            .map_err(read_err(format!("`listCollections` on `{db}`")))?;
+        for mut c in catalog::from_list_collections(&db, &colls) {
+            if !wanted(&c) {
+                continue;
+            }
+            if c.kind != "view" {
+                let name = c.ns.split_once('.').map_or("", |(_, n)| n).to_string();
+                c.indexes = rt
+                    .block_on(client.list_indexes(&db, &name))
+                    .map_err(read_err(format!("`listIndexes` on `{}`", c.ns)))?;
+            }
+            production.push(c);
+        }
+    }
+    Ok(production)
+}
+
+/// One namespace as each side has it (or not).
+#[derive(Clone, Copy)]
+struct Sides<'a> {
+    rebuild: Option<&'a NsCatalog>,
+    production: Option<&'a NsCatalog>,
+}
+
+/// Compares one namespace (catalog, then documents) and adds its row to the report.
+#[allow(clippy::too_many_arguments)]
+fn compare_namespace(
+    req: &RehearseRequest,
+    report: &mut RehearseReport,
+    cmp: &mut Comparer<'_>,
+    replica: &Replica,
+    ns: &str,
+    sides: Sides<'_>,
+    ddl: &[catalog::Ddl],
+    at: Ts,
+    meter: &Meter,
+) -> Result<(), Failure> {
+    let (r, p) = (sides.rebuild, sides.production);
+    let changed = catalog::change_of(ns, ddl);
+    if let Some(d) = changed.filter(|d| d.change == Change::Whole) {
+        report.not_compared.push(NotCompared {
+            ns: ns.to_string(),
+            why: format!(
+                "`{}` at {} (after the point) changed it; production's catalog now is not its catalog then",
+                d.command, d.ts
+            ),
+        });
+        return Ok(());
+    }
+    let kind = r.or(p).map(|c| c.kind.clone()).unwrap_or_default();
+    let mut result = NsResult {
+        ns: ns.to_string(),
+        kind: kind.clone(),
+        rebuild_documents: r
+            .and_then(|c| c.data_ns.as_deref())
+            .map(|d| replica.count(d)),
+        production_documents: None,
+        compared: 0,
+        differences: 0,
+        status: "match".into(),
+    };
+    let before = report.differences_total;
+    let kind_of = |c: &NsCatalog| {
+        if c.kind == "view" {
+            "a view"
+        } else {
+            "the collection"
+        }
+    };
+    match (r, p) {
+        (Some(r), None) => report.differ(Difference {
+            ns: ns.to_string(),
+            kind: DiffKind::MissingInProduction,
+            id: None,
+            paths: Vec::new(),
+            detail: format!(
+                "the rebuild has {} `{ns}`{}; production has no such namespace",
+                kind_of(r),
+                result
+                    .rebuild_documents
+                    .map(|n| format!(" with {n} documents"))
+                    .unwrap_or_default()
+            ),
+            values: None,
+        }),
+        (None, Some(p)) => report.differ(Difference {
+            ns: ns.to_string(),
+            kind: DiffKind::MissingInRebuild,
+            id: None,
+            paths: Vec::new(),
+            detail: format!(
+                "production has {} `{ns}`; the rebuild (backup + oplog) has no such namespace",
+                kind_of(p)
+            ),
+            values: None,
+        }),
+        (Some(r), Some(p)) if r.kind != p.kind => report.differ(Difference {
+            ns: ns.to_string(),
+            kind: DiffKind::Kind,
+            id: None,
+            paths: Vec::new(),
+            detail: format!("a {} in the rebuild, a {} in production", r.kind, p.kind),
+            values: None,
+        }),
+        (Some(r), Some(p)) => {
+            if let Some(d) = changed {
+                report.not_compared.push(NotCompared {
+                    ns: ns.to_string(),
+                    why: format!(
+                        "options and indexes: `{}` at {} (after the point) changed them; its documents are compared",
+                        d.command, d.ts
+                    ),
+                });
+            } else {
+                compare_catalog(report, ns, r, p, req.show_values);
+            }
+            if r.kind != "view" {
+                compare_documents(req, report, cmp, replica, r, p, &mut result, at, meter)?;
+            }
+        }
+        (None, None) => {}
+    }
+    result.differences += report.differences_total - before;
+    if result.status != "not_compared" && result.differences > 0 {
+        result.status = "differs".into();
+    }
+    report.documents_compared += result.compared;
+    report.namespaces.push(result);
+    Ok(())
+}
+
 /// Options, UUID, indexes and view definitions of one namespace on both sides.
-fn compare_catalog(report: &mut RehearseReport, ns: &str, r: &NsCatalog, p: &NsCatalog, show: bool) {
+fn compare_catalog(
+    report: &mut RehearseReport,
+    ns: &str,
+    r: &NsCatalog,
+    p: &NsCatalog,
+    show: bool,
+) {
     let opts = catalog::differing_options(&r.options, &p.options);
     if !opts.is_empty() {
         let kind = if r.kind == "view" {
@@ -795,7 +936,11 @@ fn compare_catalog(report: &mut RehearseReport, ns: &str, r: &NsCatalog, p: &NsC
             paths: opts.clone(),
             detail: format!(
                 "{} differ: {}",
-                if r.kind == "view" { "the view's definition fields" } else { "collection options" },
+                if r.kind == "view" {
+                    "the view's definition fields"
+                } else {
+                    "collection options"
+                },
                 opts.join(", ")
             ),
             values,
@@ -815,15 +960,23 @@ fn compare_catalog(report: &mut RehearseReport, ns: &str, r: &NsCatalog, p: &NsC
     }
     for (kind, name, fields) in catalog::differing_indexes(&r.indexes, &p.indexes) {
         let detail = match kind {
-            DiffKind::IndexMissingInProduction => format!("index `{name}` is in the rebuild, not in production"),
-            DiffKind::IndexMissingInRebuild => format!("index `{name}` is in production, not in the rebuild: a restore would not build it"),
+            DiffKind::IndexMissingInProduction => {
+                format!("index `{name}` is in the rebuild, not in production")
+            }
+            DiffKind::IndexMissingInRebuild => format!(
+                "index `{name}` is in production, not in the rebuild: a restore would not build it"
+            ),
             _ => format!("index `{name}` differs in {}", fields.join(", ")),
         };
         report.differ(Difference {
             ns: ns.to_string(),
             kind,
             id: None,
-            paths: if fields.is_empty() { vec![name] } else { fields },
+            paths: if fields.is_empty() {
+                vec![name]
+            } else {
+                fields
+            },
             detail,
             values: None,
         });
@@ -890,7 +1043,11 @@ fn compare_documents(
             paths: Vec::new(),
             detail: format!(
                 "{rebuilt} {} in the rebuild, {produced} in production as of the point",
-                if r.kind == "timeseries" { "buckets" } else { "documents" }
+                if r.kind == "timeseries" {
+                    "buckets"
+                } else {
+                    "documents"
+                }
             ),
             values: None,
         });
@@ -917,6 +1074,7 @@ fn compare_documents(
 
 /// A stable hash of a namespace, for the sample's seed.
 fn fxhash(s: &str) -> u64 {
-    s.bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }

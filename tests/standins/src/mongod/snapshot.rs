@@ -85,7 +85,13 @@ pub fn show(t: Timestamp) -> String {
 
 impl Default for History {
     fn default() -> History {
-        History::starting(&Store::default(), Timestamp { time: 0, increment: 0 })
+        History::starting(
+            &Store::default(),
+            Timestamp {
+                time: 0,
+                increment: 0,
+            },
+        )
     }
 }
 

@@ -250,7 +250,13 @@ pub fn replace_doc(st: &mut State, db: &str, coll: &str, rid: u64, new: Document
     } else {
         new.clone()
     };
-    st.log_op("u", &format!("{db}.{coll}"), Some(uuid), o, Some(doc! {"_id": id}));
+    st.log_op(
+        "u",
+        &format!("{db}.{coll}"),
+        Some(uuid),
+        o,
+        Some(doc! {"_id": id}),
+    );
 }
 
 pub fn delete_doc(st: &mut State, db: &str, coll: &str, rid: u64) {
