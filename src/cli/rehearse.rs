@@ -137,7 +137,6 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         }
     };
     let (report, failure) = rehearse::run(&req, &progress, &note);
-    drop(progress);
     if let Some(path) = &a.metrics {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -438,6 +438,7 @@ impl<'a> Comparer<'a> {
     }
 
     /// `--sample N`: up to `per_side` `_id`s from each side (see the module comment).
+    #[allow(clippy::too_many_arguments)]
     pub fn sample(
         &mut self,
         replica: &Replica,

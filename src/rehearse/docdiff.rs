@@ -81,27 +81,29 @@ fn walk_doc(a: &RawDocument, b: &RawDocument, prefix: &str, out: &mut Vec<String
 fn walk_value(a: RawBsonRef<'_>, b: RawBsonRef<'_>, path: &str, out: &mut Vec<String>) {
     match (a, b) {
         (RawBsonRef::Document(x), RawBsonRef::Document(y)) => {
-            if x.as_bytes() != y.as_bytes() {
-                let before = out.len();
-                walk_doc(x, y, path, out);
-                if out.len() == before {
-                    out.push(path.to_string());
-                }
+            if x.as_bytes() == y.as_bytes() {
+                return;
+            }
+            let before = out.len();
+            walk_doc(x, y, path, out);
+            if out.len() == before {
+                out.push(path.to_string());
             }
         }
         (RawBsonRef::Array(x), RawBsonRef::Array(y)) => {
-            if x.as_bytes() != y.as_bytes() {
-                let before = out.len();
-                let (dx, dy) = (
-                    RawDocument::from_bytes(x.as_bytes()),
-                    RawDocument::from_bytes(y.as_bytes()),
-                );
-                if let (Ok(dx), Ok(dy)) = (dx, dy) {
-                    walk_doc(dx, dy, path, out);
-                }
-                if out.len() == before {
-                    out.push(path.to_string());
-                }
+            if x.as_bytes() == y.as_bytes() {
+                return;
+            }
+            let before = out.len();
+            let (dx, dy) = (
+                RawDocument::from_bytes(x.as_bytes()),
+                RawDocument::from_bytes(y.as_bytes()),
+            );
+            if let (Ok(dx), Ok(dy)) = (dx, dy) {
+                walk_doc(dx, dy, path, out);
+            }
+            if out.len() == before {
+                out.push(path.to_string());
             }
         }
         (x, y) if !same_scalar(x, y) => out.push(path.to_string()),

@@ -79,7 +79,7 @@ pub enum RehearseError {
     Oplog {
         target: String,
         #[source]
-        source: crate::mongo::dump::DumpError,
+        source: Box<crate::mongo::dump::DumpError>,
     },
 
     #[error("the backup and the oplog cannot rebuild the state at {at}")]
@@ -161,7 +161,7 @@ impl Hint for RehearseError {
                     `find` on local.oplog.rs; e.g. {REHEARSE_ROLE}"),
                 _ => return None,
             },
-            RehearseError::Oplog { source, .. } => match source {
+            RehearseError::Oplog { source, .. } => match source.as_ref() {
                 crate::mongo::dump::DumpError::Source(MongoError::SinceRolledOff { .. }) => format!(
                     "the server's oplog no longer reaches back to the backup's end: keep the oplog with `pitr archive` and pass that \
                      directory as --oplog, or take a newer backup; {}",

@@ -457,7 +457,7 @@ fn oplog_from_server(
         ))
         .map_err(|source| RehearseError::Oplog {
             target: client.target().display.clone(),
-            source,
+            source: Box::new(source),
         })?;
     report.timing.oplog_read_secs = t0.elapsed().as_secs_f64();
     report.oplog.entries = Some(out.entries);
