@@ -561,6 +561,71 @@ fn documents_missing_on_either_side_are_found_by_the_sample() {
     );
 }
 
+/// A sample smaller than the collection still draws from both sides: with the same
+/// count on each side (so the count cannot tell), the backup's `shop.customers`
+/// holds other `_id`s than production's, and `--sample 4` must report documents
+/// missing on each side, no more than it drew.
+#[test]
+fn a_sample_smaller_than_the_collection_draws_from_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "a_sample_smaller_than_the_collection_draws_from_both_sides",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // `c01` stays (the oplog updates it); every other _id is renamed `xNN`.
+    rewrite_bson(&b.join("shop/customers.bson"), |docs| {
+        docs.into_iter()
+            .map(|mut d| {
+                let id = d.get_str("_id").unwrap().to_string();
+                if id != "c01" {
+                    d.insert("_id", id.replace('c', "x"));
+                }
+                d
+            })
+            .collect()
+    });
+    let o = rehearse(&m, &b, &["--json", "--sample", "4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    let got = diffs(&r, "shop.customers");
+    assert!(
+        !got.iter().any(|(k, _)| k == "count"),
+        "same count on both sides: {}",
+        show(&o)
+    );
+    let only_rebuild: Vec<_> = got
+        .iter()
+        .filter(|(k, _)| k == "document_missing_in_production")
+        .collect();
+    let only_production: Vec<_> = got
+        .iter()
+        .filter(|(k, _)| k == "document_missing_in_rebuild")
+        .collect();
+    assert!((3..=4).contains(&only_rebuild.len()), "{got:?}");
+    assert!((3..=4).contains(&only_production.len()), "{got:?}");
+    assert!(
+        only_rebuild
+            .iter()
+            .all(|(_, id)| id.as_deref().unwrap().starts_with("\"x")),
+        "{got:?}"
+    );
+    assert!(
+        only_production
+            .iter()
+            .all(|(_, id)| id.as_deref().unwrap().starts_with("\"c")),
+        "{got:?}"
+    );
+    let row = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.customers")
+        .unwrap();
+    assert!(row["compared"].as_u64().unwrap() <= 8, "{row}");
+}
+
 #[test]
 fn an_index_missing_from_the_backup_is_named() {
     let dir = tempfile::tempdir().unwrap();
