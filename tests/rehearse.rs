@@ -223,7 +223,8 @@ fn after_backup(d: &Driver) {
         "shop",
         doc! {"update": "customers", "updates": [{"q": {"_id": "c01"}, "u": {"$set": {"tier": 9}}}]},
     );
-    let events: Vec<Document> = (0..40)
+    // More than a first batch (101): reads as of the point go on with getMore.
+    let events: Vec<Document> = (0..250)
         .map(|i| doc! {"_id": i, "kind": "click", "pad": "p".repeat(200)})
         .collect();
     d.run("web", doc! {"insert": "events", "documents": events});
@@ -763,7 +764,10 @@ fn no_write_command_reaches_the_server() {
         return;
     };
     let before = m.log().len();
-    for extra in [&["--json"][..], &["--json", "--full"][..]] {
+    for extra in [
+        &["--json"][..],
+        &["--json", "--full", "--batch-size", "50"][..],
+    ] {
         let o = rehearse(&m, &b, extra);
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     }

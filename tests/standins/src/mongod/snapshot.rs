@@ -28,8 +28,9 @@
 //!   `atClusterTime`, and so does a `getMore`'s);
 //! - not a replica set: 123 NotAReplicaSet "node needs to be a replica set member to
 //!   use readConcern: snapshot" (`read_concern_mongod.cpp`);
-//! - a command other than `find`/`aggregate`/`distinct` (and `getMore`, which takes no
-//!   read concern): 72 InvalidOptions (the same jstest: `count`, `listCollections`,
+//! - `getMore` carrying the session's snapshot read concern (drivers send it on every
+//!   command of a snapshot session): accepted, the cursor reads on as of its point;
+//! - a command other than `find`/`aggregate`/`distinct`/`getMore`: 72 InvalidOptions (the same jstest: `count`, `listCollections`,
 //!   `listIndexes`, `listDatabases` with snapshot fail with InvalidOptions; the
 //!   message is the stand-in's);
 //! - a capped collection: 246 SnapshotUnavailable
@@ -139,6 +140,15 @@ pub fn requested(st: &mut State, name: &str, cmd: &Document) -> CmdResult<Option
                 "atClusterTime field can be set only if level is equal to snapshot",
             ));
         }
+        return Ok(None);
+    }
+    if name == "getMore" {
+        // A driver sends a snapshot session's read concern with every command of the
+        // session, getMore included (the driver specification
+        // `source/sessions/snapshot-sessions.rst`, "Sending readConcern to the server on
+        // all commands"); the getMore reads on from its cursor, which keeps the point it
+        // was opened at (`getmore_cmd.cpp`: "Uses the readConcern setting from whatever
+        // created the cursor"). The reply is stamped by the caller from that cursor.
         return Ok(None);
     }
     if !st.version.snapshot_reads_outside_transactions() {
