@@ -115,20 +115,19 @@ fn churn(port: &str, mib: u64, loaded: i64) {
         insert(&rt, &c, "events", docs);
         next_id += BATCH as i64;
         n += BATCH as u64;
-        // The other half: updates that rewrite `note` (each entry carries ~700 bytes).
+        // The other half: updates that rewrite `note` (each entry carries ~700 bytes),
+        // one statement over a run of 1000 `_id`s of bench.orders (the stand-in scans
+        // the collection once per statement, so one statement per id would crawl).
         round += 1;
-        let fill = char::from(b'A' + (round % 26) as u8)
-            .to_string()
-            .repeat(PAD);
-        let updates: Vec<Document> = (0..BATCH as i64)
-            .map(|k| {
-                let id = an_order_id(loaded, round * 7919 + k * 104_729);
-                doc! {"q": {"_id": id}, "u": {"$set": {"note": &fill, "rev": round}}}
-            })
-            .collect();
+        let fill = char::from(b'A' + (round % 26) as u8).to_string().repeat(PAD);
+        let first = an_order_id(loaded, round * 7919) / BATCH as i64 * BATCH as i64;
         rt.block_on(async {
             c.database("bench")
-                .run_command(doc! {"update": "orders", "updates": updates})
+                .run_command(doc! {"update": "orders", "updates": [{
+                    "q": {"_id": {"$gte": first, "$lt": first + BATCH as i64}},
+                    "u": {"$set": {"note": &fill, "rev": round}},
+                    "multi": true,
+                }]})
                 .await
         })
         .expect("update bench.orders");

@@ -18,13 +18,17 @@
 # oplog read, the compare, documents compared per second, documents read from the
 # server per second and read commands per second, the total, the verdict and peak RSS.
 #
-# Usage: scripts/bench-rehearse.sh [SIZE_MIB]   (default 1024; about 2x SIZE on disk in
+# Usage: scripts/bench-rehearse.sh [SIZE_MIB]   (default 128; about 2x SIZE on disk in
 #                                                 bench-data/, removed unless KEEP=1)
+# The stand-in keeps everything in memory several times over (its data, its oplog,
+# its history for snapshot reads, buffered cursors): about 30x SIZE of RAM (a 256 MiB
+# chain took 7.5 GiB before the oplog was written), so 1 GiB needs a machine with
+# ~40 GiB free.
 # Env:   MEMORY=384MiB (pitr's --memory)  KEEP=1  PROFILE=release|dev
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-size=${1:-1024}
+size=${1:-128}
 memory=${MEMORY:-384MiB}
 profile=${PROFILE:-release}
 dir=$([ "$profile" = dev ] && echo debug || echo release)
@@ -48,7 +52,13 @@ mkdir -p bench-data
 work=$(mktemp -d bench-data/rehearse.XXXXXX)
 mongod_pid=
 cleanup() {
-  if [ -n "$mongod_pid" ]; then kill "$mongod_pid" 2>/dev/null || true; wait "$mongod_pid" 2>/dev/null || true; fi
+  if [ -n "$mongod_pid" ]; then
+    kill "$mongod_pid" 2>/dev/null || true
+    # A stand-in busy inside a long command answers SIGTERM late: then SIGKILL.
+    for _ in $(seq 50); do kill -0 "$mongod_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$mongod_pid" 2>/dev/null || true
+    wait "$mongod_pid" 2>/dev/null || true
+  fi
   if [ "${KEEP:-}" != 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; fi
 }
 trap cleanup EXIT
