@@ -459,6 +459,18 @@ fn inputs_and_outputs_not_yet_in_buckets_refuse_a_url() {
             "--archive",
         ),
     ];
+    let cases = cases.into_iter().chain([(
+        vec![
+            "rehearse",
+            "--uri",
+            "mongodb://127.0.0.1:1/",
+            "--backup",
+            "backup",
+            "--metrics",
+            "s3://pitr-incident/pitr.prom",
+        ],
+        "--metrics",
+    )]);
     for (args, flag) in cases {
         let o = inc.pitr(&args);
         assert_eq!(common::code(&o), 2, "{args:?}: {}", show(&o));
