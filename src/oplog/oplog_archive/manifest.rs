@@ -496,6 +496,12 @@ impl ChunkRecord {
     }
 }
 
+impl From<crate::storage::StorageError> for OplogArchiveError {
+    fn from(e: crate::storage::StorageError) -> OplogArchiveError {
+        OplogArchiveError::Storage(Box::new(e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,11 +587,5 @@ mod tests {
         assert!(is_chunk_path(&format!("chunks/{n}")));
         assert!(!is_chunk_path("chunks/.x"));
         assert!(!is_chunk_path("chunks/a/b"));
-    }
-}
-
-impl From<crate::storage::StorageError> for OplogArchiveError {
-    fn from(e: crate::storage::StorageError) -> OplogArchiveError {
-        OplogArchiveError::Storage(Box::new(e))
     }
 }
