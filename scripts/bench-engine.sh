@@ -112,7 +112,7 @@ floor() {  # ROUND OUT_DIR
   timed "$1" read cat "${inputs[@]}"
   timed "$1" write dd if=/dev/zero of="$work/dd.out" bs=1M count=$(((out_bytes + (1 << 20) - 1) >> 20)) status=none
   rm -f "$work/dd.out"
-  timed "$1" hash sh -c "find '$2' -type f -name '*.bson' -print0 | xargs -0 -n 1 -P $(nproc) md5sum > /dev/null"
+  timed "$1" hash sh -c "cd '$2' && find . -type f -name '*.bson' -print0 | xargs -0 -n 1 -P $(nproc) md5sum > '$work/md5sums'"
 }
 
 for round in $(seq "$runs"); do
@@ -129,7 +129,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 st = r["engine_stats"]
 hashes = ",".join(f"{n['ns']}={n['md5']}" for n in r["namespaces"])
-print(sys.argv[2], sys.argv[3], st["memory_budget"], int(st["spilled_to_disk"]), hashes)
+print(sys.argv[2], sys.argv[3], st["memory_budget"], int(st["spilled_to_disk"]),
+      st["peak_memory_estimate"], hashes)
 PY
     if [ $first = yes ]; then floor "$round" "$work/out"; first=no; fi
   done
@@ -137,7 +138,7 @@ done
 
 echo "oplog: $oplog: $bytes bytes, $entries entries; backup: $backup_bytes bytes; dump: $(cat "$work/out_bytes") bytes"
 echo "machine: $(nproc) cores, $(awk '/MemAvailable/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) available; load now: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work/results" "$work/reports" "$bytes" "$entries" <<'PY'
+python3 - "$work/results" "$work/reports" "$bytes" "$entries" "$work/md5sums" "$dir/hashes.txt" <<'PY'
 import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
 reports = [l.split() for l in open(sys.argv[2])]
@@ -153,7 +154,7 @@ for rnd in rounds:
     parts = [f"{n} {R[(rnd, n)][0]:.2f}/{R[(rnd, n)][1]:.2f} (load {R[(rnd, n)][3]:.1f})"
              for (r, n) in R if r == rnd]
     print(f"  round {rnd}: floor {fl(rnd, 0):.2f}/{fl(rnd, 1):.2f}; " + "; ".join(parts))
-budget = {(r, n): (int(b), s == "1") for r, n, b, s, *_ in reports}
+budget = {(r, n): (int(b), s == "1", int(e)) for r, n, b, s, e, *_ in reports}
 hashes = {h for *_, h in reports}
 med = st.median
 print(f"\nmedians over {len(rounds)} round(s):")
@@ -170,13 +171,30 @@ for name in [n for n in ("default", "small", "unbounded") if (rounds[0], n) in R
     xw = med(R[(r, name)][0] / fl(r, 0) for r in rounds)
     xc = med(R[(r, name)][1] / fl(r, 1) for r in rounds)
     rss = max(R[(r, name)][2] for r in rounds) / 1024
-    b, spilled = budget[(rounds[0], name)]
+    b, spilled, est = budget[(rounds[0], name)]
     label = {"default": "embedded, default budget", "small": "embedded, small budget",
              "unbounded": "embedded, unbounded"}[name]
     print(f"{label:<28} {w:7.2f} {c:7.2f} {xw:8.2f} {xc:11.2f} {entries / w:11,.0f} {rss:11.0f}  "
-          f"{b / 2**20:,.0f} MiB{', past it (disk)' if spilled else ', within it'}")
+          f"{b / 2**20:,.0f} MiB{', past it (disk)' if spilled else ', within it'}; "
+          f"store's peak estimate {est / 2**20:,.0f} MiB")
 if len(hashes) != 1:
     print("\nWARNING: the runs disagree on the dbHash of some collection:", *sorted(hashes), sep="\n  ")
 else:
     print("\nevery run gave the same dbHash for every collection")
+# The dump's bytes are what was hashed: each collection file's MD5 is its dbHash.
+said = dict(kv.split("=", 1) for kv in sorted(hashes)[0].split(","))
+files = {p[2:-len(".bson")].replace("/", "."): m for m, p in (l.split() for l in open(sys.argv[5]))}
+bad = [ns for ns, m in files.items() if ns in said and said[ns] != m]
+print(f"{len(files) - len(bad)} of {len(files)} dump files have the MD5 the engine reported as their dbHash"
+      + (f"; NOT: {', '.join(bad)}" if bad else ""))
+# And the same hashes as the first run of the bench on this data (kept in hashes.txt).
+import os
+mine = sorted(hashes)[0]
+if not os.path.exists(sys.argv[6]):
+    open(sys.argv[6], "w").write(mine + "\n")
+    print(f"dbHashes kept in {sys.argv[6]} for later runs to compare with")
+elif open(sys.argv[6]).read().strip() == mine:
+    print(f"the same dbHash for every collection as {sys.argv[6]}")
+else:
+    print(f"WARNING: dbHashes differ from {sys.argv[6]}")
 PY
