@@ -94,8 +94,12 @@ pub fn text(sections: &[Section]) -> String {
     let mut s = String::new();
     for sec in sections.iter().filter(|x| x.show != Show::Report) {
         let indent = if sec.key.is_empty() { "" } else { "  " };
-        if !sec.key.is_empty() || !sec.head.is_empty() {
-            s.push_str(&format!("{:<10}{}\n", sec.key, sec.head).replace("          \n", "\n"));
+        if sec.key.is_empty() && !sec.head.is_empty() {
+            // No margin: a line of its own (a banner, a sentence before a block).
+            s.push_str(&format!("{}\n", sec.head));
+        } else if !sec.key.is_empty() {
+            s.push_str(format!("{:<10}{}", sec.key, sec.head).trim_end());
+            s.push('\n');
         }
         for it in &sec.items {
             match it {
@@ -170,7 +174,13 @@ pub fn markdown(title: &str, sections: &[Section]) -> String {
         if !sec.head.is_empty() {
             s.push_str(&format!("{}\n\n", sec.head));
         }
+        let mut after_list = false;
         for it in &sec.items {
+            // A block right after a list item would be read as part of it.
+            if after_list && !matches!(it, Item::Line(_)) {
+                s.push('\n');
+            }
+            after_list = matches!(it, Item::Line(_));
             match it {
                 Item::Line(l) => s.push_str(&format!("- {l}\n")),
                 Item::Pre(lines) => {

@@ -10,8 +10,8 @@
 //! Files: [`workdir`] (layout of the work directory), [`tools`] (finding the
 //! programs), [`commands`] (real values for the step commands), [`run`] (the
 //! steps), [`record`] (what each step did), [`progress`] (stderr), [`report`]
-//! (`report.json`), [`markdown`] (`report.md`), [`summary`] (stdout),
-//! [`dry_run`], [`error`].
+//! (`report.json`), [`summary`] (stdout and `report.md`, from one description:
+//! [`describe`]), [`dry_run`], [`error`].
 //!
 //! Exit codes: 0 replayed and verified; 1 the verification failed; 2 a step failed
 //! (its exit code, or 128+n for a signal, and the last lines of its stderr are in
@@ -23,7 +23,6 @@ pub mod dry_run;
 pub mod embedded;
 pub mod error;
 pub mod handover;
-pub mod markdown;
 pub mod preflight;
 pub mod progress;
 pub mod record;

@@ -1,5 +1,5 @@
 //! The replay report: `report.json` (machine, format `pitr-replay-report/1`) and
-//! `report.md` (for the post-mortem, see [`super::markdown`]), both in the work dir.
+//! `report.md` (for the post-mortem, see [`super::summary`]), both in the work dir.
 //!
 //! JSON keys: `format`, `pitr_version`, `result` (`passed`, `incident_replayed`,
 //! `verify_failed`, `error`, `interrupted`), `exit_code`, `accept_incidents`,
@@ -234,7 +234,7 @@ impl ReplayReport {
         })?;
         json.push('\n');
         write_file(&work.report_json(), &json)?;
-        write_file(&work.report_md(), &super::markdown::render(self))
+        write_file(&work.report_md(), &super::summary::markdown(self))
     }
 }
 
@@ -321,17 +321,17 @@ mod tests {
             Some("STAND-IN: not a real MongoDB result (mongod is pitr's test stand-in)")
         );
         assert_eq!(r.restore_point.limit.to_string(), "1795223165:1");
-        let md = super::super::markdown::render(&r);
+        let md = super::super::summary::markdown(&r);
         for needle in [
             "> **STAND-IN: not a real MongoDB result",
-            "**Result: ERROR: a step failed** (exit code 2)",
-            "limit **`1795223165:1`**",
-            "**exclusive**",
-            "| 2 | Restore the backup | FAILED | - | 1 |",
+            "**Result: ERROR: a step failed (exit 2)**",
+            "gave the limit `1795223165:1`",
+            "exclusive: entries with ts < 1795223165:1 applied",
+            "| 2. | Restore the backup | FAILED | - | 1 |",
             "mongorestore --host 127.0.0.1 --port 1 | x",
             "Failed: boom",
-            "> warning: careful",
-            "Hint: look",
+            "- warning: careful",
+            "- hint: look",
             "| mongod | 7.0.14 | `/opt/bin/mongod` | --mongodb-bin | **YES",
             "| mongorestore | 7.0.14 | `/opt/bin/mongorestore` | --mongodb-bin | no |",
         ] {
