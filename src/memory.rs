@@ -9,7 +9,7 @@
 //! (`/proc/meminfo`: free memory plus the page cache the kernel can drop without
 //! swapping), at least 64 MiB, at most 64 GiB. Half, because the budget bounds an
 //! estimate of the documents' bytes, not the process: on the 1 GiB bench the peak RSS
-//! was 1.3x the store's estimate (allocator and B-tree overhead, read buffers), and
+//! was 1.05x the store's estimate (allocator and B-tree overhead, read buffers), and
 //! the restore's own reads and writes need page cache too (see
 //! docs/performance.md). The cap keeps a large host's other tenants (a spare
 //! mongod's cache, the production server beside it) their memory; past it a restore
@@ -97,14 +97,20 @@ impl fmt::Display for Budget {
             Source::Flag => write!(f, "{b} (--memory)"),
             Source::Available(a) => {
                 let why = if self.bytes == CAP && a / 2 > CAP {
-                    format!("half of the {} available when pitr started, capped", crate::size::human(a))
+                    format!(
+                        "half of the {} available when pitr started, capped",
+                        crate::size::human(a)
+                    )
                 } else if self.bytes == MIN && a / 2 < MIN {
                     format!(
                         "the least it takes, with only {} available when pitr started",
                         crate::size::human(a)
                     )
                 } else {
-                    format!("half of the {} available when pitr started", crate::size::human(a))
+                    format!(
+                        "half of the {} available when pitr started",
+                        crate::size::human(a)
+                    )
                 };
                 write!(f, "{b} ({why}; --memory sets it)")
             }

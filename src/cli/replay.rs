@@ -603,7 +603,10 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
                 "\nEngine    embedded: would apply the backup and the slice in-process and write {} (nothing started, nothing written there)",
                 out.display()
             )?;
-            writeln!(w, "Memory    {budget} for documents; past it they move to disk")?;
+            writeln!(
+                w,
+                "Memory    {budget} for documents; past it they move to disk"
+            )?;
             match &verdict {
                 Some(why) => writeln!(
                     w,
@@ -632,6 +635,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             format,
             memory: budget,
             accept_incidents: a.accept_incidents,
+            process_exits_after: true,
         },
         &super::progress::PhaseProgress::for_stderr(a.json),
     );

@@ -231,7 +231,9 @@ impl fmt::Debug for IdKey {
 /// A string value's bytes without its length and NUL (as `compare`'s `string_bytes`).
 #[inline]
 fn string_bytes(v: &[u8]) -> Option<&[u8]> {
-    let n = usize::try_from(raw::read_i32(v)?).ok().filter(|n| *n >= 1)?;
+    let n = usize::try_from(raw::read_i32(v)?)
+        .ok()
+        .filter(|n| *n >= 1)?;
     v.get(4..4 + n).map(|s| &s[..n - 1])
 }
 
