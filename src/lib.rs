@@ -24,7 +24,7 @@
 //! | 8 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
 //! | 9 | exec | child processes (mongod, mongorestore, mongodump) |
 //! | 10 | mongo | everything that uses the MongoDB driver (read-only) |
-//! | 11 | verify | checking a restored server against a plan |
+//! | 11 | verify, rehearse | checking a restored server against a plan; rebuilding production's state at a recent cluster time and comparing it with production read as of that time |
 //! | 12 | replay | running a plan with an engine, the report |
 //! | 13 | cli | flags, rendering, exit codes |
 
@@ -41,6 +41,7 @@ pub mod mongo;
 pub mod objectid;
 pub mod oplog;
 pub mod plan;
+pub mod rehearse;
 pub mod replay;
 pub mod size;
 pub mod storage;
