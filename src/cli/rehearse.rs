@@ -70,8 +70,9 @@ pub struct RehearseArgs {
     #[arg(long = "ns", value_name = "GLOB")]
     pub ns: Vec<String>,
     /// Memory for the rebuilt documents before they move to an on-disk store in --work-dir
-    #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
-    pub memory: usize,
+    /// [default: half of the memory available when pitr starts, 64 MiB to 64 GiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<usize>,
     /// Read at most N documents per second from production
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_read_rate: Option<u64>,
@@ -133,7 +134,8 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         full: a.full,
         sample: a.sample,
         ns: a.ns.clone(),
-        memory: a.memory,
+        // The same rule as the embedded replay's (crate::memory).
+        memory: crate::memory::budget(a.memory.map(|m| m as u64)).bytes as usize,
         work_parent: a.work_dir.clone().unwrap_or_else(std::env::temp_dir),
         max_read_rate: a.max_read_rate,
         batch_size: a.batch_size,

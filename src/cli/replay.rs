@@ -87,9 +87,11 @@ pub struct ReplayArgs {
     /// Memory for documents before they move to an on-disk store in the work dir
     /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica (and the documents it
     /// writes to OUT-destroyed), and with `--engine mongod` the replica that
-    /// predicts each collection's dbHash for verification
-    #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
-    pub memory: usize,
+    /// predicts each collection's dbHash for verification [default: half of the
+    /// memory available when pitr starts (MemAvailable), at most 64GiB; 384MiB where
+    /// that is unknown]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory: Option<usize>,
     /// Embedded engine: write --out as `mongodump --gzip` does
     #[arg(long)]
     pub gzip: bool,
@@ -349,9 +351,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .tempdir_in(&work.root)?;
     if !a.dry_run && req.expect {
         req.content = Some(plan::ContentOptions {
-            memory: a.memory,
+            memory: crate::memory::budget(a.memory.map(|m| m as u64)).bytes as usize,
             spill_dir: predict.path().to_path_buf(),
             strict: false,
+            defer_hashes: false,
         });
     }
     let built = plan::build(
@@ -609,10 +612,12 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             a.out.clone().unwrap_or_else(|| work.root.join("dump")),
         ),
     };
+    // Measured once, at the start: what the engine may keep in memory.
+    let budget = crate::memory::budget(a.memory.map(|m| m as u64));
     if !a.dry_run && !a.no_space_check {
         let (backup, oplog) = input_sizes(&a);
         // The slice, and past --memory the on-disk store of the documents.
-        let store = if backup > a.memory as u64 { backup } else { 0 };
+        let store = if backup > budget.bytes { backup } else { 0 };
         let needs = [
             Need {
                 dir: work.root.clone(),
@@ -670,6 +675,10 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
                 "\nEngine    embedded: would apply the backup and the slice in-process and write {} (nothing started, nothing written there)",
                 out.display()
             )?;
+            writeln!(
+                w,
+                "Memory    {budget} for documents; past it they move to disk"
+            )?;
             match &verdict {
                 Some(why) => writeln!(
                     w,
@@ -689,15 +698,17 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         "pitr replay (engine: embedded): no mongod, no mongorestore; work dir {}",
         work.root.display()
     );
+    eprintln!("memory for documents: {budget}");
     let (report, result) = crate::replay::embedded::run(
         crate::replay::embedded::EmbeddedRun {
             req,
             work: &work,
             out,
             format,
-            memory: a.memory,
+            memory: budget,
             accept_incidents: a.accept_incidents,
             upload,
+            process_exits_after: true,
         },
         &super::progress::PhaseProgress::for_stderr(a.json),
     );

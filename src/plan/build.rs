@@ -84,6 +84,10 @@ pub struct ContentOptions {
     /// Apply the slice strictly (the embedded engine): an entry that a secondary
     /// could not apply stops the plan. Otherwise as a mongorestore replay does.
     pub strict: bool,
+    /// Leave the hashes out of the plan's expectations: the caller computes them
+    /// ([`super::expect::Model::hash_alongside`]) while it writes its dump, then
+    /// writes `plan.json` again ([`rewrite_plan_json`]).
+    pub defer_hashes: bool,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
@@ -612,6 +616,9 @@ fn seed_model(
     let restored = |ns: &str| layout.restored(filter, ns);
     if let Some(c) = &req.content {
         let mut m = seed_documents(&backup.inv, c, &restored, req.expect, progress)?;
+        if c.defer_hashes {
+            m.defer_hashes();
+        }
         if !c.strict {
             if let Some(why) = capped_natural_order(&req.versions) {
                 m.leave_capped_unpredicted(why);
@@ -1037,22 +1044,52 @@ fn seed_documents(
     ))
 }
 
+/// Writes `DIR/plan.json` again, all or nothing (a temporary file renamed over it),
+/// for a caller that filled in what the plan deferred: the embedded engine's
+/// hashes, computed while it writes its dump ([`ContentOptions::defer_hashes`]).
+pub fn rewrite_plan_json(dir: &Path, plan: &RestorePlan) -> Result<(), PlanError> {
+    use std::io::Write;
+    let path = dir.join("plan.json");
+    let write_err = |source| PlanError::Write {
+        path: path.clone(),
+        source,
+    };
+    let mut json = serde_json::to_string_pretty(plan).map_err(|e| write_err(e.into()))?;
+    json.push('\n');
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".pitr-plan-")
+        .suffix(".json.tmp")
+        .tempfile_in(dir)
+        .map_err(write_err)?;
+    tmp.write_all(json.as_bytes()).map_err(write_err)?;
+    tmp.as_file().sync_all().map_err(write_err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))
+            .map_err(write_err)?;
+    }
+    tmp.persist(&path).map_err(|e| write_err(e.error))?;
+    Ok(())
+}
+
 /// `PITR_TIMING=1` prints how long each phase of the plan took (for the benchmark
 /// and for finding where time goes on a large oplog).
-struct PhaseTimer {
+pub struct PhaseTimer {
     on: bool,
     last: std::cell::Cell<std::time::Instant>,
 }
 
 impl PhaseTimer {
-    fn start() -> PhaseTimer {
+    pub fn start() -> PhaseTimer {
         PhaseTimer {
             on: std::env::var_os("PITR_TIMING").is_some_and(|v| v == "1"),
             last: std::cell::Cell::new(std::time::Instant::now()),
         }
     }
 
-    fn mark(&self, what: &str) {
+    pub fn mark(&self, what: &str) {
         if self.on {
             let now = std::time::Instant::now();
             eprintln!(

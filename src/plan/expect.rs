@@ -24,6 +24,7 @@ use std::collections::{HashMap, HashSet};
 use bson::RawBsonRef;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::replica::hash::CollHash;
 use crate::engine::replica::{
     CollInfo, CollKind, Content, Meter, Phase, Replica, ReplicaError, ReplicaOptions,
 };
@@ -110,7 +111,12 @@ pub struct Model {
     /// Why capped collections get no predicted hash (the server that will be
     /// compared hashes them in natural order, which the replica does not keep).
     capped_unpredicted: Option<String>,
+    /// [`Model::finish_with`] leaves the hashes to [`Model::hash_alongside`].
+    defer_hashes: bool,
 }
+
+/// Per namespace, its `dbHash` (None for a view or a missing namespace).
+type Hashes = HashMap<String, Option<CollHash>>;
 
 /// How often (in applied entries) the counting model checks its cap.
 const CAP_CHECK_EVERY: u32 = 4096;
@@ -159,7 +165,21 @@ impl Model {
             since_check: 0,
             ids_note: None,
             capped_unpredicted: None,
+            defer_hashes: false,
         }
+    }
+
+    /// Leaves the hashes out of [`Model::finish_with`] (its rows then have no
+    /// `md5`): the caller computes them with [`Model::hash_alongside`], overlapped
+    /// with other work on the replica (the embedded engine writes its dump meanwhile).
+    pub fn defer_hashes(&mut self) {
+        self.defer_hashes = true;
+    }
+
+    /// Makes pending writes of the replica visible to scans (before
+    /// [`Model::hash_alongside`] and a dump).
+    pub fn flush(&mut self) -> Result<(), ReplicaError> {
+        self.replica.flush()
     }
 
     /// Predicts no hash for capped collections, saying `why`: the server to be
@@ -196,6 +216,10 @@ impl Model {
 
     pub fn replica(&self) -> &Replica {
         &self.replica
+    }
+
+    pub fn replica_mut(&mut self) -> &mut Replica {
+        &mut self.replica
     }
 
     pub fn into_replica(self) -> Replica {
@@ -239,20 +263,22 @@ impl Model {
 
     /// [`Replica::collection_hash`] of every name, on every core: the collections
     /// are shared out largest first (MD5 of the documents is most of the time, and
-    /// the replica is only read).
-    fn hashes_of(
+    /// the replica is only read). `alongside` runs on this thread meanwhile (with
+    /// one core fewer for hashing), which then joins the hashing.
+    fn hashes_of<R>(
         &self,
         names: &[String],
         meter: &Meter,
-    ) -> Result<HashMap<String, Option<crate::engine::replica::hash::CollHash>>, ReplicaError> {
+        alongside: impl FnOnce(&Replica) -> R,
+    ) -> (R, Result<Hashes, ReplicaError>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let mut order: Vec<&String> = names.iter().collect();
         order.sort_by_key(|ns| std::cmp::Reverse(self.replica.count(ns)));
         let next = AtomicUsize::new(0);
-        let workers = std::thread::available_parallelism()
+        let others = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(order.len())
-            .max(1);
+            .saturating_sub(1);
         // Each worker takes the next collection until none is left.
         let work = || {
             let mut mine = Vec::new();
@@ -264,19 +290,69 @@ impl Model {
             }
             Ok::<_, ReplicaError>(mine)
         };
-        let parts = std::thread::scope(|s| {
-            let others: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        let (r, parts) = std::thread::scope(|s| {
+            let others: Vec<_> = (0..others).map(|_| s.spawn(work)).collect();
+            let r = alongside(&self.replica);
             let mut parts = vec![work()];
             for h in others {
                 parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
             }
-            parts
+            (r, parts)
         });
         let mut out = HashMap::new();
         for part in parts {
-            out.extend(part?);
+            match part {
+                Ok(p) => out.extend(p),
+                Err(e) => return (r, Err(e)),
+            }
         }
-        Ok(out)
+        (r, Ok(out))
+    }
+
+    /// The hashes [`Model::defer_hashes`] left out of `expected` (the rows
+    /// [`Model::finish_with`] returned), computed on every core while `alongside`
+    /// runs on this thread with the same replica (read only); `meter` advances by
+    /// the documents hashed.
+    pub fn hash_alongside<R>(
+        &self,
+        expected: &mut [ExpectedNs],
+        meter: &Meter,
+        alongside: impl FnOnce(&Replica) -> R,
+    ) -> (R, Result<(), ReplicaError>) {
+        let names: Vec<String> = expected
+            .iter()
+            .filter(|e| self.has_documents() && e.exists)
+            .map(|e| e.ns.clone())
+            .collect();
+        let (r, hashes) = self.hashes_of(&names, meter, alongside);
+        let mut hashes = match hashes {
+            Ok(h) => h,
+            Err(e) => return (r, Err(e)),
+        };
+        for e in expected {
+            let (md5, why) = self.md5_of(&e.ns, hashes.remove(&e.ns).flatten());
+            e.md5 = md5;
+            e.md5_not_predicted = why;
+        }
+        (r, Ok(()))
+    }
+
+    /// What `ns`'s row says of its hash: the predicted `md5`, or why there is none.
+    fn md5_of(&self, ns: &str, hash: Option<CollHash>) -> (Option<String>, Option<String>) {
+        let capped_why = self
+            .capped_unpredicted
+            .as_ref()
+            .filter(|_| self.replica.get(ns).is_some_and(|c| c.is_capped()));
+        let md5 = hash
+            .as_ref()
+            .filter(|_| capped_why.is_none())
+            .and_then(|h| h.predicted().map(str::to_string));
+        let md5_not_predicted = match (capped_why, hash) {
+            (Some(why), Some(_)) => Some(why.clone()),
+            (None, Some(h)) if h.predicted().is_none() => Some(h.md5),
+            _ => None,
+        };
+        (md5, md5_not_predicted)
     }
 
     /// The expectations for checked namespaces the backup held or the replay
@@ -305,31 +381,18 @@ impl Model {
             .collect();
         names.sort();
         names.dedup();
-        let mut hashes = if self.has_documents() {
+        let mut hashes = if self.has_documents() && !self.defer_hashes {
             let meter = Meter::new();
             let total = names.iter().map(|ns| self.replica.count(ns)).sum();
             let _phase = progress.phase("hashing", Unit::Documents, Some(total), &meter);
-            self.hashes_of(&names, &meter)?
+            self.hashes_of(&names, &meter, |_| ()).1?
         } else {
             HashMap::new()
         };
         let mut out = Vec::new();
         for ns in names {
             let info = self.replica.get(&ns);
-            let hash = hashes.remove(&ns).flatten();
-            let capped_why = self
-                .capped_unpredicted
-                .as_ref()
-                .filter(|_| info.is_some_and(|c| c.is_capped()));
-            let md5 = hash
-                .as_ref()
-                .filter(|_| capped_why.is_none())
-                .and_then(|h| h.predicted().map(str::to_string));
-            let md5_not_predicted = match (capped_why, hash) {
-                (Some(why), Some(_)) => Some(why.clone()),
-                (None, Some(h)) if h.predicted().is_none() => Some(h.md5),
-                _ => None,
-            };
+            let (md5, md5_not_predicted) = self.md5_of(&ns, hashes.remove(&ns).flatten());
             out.push(ExpectedNs {
                 exists: info.is_some(),
                 documents: self.replica.count(&ns),

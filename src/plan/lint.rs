@@ -57,7 +57,10 @@ pub struct LintItem {
 /// Collects lint items; see the module documentation.
 pub struct Linter {
     items: Vec<LintItem>,
-    index: HashMap<(String, String), usize>,
+    /// code -> ns -> position in `items`: looked up by `&str` on every repeat (a
+    /// replayed oplog repeats a few items millions of times, `ui-stripped` once per
+    /// entry), so a repeat allocates nothing.
+    index: HashMap<String, HashMap<String, usize>>,
     restore: RestoreRules,
     server: ServerRules,
     /// `mongorestore 100.18.0`, `mongod 7.0.14`: for messages.
@@ -107,12 +110,14 @@ impl Linter {
         ns: &str,
         message: impl Into<String>,
     ) {
-        let key = (code.to_string(), ns.to_string());
-        if let Some(&i) = self.index.get(&key) {
+        if let Some(&i) = self.index.get(code).and_then(|m| m.get(ns)) {
             self.items[i].count += 1;
             return;
         }
-        self.index.insert(key, self.items.len());
+        self.index
+            .entry(code.to_string())
+            .or_default()
+            .insert(ns.to_string(), self.items.len());
         self.items.push(LintItem {
             severity,
             code: code.to_string(),

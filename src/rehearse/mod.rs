@@ -565,6 +565,7 @@ fn with_client(
             memory: req.memory,
             spill_dir: spill,
             strict: true,
+            defer_hashes: false,
         }),
         mongorestore_inputs: false,
     };

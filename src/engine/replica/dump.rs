@@ -201,8 +201,22 @@ pub fn prepare(
     server_version: &str,
     meter: &Meter,
 ) -> Result<Pending, DumpError> {
-    check_new(out, format)?;
     r.flush()?;
+    prepare_flushed(r, out, format, items, server_version, meter)
+}
+
+/// [`prepare`] from a replica whose pending writes were flushed
+/// ([`Replica::flush`]): it only reads, so other threads may read it meanwhile (the
+/// embedded engine hashes while it writes the dump).
+pub fn prepare_flushed(
+    r: &Replica,
+    out: &Path,
+    format: DumpFormat,
+    items: &[Item],
+    server_version: &str,
+    meter: &Meter,
+) -> Result<Pending, DumpError> {
+    check_new(out, format)?;
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

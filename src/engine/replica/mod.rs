@@ -109,7 +109,7 @@ pub struct Tolerated {
 
 /// The replica; see the module documentation.
 pub struct Replica {
-    colls: HashMap<String, CollInfo>,
+    colls: store::FastMap<String, CollInfo>,
     store: Store,
     next_slot: Slot,
     opts: ReplicaOptions,
@@ -122,7 +122,7 @@ pub struct Replica {
 impl Replica {
     pub fn new(opts: ReplicaOptions) -> Replica {
         Replica {
-            colls: HashMap::new(),
+            colls: store::FastMap::default(),
             store: Store::new(opts.content, opts.memory, opts.spill_dir.as_deref()),
             next_slot: 0,
             opts,
@@ -508,21 +508,28 @@ impl Replica {
         let Some(slot) = self.target_slot(op, phase)? else {
             return Ok(());
         };
-        // Fast path: the document is in memory; the post-image replaces it in place.
+        // Fast path: the document is in memory; the post-image replaces it in place
+        // (built in the reused scratch buffer: no allocation when its size is unchanged).
         if self.opts.content == Content::Documents {
             let opts = self.opts.update;
             if let Some(cur) = self.store.mem_get(slot, &key) {
+                let mut out = std::mem::take(&mut self.scratch);
+                out.clear();
                 let r = update::classify(o).and_then(|kind| {
-                    let mut out = Vec::with_capacity(cur.len() + 64);
                     let cur = RawDocument::from_bytes(cur).map_err(|e| {
                         crate::engine::UpdateError::malformed("the stored document", e.to_string())
                     })?;
-                    update::apply(cur, kind, opts, &mut out).map(|()| out)
+                    update::apply(cur, kind, opts, &mut out)
                 });
-                return match r {
-                    Ok(out) => Ok(self.store.mem_replace(slot, &key, out)?),
+                let done = match r {
+                    Ok(()) => self
+                        .store
+                        .mem_replace(slot, &key, &out)
+                        .map_err(ReplicaError::from),
                     Err(e) => self.update_failed(op, phase, e),
                 };
+                self.scratch = out;
+                return done;
             }
         }
         // `b: true`: the primary's update was an upsert (`OplogEntry::getUpsert`).

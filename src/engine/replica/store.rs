@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 use super::disk::{DiskError, DiskStore};
 use crate::engine::IdKey;
 
+/// The maps looked up once or more per applied entry (by slot, by namespace):
+/// foldhash instead of SipHash, which showed in an in-memory replay's profile.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// What the store keeps of a document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Content {
@@ -41,8 +45,8 @@ const ENTRY_OVERHEAD: usize = 64;
 /// The documents of every collection; see the module documentation.
 pub struct Store {
     content: Content,
-    mem: HashMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
-    counts: HashMap<Slot, u64>,
+    mem: FastMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
+    counts: FastMap<Slot, u64>,
     mem_bytes: usize,
     budget: usize,
     spill_dir: Option<PathBuf>,
@@ -56,8 +60,8 @@ impl Store {
     pub fn new(content: Content, budget: usize, spill_dir: Option<&Path>) -> Store {
         Store {
             content,
-            mem: HashMap::new(),
-            counts: HashMap::new(),
+            mem: FastMap::default(),
+            counts: FastMap::default(),
             mem_bytes: 0,
             budget,
             spill_dir: spill_dir.map(Path::to_path_buf),
@@ -89,8 +93,8 @@ impl Store {
     /// counting model that outgrew its cap.
     pub fn forget_documents(&mut self) {
         self.content = Content::CatalogOnly;
-        self.mem = HashMap::new();
-        self.counts = HashMap::new();
+        self.mem = FastMap::default();
+        self.counts = FastMap::default();
         self.mem_bytes = 0;
         self.disk = None;
     }
@@ -127,14 +131,19 @@ impl Store {
         self.mem.get(&slot).and_then(|m| m.get(key)).map(|d| &d[..])
     }
 
-    /// Replaces an in-memory document (after [`Store::mem_get`] found it).
-    pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: Vec<u8>) -> Result<(), DiskError> {
+    /// Replaces an in-memory document (after [`Store::mem_get`] found it): over its
+    /// bytes when the size is unchanged, else in an allocation of the new size.
+    pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<(), DiskError> {
         let new_len = doc.len();
         let Some(old) = self.mem.get_mut(&slot).and_then(|m| m.get_mut(key)) else {
-            return self.put(slot, key.clone(), &doc).map(|_| ());
+            return self.put(slot, key.clone(), doc).map(|_| ());
         };
         let old_len = old.len();
-        *old = doc.into_boxed_slice();
+        if old_len == new_len {
+            old.copy_from_slice(doc);
+        } else {
+            *old = Box::from(doc);
+        }
         self.mem_bytes = (self.mem_bytes + new_len).saturating_sub(old_len);
         self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
         if self.mem_bytes > self.budget && self.spill_dir.is_some() {

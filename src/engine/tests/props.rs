@@ -89,6 +89,20 @@ fn hash(k: &IdKey) -> u64 {
     h.finish()
 }
 
+/// The `_id`s [`IdKey`] compares without the general path (ObjectIds, 32/64-bit
+/// integers, strings), mixed with numbers and symbols that take it.
+fn common_id() -> impl Strategy<Value = RawBson> {
+    prop_oneof![
+        number(),
+        any::<[u8; 12]>().prop_map(|b| RawBson::ObjectId(bson::oid::ObjectId::from_bytes(b))),
+        prop::sample::select(vec![[0u8; 12], [0xff; 12], [1; 12]])
+            .prop_map(|b| RawBson::ObjectId(bson::oid::ObjectId::from_bytes(b))),
+        "[a-c\\x00é]{0,6}".prop_map(RawBson::String),
+        ".{0,12}".prop_map(RawBson::String),
+        "[a-c]{0,3}".prop_map(RawBson::Symbol),
+    ]
+}
+
 fn number() -> impl Strategy<Value = RawBson> {
     prop_oneof![
         (-3i32..3).prop_map(RawBson::Int32),
@@ -222,6 +236,19 @@ proptest! {
             prop_assert_eq!(hash(&ka), hash(&kb), "{:?} == {:?}", a, b);
         }
         prop_assert_eq!(ka.cmp(&kb), ab);
+    }
+
+    /// The fast paths of `IdKey`'s order (and of the on-disk store's comparator)
+    /// agree with the general comparison of values.
+    #[test]
+    fn common_ids_order_as_values_do(a in common_id(), b in common_id()) {
+        let (ka, kb) = (IdKey::from_value(a.as_raw_bson_ref()), IdKey::from_value(b.as_raw_bson_ref()));
+        let ab = compare_values(a.as_raw_bson_ref(), b.as_raw_bson_ref());
+        prop_assert_eq!(ka.cmp(&kb), ab, "{:?} vs {:?}", a, b);
+        prop_assert_eq!(
+            super::super::compare::id_key::cmp_key_bytes(ka.document_bytes(), kb.document_bytes()),
+            ab
+        );
     }
 
     #[test]
