@@ -531,7 +531,7 @@ fn render_table(
             t.ts
         )?;
         let oplog = match summary.names.as_slice() {
-            [one] if one != "<stdin>" => crate::plan::steps::shell_line(&[one.clone()]),
+            [one] if one != "<stdin>" => crate::plan::steps::shell_line(std::slice::from_ref(one)),
             _ => "<OPLOG>".to_string(),
         };
         // The backup given with --backup, else a placeholder to fill in.

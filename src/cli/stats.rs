@@ -199,7 +199,7 @@ fn human_duration(secs: u64) -> String {
 /// A bucket size as `--bucket` takes it back: whole days as days (humantime's months
 /// are 30.44 days, so 364 days would read `11months 29days 3h 50m 24s`).
 fn bucket_text(secs: u64) -> String {
-    if secs >= 86400 && secs % 86400 == 0 {
+    if secs >= 86400 && secs.is_multiple_of(86400) {
         let d = secs / 86400;
         return format!("{d}{}", if d == 1 { "day" } else { "days" });
     }

@@ -323,7 +323,7 @@ pub async fn stream<S: OplogSink>(
                     p.last = Some(ts);
                     delivered = true;
                     failures = 0;
-                    if p.entries % PROGRESS_EVERY == 0 {
+                    if p.entries.is_multiple_of(PROGRESS_EVERY) {
                         sink.progress(&p).map_err(StreamError::Sink)?;
                     }
                 }

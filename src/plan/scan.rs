@@ -190,7 +190,7 @@ pub fn scan(
     let mut prev: Option<Ts> = None;
     while let Some(e) = r.next_entry()? {
         s.entries += 1;
-        if s.entries % 8192 == 0 {
+        if s.entries.is_multiple_of(8192) {
             tick();
             crate::engine::replica::interrupt::check()?;
         }

@@ -193,7 +193,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
     let mut n = 0u64;
     while let Some(e) = r.next_entry()? {
         n += 1;
-        if n % 8192 == 0 {
+        if n.is_multiple_of(8192) {
             tick();
             crate::engine::replica::interrupt::check()?;
         }
@@ -295,7 +295,7 @@ pub fn count_after(
             }
         };
         n += 1;
-        if n % 8192 == 0 {
+        if n.is_multiple_of(8192) {
             tick();
         }
         if e.ts < limit {

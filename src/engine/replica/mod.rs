@@ -155,7 +155,7 @@ impl Replica {
         doc: &RawDocument,
         index: u64,
     ) -> Result<(), ReplicaError> {
-        if index % interrupt::EVERY == 0 {
+        if index.is_multiple_of(interrupt::EVERY) {
             interrupt::check()?;
         }
         let Some(c) = self.colls.get_mut(ns) else {
@@ -265,7 +265,7 @@ impl Replica {
         let mut seen = 0u64;
         let mut each = |doc: &[u8]| -> Result<(), ReplicaError> {
             seen += 1;
-            if seen % interrupt::EVERY == 0 {
+            if seen.is_multiple_of(interrupt::EVERY) {
                 interrupt::check()?;
                 interrupt::test_pause();
             }
@@ -304,7 +304,7 @@ impl Replica {
         let mut interrupted = false;
         let r = self.store.for_each(c.slot, &mut |k, _| {
             seen += 1;
-            if seen % interrupt::EVERY == 0 && interrupt::requested() {
+            if seen.is_multiple_of(interrupt::EVERY) && interrupt::requested() {
                 interrupted = true;
                 return Err(disk::DiskError::Stopped);
             }
@@ -344,7 +344,7 @@ impl Replica {
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
         interrupt::check()?;
         self.applied += 1;
-        if self.applied % interrupt::EVERY == 0 {
+        if self.applied.is_multiple_of(interrupt::EVERY) {
             interrupt::test_pause();
         }
         match op.op {
