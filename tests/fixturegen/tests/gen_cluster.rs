@@ -227,3 +227,30 @@ fn refuses_a_foreign_directory() {
     .unwrap_err();
     assert!(err.to_string().contains("notes.txt"), "{err}");
 }
+
+/// The committed fixtures/cluster/ is exactly what scripts/gen-fixtures.sh writes
+/// (seed 7, start 2026-11-21T01:00:00Z, the defaults of `--scenario cluster`).
+#[test]
+fn committed_cluster_fixture_is_reproducible() {
+    let committed = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/cluster"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    gen(dir.path(), DdlShape::V7, 7);
+    let (mut want, mut got) = (BTreeMap::new(), BTreeMap::new());
+    tree(dir.path(), dir.path(), &mut want);
+    tree(committed, committed, &mut got);
+    let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&got),
+        names(&want),
+        "run scripts/gen-fixtures.sh and commit fixtures/cluster"
+    );
+    for (name, bytes) in &want {
+        assert!(
+            got[name] == *bytes,
+            "fixtures/cluster/{name} differs: run scripts/gen-fixtures.sh"
+        );
+    }
+}

@@ -13,7 +13,7 @@
 //!     "kind": "drop" | "deleteBurst",
 //!     "ns": "shop.orders",
 //!     "cluster_limit": "t:i",      // the first destructive entry across all members
-//!     "last_ts": "t:i",            // the last entry of the incident on any member
+//!     "last_ts": "t:i",            // the last destructive entry of the incident on any member
 //!     "count": 250,                // deleteBurst: deletes on all shards; drop: 1
 //!     "num_records": 412,          // drop: documents on all shards then (o2.numRecords summed)
 //!     "members": [ { "member": "config", "ts": "t:i", "last_ts": "t:i",
