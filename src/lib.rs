@@ -25,7 +25,7 @@
 //! | 9 | cluster | a sharded cluster as members (cluster.toml): one logical incident across members; later one limit, ownership, the merged dump |
 //! | 10 | exec | child processes (mongod, mongorestore, mongodump) |
 //! | 11 | mongo | everything that uses the MongoDB driver (read-only) |
-//! | 12 | verify | checking a restored server against a plan |
+//! | 12 | verify, rehearse | checking a restored server against a plan; rebuilding production's state at a recent cluster time and comparing it with production read as of that time |
 //! | 13 | replay | running a plan with an engine, the report |
 //! | 14 | cli | flags, rendering, exit codes |
 
@@ -42,6 +42,7 @@ pub mod mongo;
 pub mod objectid;
 pub mod oplog;
 pub mod plan;
+pub mod rehearse;
 pub mod replay;
 pub mod size;
 pub mod storage;

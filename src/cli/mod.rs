@@ -18,6 +18,7 @@ pub mod oplog_cmd;
 pub mod output;
 pub mod plan;
 pub mod progress;
+pub mod rehearse;
 pub mod replay;
 pub mod scan;
 pub mod stats;
@@ -70,6 +71,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Check a restored server's document counts and content hashes (dbHash) against a plan
     Verify(verify::VerifyArgs),
+    /// Prove, read-only, that the backup and the oplog rebuild production exactly (compared with production read as of a recent cluster time)
+    Rehearse(rehearse::RehearseArgs),
     /// Show a server's version, topology and oplog window (read-only)
     Status(status::StatusArgs),
     /// Dump local.oplog.rs from a replica set to a file, read-only, resumable
@@ -144,6 +147,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Plan(a) => plan::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Rehearse(a) => rehearse::run(a),
         Command::Status(a) => status::run(a),
         Command::DumpOplog(a) => dump_oplog::run(a),
         Command::Archive(a) => archive::run(a),

@@ -226,6 +226,15 @@ impl Replica {
         Ok(self.store.contains(c.slot, &IdKey::from_value(id))?)
     }
 
+    /// The document of `ns` with this `_id`, as stored (its BSON bytes).
+    pub fn document(&self, ns: &str, key: &IdKey) -> Result<Option<Vec<u8>>, ReplicaError> {
+        let Some(c) = self.colls.get(ns) else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        Ok(self.store.get(c.slot, key, &mut out)?.then_some(out))
+    }
+
     /// Documents in `ns` (0 when it does not exist).
     pub fn count(&self, ns: &str) -> u64 {
         self.colls

@@ -47,6 +47,10 @@ pub enum Fault {
     /// filter) miss the newest 5 entries, as a lagging secondary would, while the
     /// newest-entry query sees them.
     LaggingReadsMs(u64),
+    /// After N snapshot reads, the server drops the history older than its newest
+    /// point (as WiredTiger may under cache pressure): reads as of an older time
+    /// answer 239 SnapshotTooOld.
+    HistoryLostAfterReads(u64),
     // mongorestore / mongodump
     FailMidway,
     Hang,
@@ -68,6 +72,7 @@ impl fmt::Display for Fault {
             Fault::RollbackAfterGetmores(n) => write!(f, "rollback-after-getmores={n}"),
             Fault::NoHello => write!(f, "no-hello"),
             Fault::LaggingReadsMs(n) => write!(f, "lagging-reads-ms={n}"),
+            Fault::HistoryLostAfterReads(n) => write!(f, "history-lost-after-reads={n}"),
             Fault::FailMidway => write!(f, "fail-midway"),
             Fault::Hang => write!(f, "hang"),
             Fault::Crash => write!(f, "crash"),
@@ -103,6 +108,7 @@ fn parse_one(entry: &str) -> Result<Fault, String> {
         "rollback-after-getmores" => Ok(Fault::RollbackAfterGetmores(number()?)),
         "no-hello" => no_value(Fault::NoHello),
         "lagging-reads-ms" => Ok(Fault::LaggingReadsMs(number()?)),
+        "history-lost-after-reads" => Ok(Fault::HistoryLostAfterReads(number()?)),
         "fail-midway" => no_value(Fault::FailMidway),
         "hang" => no_value(Fault::Hang),
         "crash" => no_value(Fault::Crash),
@@ -122,7 +128,8 @@ fn applies_to(fault: &Fault, tool: Tool) -> bool {
         | DropConnectionAfterGetmores(_)
         | RollbackAfterGetmores(_)
         | NoHello
-        | LaggingReadsMs(_) => tool == Tool::Mongod,
+        | LaggingReadsMs(_)
+        | HistoryLostAfterReads(_) => tool == Tool::Mongod,
         FailMidway | Hang | Crash => tool != Tool::Mongod,
     }
 }
@@ -167,6 +174,13 @@ impl Faults {
             _ => None,
         })
     }
+    pub fn history_lost_after_reads(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::HistoryLostAfterReads(n) => Some(*n),
+            _ => None,
+        })
+    }
+
     pub fn lagging_reads_ms(&self) -> Option<u64> {
         self.0.iter().find_map(|f| match f {
             Fault::LaggingReadsMs(n) => Some(*n),

@@ -195,6 +195,60 @@ fn run(
     cmd: &Document,
     expired: bool,
 ) -> CmdResult<Outcome> {
+    // `readConcern: {level: "snapshot"}`: refused here unless the command may read
+    // as of a cluster time (see snapshot.rs).
+    let at = super::snapshot::requested(st, name, cmd)?;
+    if let Some(t) = at {
+        let coll = match cmd.get(name) {
+            Some(Bson::String(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let o = super::snapshot::run_at(st, t, db, &coll, |st| {
+            run_now(st, conn, db, name, cmd, expired)
+        })?;
+        return Ok(stamp_snapshot(st, o, t));
+    }
+    let o = run_now(st, conn, db, name, cmd, expired)?;
+    if name == "getMore" {
+        let id = num(cmd.get("getMore")).unwrap_or(0);
+        if let Some(t) = st.snapshot_cursors.get(&id).copied() {
+            st.snapshot_cursors.remove(&id);
+            return Ok(stamp_snapshot(st, o, t));
+        }
+    }
+    Ok(o)
+}
+
+/// A snapshot read's reply carries `atClusterTime`; its open cursor is remembered so
+/// that each `getMore` reply does too.
+fn stamp_snapshot(st: &mut State, o: Outcome, t: Timestamp) -> Outcome {
+    match o {
+        Outcome::Reply(mut d) => {
+            if d.get_f64("ok") == Ok(1.0) {
+                super::snapshot::stamp(&mut d, t);
+                let id = d
+                    .get_document("cursor")
+                    .ok()
+                    .and_then(|c| num(c.get("id")))
+                    .unwrap_or(0);
+                if id != 0 {
+                    st.snapshot_cursors.insert(id, t);
+                }
+            }
+            Outcome::Reply(d)
+        }
+        other => other,
+    }
+}
+
+fn run_now(
+    st: &mut State,
+    conn: &Conn,
+    db: &str,
+    name: &str,
+    cmd: &Document,
+    expired: bool,
+) -> CmdResult<Outcome> {
     Ok(match name {
         // A server before 4.4.2 (or 4.4.0/4.4.1) has no `hello` (SERVER-49987).
         "hello" if st.faults.has(&crate::faults::Fault::NoHello) => Outcome::Reply(
@@ -1432,6 +1486,27 @@ fn group(docs: Vec<Document>, spec: &Document) -> CmdResult<Vec<Document>> {
     Ok(groups.into_iter().map(|(_, d)| d).collect())
 }
 
+/// `$sample`: `size` documents drawn without replacement, in random order (all of
+/// them, shuffled, when there are fewer). (stand-in) A fixed-seed generator: the
+/// same data gives the same sample.
+fn sample<T>(mut docs: Vec<T>, size: usize) -> Vec<T> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ docs.len() as u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let n = docs.len();
+    let take = size.min(n);
+    for i in 0..take {
+        let j = i + (next() % (n - i) as u64) as usize;
+        docs.swap(i, j);
+    }
+    docs.truncate(take);
+    docs
+}
+
 fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let coll = match cmd.get("aggregate") {
         Some(Bson::String(s)) => s.clone(),
@@ -1493,6 +1568,16 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
                     .enumerate()
                     .map(|(i, d)| (i as u64, d))
                     .collect();
+            }
+            "$sample" => {
+                let size = match arg {
+                    Bson::Document(d) => num(d.get("size")),
+                    _ => None,
+                };
+                let Some(size) = size.filter(|n| *n >= 0) else {
+                    return Err(CmdError::new(28746, "Location28746", "size argument to $sample must be a number"));
+                };
+                docs = sample(docs, size as usize);
             }
             "$count" => {
                 let Bson::String(field) = arg else { return Err(CmdError::bad_value("$count needs a string")) };

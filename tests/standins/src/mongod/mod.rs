@@ -18,6 +18,7 @@ pub mod log;
 pub mod members;
 pub mod oplog_writer;
 pub mod server;
+pub mod snapshot;
 pub mod state;
 pub mod store;
 pub mod version;
@@ -515,6 +516,8 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
         }
     }
     oplog_writer::tick(&mut st);
+    // Snapshot reads reach back to here at most (see snapshot.rs).
+    st.history = snapshot::History::starting(&st.store, st.last_ts);
     let has_members = st.members.is_some();
     let shared = Arc::new(server::Shared {
         state: Mutex::new(st),

@@ -127,6 +127,14 @@ pub struct State {
     /// `PITR_STANDIN_MEMBERS`: the replica set's members and who is primary.
     pub members: Option<super::members::Members>,
     pub rollback_fired: bool,
+    /// What snapshot reads (`readConcern: {level: "snapshot", atClusterTime}`) are
+    /// answered from: see [`super::snapshot`].
+    pub history: super::snapshot::History,
+    /// Writes apply without being logged (the history being rebuilt).
+    pub replaying: bool,
+    /// Open cursors of snapshot reads, and the point they read at (each `getMore`
+    /// reply carries it too).
+    pub snapshot_cursors: HashMap<i64, Timestamp>,
 }
 
 impl State {
@@ -161,6 +169,10 @@ impl State {
                 // common/auth/auth_info.go GetAuthVersion): 5 = SCRAM, every
                 // release since 3.0.
                 "authSchemaVersion": 5,
+                // How far back snapshot reads reach (5.0+; default 300 s:
+                // `src/mongo/db/storage/storage_parameters.idl`,
+                // `minSnapshotHistoryWindowInSeconds`). Read by `snapshot.rs`.
+                "minSnapshotHistoryWindowInSeconds": 300,
             },
             argv: Vec::new(),
             parsed: Document::new(),
@@ -173,6 +185,9 @@ impl State {
             oplog_max_entries: None,
             members: None,
             rollback_fired: false,
+            history: super::snapshot::History::default(),
+            replaying: false,
+            snapshot_cursors: HashMap::new(),
         };
         // What a fresh server has.
         let mut sysver = Collection::new(Document::new());
@@ -267,7 +282,7 @@ impl State {
         o: Document,
         o2: Option<Document>,
     ) {
-        if self.mode != Mode::Replset || ns.starts_with("local.") {
+        if self.mode != Mode::Replset || ns.starts_with("local.") || self.replaying {
             return;
         }
         let ts = self.next_ts();
@@ -284,6 +299,7 @@ impl State {
         e.insert("v", 2i64);
         e.insert("wall", bson::DateTime::now());
         self.ensure_oplog();
+        self.history.record(e.clone());
         let _ = self
             .store
             .get_mut("local", "oplog.rs")

@@ -2,11 +2,16 @@
 //! 7.0.14), and every behaviour that depends on it, each pinned to the server source
 //! or test that shows the release where it changed.
 //!
-//! Only 6.0.x, 7.0.x and 8.0.x are accepted: those are the releases whose rules below
-//! could be pinned. A claim outside them would have to guess (8.1 drops the
-//! `authSchema` document, 8.3 adds `rawData` and viewless time-series collections,
-//! dbHash scans capped collections in natural order after SERVER-106005), so it is
-//! refused rather than half-played.
+//! Only 6.0.x, 7.0.x and 8.0.x are accepted as full releases: those are the releases
+//! whose rules below could be pinned. A claim outside them would have to guess (8.1
+//! drops the `authSchema` document, 8.3 adds `rawData` and viewless time-series
+//! collections, dbHash scans capped collections in natural order after
+//! SERVER-106005), so it is refused rather than half-played.
+//!
+//! 4.4.x and 5.0.x are accepted for one purpose: reading as of a cluster time
+//! ([`ServerVersion::snapshot_reads_outside_transactions`], `pitr rehearse`). They set
+//! `buildInfo`, `maxWireVersion` (9, 13) and the FCV; every other rule plays 6.0's, so a
+//! test claiming them must rely only on the version checks and snapshot reads.
 
 use std::fmt;
 
@@ -47,9 +52,12 @@ impl ServerVersion {
                 ))
             }
         };
-        if !matches!((v.major, v.minor), (6, 0) | (7, 0) | (8, 0)) {
+        if !matches!(
+            (v.major, v.minor),
+            (4, 4) | (5, 0) | (6, 0) | (7, 0) | (8, 0)
+        ) {
             return Err(format!(
-                "PITR_STANDIN_VERSION=`{s}`: the stand-in plays 6.0.x, 7.0.x or 8.0.x only (the releases whose rules it pins; see tests/standins/README.md)"
+                "PITR_STANDIN_VERSION=`{s}`: the stand-in plays 6.0.x, 7.0.x or 8.0.x only (and 4.4.x, 5.0.x for snapshot reads; see tests/standins/README.md)"
             ));
         }
         Ok(v)
@@ -77,10 +85,12 @@ impl ServerVersion {
         format!("{}.{}", self.major, self.minor)
     }
 
-    /// `hello.maxWireVersion`: 17 for 6.0, 21 for 7.0, 25 for 8.0
-    /// (`src/mongo/db/wire_version.h`, `WireVersion::WIRE_VERSION_60/70/80`).
+    /// `hello.maxWireVersion`: 9 for 4.4, 13 for 5.0, 17 for 6.0, 21 for 7.0, 25 for
+    /// 8.0 (`src/mongo/db/wire_version.h`, `WireVersion::WIRE_VERSION_44/50/60/70/80`).
     pub fn max_wire_version(&self) -> i32 {
         match self.major {
+            4 => 9,
+            5 => 13,
             6 => 17,
             7 => 21,
             _ => 25,
@@ -94,6 +104,8 @@ impl ServerVersion {
     /// field like any other (IDL, code 40415).
     pub fn knows_bypass_empty_ts(&self) -> bool {
         match self.major {
+            4 => false,
+            5 => self.patch >= 29,
             6 => self.patch >= 17,
             7 => self.patch >= 13,
             _ => true,
@@ -106,7 +118,7 @@ impl ServerVersion {
     /// applyOps", `requires_fcv_62`; `src/mongo/db/repl/apply_ops.cpp` passes
     /// `false /* alwaysUpsert */`).
     pub fn apply_ops_always_upsert(&self) -> bool {
-        self.major == 6 && self.minor < 2
+        self.major <= 5 || (self.major == 6 && self.minor < 2)
     }
 
     /// May a `u` entry in applyOps be a `$v:1` or unversioned modifier update?
@@ -127,6 +139,16 @@ impl ServerVersion {
     /// by default for new time series collections created in v6.3+").
     pub fn timeseries_default_index(&self) -> bool {
         self.at_least(6, 3, 0)
+    }
+
+    /// May `find`, `aggregate` and `distinct` read with `readConcern: {level:
+    /// "snapshot"}` (and `atClusterTime`) outside a multi-document transaction? From
+    /// 5.0 (the driver specification `source/sessions/snapshot-sessions.rst`: "Version
+    /// 5.0 of the server introduces support for read concern level snapshot
+    /// (non-speculative) for read commands outside of transactions"). Before, the
+    /// server refuses them with InvalidOptions ([`super::snapshot`]).
+    pub fn snapshot_reads_outside_transactions(&self) -> bool {
+        self.major >= 5
     }
 }
 
@@ -154,6 +176,13 @@ mod tests {
         assert!(!v.apply_ops_always_upsert());
         assert_eq!(v.fcv(), "8.0");
         assert!(ServerVersion::parse("8.2.0").is_err());
+        assert!(ServerVersion::parse("4.2.0").is_err());
+        let v = ServerVersion::parse("4.4.29").unwrap();
+        assert_eq!(v.max_wire_version(), 9);
+        assert!(!v.snapshot_reads_outside_transactions());
+        assert!(ServerVersion::parse("5.0.0")
+            .unwrap()
+            .snapshot_reads_outside_transactions());
         assert!(ServerVersion::parse("7.0").is_err());
         assert!(ServerVersion::parse("seven").is_err());
     }

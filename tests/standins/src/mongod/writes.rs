@@ -5,7 +5,6 @@
 
 use super::state::{CmdError, CmdResult, State};
 use super::store::{Collection, DuplicateKey};
-use crate::matcher::values_equal;
 use bson::{doc, Bson, Document};
 
 pub fn valid_coll_name(db: &str, coll: &str) -> CmdResult<()> {
@@ -187,6 +186,23 @@ pub fn insert_doc(st: &mut State, db: &str, coll: &str, doc: Document) -> Result
     Ok(())
 }
 
+/// Whether two values are the same BSON, bytes and all (`1` and `1.0`, `0.0` and
+/// `-0.0` differ): the server's update diff compares binary-equal (`doc_diff.cpp`
+/// `computeDiff` uses `binaryEqual`), so a change of number type is a change.
+fn identical(a: &Bson, b: &Bson) -> bool {
+    a.element_type() == b.element_type()
+        && bson::to_vec(&doc! {"v": a.clone()}).ok() == bson::to_vec(&doc! {"v": b.clone()}).ok()
+}
+
+/// Whether applying [`diff`]`(old, new)` to `old` gives `new`'s field order: kept
+/// fields stay where they are and new ones go last. When not (a replacement that
+/// reorders fields), the entry must carry the whole document instead.
+fn diff_keeps_order(old: &Document, new: &Document) -> bool {
+    let kept = old.keys().filter(|k| new.contains_key(*k));
+    let added = new.keys().filter(|k| !old.contains_key(*k));
+    kept.chain(added).eq(new.keys())
+}
+
 /// A top-level `$v:2` diff between two versions of a document.
 fn diff(old: &Document, new: &Document) -> Document {
     let mut d = Document::new();
@@ -199,7 +215,7 @@ fn diff(old: &Document, new: &Document) -> Document {
     }
     for (k, v) in new {
         match old.get(k) {
-            Some(ov) if values_equal(ov, v) => {}
+            Some(ov) if identical(ov, v) => {}
             Some(_) => {
                 u.insert(k.clone(), v.clone());
             }
@@ -227,11 +243,18 @@ pub fn replace_doc(st: &mut State, db: &str, coll: &str, rid: u64, new: Document
     let old = c.get(rid).cloned().unwrap_or_default();
     c.replace(rid, new.clone());
     let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+    // A replacement that reorders fields is logged whole, as the server logs a
+    // replacement-style update (`o` is the new document).
+    let o = if diff_keeps_order(&old, &new) {
+        doc! {"$v": 2, "diff": diff(&old, &new)}
+    } else {
+        new.clone()
+    };
     st.log_op(
         "u",
         &format!("{db}.{coll}"),
         Some(uuid),
-        doc! {"$v": 2, "diff": diff(&old, &new)},
+        o,
         Some(doc! {"_id": id}),
     );
 }

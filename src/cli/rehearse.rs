@@ -1,0 +1,429 @@
+//! `pitr rehearse`: flags, and the report as text, JSON and a Prometheus textfile.
+//! The work is in [`crate::rehearse`].
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::Failure;
+use crate::mongo::oplog_source::RetryPolicy;
+use crate::rehearse::report::{DiffKind, RehearseReport, Verdict};
+use crate::rehearse::{self, AtSpec, RehearseRequest};
+use crate::time::{parse_time, TimeValue};
+
+use super::replay::{parse_duration, parse_size};
+
+// No doc comment here: the one-line about comes from `Command::Rehearse` in `cli/mod.rs`.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+Rebuilds the state at a recent cluster time T from the backup and the oplog with the \
+embedded engine (no mongod, nothing written but temporary files), reads production as of T \
+(readConcern snapshot with atClusterTime: MongoDB 5.0+, while the server keeps history for \
+T: minSnapshotHistoryWindowInSeconds, 300 s by default), and compares them per namespace: \
+existence, collection options, UUID, index specifications, view definitions, document counts, \
+and documents byte for byte (--full: every document; by default a sample of _ids drawn from \
+both sides, so a document missing on either side is found). Time-series collections compare \
+their buckets' counts.
+
+T: --at now (default) is the newest oplog entry at or before the newest majority-committed \
+write less --margin, and no later than --oplog's last entry. Without --oplog the oplog from the \
+backup's end to T is read from the server (as dump-oplog does).
+
+Read-only, always: find on local.oplog.rs, listDatabases, listCollections, listIndexes, and \
+find/aggregate (fixed pipelines: $count, $sample) on the user collections; the read preference \
+is the URI's, secondaryPreferred by default. A mongos is refused. The role is in docs/rehearse.md.
+
+Exit codes: 0 everything compared is identical; 1 differences (each named by namespace, _id \
+and field paths; values only with --show-values: they are production data); 2 the rehearsal \
+could not run (a mongos, a server before 5.0, T no longer in the server's history, a gap or \
+break in the chain), with a hint.
+
+Examples:
+  PITR_URI='mongodb://rehearse@db1,db2,db3/?replicaSet=rs0&authSource=admin' \\
+    pitr rehearse --backup /backup/nightly --oplog /backup/oplog --metrics /var/lib/node_exporter/pitr.prom
+  pitr rehearse --uri \"$URI\" --backup /backup/nightly.archive --full --max-read-rate 5000
+  pitr rehearse --uri \"$URI\" --backup /backup/nightly --ns 'shop.*' --json")]
+pub struct RehearseArgs {
+    /// MongoDB connection string of the replica set (password inside it, never on its own)
+    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
+    pub uri: String,
+    /// The backup: a mongodump --oplog directory (plain or --gzip) or archive, recognised by content
+    #[arg(long, value_name = "DIR|ARCHIVE")]
+    pub backup: PathBuf,
+    /// The oplog after the backup: a file, a dump directory, an archive, or a `pitr archive`
+    /// directory [default: read from the server]
+    #[arg(long, value_name = "FILE|DIR")]
+    pub oplog: Option<String>,
+    /// The point to rehearse, inclusive: `now`, or T:I, RFC 3339, epoch seconds
+    #[arg(long, value_name = "now|V", default_value = "now", value_parser = parse_at)]
+    pub at: AtSpec,
+    /// How far before the newest majority-committed write `--at now` stays
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_margin)]
+    pub margin: Duration,
+    /// Compare up to N documents per collection drawn from each side
+    #[arg(long, value_name = "N", default_value_t = 1000, conflicts_with = "full", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: u64,
+    /// Compare every document
+    #[arg(long)]
+    pub full: bool,
+    /// Only namespaces matching this glob (`shop.orders`, `shop.*`); repeatable
+    #[arg(long = "ns", value_name = "GLOB")]
+    pub ns: Vec<String>,
+    /// Memory for the rebuilt documents before they move to an on-disk store in --work-dir
+    #[arg(long, value_name = "SIZE", default_value = "384MiB", value_parser = parse_size)]
+    pub memory: usize,
+    /// Read at most N documents per second from production
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_read_rate: Option<u64>,
+    /// For a backup without its own oplog: the position its data is complete up to
+    #[arg(long, value_name = "V", value_parser = parse_time)]
+    pub backup_end: Option<TimeValue>,
+    /// Show the differing values (production data: they may be personal or secret)
+    #[arg(long)]
+    pub show_values: bool,
+    /// Print the report as JSON (format pitr-rehearse/1) on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the result for node_exporter's textfile collector (all or nothing)
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+    /// Where temporary files go (the oplog read, the engine's on-disk store) [default: the system temp dir]
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Documents per server batch
+    #[arg(long, value_name = "N", hide = true, default_value_t = rehearse::DEFAULT_BATCH, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_size: u32,
+}
+
+fn parse_at(s: &str) -> Result<AtSpec, String> {
+    if s.eq_ignore_ascii_case("now") {
+        return Ok(AtSpec::Now);
+    }
+    parse_time(s)
+        .map(|v| AtSpec::At(v.ts))
+        .map_err(|e| format!("{e} (or `now`)"))
+}
+
+fn parse_margin(s: &str) -> Result<Duration, String> {
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    parse_duration(s)
+}
+
+pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
+    let req = RehearseRequest {
+        uri: a.uri.clone(),
+        backup: a.backup.clone(),
+        backup_end: a.backup_end.clone(),
+        oplog: a.oplog.clone(),
+        at: a.at.clone(),
+        margin: a.margin,
+        full: a.full,
+        sample: a.sample,
+        ns: a.ns.clone(),
+        memory: a.memory,
+        work_parent: a.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+        max_read_rate: a.max_read_rate,
+        batch_size: a.batch_size,
+        retry: RetryPolicy::default(),
+        show_values: a.show_values,
+    };
+    let progress = super::progress::PhaseProgress::for_stderr(a.json);
+    let quiet = a.json;
+    let note = |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let (report, failure) = rehearse::run(&req, &progress, &note);
+    if let Some(path) = &a.metrics {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        if let Err(e) = rehearse::metrics::write(path, &rehearse::metrics::render(&report, now)) {
+            eprintln!(
+                "warning: cannot write the metrics to `{}`: {e}",
+                path.display()
+            );
+        }
+    }
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if a.json {
+        super::output::write_json(&mut w, &report)?;
+    } else if failure.is_none() {
+        render(&mut w, &report)?;
+    }
+    w.flush()?;
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(report.exit_code),
+    }
+}
+
+fn secs(s: u64) -> String {
+    humantime::format_duration(Duration::from_secs(s)).to_string()
+}
+
+fn kind_word(k: DiffKind) -> &'static str {
+    match k {
+        DiffKind::MissingInProduction => "namespace only in the rebuild",
+        DiffKind::MissingInRebuild => "namespace only in production",
+        DiffKind::Kind => "kind",
+        DiffKind::Options => "options",
+        DiffKind::Uuid => "uuid",
+        DiffKind::IndexMissingInProduction => "index only in the rebuild",
+        DiffKind::IndexMissingInRebuild => "index only in production",
+        DiffKind::IndexDiffers => "index",
+        DiffKind::ViewDefinition => "view",
+        DiffKind::Count => "count",
+        DiffKind::DocumentMissingInProduction => "document only in the rebuild",
+        DiffKind::DocumentMissingInRebuild => "document only in production",
+        DiffKind::DocumentDiffers => "document",
+    }
+}
+
+/// The report as text (stdout).
+pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
+    let version = r.server.version.as_deref().unwrap_or("unknown");
+    writeln!(
+        w,
+        "Production  {} (MongoDB {version}{}{})",
+        r.target,
+        r.server
+            .replica_set
+            .as_deref()
+            .map(|s| format!(", replica set {s}"))
+            .unwrap_or_default(),
+        if r.server.standin {
+            "; pitr's test stand-in, NOT MongoDB"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(at) = &r.at {
+        writeln!(
+            w,
+            "Point       {} ({}), inclusive: {}",
+            at.ts, at.utc, at.how
+        )?;
+    }
+    writeln!(
+        w,
+        "Backup      {} ends at {}{}",
+        r.backup.path,
+        r.backup
+            .end_ts
+            .map_or("?".to_string(), |t| format!("{t} ({})", t.utc_string())),
+        r.backup
+            .age_secs
+            .map(|a| format!(", {} old", secs(a)))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        w,
+        "Oplog       {}{}",
+        r.oplog.source,
+        match (r.oplog.entries, r.oplog.first_ts, r.oplog.last_ts) {
+            (Some(n), Some(f), Some(l)) => format!(": {n} entries, {f} to {l}"),
+            (Some(n), _, _) => format!(": {n} entries"),
+            _ => String::new(),
+        }
+    )?;
+    if let Some(rw) = r.recovery_window_secs {
+        writeln!(
+            w,
+            "Window      {} of recovery proven (backup end to the point)",
+            secs(rw)
+        )?;
+    }
+    writeln!(
+        w,
+        "History     the server keeps {} s of snapshot history ({})",
+        r.server.snapshot_window_secs, r.server.snapshot_window_source
+    )?;
+    writeln!(
+        w,
+        "Timing      rebuild {:.1} s, oplog read {:.1} s, compare {:.1} s, total {:.1} s",
+        r.timing.rebuild_secs, r.timing.oplog_read_secs, r.timing.compare_secs, r.timing.total_secs
+    )?;
+    writeln!(
+        w,
+        "Compared    {} ({}): {} documents byte for byte ({:.0}/s); {} documents read from production in {} commands ({:.0}/s)",
+        r.content,
+        match r.sample_per_side {
+            Some(n) => format!("up to {n} _ids per collection from each side"),
+            None => "every document".into(),
+        },
+        r.documents_compared,
+        r.documents_compared_per_sec,
+        r.reads.documents,
+        r.reads.commands,
+        r.reads.documents_per_sec
+    )?;
+    writeln!(w)?;
+    render_namespaces(w, r)?;
+    render_findings(w, r)
+}
+
+/// One row per namespace compared.
+fn render_namespaces(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
+    let rows: Vec<Vec<String>> = r
+        .namespaces
+        .iter()
+        .map(|n| {
+            let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+            vec![
+                n.ns.clone(),
+                n.kind.clone(),
+                opt(n.rebuild_documents),
+                opt(n.production_documents),
+                n.compared.to_string(),
+                match n.status.as_str() {
+                    "differs" => format!("DIFFERS ({})", n.differences),
+                    other => other.to_string(),
+                },
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        write!(
+            w,
+            "{}",
+            crate::table::render(
+                "",
+                &[
+                    "NAMESPACE",
+                    "KIND",
+                    "REBUILD",
+                    "PRODUCTION",
+                    "COMPARED",
+                    "RESULT"
+                ],
+                &rows
+            )
+        )?;
+    }
+    Ok(())
+}
+
+/// The differences, what was left out, and the verdict.
+fn render_findings(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
+    if !r.differences.is_empty() {
+        writeln!(w, "\nDifferences ({}):", r.differences_total)?;
+        for d in &r.differences {
+            let id =
+                d.id.as_deref()
+                    .map(|i| format!(" _id {i}"))
+                    .unwrap_or_default();
+            writeln!(w, "  {}{id}: {}: {}", d.ns, kind_word(d.kind), d.detail)?;
+            for v in d.values.iter().flatten() {
+                let path = if v.path.is_empty() {
+                    "(document)"
+                } else {
+                    &v.path
+                };
+                writeln!(
+                    w,
+                    "      {path}: rebuild {}  production {}",
+                    v.rebuild, v.production
+                )?;
+            }
+        }
+        if (r.differences.len() as u64) < r.differences_total {
+            writeln!(
+                w,
+                "  ... {} more (per namespace the first {} are listed)",
+                r.differences_total - r.differences.len() as u64,
+                crate::rehearse::report::MAX_PER_NAMESPACE
+            )?;
+        }
+    }
+    if !r.not_compared.is_empty() {
+        writeln!(w, "\nNot compared ({}):", r.not_compared.len())?;
+        for n in &r.not_compared {
+            writeln!(w, "  {}: {}", n.ns, n.why)?;
+        }
+    }
+    writeln!(w)?;
+    match r.result {
+        Verdict::Passed => writeln!(
+            w,
+            "REHEARSAL PASSED: the backup and the oplog rebuild production exactly as of {}{}",
+            r.at.as_ref().map_or("?".to_string(), |a| a.ts.to_string()),
+            if r.not_compared.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} left out, listed above)", r.not_compared.len())
+            }
+        )?,
+        Verdict::Differences => writeln!(
+            w,
+            "REHEARSAL FAILED: {} between the rebuild and production; a restore from this chain would not give production back",
+            crate::table::counted(r.differences_total, "difference", "differences")
+        )?,
+        Verdict::Error => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<RehearseArgs, String> {
+        let mut v = vec!["pitr", "rehearse"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v) {
+            Ok(Cli {
+                command: crate::cli::Command::Rehearse(a),
+            }) => Ok(a),
+            Ok(_) => Err("other command".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn command_lines() {
+        let a = parse(&["--uri", "mongodb://h/", "--backup", "b"]).unwrap();
+        assert_eq!(a.at, AtSpec::Now);
+        assert_eq!(a.sample, 1000);
+        assert!(!a.full);
+        assert_eq!(a.margin, Duration::from_secs(5));
+        let a = parse(&[
+            "--uri",
+            "u",
+            "--backup",
+            "b",
+            "--at",
+            "1700000000:5",
+            "--full",
+        ])
+        .unwrap();
+        assert_eq!(a.at, AtSpec::At(crate::oplog::Ts::new(1_700_000_000, 5)));
+        let a = parse(&[
+            "--uri",
+            "u",
+            "--backup",
+            "b",
+            "--at",
+            "2023-11-14T22:13:20Z",
+        ])
+        .unwrap();
+        assert_eq!(a.at, AtSpec::At(crate::oplog::Ts::new(1_700_000_000, 0)));
+        assert!(
+            parse(&["--uri", "u", "--backup", "b", "--full", "--sample", "5"])
+                .unwrap_err()
+                .contains("cannot be used with")
+        );
+        assert!(parse(&["--uri", "u", "--backup", "b", "--sample", "0"]).is_err());
+        assert!(parse(&["--uri", "u", "--backup", "b", "--at", "yesterday"])
+            .unwrap_err()
+            .contains("or `now`"));
+        assert!(parse(&["--uri", "u", "--backup", "b", "--max-read-rate", "0"]).is_err());
+        assert!(parse(&["--backup", "b"]).is_err() || std::env::var_os("PITR_URI").is_some());
+    }
+}

@@ -1,0 +1,992 @@
+//! `pitr rehearse` against the stand-in mongod (tests/standins), which keeps its data's
+//! history and answers snapshot reads as of a cluster time (`src/mongod/snapshot.rs`).
+//! NOT a real server: the same commands against a real replica set are in
+//! docs/rehearse.md.
+//!
+//! Each test builds production the way production is built: the test writes through
+//! the driver (inserts, updates, deletes, indexes, a view, a time-series collection, a
+//! capped collection), the REAL mongodump (`../shared/tools`) takes the backup with
+//! `--oplog`, more writes follow, and pitr rehearses. Then the chain is damaged in one
+//! way at a time (a document altered or deleted in the backup, an index missing from
+//! its metadata, a chunk missing from a `pitr archive` directory) and the rehearsal
+//! must name the namespace and the `_id`. The stand-in logs every command it receives
+//! (`-v`): no command pitr sends may write.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use serde_json::Value;
+
+// ---------------------------------------------------------------------------------
+// the stand-in
+
+struct Mongod {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Mongod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mongod {
+    fn uri(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/", self.port)
+    }
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("mongod.log")).unwrap_or_default()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A one-member replica set `rs0` (unless `env` says another mode) that logs every
+/// command (`-v`).
+fn mongod(extra: &[&str], env: &[(&str, &str)]) -> Mongod {
+    let bin = common::standin_bin_dir().join("mongod");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("db")).unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(bin);
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .args(["--bind_ip", "127.0.0.1", "--dbpath"])
+        .arg(dir.path().join("db"))
+        .arg("--logpath")
+        .arg(dir.path().join("mongod.log"))
+        .arg("-v")
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for k in [
+        "PITR_STANDIN_MODE",
+        "PITR_STANDIN_FAULT",
+        "PITR_STANDIN_MONGOD_FAULT",
+        "PITR_STANDIN_OPLOG",
+        "PITR_STANDIN_VERSION",
+    ] {
+        cmd.env_remove(k);
+    }
+    if !env.iter().any(|(k, _)| *k == "PITR_STANDIN_MODE") {
+        cmd.args(["--replSet", "rs0"]);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("spawn the stand-in mongod");
+    let mut m = Mongod { child, port, dir };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(100))
+            .is_ok()
+        {
+            return m;
+        }
+        if let Ok(Some(st)) = m.child.try_wait() {
+            panic!("the stand-in mongod exited early ({st}); log:\n{}", m.log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the stand-in mongod did not listen; log:\n{}", m.log());
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Runs commands through the real driver.
+struct Driver {
+    rt: tokio::runtime::Runtime,
+    client: mongodb::Client,
+}
+
+impl Driver {
+    fn new(m: &Mongod) -> Driver {
+        let rt = rt();
+        let client = rt.block_on(async {
+            let mut o = mongodb::options::ClientOptions::parse(format!(
+                "mongodb://127.0.0.1:{}/?directConnection=true",
+                m.port
+            ))
+            .await
+            .unwrap();
+            o.server_selection_timeout = Some(Duration::from_secs(5));
+            mongodb::Client::with_options(o).unwrap()
+        });
+        Driver { rt, client }
+    }
+
+    fn run(&self, db: &str, cmd: Document) -> Document {
+        self.rt
+            .block_on(async { self.client.database(db).run_command(cmd.clone()).await })
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"))
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// production: what it holds before and after the backup
+
+/// `shop.orders` (30, varied types, an index), `shop.customers` (20), the view
+/// `shop.open_orders`, the time-series `metrics.cpu` (its buckets written as the
+/// tools write them), the capped `app.log`.
+fn before_backup(d: &Driver) {
+    let orders: Vec<Document> = (0..30)
+        .map(|i| {
+            doc! {
+                "_id": i,
+                "status": if i % 3 == 0 { "open" } else { "shipped" },
+                "total": i as f64 * 1.5,
+                "qty": i as i64,
+                "items": [{"sku": format!("s{i}"), "n": 1}, {"sku": "x", "n": 2}],
+                "at": bson::DateTime::from_millis(1_700_000_000_000 + i as i64),
+            }
+        })
+        .collect();
+    d.run("shop", doc! {"insert": "orders", "documents": orders});
+    d.run(
+        "shop",
+        doc! {"createIndexes": "orders", "indexes": [{"key": {"status": 1, "at": -1}, "name": "status_1_at_-1"}]},
+    );
+    let customers: Vec<Document> = (0..20)
+        .map(|i| doc! {"_id": format!("c{i:02}"), "name": format!("Customer {i}"), "tier": i % 4})
+        .collect();
+    d.run("shop", doc! {"insert": "customers", "documents": customers});
+    d.run(
+        "shop",
+        doc! {"create": "open_orders", "viewOn": "orders", "pipeline": [{"$match": {"status": "open"}}]},
+    );
+    d.run(
+        "metrics",
+        doc! {"create": "cpu", "timeseries": {"timeField": "t", "metaField": "host", "granularity": "seconds"}},
+    );
+    let buckets: Vec<Document> = (0..3)
+        .map(|i| {
+            let t = bson::DateTime::from_millis(1_700_000_000_000 + i * 60_000);
+            doc! {
+                "_id": bson::oid::ObjectId::from_bytes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, i as u8]),
+                "control": {"version": 1, "min": {"_id": 1, "t": t}, "max": {"_id": 1, "t": t}},
+                "meta": format!("h{i}"),
+                "data": {"t": {"0": t}, "v": {"0": i as f64}},
+            }
+        })
+        .collect();
+    d.run(
+        "metrics",
+        doc! {"insert": "system.buckets.cpu", "documents": buckets},
+    );
+    d.run("app", doc! {"create": "log", "capped": true, "size": 65536});
+    d.run(
+        "app",
+        doc! {"insert": "log", "documents": [{"_id": 1, "m": "started"}]},
+    );
+}
+
+/// Writes after the backup: inserts, updates of several kinds, deletes, a new
+/// collection with an index, a collection dropped.
+fn after_backup(d: &Driver) {
+    d.run(
+        "shop",
+        doc! {"insert": "orders", "documents": [{"_id": 100, "status": "open", "total": 9.5}, {"_id": 101, "status": "open", "total": 1}]},
+    );
+    d.run(
+        "shop",
+        doc! {"update": "orders", "updates": [
+            {"q": {"_id": 3}, "u": {"$set": {"status": "shipped", "note": "late"}}},
+            {"q": {"_id": 4}, "u": {"$inc": {"qty": 5}, "$unset": {"items": ""}}},
+            {"q": {"_id": 5}, "u": {"_id": 5, "status": "returned", "total": 0.0}},
+        ]},
+    );
+    d.run(
+        "shop",
+        doc! {"delete": "orders", "deletes": [{"q": {"_id": 7}, "limit": 1}, {"q": {"_id": 8}, "limit": 1}]},
+    );
+    d.run(
+        "shop",
+        doc! {"update": "customers", "updates": [{"q": {"_id": "c01"}, "u": {"$set": {"tier": 9}}}]},
+    );
+    // More than a first batch (101): reads as of the point go on with getMore.
+    let events: Vec<Document> = (0..250)
+        .map(|i| doc! {"_id": i, "kind": "click", "pad": "p".repeat(200)})
+        .collect();
+    d.run("web", doc! {"insert": "events", "documents": events});
+    d.run(
+        "web",
+        doc! {"createIndexes": "events", "indexes": [{"key": {"kind": 1}, "name": "kind_1"}]},
+    );
+    d.run("tmp", doc! {"insert": "scratch", "documents": [{"_id": 1}]});
+    d.run("tmp", doc! {"drop": "scratch"});
+    d.run(
+        "app",
+        doc! {"insert": "log", "documents": [{"_id": 2, "m": "more"}]},
+    );
+}
+
+/// The real mongodump (newest release found), or None after skipping `test`.
+fn mongodump(test: &str) -> Option<PathBuf> {
+    common::mongo_tools_dirs(test)
+        .into_iter()
+        .next()
+        .map(|d| d.join("mongodump"))
+}
+
+/// `mongodump --oplog` of `m` into `out` (a directory, or `--archive=out`).
+fn backup(tool: &Path, m: &Mongod, out: &Path, archive: bool) {
+    let mut cmd = Command::new(tool);
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &m.port.to_string(),
+        "--oplog",
+    ]);
+    if archive {
+        cmd.arg(format!("--archive={}", out.display()));
+    } else {
+        cmd.arg("--out").arg(out);
+    }
+    let o = cmd.stdin(Stdio::null()).output().unwrap();
+    assert!(
+        o.status.success(),
+        "mongodump: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A stand-in with production before the backup, the backup in `dir/backup`, and the
+/// writes after it.
+fn production(test: &str, dir: &Path) -> Option<(Mongod, Driver, PathBuf)> {
+    let tool = mongodump(test)?;
+    let m = mongod(&[], &[]);
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let b = dir.join("backup");
+    backup(&tool, &m, &b, false);
+    after_backup(&d);
+    Some((m, d, b))
+}
+
+// ---------------------------------------------------------------------------------
+// running pitr
+
+fn pitr(args: &[&str]) -> Output {
+    Command::new(common::pitr_bin())
+        .args(args)
+        .env_remove("PITR_URI")
+        .env("PITR_PROGRESS_INTERVAL", "1h")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pitr")
+}
+
+fn rehearse(m: &Mongod, backup: &Path, extra: &[&str]) -> Output {
+    let uri = m.uri();
+    let mut args = vec![
+        "rehearse",
+        "--uri",
+        &uri,
+        "--backup",
+        backup.to_str().unwrap(),
+        "--margin",
+        "0",
+    ];
+    args.extend_from_slice(extra);
+    pitr(&args)
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn report(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{}", show(o)))
+}
+
+/// The differences of `ns`, as (kind, _id) pairs.
+fn diffs(r: &Value, ns: &str) -> Vec<(String, Option<String>)> {
+    r["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["ns"] == ns)
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap().to_string(),
+                d["id"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+fn assert_passed(o: &Output) -> Value {
+    assert_eq!(o.status.code(), Some(0), "{}", show(o));
+    let r = report(o);
+    assert_eq!(r["result"], "passed", "{}", show(o));
+    r
+}
+
+// ---------------------------------------------------------------------------------
+// a consistent chain passes
+
+#[test]
+fn a_consistent_chain_passes_with_the_oplog_read_from_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "a_consistent_chain_passes_with_the_oplog_read_from_the_server",
+        dir.path(),
+    ) else {
+        return;
+    };
+    let o = rehearse(&m, &b, &["--json"]);
+    let r = assert_passed(&o);
+    assert_eq!(r["server"]["standin"], true);
+    assert_eq!(r["oplog"]["source"], "server");
+    assert!(r["recovery_window_secs"].as_u64().is_some());
+    let names: Vec<&str> = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["ns"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "app.log",
+            "metrics.cpu",
+            "shop.customers",
+            "shop.open_orders",
+            "shop.orders",
+            "web.events"
+        ],
+        "{}",
+        show(&o)
+    );
+    let orders = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.orders")
+        .unwrap();
+    assert_eq!(orders["rebuild_documents"], 30);
+    assert_eq!(orders["production_documents"], 30);
+    assert_eq!(
+        orders["compared"], 30,
+        "a small collection is compared whole"
+    );
+    let cpu = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "metrics.cpu")
+        .unwrap();
+    assert_eq!(cpu["kind"], "timeseries");
+    assert_eq!(cpu["production_documents"], 3, "buckets");
+    let not: Vec<&str> = r["not_compared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["ns"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        not,
+        ["app.log"],
+        "capped collections cannot be read as of a time"
+    );
+
+    // The text form, and --full.
+    let o = rehearse(&m, &b, &["--full"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("REHEARSAL PASSED"), "{text}");
+    assert!(
+        text.contains("NOT MongoDB"),
+        "a stand-in result says so: {text}"
+    );
+}
+
+#[test]
+fn a_consistent_archive_backup_and_a_pitr_archive_directory_pass() {
+    let test = "a_consistent_archive_backup_and_a_pitr_archive_directory_pass";
+    let Some(tool) = mongodump(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = mongod(&[], &[]);
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let archive = dir.path().join("nightly.archive");
+    backup(&tool, &m, &archive, true);
+    after_backup(&d);
+    let arch = dir.path().join("oplog-archive");
+    let o = pitr(&[
+        "archive",
+        "--uri",
+        &m.uri(),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = rehearse(
+        &m,
+        &archive,
+        &["--oplog", arch.to_str().unwrap(), "--full", "--json"],
+    );
+    let r = assert_passed(&o);
+    assert_eq!(r["oplog"]["source"], arch.to_str().unwrap());
+    assert!(
+        r["documents_compared"].as_u64().unwrap() >= 70,
+        "{}",
+        show(&o)
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// a damaged chain is caught, with the namespace and the _id
+
+/// Rewrites `file` (a collection's .bson) through `f`.
+fn rewrite_bson(file: &Path, f: impl Fn(Vec<Document>) -> Vec<Document>) {
+    let bytes = std::fs::read(file).unwrap();
+    let mut docs = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        docs.push(bson::from_slice::<Document>(&bytes[at..at + n]).unwrap());
+        at += n;
+    }
+    let mut out = Vec::new();
+    for d in f(docs) {
+        out.extend(bson::to_vec(&d).unwrap());
+    }
+    std::fs::write(file, out).unwrap();
+}
+
+#[test]
+fn a_document_altered_in_the_backup_is_named_with_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "a_document_altered_in_the_backup_is_named_with_its_field",
+        dir.path(),
+    ) else {
+        return;
+    };
+    rewrite_bson(&b.join("shop/customers.bson"), |mut docs| {
+        docs[12].insert("name", "Someone Else");
+        docs
+    });
+    for mode in [&["--json"][..], &["--json", "--full"][..]] {
+        let o = rehearse(&m, &b, mode);
+        assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+        let r = report(&o);
+        assert_eq!(r["result"], "differences");
+        assert_eq!(
+            diffs(&r, "shop.customers"),
+            vec![("document_differs".to_string(), Some("\"c12\"".to_string()))],
+            "{}",
+            show(&o)
+        );
+        let d = &r["differences"][0];
+        assert_eq!(d["paths"], serde_json::json!(["name"]));
+        assert!(d.get("values").is_none(), "values only with --show-values");
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("Someone Else"));
+    }
+    let o = rehearse(&m, &b, &["--show-values"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("shop.customers _id \"c12\": document"),
+        "{text}"
+    );
+    assert!(
+        text.contains("name: rebuild \"Someone Else\"  production \"Customer 12\""),
+        "{text}"
+    );
+    assert!(text.contains("REHEARSAL FAILED"), "{text}");
+}
+
+#[test]
+fn documents_missing_on_either_side_are_found_by_the_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "documents_missing_on_either_side_are_found_by_the_sample",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // One deleted from the backup (production has it), one added (production never had it).
+    rewrite_bson(&b.join("shop/customers.bson"), |mut docs| {
+        docs.retain(|d| d.get_str("_id") != Ok("c15"));
+        docs.push(doc! {"_id": "c99", "name": "Nobody", "tier": 0});
+        docs
+    });
+    let o = rehearse(&m, &b, &["--json", "--sample", "25"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    let mut got = diffs(&r, "shop.customers");
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "document_missing_in_production".to_string(),
+                Some("\"c99\"".to_string())
+            ),
+            (
+                "document_missing_in_rebuild".to_string(),
+                Some("\"c15\"".to_string())
+            ),
+        ],
+        "{}",
+        show(&o)
+    );
+}
+
+/// A sample smaller than the collection still draws from both sides: with the same
+/// count on each side (so the count cannot tell), the backup's `shop.customers`
+/// holds other `_id`s than production's, and `--sample 4` must report documents
+/// missing on each side, no more than it drew.
+#[test]
+fn a_sample_smaller_than_the_collection_draws_from_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "a_sample_smaller_than_the_collection_draws_from_both_sides",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // `c01` stays (the oplog updates it); every other _id is renamed `xNN`.
+    rewrite_bson(&b.join("shop/customers.bson"), |docs| {
+        docs.into_iter()
+            .map(|mut d| {
+                let id = d.get_str("_id").unwrap().to_string();
+                if id != "c01" {
+                    d.insert("_id", id.replace('c', "x"));
+                }
+                d
+            })
+            .collect()
+    });
+    let o = rehearse(&m, &b, &["--json", "--sample", "4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    let got = diffs(&r, "shop.customers");
+    assert!(
+        !got.iter().any(|(k, _)| k == "count"),
+        "same count on both sides: {}",
+        show(&o)
+    );
+    let only_rebuild: Vec<_> = got
+        .iter()
+        .filter(|(k, _)| k == "document_missing_in_production")
+        .collect();
+    let only_production: Vec<_> = got
+        .iter()
+        .filter(|(k, _)| k == "document_missing_in_rebuild")
+        .collect();
+    assert!((3..=4).contains(&only_rebuild.len()), "{got:?}");
+    assert!((3..=4).contains(&only_production.len()), "{got:?}");
+    assert!(
+        only_rebuild
+            .iter()
+            .all(|(_, id)| id.as_deref().unwrap().starts_with("\"x")),
+        "{got:?}"
+    );
+    assert!(
+        only_production
+            .iter()
+            .all(|(_, id)| id.as_deref().unwrap().starts_with("\"c")),
+        "{got:?}"
+    );
+    let row = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.customers")
+        .unwrap();
+    assert!(row["compared"].as_u64().unwrap() <= 8, "{row}");
+}
+
+#[test]
+fn an_index_missing_from_the_backup_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production("an_index_missing_from_the_backup_is_named", dir.path())
+    else {
+        return;
+    };
+    let meta = b.join("shop/orders.metadata.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    v["indexes"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|i| i["name"] != "status_1_at_-1");
+    std::fs::write(&meta, serde_json::to_string(&v).unwrap()).unwrap();
+    let o = rehearse(&m, &b, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    assert_eq!(
+        diffs(&r, "shop.orders"),
+        vec![("index_missing_in_rebuild".to_string(), None)],
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        r["differences"][0]["paths"],
+        serde_json::json!(["status_1_at_-1"])
+    );
+}
+
+/// The entries of an oplog archive chunk.
+fn chunk_entries(path: &Path) -> Vec<Document> {
+    let mut r =
+        pitr::oplog::open(path.to_str().unwrap(), pitr::oplog::ReadOptions::default()).unwrap();
+    let mut out = Vec::new();
+    while let Some((doc, _, _)) = r.next_raw().unwrap() {
+        out.push(bson::from_slice::<Document>(doc.as_bytes()).unwrap());
+    }
+    out
+}
+
+#[test]
+fn an_oplog_archive_missing_a_chunk_is_caught_with_the_documents_it_held() {
+    let test = "an_oplog_archive_missing_a_chunk_is_caught_with_the_documents_it_held";
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(test, dir.path()) else {
+        return;
+    };
+    let arch = dir.path().join("oplog-archive");
+    let o = pitr(&[
+        "archive",
+        "--uri",
+        &m.uri(),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+        "--chunk-size",
+        "2KiB",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    // A chunk of inserts into web.events (each ~250 bytes: several chunks of them)
+    // goes, manifest entry and all: nothing records that it existed.
+    let manifest_path = arch.join("manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let chunks = manifest["chunks"].as_array().unwrap().clone();
+    let (pos, ids) = chunks
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find_map(|(i, c)| {
+            let entries = chunk_entries(&arch.join(c["file"].as_str().unwrap()));
+            let only_events = !entries.is_empty()
+                && entries
+                    .iter()
+                    .all(|e| e.get_str("ns") == Ok("web.events") && e.get_str("op") == Ok("i"));
+            only_events.then(|| {
+                (
+                    i,
+                    entries
+                        .iter()
+                        .map(|e| e.get_document("o").unwrap().get_i32("_id").unwrap())
+                        .collect::<Vec<_>>(),
+                )
+            })
+        })
+        .unwrap_or_else(|| panic!("no chunk of web.events inserts: {manifest}"));
+    assert!(pos + 1 < chunks.len(), "the chunk is not the last one");
+    std::fs::remove_file(arch.join(chunks[pos]["file"].as_str().unwrap())).unwrap();
+    manifest["chunks"].as_array_mut().unwrap().remove(pos);
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_string_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+
+    let o = rehearse(&m, &b, &["--oplog", arch.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    let got = diffs(&r, "web.events");
+    assert!(got.contains(&("count".to_string(), None)), "{}", show(&o));
+    let missing: Vec<String> = got
+        .iter()
+        .filter(|(k, _)| k == "document_missing_in_rebuild")
+        .filter_map(|(_, id)| id.clone())
+        .collect();
+    let want: Vec<String> = ids.iter().map(|i| i.to_string()).collect();
+    assert_eq!(missing, want, "{}", show(&o));
+}
+
+// ---------------------------------------------------------------------------------
+// read-only
+
+/// Commands a rehearsal may send, and nothing else.
+const READ_ONLY: &[&str] = &[
+    "hello",
+    "isMaster",
+    "ismaster",
+    "ping",
+    "buildInfo",
+    "getParameter",
+    "listDatabases",
+    "listCollections",
+    "listIndexes",
+    "find",
+    "getMore",
+    "killCursors",
+    "aggregate",
+    "endSessions",
+];
+
+#[test]
+fn no_write_command_reaches_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production("no_write_command_reaches_the_server", dir.path()) else {
+        return;
+    };
+    let before = m.log().len();
+    for extra in [
+        &["--json"][..],
+        &["--json", "--full", "--batch-size", "50"][..],
+    ] {
+        let o = rehearse(&m, &b, extra);
+        assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    }
+    let log = m.log();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in log[before..].lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["id"] != 51803 {
+            continue;
+        }
+        let cmd = &v["attr"]["command"];
+        let name = cmd.as_object().unwrap().keys().next().unwrap().clone();
+        assert!(
+            READ_ONLY.contains(&name.as_str()),
+            "pitr sent `{name}`: {line}"
+        );
+        if name == "aggregate" {
+            for stage in cmd["pipeline"].as_array().unwrap() {
+                let s = stage.as_object().unwrap().keys().next().unwrap();
+                assert!(
+                    ["$count", "$sample", "$project"].contains(&s.as_str()),
+                    "{line}"
+                );
+            }
+        }
+        if name == "find" && cmd["find"] != "oplog.rs" {
+            assert_eq!(cmd["readConcern"]["level"], "snapshot", "{line}");
+            assert!(cmd["readConcern"]["atClusterTime"].is_object(), "{line}");
+        }
+        seen.insert(name);
+    }
+    assert!(
+        seen.contains("find") && seen.contains("aggregate"),
+        "{seen:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// refusals: exit 2 with a hint
+
+fn assert_refused(o: &Output, message: &str, hint: &str) {
+    assert_eq!(o.status.code(), Some(2), "{}", show(o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(message), "want `{message}` in:\n{err}");
+    assert!(
+        err.contains("hint:") && err.contains(hint),
+        "want hint `{hint}` in:\n{err}"
+    );
+}
+
+#[test]
+fn a_mongos_is_refused() {
+    let m = mongod(&[], &[("PITR_STANDIN_MODE", "mongos")]);
+    let o = rehearse(&m, Path::new("no-backup"), &[]);
+    assert_refused(
+        &o,
+        "is a mongos",
+        "rehearse each shard's replica set on its own",
+    );
+}
+
+#[test]
+fn a_4_4_server_is_refused_before_anything_is_read() {
+    let m = mongod(&[], &[("PITR_STANDIN_VERSION", "4.4.29")]);
+    let o = rehearse(&m, Path::new("no-backup"), &["--json"]);
+    assert_refused(&o, "runs MongoDB 4.4.29", "upgrade to MongoDB 5.0");
+    let r = report(&o);
+    assert_eq!(r["result"], "error");
+    assert_eq!(r["exit_code"], 2);
+}
+
+#[test]
+fn a_point_the_server_no_longer_holds_is_refused() {
+    let test = "a_point_the_server_no_longer_holds_is_refused";
+    let Some(tool) = mongodump(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // Before the rehearsal: a point older than the history window.
+    let m = mongod(
+        &["--setParameter", "minSnapshotHistoryWindowInSeconds=1"],
+        &[],
+    );
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let b = dir.path().join("backup");
+    backup(&tool, &m, &b, false);
+    let old = pitr::oplog::Ts::new(now_secs() as u32, u32::MAX);
+    std::thread::sleep(Duration::from_millis(2100));
+    after_backup(&d);
+    let o = rehearse(&m, &b, &["--at", &old.to_string()]);
+    assert_refused(
+        &o,
+        "is older than the server keeps history for",
+        "choose a point within the last 1 s",
+    );
+
+    // During it: the server drops its history (the fault), and answers SnapshotTooOld.
+    let m = mongod(&[], &[("PITR_STANDIN_FAULT", "history-lost-after-reads=0")]);
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let b = dir.path().join("backup2");
+    backup(&tool, &m, &b, false);
+    after_backup(&d);
+    d.run("shop", doc! {"insert": "late", "documents": [{"_id": 1}]});
+    let newest = newest_ts(&d);
+    let at = pitr::oplog::Ts::new(newest.t, newest.i - 1);
+    let o = rehearse(
+        &m,
+        &b,
+        &[
+            "--at",
+            &at.to_string(),
+            "--metrics",
+            dir.path().join("pitr.prom").to_str().unwrap(),
+        ],
+    );
+    assert_refused(
+        &o,
+        "no longer holds history for",
+        "minSnapshotHistoryWindowInSeconds",
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("SnapshotTooOld"),
+        "{}",
+        show(&o)
+    );
+    let prom = std::fs::read_to_string(dir.path().join("pitr.prom")).unwrap();
+    assert!(prom.contains("pitr_rehearse_success 0\n"), "{prom}");
+    assert!(prom.contains("pitr_rehearse_exit_code 2\n"), "{prom}");
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn newest_ts(d: &Driver) -> pitr::oplog::Ts {
+    let r = d.run(
+        "local",
+        doc! {"find": "oplog.rs", "sort": {"$natural": -1}, "limit": 1},
+    );
+    let e = r
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    pitr::oplog::Ts::from(e.get_timestamp("ts").unwrap())
+}
+
+#[test]
+fn a_gap_between_the_backup_and_the_oplog_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, d, b)) = production(
+        "a_gap_between_the_backup_and_the_oplog_is_refused",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // An oplog that starts after entries the backup does not have.
+    let from = newest_ts(&d);
+    d.run(
+        "shop",
+        doc! {"insert": "late", "documents": [{"_id": 1}, {"_id": 2}]},
+    );
+    let out = dir.path().join("partial-oplog");
+    let o = pitr(&[
+        "dump-oplog",
+        "--uri",
+        &m.uri(),
+        "--out",
+        out.to_str().unwrap(),
+        "--since",
+        &pitr::oplog::Ts::new(from.t, from.i + 1).to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let o = rehearse(
+        &m,
+        &b,
+        &["--oplog", out.join("oplog.bson").to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cannot rebuild the state"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------
+// metrics
+
+#[test]
+fn metrics_are_written_for_the_textfile_collector() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production("metrics_are_written_for_the_textfile_collector", dir.path())
+    else {
+        return;
+    };
+    let prom = dir.path().join("textfile/pitr_rehearse.prom");
+    std::fs::create_dir_all(prom.parent().unwrap()).unwrap();
+    let o = rehearse(&m, &b, &["--metrics", prom.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = std::fs::read_to_string(&prom).unwrap();
+    for name in [
+        "pitr_rehearse_success 1",
+        "pitr_rehearse_exit_code 0",
+        "pitr_rehearse_recovery_window_seconds ",
+        "pitr_rehearse_backup_age_seconds ",
+        "pitr_rehearse_duration_seconds ",
+        "pitr_rehearse_documents_compared ",
+    ] {
+        assert!(text.contains(name), "{name} in:\n{text}");
+    }
+    let files: Vec<_> = std::fs::read_dir(prom.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(files.len(), 1, "only the .prom file is left");
+    let _ = (Bson::Null, RawDocumentBuf::new());
+}
