@@ -119,7 +119,9 @@ fn churn(port: &str, mib: u64, loaded: i64) {
         // one statement over a run of 1000 `_id`s of bench.orders (the stand-in scans
         // the collection once per statement, so one statement per id would crawl).
         round += 1;
-        let fill = char::from(b'A' + (round % 26) as u8).to_string().repeat(PAD);
+        let fill = char::from(b'A' + (round % 26) as u8)
+            .to_string()
+            .repeat(PAD);
         let first = an_order_id(loaded, round * 7919) / BATCH as i64 * BATCH as i64;
         rt.block_on(async {
             c.database("bench")

@@ -55,6 +55,11 @@ impl std::fmt::Display for Offset {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
+    /// An archive in a bucket that cannot be opened (credentials, a missing bucket or
+    /// object, a URL with a secret): the storage room's error, with its hint.
+    #[error(transparent)]
+    Storage(Box<crate::storage::StorageError>),
+
     #[error("cannot open `{}`", path.display())]
     Open {
         path: PathBuf,
@@ -156,6 +161,7 @@ impl ArchiveError {
     pub fn source_name(&self) -> String {
         match self {
             ArchiveError::Open { path, .. } => path.display().to_string(),
+            ArchiveError::Storage(e) => e.url().to_string(),
             ArchiveError::NotAnArchive { name, .. }
             | ArchiveError::Io { name, .. }
             | ArchiveError::Truncated { name, .. }
@@ -183,6 +189,7 @@ impl ArchiveError {
 impl Hint for ArchiveError {
     fn hint(&self) -> Option<String> {
         Some(match self {
+            ArchiveError::Storage(e) => return e.hint(),
             ArchiveError::Open { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 "check the path; pass the file written by `mongodump --archive=FILE` (with or without `--gzip`), or `-` for stdin".into()
             }
@@ -256,5 +263,11 @@ impl Hint for WriteError {
             WriteError::OplogNotLast(_) => Some("end every collection before writing the oplog: mongorestore restores nothing that comes after it".into()),
             _ => None,
         }
+    }
+}
+
+impl From<crate::storage::StorageError> for ArchiveError {
+    fn from(e: crate::storage::StorageError) -> ArchiveError {
+        ArchiveError::Storage(Box::new(e))
     }
 }

@@ -1,4 +1,6 @@
-//! Turning what the user typed (a path, a directory, `-`) into an [`ArchiveReader`].
+//! Turning what the user typed (a path, a directory, `-`, or any of them as an
+//! `s3://`, `gs://`, `az://` URL, streamed through [`crate::storage`]) into an
+//! [`ArchiveReader`].
 
 use std::fs::File;
 use std::io;
@@ -6,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ArchiveError;
 use super::reader::{ArchiveReader, ReadOptions};
+use crate::storage::{self, Found, Location};
 
 /// The file names mongodump uses when `--archive` names a directory (mongodump.go
 /// `getArchiveOut`; mongorestore's `getArchiveReader` reads the same).
@@ -18,7 +21,14 @@ pub fn open(spec: &str, opts: ReadOptions) -> Result<ArchiveReader, ArchiveError
     if spec == "-" {
         return ArchiveReader::with_source("<stdin>".into(), Box::new(io::stdin()), None, opts);
     }
-    let path = resolve(Path::new(spec))?;
+    let loc = Location::parse(spec)?;
+    if !loc.is_local() {
+        let at = resolve_object(&loc)?;
+        let r = storage::global().open_read(&at)?;
+        let len = Some(r.size());
+        return ArchiveReader::with_source(at.to_string(), Box::new(r), len, opts);
+    }
+    let path = resolve(loc.local_path().expect("local"))?;
     let file = File::open(&path).map_err(|source| ArchiveError::Open {
         path: path.clone(),
         source,
@@ -42,4 +52,33 @@ fn resolve(path: &Path) -> Result<PathBuf, ArchiveError> {
                 DIR_CANDIDATES.map(|c| format!("`{c}`")).join(", ")
             ),
         })
+}
+
+/// [`resolve`] for a bucket: an object is the archive; a prefix (the "directory"
+/// mongodump `--archive=DIR` wrote) holds `archive` or `archive.gz`.
+fn resolve_object(loc: &Location) -> Result<Location, ArchiveError> {
+    let listed = match storage::global().stat(loc)? {
+        Found::Object(_) => return Ok(loc.clone()),
+        Found::Nothing => {
+            return Err(storage::StorageError::NotFound {
+                url: loc.to_string(),
+                source: None,
+            }
+            .into())
+        }
+        Found::Prefix(listed) => listed,
+    };
+    for c in DIR_CANDIDATES {
+        let at = loc.join(c);
+        if listed.iter().any(|o| o.location == at) {
+            return Ok(at);
+        }
+    }
+    Err(ArchiveError::NotAnArchive {
+        name: loc.to_string(),
+        looks_like: format!(
+            "a prefix without an archive in it (looked for {})",
+            DIR_CANDIDATES.map(|c| format!("`{c}`")).join(", ")
+        ),
+    })
 }

@@ -22,10 +22,19 @@ use std::path::{Path, PathBuf};
 use super::error::BackupError;
 use super::metadata::Metadata;
 use super::{kind_of, Backup, Layout, NsEntry, NsKind, Prelude, Problem};
-use crate::oplog::source::{compression_of, Compression};
+use crate::oplog::source::Compression;
+use crate::storage::{Location, ObjectInfo};
 
 /// The time-series buckets prefix (mongo-tools `common.TimeseriesBucketPrefix`).
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
+
+/// In a bucket, the marker of a dump that `pitr replay --out s3://...` is uploading
+/// (or whose upload was cut): such a prefix is refused (see `replay::upload`).
+pub const UPLOAD_IN_PROGRESS: &str = ".pitr-upload-in-progress";
+
+/// In a bucket, written last by `pitr replay --out s3://...`: every object of the
+/// dump with its size, checked when the prefix is read.
+pub const UPLOAD_MANIFEST: &str = ".pitr-dump.json";
 
 #[derive(Default)]
 struct Files {
@@ -33,8 +42,124 @@ struct Files {
     metadata: Option<PathBuf>,
 }
 
+/// Where a directory's entries come from: the file system, or the listing of a
+/// prefix in a bucket (each key relative to the prefix, `/`-separated, sorted), so
+/// that a backup in a bucket is read exactly as the same files on disk.
+enum Walk {
+    Local,
+    Listed { root: PathBuf, keys: Vec<String> },
+}
+
+impl Walk {
+    /// The entries of `dir` (the backup's root, or one database's directory), sorted,
+    /// each with whether it is a directory.
+    fn entries(&self, dir: &Path) -> Result<Vec<(PathBuf, bool)>, BackupError> {
+        let Walk::Listed { root, keys } = self else {
+            return Ok(sorted_entries(dir)?
+                .into_iter()
+                .map(|p| {
+                    let d = p.is_dir();
+                    (p, d)
+                })
+                .collect());
+        };
+        // `dir` is `root` or below it, both URLs as paths (`Location::display_path`).
+        let rel = dir.strip_prefix(root).unwrap_or(Path::new(""));
+        let rel = rel.to_string_lossy();
+        let prefix = if rel.is_empty() {
+            String::new()
+        } else {
+            format!("{rel}/")
+        };
+        let mut out: Vec<(PathBuf, bool)> = Vec::new();
+        for k in keys {
+            let Some(below) = k.strip_prefix(prefix.as_str()) else {
+                continue;
+            };
+            let (name, is_dir) = match below.split_once('/') {
+                Some((n, _)) => (n, true),
+                None => (below, false),
+            };
+            if name.is_empty() {
+                continue;
+            }
+            out.push((dir.join(name), is_dir));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
 /// Reads a dump directory.
 pub fn open(dir: &Path) -> Result<Backup, BackupError> {
+    open_with(dir, &Walk::Local)
+}
+
+/// Reads a directory backup under the prefix `root` of a bucket, from its listing
+/// (`listed`: every object under it); its files are then read object by object.
+pub fn open_listed(root: &Location, listed: &[ObjectInfo]) -> Result<Backup, BackupError> {
+    check_upload(root, listed)?;
+    let mut keys: Vec<String> = listed
+        .iter()
+        .filter_map(|o| o.location.relative_to(root))
+        .collect();
+    keys.sort();
+    let dir = root.display_path();
+    open_with(
+        &dir,
+        &Walk::Listed {
+            root: dir.clone(),
+            keys,
+        },
+    )
+}
+
+/// A dump pitr uploaded is read only once its upload finished, and only if every
+/// object its manifest lists is there with its size. (A prefix without either marker
+/// was not uploaded by pitr: nothing to check.)
+fn check_upload(root: &Location, listed: &[ObjectInfo]) -> Result<(), BackupError> {
+    let incomplete = |detail: String| BackupError::IncompleteUpload {
+        path: root.display_path(),
+        detail,
+    };
+    let at = |name: &str| listed.iter().find(|o| o.location == root.join(name));
+    if at(UPLOAD_IN_PROGRESS).is_some() {
+        return Err(incomplete(format!(
+            "`{UPLOAD_IN_PROGRESS}` is there: a `pitr replay --out` upload is running or was cut"
+        )));
+    }
+    let Some(m) = at(UPLOAD_MANIFEST) else {
+        return Ok(());
+    };
+    let (bytes, _) = crate::storage::global().read_versioned(&m.location)?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| incomplete(format!("`{UPLOAD_MANIFEST}` is not JSON: {e}")))?;
+    for o in v["objects"].as_array().into_iter().flatten() {
+        let (Some(key), Some(size)) = (o["key"].as_str(), o["bytes"].as_u64()) else {
+            return Err(incomplete(format!(
+                "`{UPLOAD_MANIFEST}` lists {o} without key and bytes"
+            )));
+        };
+        match at(key) {
+            Some(found) if found.size == size => {}
+            Some(found) => {
+                return Err(incomplete(format!(
+                    "`{key}` has {} bytes, the manifest says {size}",
+                    found.size
+                )))
+            }
+            None => {
+                return Err(incomplete(format!(
+                    "`{key}`, listed in `{UPLOAD_MANIFEST}`, is missing"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open_with(dir: &Path, walk: &Walk) -> Result<Backup, BackupError> {
     let mut b = Backup {
         path: dir.to_path_buf(),
         layout: Layout::Directory,
@@ -47,13 +172,13 @@ pub fn open(dir: &Path) -> Result<Backup, BackupError> {
     };
     let mut groups: Vec<(String, String, Files)> = Vec::new();
     let mut oplog_gz_name: Option<PathBuf> = None;
-    for entry in sorted_entries(dir)? {
+    for (entry, is_dir) in walk.entries(dir)? {
         let name = file_name(&entry);
         if name.starts_with('.') {
             continue;
         }
-        if entry.is_dir() {
-            collect_db(&entry, &name, &mut groups, &mut b.ignored_files)?;
+        if is_dir {
+            collect_db(walk, &entry, &name, &mut groups, &mut b.ignored_files)?;
         } else if name == "oplog.bson" {
             b.oplog = Some(entry);
         } else if name == "oplog.bson.gz" {
@@ -98,7 +223,7 @@ pub fn open(dir: &Path) -> Result<Backup, BackupError> {
     } else {
         // Only an oplog: its content decides.
         match &b.oplog {
-            Some(p) => compression_of(p)? == Compression::Gzip,
+            Some(p) => super::compression(p)? == Compression::Gzip,
             None => false,
         }
     };
@@ -166,7 +291,7 @@ pub fn open(dir: &Path) -> Result<Backup, BackupError> {
 /// Records a problem when `p`'s content does not match what its name (and the
 /// backup's `--gzip`) makes mongorestore expect.
 fn check_compression(b: &mut Backup, dir: &Path, p: &Path) -> Result<(), BackupError> {
-    let content_gz = compression_of(p)? == Compression::Gzip;
+    let content_gz = super::compression(p)? == Compression::Gzip;
     let name = p.strip_prefix(dir).unwrap_or(p).display().to_string();
     let is_root_oplog = file_name(p).starts_with("oplog.bson") && p.parent() == Some(dir);
     // The root oplog.bson is read through gzip exactly when --gzip is given.
@@ -219,18 +344,19 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, BackupError> {
 }
 
 fn collect_db(
+    walk: &Walk,
     dbdir: &Path,
     db: &str,
     groups: &mut Vec<(String, String, Files)>,
     ignored: &mut Vec<String>,
 ) -> Result<(), BackupError> {
     let mut by_coll: Vec<(String, Files)> = Vec::new();
-    for f in sorted_entries(dbdir)? {
+    for (f, is_dir) in walk.entries(dbdir)? {
         let name = file_name(&f);
         if name.starts_with('.') {
             continue;
         }
-        if f.is_dir() {
+        if is_dir {
             // mongorestore: "don't know what to do with subdirectory ..., skipping".
             ignored.push(format!("{db}/{name}/"));
             continue;
@@ -302,10 +428,7 @@ pub fn unescape(name: &str) -> String {
 /// directory dump. Unknown keys are ignored; a damaged file is an error.
 fn read_prelude(path: &Path) -> Result<Prelude, BackupError> {
     use std::io::Read;
-    let file = fs::File::open(path).map_err(|source| BackupError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = super::open_file(path)?;
     let (mut r, _) = crate::oplog::source::decompressed(&path.display().to_string(), file)?;
     let mut text = Vec::new();
     r.read_to_end(&mut text).map_err(|source| BackupError::Io {

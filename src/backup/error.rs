@@ -14,6 +14,11 @@ pub enum BackupError {
     #[error(transparent)]
     Archive(Box<crate::archive::ArchiveError>),
 
+    /// A backup in a bucket that cannot be listed or read (credentials, a missing
+    /// bucket, a URL with a secret): the storage room's error, with its hint.
+    #[error(transparent)]
+    Storage(Box<crate::storage::StorageError>),
+
     #[error("backup `{}` does not exist", .0.display())]
     Missing(PathBuf),
 
@@ -33,6 +38,9 @@ pub enum BackupError {
         source: std::io::Error,
     },
 
+    #[error("backup `{}` is not a complete upload: {detail}", path.display())]
+    IncompleteUpload { path: PathBuf, detail: String },
+
     #[error("`{}` is not valid metadata JSON: {detail}", path.display())]
     Metadata { path: PathBuf, detail: String },
 }
@@ -42,6 +50,7 @@ impl Hint for BackupError {
         match self {
             BackupError::Read(e) => e.hint(),
             BackupError::Archive(e) => e.hint(),
+            BackupError::Storage(e) => e.hint(),
             BackupError::Missing(_) => Some(
                 "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
             ),
@@ -56,10 +65,21 @@ impl Hint for BackupError {
                     .into(),
             ),
             BackupError::Io { .. } => Some("check the path and its permissions".into()),
+            BackupError::IncompleteUpload { .. } => Some(
+                "upload the dump again (`pitr replay ... --out` to a new prefix), or, if no upload is running, delete \
+                 the prefix and its leftovers"
+                    .into(),
+            ),
             BackupError::Metadata { .. } => Some(
                 "the metadata file is damaged; mongorestore would refuse it too: restore it from the original dump"
                     .into(),
             ),
         }
+    }
+}
+
+impl From<crate::storage::StorageError> for BackupError {
+    fn from(e: crate::storage::StorageError) -> BackupError {
+        BackupError::Storage(Box::new(e))
     }
 }

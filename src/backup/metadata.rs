@@ -105,10 +105,7 @@ impl Metadata {
 
     /// Reads a metadata file, gzip-compressed or not (by content).
     pub fn read(path: &Path) -> Result<Metadata, BackupError> {
-        let file = std::fs::File::open(path).map_err(|source| BackupError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let file = super::open_file(path)?;
         let (mut r, _) = decompressed(&path.display().to_string(), file)?;
         let mut text = Vec::new();
         r.read_to_end(&mut text).map_err(|source| BackupError::Io {

@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 pub use error::BackupError;
 pub use metadata::Metadata;
 
+use crate::oplog::source::{compression_at, Compression};
 use crate::oplog::{self, ReadError, ReadOptions};
+use crate::storage::{self, Location};
 
 /// How the backup is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,8 +136,13 @@ pub struct Backup {
     pub ignored_files: Vec<String>,
 }
 
-/// Opens a backup: a directory, or (by content) an archive file.
+/// Opens a backup: a directory, or (by content) an archive file; either may be a
+/// URL (`s3://bucket/prefix`: see [`open_object`]).
 pub fn open(path: &Path) -> Result<Backup, BackupError> {
+    let loc = Location::of_path(path)?;
+    if !loc.is_local() {
+        return open_object(&loc);
+    }
     if path.is_dir() {
         return dir::open(path);
     }
@@ -152,6 +159,49 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
             .or_else(|| crate::stream::sniff::looks_like(&head))
             .unwrap_or("an empty file"),
     })
+}
+
+/// A backup in a bucket, read in place (nothing is downloaded): an object is an
+/// archive (or not a backup, said as for a file); a prefix is a directory backup,
+/// walked by listing it, each file then read object by object. The backup's paths
+/// are the objects' URLs ([`Location::display_path`]); everything that reads them
+/// goes through [`open_file`] or [`crate::oplog::open`], which take them back as URLs.
+fn open_object(loc: &Location) -> Result<Backup, BackupError> {
+    let s = storage::global();
+    match s.stat(loc)? {
+        storage::Found::Nothing => return Err(BackupError::Missing(loc.display_path())),
+        storage::Found::Prefix(listed) => return dir::open_listed(loc, &listed),
+        storage::Found::Object(_) => {}
+    }
+    // Enough for the first document of a BSON file (an oplog entry can be long).
+    let head = s.read_head(loc, 64 << 10)?;
+    if starts_as_archive(&loc.to_string(), std::io::Cursor::new(head.clone()))? {
+        return archive::open(&loc.display_path());
+    }
+    Err(BackupError::NotABackup {
+        path: loc.display_path(),
+        looks_like: bson_kind(&head)
+            .or_else(|| crate::stream::sniff::looks_like(&head))
+            .unwrap_or("an empty file"),
+    })
+}
+
+/// Opens a file of a backup for reading: a local file, or an object streamed when
+/// `path` is the URL of one (see [`open_object`]).
+pub(crate) fn open_file(path: &Path) -> Result<Box<dyn std::io::Read + Send>, BackupError> {
+    match Location::of_path(path)? {
+        Location::Local(p) => match std::fs::File::open(&p) {
+            Ok(f) => Ok(Box::new(f)),
+            Err(source) => Err(BackupError::Io { path: p, source }),
+        },
+        loc => Ok(Box::new(storage::global().open_read(&loc)?)),
+    }
+}
+
+/// How a file of a backup is compressed, by its first bytes (one ranged GET for an
+/// object).
+pub(crate) fn compression(path: &Path) -> Result<Compression, BackupError> {
+    Ok(compression_at(&Location::of_path(path)?)?)
 }
 
 /// What a plain BSON file is, from its first document: an oplog (`ts`, `op`, `ns`:
@@ -172,12 +222,20 @@ pub const OPLOG_FILE: &str = "an oplog (BSON entries with ts, op and ns), not a 
 
 /// Whether `path` holds a mongodump archive, plain or gzip (by its first bytes).
 fn is_archive(path: &Path) -> Result<bool, BackupError> {
-    use std::io::Read;
     let f = std::fs::File::open(path).map_err(|source| BackupError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let (mut r, _) = crate::oplog::source::decompressed(&path.display().to_string(), f)?;
+    starts_as_archive(&path.display().to_string(), f)
+}
+
+/// Whether `raw`, decompressed if it is gzip, starts with the archive's magic bytes.
+fn starts_as_archive(
+    name: &str,
+    raw: impl std::io::Read + Send + 'static,
+) -> Result<bool, BackupError> {
+    use std::io::Read;
+    let (mut r, _) = crate::oplog::source::decompressed(name, raw)?;
     let mut head = [0u8; 4];
     let mut got = 0;
     while got < 4 {

@@ -155,6 +155,7 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
             "`pitr archive` needs --uri (or PITR_URI) and --dir",
         ));
     };
+    let dir = super::local_only::local_only("--dir", &dir, ARCHIVE_LOCAL)?;
     let req = ArchiveRequest {
         dir,
         chunk_bytes: a.chunk_size,
@@ -421,7 +422,15 @@ impl ArchiveObserver for CliObserver {
 // ---------------------------------------------------------------------------------
 // prune
 
+/// Until the archiver writes buckets: what to do instead.
+const ARCHIVE_LOCAL: &str = "archive to a local directory (readers take it as `--oplog DIR`), and copy it to \
+     the bucket as a whole (`aws s3 sync DIR s3://bucket/prefix`): readers take that prefix as `--oplog`";
+
 fn run_prune(a: PruneArgs) -> Result<u8, Failure> {
+    let a = PruneArgs {
+        dir: super::local_only::local_only("--dir", &a.dir, ARCHIVE_LOCAL)?,
+        ..a
+    };
     let mut protect = Vec::new();
     for b in &a.backup {
         protect.push(Protected {

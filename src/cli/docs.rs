@@ -55,7 +55,12 @@ pub fn completions(a: CompletionsArgs) -> Result<u8, Failure> {
 
 pub fn man(a: ManArgs) -> Result<u8, Failure> {
     let cmd = Cli::command();
-    let Some(dir) = a.dir else {
+    let dir = super::local_only::local_only_opt(
+        "--dir",
+        a.dir,
+        "write the man pages to a local directory",
+    )?;
+    let Some(dir) = dir else {
         let mut out = io::stdout().lock();
         clap_mangen::Man::new(cmd).render(&mut out)?;
         out.flush()?;

@@ -76,8 +76,9 @@ pub struct DumpOplogArgs {
 }
 
 pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
+    let out_dir = super::local_only::local_only("--out", &a.out, super::local_only::COPY_AFTER)?;
     let req = DumpRequest {
-        out_dir: a.out.clone(),
+        out_dir,
         since: a.since.as_ref().map(|v| v.ts),
         until: a.until.as_ref().map(|v| v.ts),
         gzip: a.gzip,

@@ -13,6 +13,7 @@ pub mod docs;
 pub mod dump_oplog;
 pub mod find_drop;
 pub mod find_drop_cluster;
+pub mod local_only;
 pub mod oid;
 pub mod oplog_cmd;
 pub mod output;

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use crate::error::{exit, Failure};
 use crate::oplog::Ts;
+use crate::storage::Location;
+
+use super::local_only::{local_only_opt, COPY_AFTER};
 use crate::plan::expect::DEFAULT_ID_CAP;
 use crate::plan::steps::shell_line;
 use crate::plan::versions::{VersionHints, VersionSource};
@@ -199,7 +202,19 @@ pub(crate) fn stake_text(
 
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     let versions = a.version_hints();
-    let req = a.input.request(a.out, std::env::current_dir()?, versions);
+    let out = local_only_opt("--out", a.out.clone(), COPY_AFTER)?;
+    let in_bucket = !Location::of_path(&a.input.backup)?.is_local();
+    let mut req = a.input.request(out, std::env::current_dir()?, versions);
+    if in_bucket {
+        // mongorestore reads local files only: the one-run inputs it would read (the
+        // backup linked or copied beside the slice) are not written, and its commands
+        // need the backup downloaded first.
+        req.mongorestore_inputs = false;
+        eprintln!(
+            "note: the backup is in object storage: `pitr replay` (embedded engine) reads it in place; the mongorestore \
+             commands of this plan need it downloaded first"
+        );
+    }
     let plan = plan::build(
         &req,
         &CliProgress {

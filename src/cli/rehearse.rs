@@ -112,6 +112,17 @@ fn parse_margin(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
+    // Local paths only so far: a URL is refused, not taken for a directory `s3:`.
+    use super::local_only::local_only_opt;
+    let a = RehearseArgs {
+        work_dir: local_only_opt("--work-dir", a.work_dir, "give a local directory")?,
+        metrics: local_only_opt(
+            "--metrics",
+            a.metrics,
+            "write the metrics file locally (node_exporter's textfile collector reads a local directory)",
+        )?,
+        ..a
+    };
     let req = RehearseRequest {
         uri: a.uri.clone(),
         backup: a.backup.clone(),

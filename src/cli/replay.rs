@@ -17,10 +17,13 @@ use crate::replay::preflight::{self, Need, PreflightError};
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
-use crate::replay::{dry_run, tools};
+use crate::replay::{dry_run, tools, upload};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
+use crate::storage::Location;
+
+use super::local_only::{local_only, local_only_opt, COPY_AFTER};
 use super::plan::{CliProgress, PlanInputArgs};
 
 // No doc comment here: the one-line about comes from `Command::Replay` in `cli/mod.rs`.
@@ -213,8 +216,8 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     (
-        preflight::size_on_disk(&a.plan.backup),
-        preflight::size_on_disk(Path::new(&a.plan.oplog)),
+        preflight::input_size(&a.plan.backup),
+        preflight::input_size(Path::new(&a.plan.oplog)),
     )
 }
 
@@ -274,7 +277,35 @@ fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
     .with_exit_code(exit::NOT_FOUND)
 }
 
+/// The flags that must be local paths, as paths (a `file://` URL decoded), or a
+/// refusal naming the flag; a backup URL with a secret is refused here, first.
+fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
+    // A `file://` backup is a local path (a URL with a secret is refused here, first).
+    if let Location::Local(p) = Location::of_path(&a.plan.backup)? {
+        a.plan.backup = p;
+    }
+    Ok(ReplayArgs {
+        workdir: local_only_opt(
+            "--workdir",
+            a.workdir,
+            "the work dir holds the spare's data and the logs: give a local directory",
+        )?,
+        mongodb_bin: local_only_opt(
+            "--mongodb-bin",
+            a.mongodb_bin,
+            "give the local directory holding mongod and mongorestore",
+        )?,
+        // The embedded engine uploads its dump to a URL (`replay::upload`).
+        out: match a.engine {
+            Engine::Embedded => a.out,
+            Engine::Mongod => local_only_opt("--out", a.out, COPY_AFTER)?,
+        },
+        ..a
+    })
+}
+
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    let a = local_paths(a)?;
     if a.engine == Engine::Embedded {
         return run_embedded(a);
     }
@@ -285,6 +316,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .with_hint("with --engine mongod, --out is written by mongodump as a directory")
         .with_exit_code(exit::ERROR));
     }
+    refuse_urls_for_mongod(&a)?;
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
@@ -411,6 +443,23 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     mongod_ending(a.json, &work, &report, ex)
 }
 
+/// mongorestore reads local files only, and pitr does not yet stream or download a
+/// backup or an oplog from a bucket for it: refused before anything starts.
+fn refuse_urls_for_mongod(a: &ReplayArgs) -> Result<(), Failure> {
+    for (flag, p) in [
+        ("--backup", a.plan.backup.clone()),
+        ("--oplog", PathBuf::from(&a.plan.oplog)),
+    ] {
+        local_only(
+            flag,
+            &p,
+            "--engine embedded (the default) reads backups and oplogs in buckets in place; for --engine mongod, \
+             download them first (`aws s3 cp --recursive`)",
+        )?;
+    }
+    Ok(())
+}
+
 /// The space a restore onto a spare needs: its data directory lives in the work dir
 /// (about the backup and the oplog's writes, as the dump does), beside the slice.
 fn mongod_space(a: &ReplayArgs, work: &WorkDir, out: Option<&Path>) -> Result<(), Failure> {
@@ -507,6 +556,27 @@ fn mongod_ending(
 }
 
 /// `--engine embedded`: plan, build the state in-process, write the dump.
+/// The embedded engine's `--out`, checked before any work: a local path must be new
+/// or an empty directory in a writable place; a URL must hold nothing yet (nor its
+/// `-destroyed` sibling), and is returned: the dump is then uploaded there.
+fn embedded_out(a: &ReplayArgs, cwd: &Path) -> Result<Option<Location>, Failure> {
+    let Some(o) = &a.out else { return Ok(None) };
+    let o = match Location::of_path(o)? {
+        Location::Local(p) => absolute(cwd, p),
+        url => {
+            upload::check_new(&url)?;
+            upload::check_new(&url.with_name_suffix(crate::replay::embedded::DESTROYED_SUFFIX))?;
+            return Ok(Some(url));
+        }
+    };
+    check_out(&o)?;
+    if a.archive && o.is_dir() {
+        return Err(PreflightError::ArchiveOverDir(o).into());
+    }
+    preflight::check_writable(&o)?;
+    Ok(None)
+}
+
 fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     use crate::engine::replica::dump::DumpFormat;
     // Ctrl-C and SIGTERM from the first moment: the run stops and cleans up (exit
@@ -524,19 +594,21 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         // mongodump --archive --gzip gzips the whole archive: allowed.
     }
     let cwd = std::env::current_dir()?;
-    if let Some(o) = &a.out {
-        let o = absolute(&cwd, o.clone());
-        check_out(&o)?;
-        if a.archive && o.is_dir() {
-            return Err(PreflightError::ArchiveOverDir(o).into());
-        }
-        preflight::check_writable(&o)?;
-    }
+    let upload = embedded_out(&a, &cwd)?;
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
-    let out = absolute(
-        &cwd,
-        a.out.clone().unwrap_or_else(|| work.root.join("dump")),
-    );
+    let out = match &upload {
+        Some(url) => {
+            let staged = upload::staging(&work.root, url);
+            if let Some(d) = staged.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            staged
+        }
+        None => absolute(
+            &cwd,
+            a.out.clone().unwrap_or_else(|| work.root.join("dump")),
+        ),
+    };
     if !a.dry_run && !a.no_space_check {
         let (backup, oplog) = input_sizes(&a);
         // The slice, and past --memory the on-disk store of the documents.
@@ -625,6 +697,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             format,
             memory: a.memory,
             accept_incidents: a.accept_incidents,
+            upload,
         },
         &super::progress::PhaseProgress::for_stderr(a.json),
     );

@@ -50,6 +50,11 @@ pub struct VerifyArgs {
 }
 
 pub fn run(a: VerifyArgs) -> Result<u8, Failure> {
+    super::local_only::local_only(
+        "--expect",
+        &a.expect,
+        "pass the plan.json that `pitr plan` or `pitr replay` wrote in its local work dir",
+    )?;
     let text = std::fs::read_to_string(&a.expect).map_err(|source| VerifyError::ReadPlan {
         path: a.expect.clone(),
         source,

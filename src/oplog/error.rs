@@ -146,6 +146,11 @@ pub enum ReadError {
     #[error(transparent)]
     OplogArchive(#[from] super::oplog_archive::manifest::OplogArchiveError),
 
+    /// Opening a location failed (a URL that cannot be used, credentials, a missing
+    /// bucket or object): the storage room's error, with its hint.
+    #[error(transparent)]
+    Storage(Box<crate::storage::StorageError>),
+
     #[error("entry {} at byte {offset} of `{name}` is not an oplog entry: {source}", index + 1)]
     NotAnEntry {
         name: String,
@@ -170,6 +175,7 @@ impl ReadError {
             | ReadError::Malformed { name, .. }
             | ReadError::NotAnEntry { name, .. } => name.clone(),
             ReadError::Archive(e) => e.source_name(),
+            ReadError::Storage(e) => e.url().to_string(),
         }
     }
 }
@@ -180,7 +186,11 @@ impl Hint for ReadError {
             ReadError::Open { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
             }
-            ReadError::Open { .. } | ReadError::Io { .. } => return None,
+            // A read from a store that broke: the store's own hint.
+            ReadError::Open { source, .. } | ReadError::Io { source, .. } => {
+                return crate::storage::storage_error(source).and_then(|e| e.hint())
+            }
+            ReadError::Storage(e) => return e.hint(),
             ReadError::Archive(e) => return e.hint(),
             ReadError::OplogArchive(e) => return e.hint(),
             ReadError::NoOplogInDir { .. } => {
@@ -212,5 +222,11 @@ impl Hint for ReadError {
                 "this looks like a collection dump, not an oplog; pass the oplog file (`oplog.bson` or `local/oplog.rs.bson`)".into()
             }
         })
+    }
+}
+
+impl From<crate::storage::StorageError> for ReadError {
+    fn from(e: crate::storage::StorageError) -> ReadError {
+        ReadError::Storage(Box::new(e))
     }
 }

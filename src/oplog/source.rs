@@ -1,10 +1,15 @@
 //! Turning what the user typed (`oplog.bson`, `oplog.bson.gz`, a dump directory,
-//! an oplog archive directory, `-`) into a reader.
+//! an oplog archive directory, `-`, or any of them as an `s3://`, `gs://`, `az://`
+//! URL) into a reader.
 //!
 //! What a file holds is decided by its bytes, never by its name: gzip content is
 //! decompressed whatever the file is called (see [`crate::stream::gzip`]). A directory is an
 //! oplog archive when its `manifest.json` says so ([`super::oplog_archive`]); then
 //! only the chunks holding the range a caller needs are read ([`open_range`]).
+//!
+//! A URL is opened through [`crate::storage`]: an object is streamed (never
+//! downloaded first); a prefix is a directory, looked up by listing it. A local path
+//! stays a plain `File`, read exactly as before.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -13,6 +18,7 @@ use std::path::{Path, PathBuf};
 use super::error::ReadError;
 use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
 use super::reader::{OplogReader, ReadOptions};
+use crate::storage::{self, Found, Location};
 use crate::stream::gzip;
 use crate::stream::{ByteCounter, CountingRead};
 
@@ -102,15 +108,36 @@ pub fn open_range(
     opts: ReadOptions,
     range: &ChunkRange,
 ) -> Result<OplogReader, ReadError> {
-    if spec != "-" && is_oplog_archive(Path::new(spec)) {
-        return oplog_archive::read::open(Path::new(spec), opts, range);
-    }
     if spec == "-" {
         let counter = ByteCounter::default();
         let src = CountingRead::new(io::stdin(), counter.clone());
         return open_stream("<stdin>".into(), src, opts, counter, None);
     }
-    let path = resolve(Path::new(spec))?;
+    open_location(&Location::parse(spec)?, opts, range)
+}
+
+/// [`open_range`] for a parsed location.
+pub fn open_location(
+    loc: &Location,
+    opts: ReadOptions,
+    range: &ChunkRange,
+) -> Result<OplogReader, ReadError> {
+    let Some(spec) = loc.local_path() else {
+        return match resolve_object(loc)? {
+            Resolved::Archive(dir) => oplog_archive::read::open_at(&dir, opts, range),
+            Resolved::File(file) => {
+                let r = storage::global().open_read(&file)?;
+                let len = Some(r.size());
+                let counter = ByteCounter::default();
+                let counted = CountingRead::new(r, counter.clone());
+                open_stream(file.to_string(), counted, opts, counter, len)
+            }
+        };
+    };
+    if is_oplog_archive(spec) {
+        return oplog_archive::read::open(spec, opts, range);
+    }
+    let path = resolve(spec)?;
     let file = File::open(&path).map_err(|source| ReadError::Open {
         path: path.clone(),
         source,
@@ -119,6 +146,56 @@ pub fn open_range(
     let counter = ByteCounter::default();
     let counted = CountingRead::new(file, counter.clone());
     open_stream(path.display().to_string(), counted, opts, counter, len)
+}
+
+/// What an object location names.
+enum Resolved {
+    /// An oplog archive (a prefix holding pitr's `manifest.json`).
+    Archive(Location),
+    /// One object holding an oplog (plain, gzip, or a mongodump archive).
+    File(Location),
+}
+
+/// An object is read as a file; a prefix is a directory: an oplog archive when its
+/// `manifest.json` says so, else a dump whose oplog is one of [`DIR_CANDIDATES`].
+fn resolve_object(loc: &Location) -> Result<Resolved, ReadError> {
+    let listed = match storage::global().stat(loc)? {
+        Found::Object(_) => return Ok(Resolved::File(loc.clone())),
+        Found::Nothing => {
+            return Err(storage::StorageError::NotFound {
+                url: loc.to_string(),
+                source: None,
+            }
+            .into())
+        }
+        Found::Prefix(listed) => listed,
+    };
+    if oplog_archive::read::is_oplog_archive_at(loc)? {
+        return Ok(Resolved::Archive(loc.clone()));
+    }
+    for c in DIR_CANDIDATES {
+        let want = loc.join(c);
+        if listed.iter().any(|o| o.location == want) {
+            return Ok(Resolved::File(want));
+        }
+    }
+    Err(ReadError::NoOplogInDir {
+        dir: PathBuf::from(loc.to_string()),
+        looked: DIR_CANDIDATES.iter().map(|c| c.to_string()).collect(),
+    })
+}
+
+/// Whether `spec` names an oplog archive (a local directory or a prefix holding
+/// pitr's `manifest.json`); `-` and what cannot be parsed are not.
+pub fn is_archive_spec(spec: &str) -> bool {
+    if spec == "-" {
+        return false;
+    }
+    match Location::parse(spec) {
+        Ok(Location::Local(p)) => is_oplog_archive(&p),
+        Ok(loc) => oplog_archive::read::is_oplog_archive_at(&loc).unwrap_or(false),
+        Err(_) => false,
+    }
 }
 
 fn open_stream(
@@ -188,10 +265,31 @@ impl Read for FailsOnce {
 /// The gaps recorded by the oplog archive `spec` (entries lost from the server's
 /// oplog before the archiver read them); none for any other source.
 pub fn recorded_gaps(spec: &str) -> Result<Vec<GapRecord>, ReadError> {
-    if spec != "-" && is_oplog_archive(Path::new(spec)) {
-        return oplog_archive::read::recorded_gaps(Path::new(spec));
+    if spec == "-" {
+        return Ok(Vec::new());
     }
-    Ok(Vec::new())
+    match Location::parse(spec)? {
+        Location::Local(p) if is_oplog_archive(&p) => oplog_archive::read::recorded_gaps(&p),
+        Location::Local(_) => Ok(Vec::new()),
+        loc if oplog_archive::read::is_oplog_archive_at(&loc)? => {
+            oplog_archive::read::recorded_gaps_at(&loc)
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// How the file or object at `loc` is compressed, by its first bytes (one ranged
+/// GET for an object).
+pub fn compression_at(loc: &Location) -> Result<Compression, ReadError> {
+    if let Some(p) = loc.local_path() {
+        return compression_of(p);
+    }
+    let head = storage::global().read_head(loc, 2)?;
+    Ok(if gzip::is_gzip(&head) {
+        Compression::Gzip
+    } else {
+        Compression::None
+    })
 }
 
 /// How the file at `path` is compressed, by its first bytes.

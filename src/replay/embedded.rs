@@ -31,6 +31,7 @@ use super::describe::{self, Item, Section, Table};
 use super::handover::{self, DumpForm, HandoverCommand};
 use super::report::{BackupBrief, ErrorRecord, RestorePoint, ResultKind};
 use super::WorkDir;
+use crate::storage::Location;
 
 /// What to run.
 pub struct EmbeddedRun<'a> {
@@ -42,6 +43,9 @@ pub struct EmbeddedRun<'a> {
     /// The restore may replay critical or high incidents without failing
     /// (`--accept-incidents`).
     pub accept_incidents: bool,
+    /// `--out` is this URL: `out` is then the dump's staging place in the work dir,
+    /// uploaded once complete ([`super::upload`]).
+    pub upload: Option<Location>,
 }
 
 /// Per namespace, as the report shows it.
@@ -269,6 +273,15 @@ pub fn run(
     });
     drop(replica);
     drop(spill);
+    let (result, committed) = match &r.upload {
+        Some(url) if committed && result.is_ok() => {
+            match upload_outputs(url, &r.out, &destroyed_out, &mut report) {
+                Ok(()) => (Ok(()), true),
+                Err(e) => (Err(e), false),
+            }
+        }
+        _ => (result, committed),
+    };
     let result = verdict(
         result,
         &mut report,
@@ -276,6 +289,9 @@ pub fn run(
         (r.accept_incidents, r.format, filter.is_some()),
         committed,
     );
+    if let Some(url) = &r.upload {
+        report.handover = downloaded_first(url, r.format, std::mem::take(&mut report.handover));
+    }
     if let Err(e) = write_report(&report, r.work) {
         eprintln!("warning: cannot write the report: {e}");
     }
@@ -417,6 +433,103 @@ fn recreated_after_skip(req: &PlanRequest, out: &Path, e: ReplicaError) -> Failu
         "restore the dropped collection on its own to just before its drop, and the rest to the later point \
          (where `{ns}` is the re-created collection), then hand over the first under a new name:\n  {first}\n  {second}"
     ))
+}
+
+/// `--out URL`: uploads the dump (and `<out>-destroyed`) written at `staged`, then
+/// removes the staged copies; the report then names the URLs.
+fn upload_outputs(
+    url: &Location,
+    staged: &Path,
+    staged_destroyed: &Path,
+    report: &mut EmbeddedReport,
+) -> Result<(), Failure> {
+    let lost_url = url.with_name_suffix(DESTROYED_SUFFIX);
+    let result = (|| -> Result<(), Failure> {
+        let size = super::preflight::size_on_disk(staged);
+        eprintln!("uploading the dump to {url} ({size} bytes)");
+        let up = super::upload::upload(staged, url)?;
+        eprintln!(
+            "uploaded {} objects, {} bytes to {url}",
+            up.objects, up.bytes
+        );
+        if staged_destroyed.exists() {
+            super::upload::upload(staged_destroyed, &lost_url).map_err(|e| {
+                Failure::from(e).with_hint(format!(
+                    "`{url}` is complete; `{lost_url}` (the documents the incident destroys) is not: run the replay \
+                     again with another --out to get both"
+                ))
+            })?;
+            eprintln!("uploaded the destroyed documents to {lost_url}");
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(staged).or_else(|_| std::fs::remove_file(staged));
+    let _ = std::fs::remove_dir_all(staged_destroyed)
+        .or_else(|_| std::fs::remove_file(staged_destroyed));
+    if let Some(parent) = staged.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    result?;
+    report.out = Some(url.to_string());
+    if let Some(d) = report.destroyed.as_mut().filter(|d| d.out.is_some()) {
+        d.out = Some(lost_url.to_string());
+    }
+    Ok(())
+}
+
+/// The handover commands for a dump in a bucket: download it first (mongorestore
+/// reads local files only), then the same commands on the local copy.
+fn downloaded_first(
+    url: &Location,
+    format: DumpFormat,
+    cmds: Vec<HandoverCommand>,
+) -> Vec<HandoverCommand> {
+    if cmds.is_empty() {
+        return cmds;
+    }
+    let name = url.file_name();
+    let archive = matches!(format, DumpFormat::Archive { .. });
+    let download = match (url, archive) {
+        (
+            Location::Object {
+                scheme: crate::storage::Scheme::Gcs,
+                ..
+            },
+            false,
+        ) => {
+            format!("gsutil -m cp -r {url} .")
+        }
+        (
+            Location::Object {
+                scheme: crate::storage::Scheme::Gcs,
+                ..
+            },
+            true,
+        ) => {
+            format!("gsutil cp {url} {name}")
+        }
+        (
+            Location::Object {
+                scheme: crate::storage::Scheme::Azure,
+                ..
+            },
+            _,
+        ) => {
+            format!("azcopy copy --recursive '<https URL of {url}>' .")
+        }
+        (_, false) => format!("aws s3 cp --recursive {url} {name}"),
+        (_, true) => format!("aws s3 cp {url} {name}"),
+    };
+    let mut out = vec![HandoverCommand {
+        what: "download the dump first (mongorestore reads local files only)".into(),
+        command: download,
+    }];
+    let whole = url.to_string();
+    out.extend(cmds.into_iter().map(|c| HandoverCommand {
+        what: c.what,
+        command: c.command.replace(&whole, &name),
+    }));
+    out
 }
 
 /// Beside `--out`: the documents the incident at the limit destroys.

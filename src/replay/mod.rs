@@ -31,6 +31,7 @@ pub mod restore_log;
 pub mod run;
 pub mod summary;
 pub mod tools;
+pub mod upload;
 pub mod workdir;
 
 pub use error::ReplayError;

@@ -76,6 +76,22 @@ pub fn check_writable(out: &Path) -> Result<(), PreflightError> {
 }
 
 /// Bytes of a file, or of every file under a directory (not following links).
+/// [`size_on_disk`] for an input that may be a URL: the object's size, or the total
+/// of the objects under the prefix (one listing). 0 when it cannot be read: the read
+/// itself then says why.
+pub fn input_size(p: &Path) -> u64 {
+    use crate::storage::{global, Found, Location};
+    match Location::of_path(p) {
+        Ok(Location::Local(p)) => size_on_disk(&p),
+        Ok(loc) => match global().stat(&loc) {
+            Ok(Found::Object(info)) => info.size,
+            Ok(Found::Prefix(v)) => v.iter().map(|o| o.size).sum(),
+            Ok(Found::Nothing) | Err(_) => 0,
+        },
+        Err(_) => 0,
+    }
+}
+
 pub fn size_on_disk(p: &Path) -> u64 {
     let Ok(m) = std::fs::symlink_metadata(p) else {
         return 0;

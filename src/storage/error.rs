@@ -312,9 +312,18 @@ impl Hint for StorageError {
                 "check the {word} name and, for S3, AWS_REGION and AWS_ENDPOINT_URL (a {word} \
                  is looked up in one region or endpoint)"
             ),
-            StorageError::NotFound { .. } => {
-                "check the path; `pitr` lists what is there when given the prefix above it".into()
+            StorageError::NotFound { url, .. } if url.contains("://") => {
+                let parent = url.rsplit_once('/').map_or(url.as_str(), |(p, _)| p);
+                let ls = if url.starts_with("gs://") {
+                    format!("gsutil ls {parent}/")
+                } else if url.starts_with("az://") {
+                    "az storage blob list --prefix ...".to_string()
+                } else {
+                    format!("aws s3 ls {parent}/")
+                };
+                format!("check the key (case-sensitive, taken as typed); see what is there with `{ls}`")
             }
+            StorageError::NotFound { .. } => "check the path".into(),
             StorageError::Unreachable { .. } => {
                 "check the network and the endpoint (AWS_ENDPOINT_URL, AZURE_STORAGE_ENDPOINT, \
                  GOOGLE_BASE_URL); for a store over plain http also set AWS_ALLOW_HTTP=true"
@@ -361,6 +370,31 @@ impl Hint for StorageError {
 }
 
 impl StorageError {
+    /// The location the error is about, as printed (masked); none for a client that
+    /// could not be set up.
+    pub fn url(&self) -> &str {
+        match self {
+            StorageError::InvalidLocation { input, .. } => input,
+            StorageError::SecretInUrl { masked, .. } => masked,
+            StorageError::Config { store, .. } => store,
+            StorageError::NoCredentials { url, .. }
+            | StorageError::BadCredentials { url, .. }
+            | StorageError::AccessDenied { url, .. }
+            | StorageError::NoSuchBucket { url, .. }
+            | StorageError::NotFound { url, .. }
+            | StorageError::Unreachable { url, .. }
+            | StorageError::ClockSkew { url, .. }
+            | StorageError::AlreadyExists { url, .. }
+            | StorageError::ChangedByAnotherWriter { url, .. }
+            | StorageError::ChangedWhileReading { url, .. }
+            | StorageError::ReadBroken { url, .. }
+            | StorageError::TooLarge { url, .. }
+            | StorageError::TooManyParts { url, .. }
+            | StorageError::Io { url, .. }
+            | StorageError::Other { url, .. } => url,
+        }
+    }
+
     /// True when the object (or the bucket) is not there.
     pub fn is_not_found(&self) -> bool {
         matches!(

@@ -196,6 +196,106 @@ impl Location {
         }
     }
 
+    /// The path of `self` below `base`, `/`-separated (`s3://b/d/x/y` below `s3://b/d`
+    /// is `x/y`); `None` when it is not below it, or is `base` itself.
+    pub fn relative_to(&self, base: &Location) -> Option<String> {
+        match (self, base) {
+            (Location::Local(p), Location::Local(b)) => p
+                .strip_prefix(b)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map(|r| r.to_string_lossy().into_owned()),
+            (
+                Location::Object {
+                    scheme,
+                    bucket,
+                    key,
+                },
+                Location::Object {
+                    scheme: bs,
+                    bucket: bb,
+                    key: bk,
+                },
+            ) if scheme == bs && bucket == bb => {
+                if bk.is_empty() {
+                    (!key.is_empty()).then(|| key.clone())
+                } else {
+                    key.strip_prefix(bk.as_str())
+                        .and_then(|r| r.strip_prefix('/'))
+                        .filter(|r| !r.is_empty())
+                        .map(str::to_string)
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The location one level up (`s3://b/d/x` gives `s3://b/d`; a bucket's root and
+    /// `/` give themselves; a relative file name gives `.`).
+    pub fn parent(&self) -> Location {
+        match self {
+            Location::Local(p) => Location::Local(match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                Some(_) => PathBuf::from("."),
+                None => p.clone(),
+            }),
+            Location::Object {
+                scheme,
+                bucket,
+                key,
+            } => Location::Object {
+                scheme: *scheme,
+                bucket: bucket.clone(),
+                key: key.rsplit_once('/').map_or("", |(d, _)| d).to_string(),
+            },
+        }
+    }
+
+    /// The same place with `suffix` added to its last segment (`s3://b/out` gives
+    /// `s3://b/out-destroyed`).
+    pub fn with_name_suffix(&self, suffix: &str) -> Location {
+        match self {
+            Location::Local(p) => {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "dump".into());
+                Location::Local(p.with_file_name(format!("{name}{suffix}")))
+            }
+            Location::Object {
+                scheme,
+                bucket,
+                key,
+            } => Location::Object {
+                scheme: *scheme,
+                bucket: bucket.clone(),
+                key: format!("{key}{suffix}"),
+            },
+        }
+    }
+
+    /// A `PathBuf` that prints as this location: the path itself, or the URL. For the
+    /// fields typed as paths (a backup's files, errors, reports): [`of_path`](Self::of_path)
+    /// turns it back into this location, so it must be opened through that, never
+    /// with `std::fs` (which would take `s3://b/k` for a relative path).
+    pub fn display_path(&self) -> PathBuf {
+        match self {
+            Location::Local(p) => p.clone(),
+            Location::Object { .. } => PathBuf::from(self.to_string()),
+        }
+    }
+
+    /// What a path-typed value names: a URL given where a path was typed (a clap
+    /// `PathBuf` flag holding `s3://b/k`, or a [`display_path`](Self::display_path))
+    /// is parsed as one (refusing secrets, as [`parse`](Self::parse)); anything else
+    /// is the local path as is, also when it is not UTF-8.
+    pub fn of_path(p: &Path) -> Result<Location, StorageError> {
+        match p.to_str() {
+            Some(s) if split_scheme(s).is_some() => Location::parse(s),
+            _ => Ok(Location::Local(p.to_path_buf())),
+        }
+    }
+
     /// The last segment of the path or key (`""` for a bucket's root).
     pub fn file_name(&self) -> String {
         match self {
@@ -425,6 +525,64 @@ mod tests {
             "gs://bkt/a"
         );
         assert_eq!(l.join("x.bson").file_name(), "x.bson");
+    }
+
+    #[test]
+    fn of_path_reads_back_display_path() {
+        for u in ["s3://bkt/d/x.bson", "az://cont/a", "gs://bkt"] {
+            let l = Location::parse(u).unwrap();
+            assert_eq!(Location::of_path(&l.display_path()).unwrap(), l);
+            assert_eq!(
+                Location::of_path(&l.display_path().join("y")).unwrap(),
+                l.join("y")
+            );
+        }
+        assert_eq!(
+            Location::of_path(Path::new("dump/x")).unwrap(),
+            Location::Local("dump/x".into())
+        );
+        assert_eq!(
+            Location::of_path(Path::new("file:///tmp/d")).unwrap(),
+            Location::Local("/tmp/d".into())
+        );
+        assert!(matches!(
+            Location::of_path(Path::new("s3://k:s@bkt/x")),
+            Err(StorageError::SecretInUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn relative_parent_and_suffix() {
+        let base = Location::parse("s3://bkt/d").unwrap();
+        let x = Location::parse("s3://bkt/d/x/y.bson").unwrap();
+        assert_eq!(x.relative_to(&base).as_deref(), Some("x/y.bson"));
+        assert_eq!(base.relative_to(&base), None);
+        assert_eq!(
+            Location::parse("s3://bkt/dx/y").unwrap().relative_to(&base),
+            None
+        );
+        let root = Location::parse("s3://bkt").unwrap();
+        assert_eq!(x.relative_to(&root).as_deref(), Some("d/x/y.bson"));
+        assert_eq!(x.parent().to_string(), "s3://bkt/d/x");
+        assert_eq!(base.parent().to_string(), "s3://bkt");
+        assert_eq!(root.parent().to_string(), "s3://bkt");
+        assert_eq!(
+            base.with_name_suffix("-destroyed").to_string(),
+            "s3://bkt/d-destroyed"
+        );
+        let l = Location::parse("/a/b/c").unwrap();
+        assert_eq!(
+            Location::parse("/a/b/c/d")
+                .unwrap()
+                .relative_to(&l)
+                .as_deref(),
+            Some("d")
+        );
+        assert_eq!(l.parent(), Location::Local("/a/b".into()));
+        assert_eq!(
+            Location::parse("x").unwrap().parent(),
+            Location::Local(".".into())
+        );
     }
 
     #[test]

@@ -79,6 +79,17 @@ pub struct ObjectInfo {
     pub etag: Option<String>,
 }
 
+/// What a location names ([`Storage::stat`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// One object (or file).
+    Object(ObjectInfo),
+    /// A prefix (or directory) and every object under it, sorted by key.
+    Prefix(Vec<ObjectInfo>),
+    /// Neither.
+    Nothing,
+}
+
 /// An open read: a local file or an object's stream. `Send`, so a reader thread can
 /// own it.
 pub enum StorageReader {
@@ -153,6 +164,28 @@ pub fn storage_error(e: &io::Error) -> Option<&StorageError> {
         .and_then(|inner| inner.downcast_ref::<StorageError>())
 }
 
+/// An error of a local file operation, as the local helpers name it.
+fn local_error(url: &str, op: Op, source: io::Error) -> StorageError {
+    if source.kind() == io::ErrorKind::NotFound && op != Op::Write {
+        StorageError::NotFound {
+            url: url.to_string(),
+            source: None,
+        }
+    } else {
+        StorageError::Io {
+            url: url.to_string(),
+            op,
+            source,
+        }
+    }
+}
+
+/// A 416 for a range of an empty object.
+fn is_range_not_satisfiable(e: &object_store::Error) -> bool {
+    let t = e.to_string();
+    t.contains("416") || t.contains("InvalidRange") || t.contains("Range Not Satisfiable")
+}
+
 /// The largest object [`Storage::read_versioned`] reads whole (a manifest).
 pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -180,7 +213,7 @@ pub fn global() -> &'static Storage {
 
 impl Storage {
     pub fn from_env() -> Storage {
-        Storage::new(Settings::from_env(), Tuning::default())
+        Storage::new(Settings::from_env(), Tuning::from_env())
     }
 
     pub fn new(settings: Settings, tuning: Tuning) -> Storage {
@@ -490,6 +523,122 @@ impl Storage {
                 url: ctx.url,
                 size,
                 limit: MAX_MANIFEST_BYTES,
+            }),
+        }
+    }
+
+    /// The first `n` bytes of `loc` (fewer if it is shorter): one ranged GET for an
+    /// object, so that sniffing a format by its first bytes costs no more than that
+    /// (a streaming GET dropped early would cut its connection).
+    pub fn read_head(&self, loc: &Location, n: usize) -> Result<Vec<u8>, StorageError> {
+        let Some((clients, ctx, path)) = self.object(loc)? else {
+            let p = loc.local_path().expect("local");
+            let url = p.display().to_string();
+            let f = File::open(p).map_err(|source| local_error(&url, Op::Read, source))?;
+            let mut out = Vec::with_capacity(n);
+            f.take(n as u64)
+                .read_to_end(&mut out)
+                .map_err(|source| local_error(&url, Op::Read, source))?;
+            return Ok(out);
+        };
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let store = Arc::clone(&clients.request);
+        let p = path.clone();
+        let opts = object_store::GetOptions {
+            range: Some(object_store::GetRange::Bounded(0..n as u64)),
+            ..Default::default()
+        };
+        let r = runtime::block_on(async move {
+            match store.get_opts(&p, opts).await {
+                Ok(r) => r.bytes().await.map(|b| b.to_vec()),
+                // An empty object has no byte 0 to serve: 416 Range Not Satisfiable.
+                Err(object_store::Error::NotModified { .. }) => Ok(Vec::new()),
+                Err(e) => Err(e),
+            }
+        });
+        match r {
+            Ok(b) => Ok(b),
+            Err(e) if is_range_not_satisfiable(&e) => Ok(Vec::new()),
+            Err(e) => Err(self.not_found_or_no_bucket(
+                ctx.classify(e, Op::Read),
+                Op::Read,
+                &clients.request,
+                &ctx,
+                &path,
+            )),
+        }
+    }
+
+    /// What `loc` names: a prefix with objects under it (a "directory", listed: the
+    /// listing is returned, since callers walk it), else one object (HEAD), else
+    /// nothing. The listing comes first because stores differ on a HEAD of a
+    /// "directory" name: S3 answers 404, s3s-fs and some S3-compatible stores an
+    /// error. A local path is a directory, a file or nothing.
+    pub fn stat(&self, loc: &Location) -> Result<Found, StorageError> {
+        if let Some(p) = loc.local_path() {
+            if p.is_dir() {
+                return Ok(Found::Prefix(self.list(loc)?));
+            }
+            return Ok(match self.head_opt(loc)? {
+                Some(i) => Found::Object(i),
+                None => Found::Nothing,
+            });
+        }
+        let listed = self.list(loc)?;
+        if !listed.is_empty() {
+            return Ok(Found::Prefix(listed));
+        }
+        Ok(match self.head_opt(loc)? {
+            Some(i) => Found::Object(i),
+            None => Found::Nothing,
+        })
+    }
+
+    /// [`head`](Self::head), with "not there" as `None` (a missing bucket stays an
+    /// error: it is a mistake in the location, not an absent object).
+    pub fn head_opt(&self, loc: &Location) -> Result<Option<ObjectInfo>, StorageError> {
+        match self.head(loc) {
+            Ok(i) => Ok(Some(i)),
+            Err(StorageError::NotFound { .. }) => Ok(None),
+            // A local directory is not an object.
+            Err(StorageError::Io { source, .. })
+                if loc.is_local() && source.kind() == io::ErrorKind::IsADirectory =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Moves `from` to `to` (a rename for local files; a server-side copy, then a
+    /// delete, for objects: not atomic, so callers record what they move first).
+    pub fn rename(&self, from: &Location, to: &Location) -> Result<(), StorageError> {
+        match (self.object(from)?, self.object(to)?) {
+            (None, None) => {
+                let (f, t) = (
+                    from.local_path().expect("local"),
+                    to.local_path().expect("local"),
+                );
+                let url = f.display().to_string();
+                if let Some(d) = t.parent() {
+                    std::fs::create_dir_all(d)
+                        .map_err(|source| local_error(&url, Op::Write, source))?;
+                }
+                std::fs::rename(f, t).map_err(|source| local_error(&url, Op::Write, source))
+            }
+            (Some((clients, ctx, fp)), Some((_, _, tp))) => {
+                let store = clients.request;
+                runtime::block_on(async move {
+                    store.copy(&fp, &tp).await?;
+                    store.delete(&fp).await
+                })
+                .map_err(|e| ctx.classify(e, Op::Write))
+            }
+            _ => Err(StorageError::InvalidLocation {
+                input: to.to_string(),
+                reason: format!("`{from}` cannot be moved to another kind of storage"),
             }),
         }
     }

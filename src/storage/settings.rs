@@ -278,6 +278,38 @@ impl Default for Tuning {
     }
 }
 
+impl Tuning {
+    /// The defaults, with the test switches `PITR_STORAGE_RETRIES` (object_store's
+    /// retries of one request), `PITR_STORAGE_RETRY_SECS` (how long it retries),
+    /// `PITR_STORAGE_RESUMES` and `PITR_STORAGE_RESUME_MS` (resuming a broken read),
+    /// `PITR_STORAGE_PART_MIB` (multipart part size): the CLI tests use them so that
+    /// an unreachable endpoint fails in seconds rather than minutes, and small
+    /// objects take the multipart path. docs/testing.md lists them.
+    pub fn from_env() -> Tuning {
+        let num = |name: &str| -> Option<u64> {
+            std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+        };
+        let mut t = Tuning::default();
+        if let Some(n) = num("PITR_STORAGE_RETRIES") {
+            t.retries = n as usize;
+        }
+        if let Some(n) = num("PITR_STORAGE_RETRY_SECS") {
+            t.retry_timeout = Duration::from_secs(n);
+        }
+        if let Some(n) = num("PITR_STORAGE_RESUMES") {
+            t.read_resumes = n as u32;
+        }
+        if let Some(n) = num("PITR_STORAGE_RESUME_MS") {
+            t.resume_backoff = Duration::from_millis(n);
+        }
+        if let Some(n) = num("PITR_STORAGE_PART_MIB") {
+            // S3 refuses parts under 5 MiB (but the last).
+            t.part_size = (n.max(5) as usize) << 20;
+        }
+        t
+    }
+}
+
 /// The two clients for one bucket: `stream` for GETs whose body may take hours (no
 /// whole-request timeout: object_store's default of 30 s would cut every large read,
 /// only a stall timeout), `request` for everything else.

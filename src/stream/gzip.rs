@@ -492,6 +492,11 @@ fn stream_member<R: BufRead>(
 }
 
 fn member_error(e: io::Error, at: u64) -> io::Error {
+    // A failed read of the compressed bytes from a store (a connection that could not
+    // be resumed) is not damage in the member: it goes on as it is, with its hint.
+    if crate::storage::storage_error(&e).is_some() {
+        return e;
+    }
     io::Error::new(
         e.kind(),
         format!("gzip member starting at compressed byte {at}: {e}"),

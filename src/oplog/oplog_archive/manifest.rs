@@ -39,6 +39,7 @@ use super::lock::DirLock;
 use super::MANIFEST_FILE;
 use crate::error::Hint;
 use crate::oplog::Ts;
+use crate::storage::{self, Location, StorageError, Version};
 
 /// The `format` value.
 pub const FORMAT: &str = "pitr-oplog-archive";
@@ -254,20 +255,63 @@ impl Manifest {
         Ok(Some(m))
     }
 
+    /// [`load`](Self::load) for an archive anywhere, with the version read (the
+    /// ETag a conditional update of an object must match).
+    pub fn load_at(dir: &Location) -> Result<Option<(Manifest, Version)>, OplogArchiveError> {
+        let loc = dir.join(MANIFEST_FILE);
+        let (bytes, version) = match storage::global().read_versioned(&loc) {
+            Ok(x) => x,
+            Err(StorageError::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let path = loc.display_path();
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| OplogArchiveError::BadManifest {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+        m.check(&path)?;
+        Ok(Some((m, version)))
+    }
+
+    /// The manifest's text as stored.
+    fn encoded(&self, path: &Path) -> Result<String, OplogArchiveError> {
+        self.check(path)?;
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| OplogArchiveError::Io {
+            what: "encode",
+            path: path.to_path_buf(),
+            source: io::Error::other(e),
+        })?;
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// Writes `dir/manifest.json` with a conditional put: only if there is none yet
+    /// (`expected` None), or only if it is still the version `expected`. Another
+    /// writer in between gives [`StorageError::AlreadyExists`] or
+    /// [`StorageError::ChangedByAnotherWriter`] (inside [`OplogArchiveError::Storage`]).
+    pub fn store_at(
+        &self,
+        dir: &Location,
+        expected: Option<&Version>,
+    ) -> Result<Version, OplogArchiveError> {
+        let loc = dir.join(MANIFEST_FILE);
+        let text = self.encoded(&loc.display_path())?;
+        let s = storage::global();
+        Ok(match expected {
+            None => s.put_if_absent(&loc, text.as_bytes())?,
+            Some(v) => s.put_if_match(&loc, text.as_bytes(), v)?,
+        })
+    }
+
     /// Replaces `dir/manifest.json` atomically: a temporary file, synced, renamed
     /// over the old one, then the directory synced. Callers hold `.manifest.lock`
     /// (see [`update`]).
     pub fn store(&self, dir: &Path) -> Result<(), OplogArchiveError> {
         let path = dir.join(MANIFEST_FILE);
-        self.check(&path)?;
         let tmp = dir.join(format!(".{MANIFEST_FILE}.{}.tmp", std::process::id()));
         let io_err = OplogArchiveError::io;
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| OplogArchiveError::Io {
-            what: "encode",
-            path: path.clone(),
-            source: io::Error::other(e),
-        })?;
-        text.push('\n');
+        let text = self.encoded(&path)?;
         let mut f = File::create(&tmp).map_err(io_err("create", &tmp))?;
         f.write_all(text.as_bytes())
             .and_then(|_| f.sync_all())
@@ -365,6 +409,15 @@ pub enum OplogArchiveError {
 
     #[error("chunk `{}` does not match the oplog archive's manifest: {detail}", path.display())]
     ChunkMismatch { path: PathBuf, detail: String },
+
+    /// Another `pitr archive` writes the same prefix of a bucket (found by its live
+    /// lease, or by a conditional put of the manifest that failed).
+    #[error("another `pitr archive` is writing to `{dir}`: {writer}")]
+    OtherWriter { dir: String, writer: String },
+
+    /// The store refused or failed (credentials, a missing bucket, a conditional put).
+    #[error(transparent)]
+    Storage(Box<crate::storage::StorageError>),
 }
 
 impl OplogArchiveError {
@@ -378,6 +431,8 @@ impl OplogArchiveError {
             OplogArchiveError::Busy { dir, .. } | OplogArchiveError::ChunkMissing { dir, .. } => {
                 dir
             }
+            OplogArchiveError::OtherWriter { dir, .. } => Path::new(dir),
+            OplogArchiveError::Storage(e) => Path::new(e.url()),
         }
     }
 }
@@ -406,6 +461,12 @@ impl Hint for OplogArchiveError {
             OplogArchiveError::ChunkMissing { .. } => {
                 "a chunk was deleted behind pitr's back (or by a `pitr archive prune` running right now); restore it from a copy, or read a range that does not need it (`pitr status --archive DIR` lists every missing or damaged chunk)".into()
             }
+            OplogArchiveError::OtherWriter { .. } => {
+                "only one archiver may write an archive; stop the other one (the line above names its host and \
+                 process), or give this one another prefix. `pitr status --archive` shows what the archive holds"
+                    .into()
+            }
+            OplogArchiveError::Storage(e) => return e.hint(),
             OplogArchiveError::ChunkMismatch { .. } => {
                 "the chunk file was damaged or replaced after it was written; restore it from a copy of the archive (`pitr status --archive DIR` checks every chunk)".into()
             }
@@ -432,6 +493,12 @@ impl ChunkRecord {
             last_wall: None,
             written: now_text(),
         }
+    }
+}
+
+impl From<crate::storage::StorageError> for OplogArchiveError {
+    fn from(e: crate::storage::StorageError) -> OplogArchiveError {
+        OplogArchiveError::Storage(Box::new(e))
     }
 }
 

@@ -4,8 +4,11 @@
 //! it is read (at its end), so a damaged or replaced chunk is an error naming it,
 //! never entries read as history. Chunks hold whole entries, so the stream is a plain
 //! concatenation: reading it costs what reading the same bytes as one file costs.
+//!
+//! The archive may be a local directory or a prefix in a bucket
+//! ([`crate::storage::Location`]); chunks are opened through the storage room, which
+//! gives a local chunk as a plain `File` and streams an object.
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +18,14 @@ use super::manifest::{ChunkRecord, GapRecord, Manifest, OplogArchiveError, FORMA
 use super::MANIFEST_FILE;
 use crate::oplog::source::decompressed;
 use crate::oplog::{OplogReader, ReadError, ReadOptions, Ts};
+use crate::storage::{self, Location, StorageError, StorageReader};
 use crate::stream::{ByteCounter, CountingRead};
+
+/// Whether the head of a `manifest.json` says it is pitr's.
+fn says_oplog_archive(head: &[u8]) -> bool {
+    let needle = format!("\"{FORMAT}\"");
+    head.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
 
 /// Whether `dir` is an oplog archive: it holds a `manifest.json` that says so (a
 /// damaged manifest of an archive still counts, so that reading it reports the
@@ -26,14 +36,28 @@ pub fn is_oplog_archive(dir: &Path) -> bool {
         return false;
     }
     let mut head = Vec::new();
-    match File::open(&path) {
+    match std::fs::File::open(&path) {
         Ok(f) => {
             let _ = f.take(4096).read_to_end(&mut head);
         }
         Err(_) => return true,
     }
-    let needle = format!("\"{FORMAT}\"");
-    head.windows(needle.len()).any(|w| w == needle.as_bytes())
+    says_oplog_archive(&head)
+}
+
+/// [`is_oplog_archive`] for any location: a prefix in a bucket is an oplog archive
+/// when its `manifest.json` says so. A missing bucket, denied access or the like is
+/// an error (the caller would otherwise report "no oplog here" for a typo in the
+/// bucket's name).
+pub fn is_oplog_archive_at(dir: &Location) -> Result<bool, StorageError> {
+    if let Some(p) = dir.local_path() {
+        return Ok(is_oplog_archive(p));
+    }
+    match storage::global().read_head(&dir.join(MANIFEST_FILE), 4096) {
+        Ok(head) => Ok(says_oplog_archive(&head)),
+        Err(StorageError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Which part of the archive a reader needs.
@@ -76,21 +100,32 @@ impl ChunkRange {
     }
 }
 
-fn load(dir: &Path) -> Result<Manifest, OplogArchiveError> {
-    Manifest::load(dir)?.ok_or_else(|| OplogArchiveError::BadManifest {
-        path: dir.join(MANIFEST_FILE),
-        detail: "it disappeared".into(),
-    })
+fn load(dir: &Location) -> Result<Manifest, OplogArchiveError> {
+    Manifest::load_at(dir)?
+        .map(|(m, _)| m)
+        .ok_or_else(|| OplogArchiveError::BadManifest {
+            path: dir.join(MANIFEST_FILE).display_path(),
+            detail: "it disappeared".into(),
+        })
 }
 
 /// Opens the chunks of the archive `dir` that hold `range`, as one oplog.
 pub fn open(dir: &Path, opts: ReadOptions, range: &ChunkRange) -> Result<OplogReader, ReadError> {
+    open_at(&Location::Local(dir.to_path_buf()), opts, range)
+}
+
+/// [`open`] for an archive anywhere (a local directory or a prefix in a bucket).
+pub fn open_at(
+    dir: &Location,
+    opts: ReadOptions,
+    range: &ChunkRange,
+) -> Result<OplogReader, ReadError> {
     let m = load(dir)?;
     let chunks: Vec<ChunkRecord> = range.select(&m.chunks).into_iter().cloned().collect();
     let total = chunks.iter().map(|c| c.bytes).sum();
     let counter = ByteCounter::default();
     let chain = Chain {
-        dir: dir.to_path_buf(),
+        dir: dir.clone(),
         chunks,
         next: 0,
         current: None,
@@ -98,7 +133,7 @@ pub fn open(dir: &Path, opts: ReadOptions, range: &ChunkRange) -> Result<OplogRe
         counter: counter.clone(),
     };
     Ok(OplogReader::with_counter(
-        dir.display().to_string(),
+        dir.to_string(),
         Box::new(chain),
         opts,
         counter,
@@ -108,12 +143,17 @@ pub fn open(dir: &Path, opts: ReadOptions, range: &ChunkRange) -> Result<OplogRe
 
 /// The gaps the archive `dir` records.
 pub fn recorded_gaps(dir: &Path) -> Result<Vec<GapRecord>, ReadError> {
+    recorded_gaps_at(&Location::Local(dir.to_path_buf()))
+}
+
+/// [`recorded_gaps`] for an archive anywhere.
+pub fn recorded_gaps_at(dir: &Location) -> Result<Vec<GapRecord>, ReadError> {
     Ok(load(dir)?.gaps)
 }
 
 /// The chunks, one after the other.
 struct Chain {
-    dir: PathBuf,
+    dir: Location,
     chunks: Vec<ChunkRecord>,
     next: usize,
     current: Option<Box<dyn Read + Send>>,
@@ -128,22 +168,20 @@ impl Chain {
             return Ok(false);
         };
         self.next += 1;
-        let path = self.dir.join(&c.file);
-        let file = File::open(&path).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                io::Error::new(
-                    io::ErrorKind::NotFound,
-                    OplogArchiveError::ChunkMissing {
-                        dir: self.dir.clone(),
-                        seq: c.seq,
-                        file: c.file.clone(),
-                        first: c.first,
-                        last: c.last,
-                    },
-                )
-            } else {
-                e
-            }
+        let loc = self.dir.join(&c.file);
+        let path = loc.display_path();
+        let file = storage::global().open_read(&loc).map_err(|e| match e {
+            StorageError::NotFound { .. } => io::Error::new(
+                io::ErrorKind::NotFound,
+                OplogArchiveError::ChunkMissing {
+                    dir: self.dir.display_path(),
+                    seq: c.seq,
+                    file: c.file.clone(),
+                    first: c.first,
+                    last: c.last,
+                },
+            ),
+            e => io::Error::other(e),
         })?;
         let expected_crc = u64::from_str_radix(&c.crc64, 16).map_err(|_| {
             io::Error::new(
@@ -184,13 +222,15 @@ impl Read for Chain {
                 Err(e) if e.get_ref().is_some_and(|i| i.is::<OplogArchiveError>()) => {
                     return Err(e)
                 }
+                // The store failed (a read that could not be resumed): not damage.
+                Err(e) if storage::storage_error(&e).is_some() => return Err(e),
                 // A decompression error: name the chunk.
                 Err(e) => {
                     let c = &self.chunks[self.next - 1];
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         OplogArchiveError::ChunkMismatch {
-                            path: self.dir.join(&c.file),
+                            path: self.dir.join(&c.file).display_path(),
                             detail: format!("it cannot be decompressed ({e})"),
                         },
                     ));
@@ -206,7 +246,7 @@ impl Read for Chain {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     OplogArchiveError::ChunkMismatch {
-                        path: self.dir.join(&c.file),
+                        path: self.dir.join(&c.file).display_path(),
                         detail: "its compressed data ends before the end of the file".into(),
                     },
                 ));
@@ -218,7 +258,7 @@ impl Read for Chain {
 
 /// A chunk file, checked against the manifest when its end is reached.
 struct Verified {
-    inner: File,
+    inner: StorageReader,
     checked: Arc<AtomicBool>,
     path: PathBuf,
     expected_bytes: u64,

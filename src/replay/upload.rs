@@ -1,0 +1,166 @@
+//! `replay --out s3://...` (the embedded engine): the dump is written in the work dir
+//! first, by the same all-or-nothing writer as a local `--out`, then uploaded.
+//!
+//! All or nothing in the bucket: an archive is one object, visible only when its
+//! multipart upload completes. A directory is many objects, so it is bracketed by two
+//! markers ([`crate::backup::dir::UPLOAD_IN_PROGRESS`], created if absent before the
+//! first object, so two uploads to one prefix cannot mix; and
+//! [`crate::backup::dir::UPLOAD_MANIFEST`], written last, listing every object with
+//! its size): pitr refuses to read a prefix whose upload is in progress or was cut
+//! (the marker stays), and checks a finished one against its manifest. A failed
+//! upload deletes what it wrote. Each object is itself a multipart upload with bounded
+//! memory, aborted on failure (see [`crate::storage`]).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::backup::dir::{UPLOAD_IN_PROGRESS, UPLOAD_MANIFEST};
+use crate::error::Failure;
+use crate::storage::{self, Found, Location, StorageError};
+
+/// The manifest's `format`.
+pub const MANIFEST_FORMAT: &str = "pitr-dump-upload/1";
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    format: &'static str,
+    pitr_version: &'static str,
+    objects: Vec<ManifestObject<'a>>,
+}
+
+#[derive(Serialize)]
+struct ManifestObject<'a> {
+    key: &'a str,
+    bytes: u64,
+}
+
+/// What an upload wrote.
+#[derive(Clone, Debug, Default)]
+pub struct Uploaded {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// Where the dump for `url` is written before its upload: `<work>/upload/<name>`.
+pub fn staging(work_root: &Path, url: &Location) -> PathBuf {
+    let name = url.file_name();
+    work_root
+        .join("upload")
+        .join(if name.is_empty() { "dump" } else { &name })
+}
+
+/// pitr never overwrites a dump: `url` must hold nothing yet (no object, nothing
+/// under it). Checked before any work.
+pub fn check_new(url: &Location) -> Result<(), Failure> {
+    match storage::global().stat(url)? {
+        Found::Nothing => Ok(()),
+        _ => Err(Failure::new(format!(
+            "`--out {url}` already holds a dump or other objects: pitr never overwrites one"
+        ))
+        .with_hint("give a new prefix (e.g. with the date in it), or delete the old one first")),
+    }
+}
+
+/// Uploads the dump at `local` (an archive file, or a directory) to `url`. On an
+/// error, what was written is deleted (best effort: the in-progress marker is the
+/// last thing removed, so a cut cleanup still leaves the prefix refused).
+pub fn upload(local: &Path, url: &Location) -> Result<Uploaded, StorageError> {
+    let s = storage::global();
+    if local.is_file() {
+        let bytes = upload_file(local, url)?;
+        return Ok(Uploaded { objects: 1, bytes });
+    }
+    let marker = url.join(UPLOAD_IN_PROGRESS);
+    s.put_if_absent(
+        &marker,
+        format!(
+            "pitr {} is uploading a dump here (pid {})\n",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id()
+        )
+        .as_bytes(),
+    )?;
+    let mut written: Vec<(String, u64)> = Vec::new();
+    let result = upload_tree(local, url, &mut written).and_then(|()| {
+        let m = Manifest {
+            format: MANIFEST_FORMAT,
+            pitr_version: env!("CARGO_PKG_VERSION"),
+            objects: written
+                .iter()
+                .map(|(key, bytes)| ManifestObject { key, bytes: *bytes })
+                .collect(),
+        };
+        let text = serde_json::to_vec_pretty(&m).expect("a manifest encodes");
+        s.put_if_absent(&url.join(UPLOAD_MANIFEST), &text)?;
+        s.delete(&marker)
+    });
+    if let Err(e) = result {
+        for (key, _) in &written {
+            let _ = s.delete(&url.join(key));
+        }
+        let _ = s.delete(&marker);
+        return Err(e);
+    }
+    Ok(Uploaded {
+        objects: written.len() as u64,
+        bytes: written.iter().map(|(_, b)| b).sum(),
+    })
+}
+
+/// Every file under `dir`, sorted, each to `url/<relative path>`.
+fn upload_tree(
+    dir: &Path,
+    url: &Location,
+    written: &mut Vec<(String, u64)>,
+) -> Result<(), StorageError> {
+    let mut files = Vec::new();
+    collect(dir, dir, &mut files).map_err(|source| StorageError::Io {
+        url: dir.display().to_string(),
+        op: storage::Op::Read,
+        source,
+    })?;
+    files.sort();
+    for rel in files {
+        let bytes = upload_file(&dir.join(&rel), &url.join(&rel))?;
+        written.push((rel, bytes));
+    }
+    Ok(())
+}
+
+fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            collect(root, &p, out)?;
+        } else {
+            let rel = p.strip_prefix(root).unwrap_or(&p);
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    Ok(())
+}
+
+fn upload_file(file: &Path, to: &Location) -> Result<u64, StorageError> {
+    let io = |source| StorageError::Io {
+        url: file.display().to_string(),
+        op: storage::Op::Read,
+        source,
+    };
+    let mut f = std::fs::File::open(file).map_err(io)?;
+    let size = f.metadata().map_err(io)?.len();
+    let mut w = storage::global().create_all_or_nothing_sized(to, Some(size))?;
+    std::io::copy(&mut f, &mut w).map_err(|e| {
+        // A failed write carries the store's error (with its hint): take it out.
+        if storage::storage_error(&e).is_none() {
+            return io(e);
+        }
+        match e.into_inner().map(|i| i.downcast::<StorageError>()) {
+            Some(Ok(se)) => *se,
+            Some(Err(other)) => io(std::io::Error::other(other)),
+            None => io(std::io::Error::other("the write failed")),
+        }
+    })?;
+    w.finish()?;
+    Ok(size)
+}

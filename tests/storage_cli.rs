@@ -1,0 +1,778 @@
+//! The commands an on-call engineer runs, with their inputs in a bucket: an s3s-fs
+//! server on loopback (in this test process; it checks SigV4 signatures), the real
+//! `pitr` binary reading `s3://` URLs with the credentials in its environment. Each
+//! command must give what it gives on the same files read locally: find-drop's
+//! findings, oplog stats and cat, plan's counts, and the embedded replay's counts and
+//! dbHash, for every backup layout mongodump writes (a directory read object by
+//! object, a gzip directory, an archive, a gzip archive) and for oplogs as `.bson`,
+//! gzip, a dump prefix and a `pitr archive` prefix. And the refusals: wrong
+//! credentials, a missing bucket, a URL with a secret, a command that cannot write a
+//! URL yet.
+
+mod common;
+mod storage_common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pitr::storage::{Location, Storage};
+use pitr_fixturegen::layout::{convert, Layout};
+use serde_json::Value;
+use storage_common::{S3Server, ACCESS_KEY, SECRET_KEY};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident");
+const BUCKET: &str = "pitr-incident";
+
+/// Uploads every file under `from` to `to` (a prefix), through pitr's own writer.
+fn upload_tree(storage: &Storage, from: &Path, to: &Location) {
+    let mut stack = vec![from.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if d.is_file() {
+            upload_file(storage, &d, to);
+            continue;
+        }
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(from).unwrap().to_str().unwrap().to_string();
+                upload_file(storage, &p, &to.join(&rel));
+            }
+        }
+    }
+}
+
+fn upload_file(storage: &Storage, file: &Path, to: &Location) {
+    let mut w = storage.create_all_or_nothing(to).unwrap();
+    std::io::copy(&mut std::fs::File::open(file).unwrap(), &mut w).unwrap();
+    w.finish().unwrap();
+}
+
+fn gzip_file(from: &Path, to: &Path) {
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(to).unwrap(),
+        flate2::Compression::default(),
+    );
+    std::io::copy(&mut std::fs::File::open(from).unwrap(), &mut enc).unwrap();
+    enc.finish().unwrap();
+}
+
+/// A bucket holding the incident: `s3://pitr-incident/incident/` with the fixture's
+/// backup in every layout (`backup`, `backup-gzip`, `backup.archive`,
+/// `backup-gzip.archive`), `oplog.bson` and `oplog.bson.gz`; the same files in
+/// `local` for the comparison.
+struct Incident {
+    _tmp: tempfile::TempDir,
+    server: S3Server,
+    local: PathBuf,
+}
+
+impl Incident {
+    fn start() -> Incident {
+        let tmp = tempfile::tempdir().unwrap();
+        let local = tmp.path().join("local");
+        std::fs::create_dir_all(&local).unwrap();
+        for l in Layout::ALL {
+            convert(
+                &Path::new(FIXTURE).join("backup"),
+                l,
+                &local.join(l.file_name()),
+            )
+            .unwrap();
+        }
+        std::fs::copy(
+            Path::new(FIXTURE).join("oplog.bson"),
+            local.join("oplog.bson"),
+        )
+        .unwrap();
+        gzip_file(&local.join("oplog.bson"), &local.join("oplog.bson.gz"));
+        let server = S3Server::start(&tmp.path().join("s3"), &[BUCKET]);
+        upload_tree(
+            &server.storage(),
+            &local,
+            &Location::parse(&format!("s3://{BUCKET}/incident")).unwrap(),
+        );
+        Incident {
+            _tmp: tmp,
+            server,
+            local,
+        }
+    }
+
+    fn url(&self, rel: &str) -> String {
+        format!("s3://{BUCKET}/incident/{rel}")
+    }
+
+    fn local(&self, rel: &str) -> String {
+        self.local.join(rel).to_str().unwrap().to_string()
+    }
+
+    /// `pitr args` in `cwd` with this server's credentials in the environment.
+    fn pitr_in(&self, cwd: &Path, args: &[&str]) -> Output {
+        self.pitr_with(cwd, args, &[])
+    }
+
+    fn pitr_with(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(common::pitr_bin());
+        c.args(args).current_dir(cwd);
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("PITR_") || k.starts_with("AWS_") {
+                c.env_remove(&k);
+            }
+        }
+        c.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ENDPOINT_URL", self.server.endpoint())
+            .env("AWS_ALLOW_HTTP", "true")
+            // A failure must show in seconds, not after minutes of retries.
+            .env("PITR_STORAGE_RETRIES", "1")
+            .env("PITR_STORAGE_RETRY_SECS", "3");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("run pitr")
+    }
+
+    fn pitr(&self, args: &[&str]) -> Output {
+        self.pitr_in(&self.local, args)
+    }
+}
+
+fn show(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        common::stdout(o),
+        common::stderr(o)
+    )
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", show(o)))
+}
+
+#[test]
+fn find_drop_reads_backup_and_oplog_in_a_bucket_as_local_files() {
+    let inc = Incident::start();
+    let local = inc.pitr(&[
+        "find-drop",
+        "--json",
+        "--backup",
+        &inc.local("backup"),
+        &inc.local("oplog.bson"),
+    ]);
+    assert_eq!(common::code(&local), 0, "{}", show(&local));
+    let want = json(&local);
+    assert!(!want.as_array().unwrap().is_empty());
+    for (backup, oplog) in [
+        ("backup", "oplog.bson"),
+        ("backup-gzip", "oplog.bson.gz"),
+        ("backup.archive", "oplog.bson"),
+        ("backup-gzip.archive", "oplog.bson.gz"),
+    ] {
+        let o = inc.pitr(&[
+            "find-drop",
+            "--json",
+            "--backup",
+            &inc.url(backup),
+            &inc.url(oplog),
+        ]);
+        assert_eq!(common::code(&o), 0, "{backup} {oplog}: {}", show(&o));
+        assert_eq!(json(&o), want, "{backup} {oplog}");
+        assert!(o.stderr.is_empty(), "{backup}: {}", show(&o));
+    }
+}
+
+#[test]
+fn oplog_stats_and_cat_read_a_bucket_as_local_files() {
+    let inc = Incident::start();
+    // Files, a gzip file, a dump prefix (its oplog.bson), an archive (its oplog).
+    for (url, local) in [
+        ("oplog.bson", "oplog.bson"),
+        ("oplog.bson.gz", "oplog.bson"),
+        ("backup", "backup"),
+        ("backup-gzip.archive", "backup.archive"),
+    ] {
+        let o = inc.pitr(&["oplog", "stats", "--json", &inc.url(url)]);
+        assert_eq!(common::code(&o), 0, "{url}: {}", show(&o));
+        let l = inc.pitr(&["oplog", "stats", "--json", &inc.local(local)]);
+        assert_eq!(common::code(&l), 0, "{local}: {}", show(&l));
+        let (mut got, mut want) = (json(&o), json(&l));
+        // The sources are named as given.
+        for v in [&mut got, &mut want] {
+            v.as_object_mut().unwrap().remove("sources");
+        }
+        assert_eq!(got, want, "{url}");
+        let cat = |src: &str| {
+            let o = inc.pitr(&["oplog", "cat", "--json", "--limit", "50", src]);
+            assert_eq!(common::code(&o), 0, "{src}: {}", show(&o));
+            o.stdout
+        };
+        assert_eq!(cat(&inc.url(url)), cat(&inc.local(local)), "{url}");
+    }
+}
+
+/// What the embedded engine restored: per namespace, whether it exists, its
+/// documents and its dbHash md5.
+fn restored(report: &Value) -> Vec<Value> {
+    report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "ns": n["ns"], "exists": n["exists"], "documents": n["documents"], "md5": n["md5"]
+            })
+        })
+        .collect()
+}
+
+fn replay(inc: &Incident, cwd: &Path, backup: &str, oplog: &str, limit: &str) -> Vec<Value> {
+    let o = inc.pitr_in(
+        cwd,
+        &[
+            "replay",
+            "--backup",
+            backup,
+            "--oplog",
+            oplog,
+            "--until",
+            limit,
+            "--workdir",
+            "work",
+            "--out",
+            "out",
+            "--accept-incidents",
+        ],
+    );
+    assert_eq!(common::code(&o), 0, "{backup} {oplog}: {}", show(&o));
+    let text = std::fs::read_to_string(cwd.join("work/report.json")).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["engine"], "embedded");
+    restored(&report)
+}
+
+#[test]
+fn the_embedded_replay_restores_from_a_bucket_what_it_restores_from_files() {
+    let inc = Incident::start();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    let limit = truth["incidents"][0]["oplog_limit"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, backup: &str, oplog: &str| {
+        let cwd = tmp.path().join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        replay(&inc, &cwd, backup, oplog, limit)
+    };
+    let want = run("local", &inc.local("backup"), &inc.local("oplog.bson"));
+    assert!(want.iter().any(|r| r["ns"] == "shop.orders"), "{want:?}");
+    for (backup, oplog) in [
+        ("backup", "oplog.bson"),
+        ("backup-gzip", "oplog.bson.gz"),
+        ("backup.archive", "oplog.bson.gz"),
+        ("backup-gzip.archive", "oplog.bson"),
+    ] {
+        let got = run(&format!("s3-{backup}"), &inc.url(backup), &inc.url(oplog));
+        assert_eq!(got, want, "{backup} {oplog} at {limit}");
+    }
+}
+
+#[test]
+fn plan_reads_a_bucket_and_says_what_mongorestore_would_need() {
+    let inc = Incident::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = |backup: &str, oplog: &str, out: &str| {
+        let o = inc.pitr_in(
+            tmp.path(),
+            &[
+                "plan", "--backup", backup, "--oplog", oplog, "--until", "auto", "--json", "--out",
+                out,
+            ],
+        );
+        assert_eq!(common::code(&o), 0, "{backup}: {}", show(&o));
+        (json(&o), common::stderr(&o))
+    };
+    let (want, _) = plan(&inc.local("backup"), &inc.local("oplog.bson"), "p-local");
+    let (got, err) = plan(&inc.url("backup"), &inc.url("oplog.bson"), "p-s3");
+    assert!(err.contains("object storage"), "{err}");
+    for k in ["until", "coverage"] {
+        assert_eq!(got[k], want[k], "{k}");
+    }
+    assert_eq!(got["expected"], want["expected"]);
+    assert!(got["expected"].is_array(), "{got}");
+}
+
+#[test]
+fn wrong_credentials_a_missing_bucket_and_a_secret_in_the_url_are_refused() {
+    let inc = Incident::start();
+    let cwd = inc.local.clone();
+    // A wrong secret: the server refuses the signature.
+    let o = inc.pitr_with(
+        &cwd,
+        &["find-drop", &inc.url("oplog.bson")],
+        &[("AWS_SECRET_ACCESS_KEY", "not-the-secret")],
+    );
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains(&inc.url("oplog.bson")), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!err.contains("not-the-secret"), "{err}");
+    assert!(err.to_lowercase().contains("credential"), "{err}");
+
+    // A missing bucket, for an oplog and for a backup.
+    for args in [
+        vec!["find-drop", "s3://no-such-bucket/oplog.bson"],
+        vec![
+            "find-drop",
+            "--backup",
+            "s3://no-such-bucket/backup",
+            "oplog.bson",
+        ],
+    ] {
+        let o = inc.pitr_in(&cwd, &args);
+        assert_eq!(common::code(&o), 2, "{args:?}: {}", show(&o));
+        let err = common::stderr(&o);
+        assert!(err.contains("no-such-bucket"), "{err}");
+        assert!(err.contains("bucket"), "{err}");
+    }
+
+    // A missing object in an existing bucket: named, not "no such bucket".
+    let o = inc.pitr(&["oplog", "stats", &inc.url("nothing-here.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("nothing-here.bson"),
+        "{}",
+        show(&o)
+    );
+
+    // A secret in the URL: refused before any request, and never printed.
+    for args in [
+        vec![
+            "find-drop",
+            "s3://AKIAX:topsecret@pitr-incident/incident/oplog.bson",
+        ],
+        vec![
+            "replay",
+            "--backup",
+            "s3://AKIAX:topsecret@pitr-incident/incident/backup",
+            "--oplog",
+            "oplog.bson",
+            "--until",
+            "auto",
+        ],
+    ] {
+        let o = inc.pitr(&args);
+        assert_eq!(common::code(&o), 2, "{args:?}: {}", show(&o));
+        let all = format!("{}{}", common::stdout(&o), common::stderr(&o));
+        assert!(!all.contains("topsecret"), "{all}");
+        assert!(all.contains("***"), "{all}");
+    }
+}
+
+#[test]
+fn inputs_and_outputs_not_yet_in_buckets_refuse_a_url() {
+    let inc = Incident::start();
+    let b = inc.url("backup");
+    let o_ = inc.url("oplog.bson");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "plan",
+                "--backup",
+                &b,
+                "--oplog",
+                &o_,
+                "--until",
+                "auto",
+                "--out",
+                "s3://pitr-incident/plan",
+            ],
+            "--out",
+        ),
+        (
+            vec![
+                "replay",
+                "--backup",
+                "backup",
+                "--oplog",
+                "oplog.bson",
+                "--until",
+                "auto",
+                "--engine",
+                "mongod",
+                "--out",
+                "s3://pitr-incident/out",
+            ],
+            "--out",
+        ),
+        (
+            vec![
+                "replay", "--backup", &b, "--oplog", &o_, "--until", "auto", "--engine", "mongod",
+            ],
+            "--backup",
+        ),
+        (
+            vec![
+                "replay", "--backup", "backup", "--oplog", &o_, "--until", "auto", "--engine",
+                "mongod",
+            ],
+            "--oplog",
+        ),
+        (
+            vec![
+                "dump-oplog",
+                "--uri",
+                "mongodb://127.0.0.1:1/",
+                "--out",
+                "s3://pitr-incident/o",
+            ],
+            "--out",
+        ),
+        (
+            vec![
+                "archive",
+                "--uri",
+                "mongodb://127.0.0.1:1/",
+                "--dir",
+                "s3://pitr-incident/arch",
+            ],
+            "--dir",
+        ),
+        (
+            vec![
+                "archive",
+                "prune",
+                "--dir",
+                "s3://pitr-incident/arch",
+                "--keep",
+                "7d",
+            ],
+            "--dir",
+        ),
+        (
+            vec!["status", "--archive", "s3://pitr-incident/arch"],
+            "--archive",
+        ),
+    ];
+    let cases = cases.into_iter().chain([(
+        vec![
+            "rehearse",
+            "--uri",
+            "mongodb://127.0.0.1:1/",
+            "--backup",
+            "backup",
+            "--metrics",
+            "s3://pitr-incident/pitr.prom",
+        ],
+        "--metrics",
+    )]);
+    for (args, flag) in cases {
+        let o = inc.pitr(&args);
+        assert_eq!(common::code(&o), 2, "{args:?}: {}", show(&o));
+        let err = common::stderr(&o);
+        assert!(
+            err.contains(&format!("`{flag} s3://")) && err.contains("not supported there yet"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("hint:"), "{args:?}: {err}");
+        // Nothing was created locally under a directory named `s3:`.
+        assert!(!inc.local.join("s3:").exists(), "{args:?}");
+    }
+}
+
+/// A stand-in replica set member serving the fixture's oplog; killed on drop.
+struct Member {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn member() -> Member {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("db")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cmd = Command::new(common::standin_bin_dir().join("mongod"));
+    cmd.args(["--port", &port.to_string(), "--bind_ip", "127.0.0.1"])
+        .args(["--replSet", "rs0", "--dbpath"])
+        .arg(dir.path().join("db"))
+        .arg("--logpath")
+        .arg(dir.path().join("mongod.log"))
+        .env("PITR_STANDIN_OPLOG", format!("{FIXTURE}/oplog.bson"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("PITR_STANDIN_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let m = Member {
+        child: cmd.spawn().expect("start the stand-in mongod"),
+        port,
+        _dir: dir,
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", m.port)).is_err() {
+        assert!(
+            std::time::Instant::now() < end,
+            "the stand-in mongod did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    m
+}
+
+/// A `pitr archive` directory (the fixture's oplog in 9 chunks), copied to a bucket
+/// as it is, reads as the local directory does: only the chunks a range needs, and
+/// a chunk missing from the bucket is named.
+#[test]
+fn an_oplog_archive_in_a_bucket_reads_as_the_local_directory() {
+    let inc = Incident::start();
+    let m = member();
+    let arch = inc.local.join("arch");
+    let o = inc.pitr(&[
+        "archive",
+        "--uri",
+        &format!("mongodb://127.0.0.1:{}/", m.port),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+        "--chunk-size",
+        "48KiB",
+    ]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let storage = inc.server.storage();
+    let at = Location::parse(&inc.url("arch")).unwrap();
+    upload_tree(&storage, &arch, &at);
+
+    let local = inc.pitr(&["find-drop", "--json", arch.to_str().unwrap()]);
+    assert_eq!(common::code(&local), 0, "{}", show(&local));
+    let o = inc.pitr(&["find-drop", "--json", &inc.url("arch")]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    assert_eq!(json(&o), json(&local));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = "1795223165:1";
+    let run = |name: &str, oplog: &str| {
+        let cwd = tmp.path().join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        replay(&inc, &cwd, &inc.url("backup"), oplog, limit)
+    };
+    assert_eq!(
+        run("s3", &inc.url("arch")),
+        run("local", arch.to_str().unwrap())
+    );
+
+    // Chunk 2 holds entries the replay needs: deleted from the bucket, it is named.
+    let chunks: Vec<_> = storage
+        .list(&at.join("chunks"))
+        .unwrap()
+        .into_iter()
+        .map(|o| o.location)
+        .collect();
+    assert_eq!(chunks.len(), 9, "{chunks:?}");
+    storage.delete(&chunks[1]).unwrap();
+    let o = inc.pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &inc.url("backup"),
+            "--oplog",
+            &inc.url("arch"),
+            "--until",
+            limit,
+            "--out",
+            "p",
+        ],
+    );
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("chunk 2 of the oplog archive `s3://pitr-incident/incident/arch")
+            && err.contains("is missing"),
+        "{err}"
+    );
+}
+
+/// Every object under `prefix`, as (key below it, bytes).
+fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
+    storage
+        .list(prefix)
+        .unwrap()
+        .into_iter()
+        .map(|o| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut storage.open_read(&o.location).unwrap(), &mut bytes)
+                .unwrap();
+            (o.location.relative_to(prefix).unwrap(), bytes)
+        })
+        .collect()
+}
+
+/// Every file under `dir`, as (relative path, bytes).
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
+    let inc = Incident::start();
+    let storage = inc.server.storage();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    let limit = truth["incidents"][0]["oplog_limit"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, out: &str, extra: &[&str]| {
+        let cwd = tmp.path().join(name);
+        std::fs::create_dir_all(&cwd).unwrap();
+        let (backup, oplog) = (inc.url("backup"), inc.url("oplog.bson"));
+        let mut args = vec![
+            "replay",
+            "--backup",
+            &backup,
+            "--oplog",
+            &oplog,
+            "--until",
+            limit,
+            "--workdir",
+            "work",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let o = inc.pitr_in(&cwd, &args);
+        let report = std::fs::read_to_string(cwd.join("work/report.json"))
+            .ok()
+            .map(|t| serde_json::from_str::<Value>(&t).unwrap());
+        (o, report, cwd)
+    };
+
+    // A directory dump: the same files as the local run, plus the manifest; the
+    // destroyed documents beside it; nothing left in the work dir.
+    let (o, _, local_cwd) = run("local", "out", &[]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let url = "s3://pitr-incident/restored/2026-11-21";
+    let (o, report, cwd) = run("s3", url, &[]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let report = report.unwrap();
+    assert_eq!(report["out"], url);
+    assert!(!cwd.join("work/upload").exists(), "the staged copy stays");
+    let at = Location::parse(url).unwrap();
+    let mut got = objects(&storage, &at);
+    let manifest = got
+        .iter()
+        .position(|(k, _)| k == ".pitr-dump.json")
+        .map(|i| got.remove(i))
+        .expect("the manifest is written");
+    assert!(
+        !got.iter().any(|(k, _)| k.starts_with(".pitr-upload")),
+        "{:?}",
+        got.iter().map(|g| &g.0).collect::<Vec<_>>()
+    );
+    assert_eq!(got, files(&local_cwd.join("out")));
+    let m: Value = serde_json::from_slice(&manifest.1).unwrap();
+    assert_eq!(m["objects"].as_array().unwrap().len(), got.len());
+    let lost = objects(&storage, &at.with_name_suffix("-destroyed"));
+    assert_eq!(
+        lost.len() - 1,
+        files(&local_cwd.join("out-destroyed")).len()
+    );
+    // Mongorestore reads local files: the handover downloads first.
+    let first = report["handover"][0]["command"].as_str().unwrap();
+    assert_eq!(first, format!("aws s3 cp --recursive {url} 2026-11-21"));
+    assert!(!report["handover"][1]["command"]
+        .as_str()
+        .unwrap()
+        .contains("s3://"));
+
+    // The uploaded dump reads back as a backup.
+    let o = inc.pitr(&[
+        "find-drop",
+        "--json",
+        "--backup",
+        url,
+        &inc.url("oplog.bson"),
+    ]);
+    assert!(common::code(&o) <= 1, "{}", show(&o));
+
+    // Never over an existing dump.
+    let (o, _, _) = run("again", url, &[]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("never overwrites"),
+        "{}",
+        show(&o)
+    );
+
+    // An archive: one object, no markers.
+    let aurl = "s3://pitr-incident/restored/r.archive";
+    let (o, _, _) = run("s3-archive", aurl, &["--archive", "--gzip"]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let (o, _, _) = run("local-archive", "r.archive", &["--archive", "--gzip"]);
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let a = objects(
+        &storage,
+        &Location::parse("s3://pitr-incident/restored").unwrap(),
+    );
+    let archive = a.iter().find(|(k, _)| k == "r.archive").unwrap();
+    let local = std::fs::read(tmp.path().join("local-archive/r.archive")).unwrap();
+    assert_eq!(archive.1.len(), local.len());
+
+    // A cut upload (its marker left) and an object missing from the manifest's list
+    // are refused as backups.
+    storage
+        .put_if_absent(&at.join(".pitr-upload-in-progress"), b"pid 1\n")
+        .unwrap();
+    let o = inc.pitr(&["find-drop", "--backup", url, &inc.url("oplog.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("not a complete upload"),
+        "{}",
+        show(&o)
+    );
+    storage
+        .delete(&at.join(".pitr-upload-in-progress"))
+        .unwrap();
+    storage.delete(&at.join("shop/orders.bson")).unwrap();
+    let o = inc.pitr(&["find-drop", "--backup", url, &inc.url("oplog.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("`shop/orders.bson`") && err.contains("missing"),
+        "{err}"
+    );
+}
