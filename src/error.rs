@@ -83,6 +83,13 @@ impl Failure {
         self
     }
 
+    /// Says where the failure happened, before its message (`member `shard1`: ...`),
+    /// keeping the hint and the causes.
+    pub fn in_context(mut self, context: impl fmt::Display) -> Failure {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+
     pub fn message(&self) -> &str {
         &self.message
     }

@@ -22,16 +22,18 @@
 //! | 6 | time, backup | time values mapped to oplog positions; mongodump backups (directory, gzip, archive) |
 //! | 7 | engine, forensics | what the oplog does to data (the walk, the replica, dbHash, dumps); what destroyed data |
 //! | 8 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
-//! | 9 | exec | child processes (mongod, mongorestore, mongodump) |
-//! | 10 | mongo | everything that uses the MongoDB driver (read-only) |
-//! | 11 | verify, rehearse | checking a restored server against a plan; rebuilding production's state at a recent cluster time and comparing it with production read as of that time |
-//! | 12 | replay | running a plan with an engine, the report |
-//! | 13 | cli | flags, rendering, exit codes |
+//! | 9 | cluster | a sharded cluster as members (cluster.toml): one logical incident across members; later one limit, ownership, the merged dump |
+//! | 10 | exec | child processes (mongod, mongorestore, mongodump) |
+//! | 11 | mongo | everything that uses the MongoDB driver (read-only) |
+//! | 12 | verify, rehearse | checking a restored server against a plan; rebuilding production's state at a recent cluster time and comparing it with production read as of that time |
+//! | 13 | replay | running a plan with an engine, the report |
+//! | 14 | cli | flags, rendering, exit codes |
 
 pub mod archive;
 pub mod backup;
 pub mod cli;
 pub mod closest;
+pub mod cluster;
 pub mod engine;
 pub mod error;
 pub mod exec;

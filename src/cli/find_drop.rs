@@ -55,6 +55,16 @@ Examples:
   pitr find-drop oplog.bson --json | jq -r '.[0].oplog_limit'
   mongodump -d local -c oplog.rs --out - | pitr find-drop -
   pitr find-drop --uri 'mongodb://reader@db1,db2/?replicaSet=rs0' --since 2026-11-21T02:00:00Z
+  pitr find-drop --cluster fixtures/cluster/cluster.toml
+
+With --cluster every member of a sharded cluster (the config server and each shard, named \
+in cluster.toml with their backups and oplogs; docs/sharded.md) is scanned, and what one \
+operation did on several members is one finding: the drop of a sharded collection (the \
+config server's metadata deletes, then each shard's drop, fromMigrate on the non-primary \
+shards of 7.0+), a dropDatabase, a deleteMany through mongos fanned out to the shards. Its \
+limit is its first destructive entry on any member, one cluster time for all of them; \
+`members` lists each member's part; num_records is summed over the shards (orphans, if any, \
+included). Migration clones and range deletions (fromMigrate CRUD) are never findings.
 
 With --uri (or PITR_URI and no OPLOG) the oplog of a running replica set is read, read-only \
 (`find` on local.oplog.rs, secondaryPreferred unless the URI says otherwise), up to its newest \
@@ -70,6 +80,10 @@ pub struct FindDropArgs {
     /// neither OPLOG nor --uri is given
     #[arg(long, value_name = "URI", conflicts_with_all = ["sources", "allow_truncated"])]
     pub uri: Option<String>,
+    /// A sharded cluster (cluster.toml: the config server and every shard, each with its
+    /// backup and oplog): scan every member and report one incident per cluster operation
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sources", "uri", "backup"])]
+    pub cluster: Option<PathBuf>,
     /// Only namespaces matching this glob (`shop.orders`, `shop.*`, `*.orders`); repeatable
     #[arg(long = "ns", value_name = "GLOB")]
     pub ns: Vec<String>,
@@ -108,6 +122,9 @@ pub struct FindDropArgs {
 }
 
 pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
+    if a.cluster.is_some() {
+        return super::find_drop_cluster::run(a);
+    }
     if a.uri.is_none() && a.sources.is_empty() {
         // Only when no OPLOG is given: an exported PITR_URI must not turn a file scan
         // into a server read (clap's `env` would make --uri conflict with OPLOG).
@@ -193,7 +210,11 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
 
 /// A `--ns`, `--since` or `--until` that matches nothing in the oplog read is an
 /// error naming the value (and, for a namespace, the closest ones seen).
-fn check_filters_match(a: &FindDropArgs, s: &Seen, names: &[String]) -> Result<(), Failure> {
+pub(super) fn check_filters_match(
+    a: &FindDropArgs,
+    s: &Seen,
+    names: &[String],
+) -> Result<(), Failure> {
     let input = names.join(", ");
     for g in &a.ns {
         let Ok(glob) = Glob::new(g) else { continue };
@@ -325,7 +346,7 @@ fn classification_notes(
     n
 }
 
-struct Filter {
+pub(super) struct Filter {
     ns: Option<GlobSet>,
     since: Option<TimeValue>,
     until: Option<TimeValue>,
@@ -333,7 +354,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(a: &FindDropArgs) -> Result<Filter, Failure> {
+    pub(super) fn new(a: &FindDropArgs) -> Result<Filter, Failure> {
         let ns = if a.ns.is_empty() {
             None
         } else {
@@ -370,7 +391,7 @@ impl Filter {
         })
     }
 
-    fn keep(&self, f: &Finding) -> bool {
+    pub(super) fn keep(&self, f: &Finding) -> bool {
         if !self.kinds.is_empty() && !self.kinds.contains(&f.kind) {
             return false;
         }
@@ -393,7 +414,7 @@ impl Filter {
 /// The part of an oplog archive `--since`/`--until` need: widened by 10 minutes plus
 /// `--window` on both sides, as for a server (so that incidents crossing a bound are
 /// seen as on a whole file).
-fn archive_range(a: &FindDropArgs) -> ChunkRange {
+pub(super) fn archive_range(a: &FindDropArgs) -> ChunkRange {
     let margin = 600 + a.window;
     ChunkRange {
         from: a
@@ -407,7 +428,7 @@ fn archive_range(a: &FindDropArgs) -> ChunkRange {
     }
 }
 
-fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
+pub(super) fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
     let mut n = Vec::new();
     for (src, after, before) in &summary.gaps {
         n.push(format!(

@@ -12,6 +12,7 @@ pub mod archive_status;
 pub mod docs;
 pub mod dump_oplog;
 pub mod find_drop;
+pub mod find_drop_cluster;
 pub mod local_only;
 pub mod oid;
 pub mod oplog_cmd;

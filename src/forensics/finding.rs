@@ -96,6 +96,16 @@ pub struct Finding {
     pub collections: Vec<String>,
     pub details: String,
     pub routine: Option<Routine>,
+    /// Written by a shard as a participant of a sharded DDL (`fromMigrate: true` on a
+    /// drop, dropDatabase or rename: 7.0+ non-primary shards). Only a cluster member's
+    /// scan ([`super::Scanner::cluster_member`]) keeps such entries; not in the JSON
+    /// of a single replica set's findings.
+    #[serde(skip)]
+    pub from_migrate: bool,
+    /// The collection uuid (`ui`) of a drop or rename entry, as 32 hex digits: the
+    /// same on every shard for one sharded collection, so it ties their drops together.
+    #[serde(skip)]
+    pub uuid: Option<String>,
 }
 
 impl Finding {
@@ -116,6 +126,8 @@ impl Finding {
             collections: Vec::new(),
             details: String::new(),
             routine: None,
+            from_migrate: false,
+            uuid: None,
         }
     }
 

@@ -17,7 +17,7 @@ pub use burst::BurstRule;
 pub use catalog::Catalog;
 pub use finding::{Finding, Kind, Severity};
 pub use routine::Routine;
-pub use scanner::{ScanStats, Scanner};
+pub use scanner::{MetadataDelete, ScanStats, Scanner};
 
 /// The hash maps on the scan's hot path (by namespace, by transaction): foldhash,
 /// the hasher hashbrown itself defaults to, in place of std's SipHash, which

@@ -49,7 +49,41 @@ pub struct ScanStats {
     /// collections that existed before the oplog, whose TTL indexes and capped option
     /// only the backup's metadata tells (their bursts are reported as incidents).
     pub unclassified: BTreeSet<String>,
+    /// A cluster member's scan only ([`Scanner::cluster_member`]): deletes of the
+    /// sharding catalog on the config server, the evidence that ties a sharded drop's
+    /// per-shard entries into one incident (runs of chunk deletes merged).
+    pub sharding_metadata: Vec<MetadataDelete>,
 }
+
+/// Deletes of one sharding catalog collection on the config server: a
+/// `config.collections` or `config.databases` document (by `_id`: the namespace or the
+/// database), or a run of `config.chunks` documents.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct MetadataDelete {
+    /// `config.collections`, `config.chunks` or `config.databases`.
+    pub ns: String,
+    /// The deleted document's `_id` when it is a string (collections: `db.coll`;
+    /// databases: `db`); None for chunks.
+    pub id: Option<String>,
+    pub ts: Ts,
+    pub last_ts: Ts,
+    #[serde(skip)]
+    pub wall_ms: Option<i64>,
+    pub count: u64,
+}
+
+/// The sharding catalog collections whose deletes are a sharded DDL's evidence
+/// (the config server's `removeCollAndChunksMetadataFromConfig` in
+/// `src/mongo/db/s/sharding_ddl_util.cpp`, and `config.databases` in
+/// `drop_database_coordinator.cpp`).
+const SHARDING_CATALOG: [&str; 3] = ["config.collections", "config.chunks", "config.databases"];
+
+/// The DDL commands a shard logs with `fromMigrate: true` as a participant of a
+/// sharded DDL (research note §8 trap 1): they destroy data like the primary's.
+/// `op_observer_impl.cpp` `onDropCollection` (`setFromMigrateIfTrue(markFromMigrate)`),
+/// `rename_collection_participant_service.cpp` (`markFromMigrate = thisShardId !=
+/// primaryShardId`), master's `drop_database_coordinator.cpp` (`setFromMigrate(true)`).
+const PARTICIPANT_DDL: [&str; 3] = ["drop", "dropDatabase", "renameCollection"];
 
 /// Per transaction: what its buffered parts will do when it commits.
 #[derive(Default)]
@@ -100,6 +134,9 @@ pub struct Scanner {
     txns: FastMap<Vec<u8>, TxnBuffer>,
     stats: ScanStats,
     prev_ts: Option<Ts>,
+    /// Scanning one member of a sharded cluster: keep `fromMigrate` DDL, collect the
+    /// sharding catalog's deletes.
+    cluster: bool,
 }
 
 impl Scanner {
@@ -125,7 +162,21 @@ impl Scanner {
             txns: FastMap::default(),
             stats: ScanStats::default(),
             prev_ts: None,
+            cluster: false,
         }
+    }
+
+    /// Scans one member of a sharded cluster (`find-drop --cluster`). Two things
+    /// change, and only here, so a single replica set's findings stay as they were:
+    /// - a drop, dropDatabase or rename with `fromMigrate: true` is a finding, marked
+    ///   [`Finding::from_migrate`]: on 7.0+ the non-primary shards log their part of a
+    ///   sharded DDL that way, and it destroys their data (`fromMigrate` CRUD, the
+    ///   chunk migrations' clones and range deletions, stays silent);
+    /// - deletes on `config.collections`, `config.chunks` and `config.databases` are
+    ///   recorded in [`ScanStats::sharding_metadata`].
+    pub fn cluster_member(mut self) -> Scanner {
+        self.cluster = true;
+        self
     }
 
     pub fn stats(&self) -> &ScanStats {
@@ -173,7 +224,13 @@ impl Scanner {
         }
         if e.from_migrate {
             self.stats.from_migrate += 1;
-            return Ok(());
+            let participant = self.cluster
+                && e.op == Op::Command
+                && e.command_name()
+                    .is_some_and(|c| PARTICIPANT_DDL.contains(&c));
+            if !participant {
+                return Ok(());
+            }
         }
         if !self.pending_drops.is_empty() && !self.continues_drop_run(e) {
             if let Some(run) = self.pending_drops.remove(e.db()) {
@@ -195,7 +252,47 @@ impl Scanner {
             Op::Command => self.command(e)?,
             _ => {}
         }
+        if e.from_migrate {
+            self.mark_participant(e.ts);
+        }
         Ok(())
+    }
+
+    /// Marks the findings the `fromMigrate` DDL entry at `ts` produced (pending drops
+    /// included, which may still become a dropDatabase).
+    fn mark_participant(&mut self, ts: Ts) {
+        let pending = self.pending_drops.values_mut().flatten();
+        for f in self.findings.iter_mut().rev().take(4).chain(pending) {
+            if f.ts == ts || f.last_ts == ts {
+                f.from_migrate = true;
+            }
+        }
+    }
+
+    /// Records a delete of the sharding catalog (cluster members only).
+    fn sharding_metadata(&mut self, e: &Entry<'_>, ts: Ts, wall_ms: Option<i64>) {
+        let id = e.o.and_then(|o| o.get_str("_id").ok()).map(str::to_string);
+        let runs = &mut self.stats.sharding_metadata;
+        if let Some(last) = runs.last_mut() {
+            // A run of chunk deletes (one per chunk) is one record.
+            if last.ns == e.ns
+                && id.is_none()
+                && last.id.is_none()
+                && ts.t.saturating_sub(last.last_ts.t) <= self.rule.window_secs
+            {
+                last.last_ts = ts;
+                last.count += 1;
+                return;
+            }
+        }
+        runs.push(MetadataDelete {
+            ns: e.ns.to_string(),
+            id,
+            ts,
+            last_ts: ts,
+            wall_ms,
+            count: 1,
+        });
     }
 
     /// All findings in ts order, and the scan's counters.
@@ -304,6 +401,11 @@ impl Scanner {
 
     /// A delete or update, applied now or buffered in a transaction.
     fn leaf(&mut self, e: &Entry<'_>, sink: Sink<'_>) {
+        if self.cluster && e.op == Op::Delete && SHARDING_CATALOG.contains(&e.ns) {
+            if let Sink::Now { ts, wall_ms, .. } = sink {
+                self.sharding_metadata(e, ts, wall_ms);
+            }
+        }
         if e.from_migrate || is_internal(e.ns) {
             return;
         }
@@ -494,6 +596,7 @@ impl Scanner {
         }
         let mut f = Finding::new(Kind::Drop, ns.clone(), e.ts, e.wall_ms);
         f.num_records = num_records(e);
+        f.uuid = e.ui_string();
         f.details = match f.num_records {
             Some(n) if n >= 0 => format!(
                 "collection dropped with {n} document{}",
@@ -575,6 +678,13 @@ impl Scanner {
             return;
         }
         let from_coll = from.split_once('.').map_or(from, |(_, c)| c);
+        // A cluster member: resharding's recipients rename their
+        // `system.resharding.<uuid>` copy over the source with dropTarget
+        // (`rename_collection_participant_service.cpp`, research note §1): internal
+        // to the cluster, never an incident.
+        if self.cluster && from_coll.starts_with("system.resharding.") {
+            return;
+        }
         if let Some(t) = temp_collection(from_coll).filter(|t| t.rename_is_routine) {
             let target = timeseries_view(to).unwrap_or_else(|| to.to_string());
             let temp_flag = self.catalog.is_temp(from);
@@ -594,6 +704,7 @@ impl Scanner {
         }
         let mut f = Finding::new(Kind::RenameDropTarget, to, e.ts, e.wall_ms);
         f.num_records = num_records(e);
+        f.uuid = e.ui_string();
         f.details = if is_convert_to_capped(from_coll) {
             "convertToCapped: collection replaced by a capped copy; documents that did not fit are lost".into()
         } else if from_coll.starts_with("tmp") && from_coll.contains(".renameCollection") {
@@ -923,6 +1034,68 @@ mod tests {
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].count, 2);
         assert!(f[0].details.ends_with("a_1, b_1"), "{}", f[0].details);
+    }
+
+    /// Research note §8 trap 1: `fromMigrate` means two things. A cluster member's
+    /// scan keeps the participant drop of a 7.x sharded drop (marked) and records the
+    /// config server's catalog deletes, while migration CRUD stays silent; a single
+    /// replica set's scan ignores all of it, as before.
+    #[test]
+    fn cluster_members_keep_participant_ddl_but_not_migration_crud() {
+        let mut docs: Vec<Document> = (0..150u32)
+            .map(|k| {
+                let mut d = del(10, k + 1, "shop.events", k as i64);
+                d.insert("fromMigrate", true);
+                d
+            })
+            .collect();
+        docs.push(doc! { "ts": ts(20, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": uuid(9) }, "txnNumber": 0i64,
+            "o": { "applyOps": [ { "op": "d", "ns": "config.collections", "ui": uuid(6), "o": { "_id": "shop.orders" } } ] } });
+        for k in 0..3u32 {
+            docs.push(doc! { "ts": ts(20, 2 + k), "op": "d", "ns": "config.chunks", "ui": uuid(7), "o": { "_id": k as i64 } });
+        }
+        docs.push(doc! { "ts": ts(21, 1), "op": "c", "ns": "shop.$cmd", "ui": uuid(3), "o": { "drop": "orders" },
+            "o2": { "numRecords": 187 }, "fromMigrate": true });
+
+        // Resharding's recipient renames its copy over the collection: never a finding.
+        docs.push(doc! { "ts": ts(22, 1), "op": "c", "ns": "shop.$cmd", "ui": uuid(4),
+            "o": { "renameCollection": "shop.system.resharding.0a0b", "to": "shop.events", "dropTarget": uuid(5) },
+            "o2": { "numRecords": 40 }, "fromMigrate": true });
+        let plain = scan(&docs);
+        assert!(plain.is_empty(), "{plain:?}");
+
+        let mut s = Scanner::new(BurstRule::default()).cluster_member();
+        for d in &docs {
+            let raw = RawDocumentBuf::from_document(d).unwrap();
+            s.feed(&Entry::parse(&raw).unwrap()).unwrap();
+        }
+        let (f, stats) = s.finish();
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].kind, f[0].ts, f[0].num_records),
+            (Kind::Drop, Ts::new(21, 1), Some(187))
+        );
+        assert!(f[0].from_migrate);
+        assert_eq!(
+            f[0].uuid.as_deref(),
+            Some("03030303-0303-0303-0303-030303030303")
+        );
+        let m = &stats.sharding_metadata;
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(
+            (m[0].ns.as_str(), m[0].id.as_deref(), m[0].ts),
+            ("config.collections", Some("shop.orders"), Ts::new(20, 1))
+        );
+        assert_eq!(
+            (m[1].ns.as_str(), m[1].count, m[1].last_ts),
+            ("config.chunks", 3, Ts::new(20, 4))
+        );
+        // The JSON of a finding is unchanged by the new fields.
+        let v = serde_json::to_value(&f[0]).unwrap();
+        assert!(
+            v.get("from_migrate").is_none() && v.get("uuid").is_none(),
+            "{v}"
+        );
     }
 
     #[test]

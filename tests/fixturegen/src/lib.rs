@@ -18,7 +18,8 @@
 //!   [`script`]: incidents and decoys; [`routine`]: retryable writes, `$out`
 //!   refreshes, TTL and time-series expiry; [`layout`]: the backup in every layout;
 //! - [`scenario`]: the timeline of a run; [`dump`]: the backup directory;
-//! - [`truth`]: `truth.json`; [`files`]: atomic output.
+//! - [`truth`]: `truth.json`; [`files`]: atomic output;
+//! - [`cluster`]: a sharded cluster (`--scenario cluster`), one backup and oplog per member.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use pitr::error::Hint;
 
 pub mod bsonw;
+pub mod cluster;
 pub mod dump;
 pub mod emit;
 pub mod files;
@@ -48,6 +50,9 @@ pub enum Scenario {
     Incident,
     /// About `--target-bytes` of heavy background traffic, the same incidents near the end.
     Bench,
+    /// A sharded cluster: a config server and shards, one backup and oplog each, and
+    /// `cluster.toml` (see [`cluster`]).
+    Cluster,
 }
 
 impl Scenario {
@@ -55,6 +60,7 @@ impl Scenario {
         match self {
             Scenario::Incident => "incident",
             Scenario::Bench => "bench",
+            Scenario::Cluster => "cluster",
         }
     }
 }
@@ -137,7 +143,29 @@ impl Hint for GenError {
     }
 }
 
-/// Writes `backup/`, `oplog.bson` and `truth.json` into `opts.out`.
+/// Writes `backup/`, `oplog.bson` and `truth.json` into `opts.out` (for
+/// [`Scenario::Cluster`], a cluster with the default shape: see [`cluster::generate`]).
 pub fn generate(opts: &Options) -> Result<Summary, GenError> {
+    if opts.scenario == Scenario::Cluster {
+        let s = cluster::generate(&cluster::ClusterOptions {
+            out: opts.out.clone(),
+            seed: opts.seed,
+            start: opts.start,
+            shards: 2,
+            idle_shards: 1,
+            shape: cluster::ddl::DdlShape::V7,
+        })?;
+        return Ok(Summary {
+            out: s.out,
+            backup_collections: 0,
+            backup_documents: 0,
+            backup_oplog_entries: 0,
+            oplog_entries: s.entries,
+            oplog_bytes: s.bytes,
+            incidents: s.incidents,
+            decoys: s.decoys,
+            elapsed: s.elapsed,
+        });
+    }
     scenario::run(opts)
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use pitr::error::Failure;
 use pitr::size::parse_size;
+use pitr_fixturegen::cluster::{self, ddl::DdlShape, ClusterOptions};
 use pitr_fixturegen::layout::{self, Layout};
 use pitr_fixturegen::mix::Mix;
 use pitr_fixturegen::{
@@ -25,7 +26,11 @@ use pitr_fixturegen::{
         Examples:\n  \
         pitr-gen --out fixtures/incident --seed 7 --start 2026-11-21T01:00:00Z\n  \
         pitr-gen --out bench-data/1g --scenario bench --target-bytes 1GiB\n  \
-        pitr-gen --out bench-data/oltp --scenario bench --target-bytes 1GiB --mix oltp"
+        pitr-gen --out bench-data/oltp --scenario bench --target-bytes 1GiB --mix oltp\n  \
+        pitr-gen --out fixtures/cluster --scenario cluster --shards 2 --ddl-shape v7\n\n\
+        --scenario cluster writes DIR/cluster.toml, DIR/<member>/backup/ and DIR/<member>/oplog.bson \
+        for the config server and each shard, and DIR/truth.json (schema in \
+        tests/fixturegen/src/cluster/truth.rs)."
 )]
 pub struct GenArgs {
     /// Output directory: created if missing; must be empty or hold a previous run's output
@@ -50,6 +55,16 @@ pub struct GenArgs {
     /// archive (backup.archive), archive-gzip (backup-gzip.archive)
     #[arg(long, value_enum, value_delimiter = ',', value_name = "LAYOUT")]
     pub layouts: Vec<Layout>,
+    /// Cluster only: shards that own chunks
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(2..=16))]
+    pub shards: Option<u8>,
+    /// Cluster only: shards that own nothing (only periodic no-ops)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub idle_shards: Option<u8>,
+    /// Cluster only: the DDL shapes to write (v7: non-primary shards drop with
+    /// fromMigrate; v5: plain drops everywhere)
+    #[arg(long, value_enum, value_name = "SHAPE")]
+    pub ddl_shape: Option<DdlShape>,
 }
 
 fn parse_start(s: &str) -> Result<u32, Failure> {
@@ -81,7 +96,7 @@ fn main() -> ExitCode {
 
 fn run(a: GenArgs) -> Result<(), Failure> {
     let target_bytes = match (&a.target_bytes, a.scenario) {
-        (Some(_), Scenario::Incident) => {
+        (Some(_), Scenario::Incident | Scenario::Cluster) => {
             return Err(
                 Failure::new("--target-bytes only applies to --scenario bench")
                     .with_hint("drop --target-bytes, or add --scenario bench"),
@@ -101,6 +116,22 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         }
         (None, _) => DEFAULT_BENCH_BYTES,
     };
+    let cluster_flags = a.shards.is_some() || a.idle_shards.is_some() || a.ddl_shape.is_some();
+    if a.scenario == Scenario::Cluster {
+        if !a.layouts.is_empty() || a.mix != Mix::Current {
+            return Err(
+                Failure::new("--layouts and --mix do not apply to --scenario cluster")
+                    .with_hint("drop them; the cluster's backups are directories"),
+            );
+        }
+        return run_cluster(&a);
+    }
+    if cluster_flags {
+        return Err(Failure::new(
+            "--shards, --idle-shards and --ddl-shape only apply to --scenario cluster",
+        )
+        .with_hint("drop them, or add --scenario cluster"));
+    }
     if a.mix != Mix::Current && a.scenario != Scenario::Bench {
         return Err(Failure::new("--mix only applies to --scenario bench")
             .with_hint("drop --mix, or add --scenario bench"));
@@ -153,6 +184,30 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         layout::convert(&opts.out.join("backup"), *l, &dest)?;
         println!("wrote {} ({l:?} layout of backup/)", dest.display());
     }
+    Ok(())
+}
+
+fn run_cluster(a: &GenArgs) -> Result<(), Failure> {
+    let opts = ClusterOptions {
+        out: a.out.clone(),
+        seed: a.seed,
+        start: parse_start(&a.start)?,
+        shards: a.shards.unwrap_or(2) as usize,
+        idle_shards: a.idle_shards.unwrap_or(1) as usize,
+        shape: a.ddl_shape.unwrap_or(DdlShape::V7),
+    };
+    let s = cluster::generate(&opts)?;
+    println!(
+        "wrote {}: cluster.toml, {} members (backup/ and oplog.bson each, {} oplog entries, {} bytes), \
+         truth.json ({} incidents, {} decoys) in {:.2}s",
+        s.out.display(),
+        s.members,
+        s.entries,
+        s.bytes,
+        s.incidents,
+        s.decoys,
+        s.elapsed.as_secs_f64()
+    );
     Ok(())
 }
 

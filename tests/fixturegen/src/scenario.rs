@@ -70,7 +70,9 @@ pub struct Params {
 impl Params {
     pub fn for_scenario(s: Scenario, target_bytes: u64) -> Params {
         match s {
-            Scenario::Incident => Params {
+            // The cluster scenario has its own timeline (`cluster/`); lib::generate
+            // never runs this one for it.
+            Scenario::Incident | Scenario::Cluster => Params {
                 rate: 0.25,
                 window_rate: 2.0,
                 gap: 120,

@@ -1,0 +1,252 @@
+//! `pitr find-drop --cluster` on generated sharded clusters (pitr-gen --scenario
+//! cluster, in its 7.x and 5.0 DDL shapes): the planted sharded drop is found once,
+//! with the cluster limit at the config server's metadata delete and every member's
+//! part; the fan-out deleteMany is one burst; migration traffic and the idle shard
+//! stay silent; cluster files with a missing member, a bad path, an unknown key or a
+//! duplicate id are refused with exit 2, naming the file and the key.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+
+use common::*;
+use pitr_fixturegen::cluster::{ddl::DdlShape, generate, ClusterOptions};
+use serde_json::Value;
+
+fn cluster(dir: &Path, shape: DdlShape) -> Value {
+    generate(&ClusterOptions {
+        out: dir.to_path_buf(),
+        seed: 11,
+        start: 1_795_222_800,
+        shards: 2,
+        idle_shards: 1,
+        shape,
+    })
+    .unwrap();
+    serde_json::from_slice(&fs::read(dir.join("truth.json")).unwrap()).unwrap()
+}
+
+fn json(o: &std::process::Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+/// (member, ts) of every part of an incident, from find-drop's `members` or the truth's.
+fn parts(v: &Value) -> BTreeSet<(String, String)> {
+    v["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["member"].as_str().unwrap().to_string(),
+                m["ts"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn check_shape(shape: DdlShape) {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = cluster(dir.path(), shape);
+    let o = pitr_in(
+        dir.path(),
+        &["find-drop", "--cluster", "cluster.toml", "--json"],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let found = json(&o);
+    let found = found.as_array().unwrap();
+    // Exactly the planted incidents: one burst, one drop (the drop NOT once per member).
+    assert_eq!(found.len(), 2, "{found:#?}");
+    let (burst, drop) = (&found[0], &found[1]);
+    let (t_burst, t_drop) = (&truth["incidents"][0], &truth["incidents"][1]);
+
+    assert_eq!(drop["kind"], "drop");
+    assert_eq!(drop["ns"], "shop.orders");
+    assert_eq!(
+        drop["oplog_limit"], t_drop["cluster_limit"],
+        "the limit is the config server's metadata delete"
+    );
+    assert_eq!(drop["ts"], t_drop["cluster_limit"]);
+    assert_eq!(drop["last_ts"], t_drop["last_ts"]);
+    assert_eq!(drop["num_records"], t_drop["num_records"]);
+    // Every planted part is listed, at its own ts; the config server's chunk deletes
+    // come as a further part of the config member.
+    let want = parts(t_drop);
+    let got = parts(drop);
+    assert!(want.is_subset(&got), "missing parts: {want:?} vs {got:?}");
+    let members: BTreeSet<&str> = drop["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["member"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        members,
+        BTreeSet::from(["config", "shard0", "shard1"]),
+        "the idle shard has no part"
+    );
+    let from_migrate: Vec<&str> = drop["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from_migrate"] == true)
+        .map(|m| m["member"].as_str().unwrap())
+        .collect();
+    match shape {
+        DdlShape::V7 => assert_eq!(from_migrate, ["shard1"]),
+        DdlShape::V5 => assert!(from_migrate.is_empty()),
+    }
+
+    assert_eq!(burst["kind"], "deleteBurst");
+    assert_eq!(burst["oplog_limit"], t_burst["cluster_limit"]);
+    assert_eq!(burst["count"], t_burst["count"]);
+    assert_eq!(parts(burst), parts(t_burst));
+
+    // Decoys: migration clones and range deletions on shop.events never show.
+    for d in truth["decoys"].as_array().unwrap() {
+        assert!(
+            found.iter().all(|f| f["ns"] != d["ns"]),
+            "decoy reported: {d}"
+        );
+    }
+}
+
+#[test]
+fn sharded_drop_7x_is_one_incident_at_the_cluster_limit() {
+    check_shape(DdlShape::V7);
+}
+
+#[test]
+fn sharded_drop_5_0_is_one_incident_at_the_cluster_limit() {
+    check_shape(DdlShape::V5);
+}
+
+/// Regression guard for the cluster path's change to fromMigrate (research note §8
+/// trap 1): scanned as a single replica set, the non-primary shard's 7.x drop is still
+/// ignored exactly as before, and the table of one member is what it was.
+#[test]
+fn single_replica_set_results_do_not_change() {
+    let dir = tempfile::tempdir().unwrap();
+    cluster(dir.path(), DdlShape::V7);
+    let o = pitr_in(
+        dir.path(),
+        &["find-drop", "--json", "shard1/backup", "shard1/oplog.bson"],
+    );
+    let found = json(&o);
+    let kinds: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["deleteBurst"], "{found:#}");
+    assert!(found[0].get("members").is_none());
+}
+
+#[test]
+fn table_lists_each_members_part() {
+    let dir = tempfile::tempdir().unwrap();
+    cluster(dir.path(), DdlShape::V7);
+    let o = pitr_in(dir.path(), &["find-drop", "--cluster", "cluster.toml"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("drop (fromMigrate)"), "{out}");
+    assert!(out.contains("config.collections `shop.orders`"), "{out}");
+    assert!(out.contains("of the 4 members of `cluster.toml`"), "{out}");
+    // --kind filters the merged incidents; a --ns matching nothing is refused.
+    let o = pitr_in(
+        dir.path(),
+        &[
+            "find-drop",
+            "--cluster",
+            "cluster.toml",
+            "--kind",
+            "drop",
+            "--json",
+        ],
+    );
+    assert_eq!(json(&o).as_array().unwrap().len(), 1);
+    let o = pitr_in(
+        dir.path(),
+        &[
+            "find-drop",
+            "--cluster",
+            "cluster.toml",
+            "--ns",
+            "shop.ordrs",
+        ],
+    );
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("shop.orders"), "{}", stderr(&o));
+    // Only the idle shard: nothing found, exit 1.
+    let o = pitr_in(
+        dir.path(),
+        &[
+            "find-drop",
+            "--cluster",
+            "cluster.toml",
+            "--ns",
+            "shop.events",
+        ],
+    );
+    assert_eq!(code(&o), 1, "{}\n{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn bad_cluster_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    cluster(dir.path(), DdlShape::V7);
+    let good = fs::read_to_string(dir.path().join("cluster.toml")).unwrap();
+    let idle = "\n[[shard]]\nid = \"shard2\"\nbackup = \"shard2/backup\"\noplog = [\"shard2/oplog.bson\"]\n";
+    assert!(good.contains(idle));
+    let cases: Vec<(String, &[&str])> = vec![
+        (
+            good.replace(idle, ""),
+            &["does not list shard `shard2`", "config.shards"],
+        ),
+        (
+            good.replace("shard1/oplog.bson", "shard1/oplog.bsn"),
+            &["shard[1].oplog[0]", "`shard1/oplog.bsn`"],
+        ),
+        (
+            good.replace("id = \"shard1\"", "id = \"shard0\""),
+            &["`shard0` appears twice"],
+        ),
+        (
+            good.replace("[config]\n", "[config]\nalso_shard = true\n"),
+            &["unknown field `also_shard`", "line"],
+        ),
+        (
+            good.replace("id = \"shard2\"", "id = \"shard9\""),
+            &["shard[2]", "`shard9`"],
+        ),
+    ];
+    for (text, wanted) in cases {
+        fs::write(dir.path().join("bad.toml"), &text).unwrap();
+        let o = pitr_in(dir.path(), &["find-drop", "--cluster", "bad.toml"]);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 2, "{err}");
+        assert!(err.contains("bad.toml"), "{err}");
+        assert!(err.contains("hint:"), "{err}");
+        for w in wanted {
+            assert!(err.contains(w), "`{w}` not in: {err}");
+        }
+    }
+    let o = pitr_in(dir.path(), &["find-drop", "--cluster", "nope.toml"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("nope.toml"));
+    // --cluster replaces OPLOG and --backup.
+    let o = pitr_in(
+        dir.path(),
+        &[
+            "find-drop",
+            "--cluster",
+            "cluster.toml",
+            "shard0/oplog.bson",
+        ],
+    );
+    assert_eq!(code(&o), 2);
+}

@@ -1,0 +1,209 @@
+//! The drop of a sharded collection, as each member logs it.
+//!
+//! 7.x shape (server `src/mongo/db/s/drop_collection_coordinator.cpp`, the stored
+//! 7.x-era source; table in shared/reference/sharded-pitr.md §2): the coordinator (on
+//! the database's primary shard) persists its state document, takes the critical
+//! section on every shard, removes the metadata from the config server
+//! (`sharding_ddl_util.cpp` `removeCollAndChunksMetadataFromConfig`: the
+//! `config.collections` delete and a `config.placementHistory` insert in one internal
+//! transaction, then the `config.chunks` deletes by uuid), sends the drop to every
+//! non-primary shard with `fromMigrate: true` (`op_observer_impl.cpp`
+//! `onDropCollection`: `setFromMigrateIfTrue(markFromMigrate)`), drops on the primary
+//! shard last (plain), and writes the changelog. Every shard's drop carries the same
+//! `ui` (= `config.collections.uuid`) and its own `o2.numRecords`.
+//!
+//! 5.0 shape (the early 5.0 coordinator, server commit 011dba7c): the same order, but
+//! plain drops on every shard, the metadata deletes as separate entries (no
+//! `placementHistory`, which 7.0 added). Whether that coordinator took critical
+//! sections is not modelled: they are inserts into internal namespaces either way.
+
+use bson::{doc, Bson};
+use pitr::oplog::Ts;
+
+use super::sim::{uuid_bson, Cluster};
+use super::truth::{Incident, MemberEntry};
+
+/// Which server generation's DDL shapes to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DdlShape {
+    /// 7.0-era: non-primary shards drop with fromMigrate: true.
+    V7,
+    /// 5.0: plain drops on every shard.
+    V5,
+}
+
+impl DdlShape {
+    pub fn name(self) -> &'static str {
+        match self {
+            DdlShape::V7 => "v7",
+            DdlShape::V5 => "v5",
+        }
+    }
+}
+
+const CONFIG: usize = usize::MAX;
+
+/// Drops the sharded collection `ns` through mongos at `now_ms`; returns the incident.
+// Long: one DDL across every member, step by step as the coordinator runs it; split,
+// the order of the steps (which is what the tests check) would be harder to read.
+pub fn drop_sharded(c: &mut Cluster, now_ms: i64, ns: &str, shape: DdlShape) -> Incident {
+    let si = c.sharded(ns);
+    let s = c.sharded[si].clone();
+    let (db, coll) = ns.split_once('.').expect("db.coll");
+    let cmd_ns = format!("{db}.$cmd");
+    let primary = c.primary;
+    let mut at = now_ms;
+    fn step(at: &mut i64, ms: i64) -> i64 {
+        *at += ms;
+        *at
+    }
+    // The coordinator's causal chain: every message carries the newest time seen.
+    let mut ct = c.router;
+    let mut members = Vec::new();
+    let log = |c: &mut Cluster, m: usize, at: i64, ct: &mut Ts, d: bson::Document| {
+        let ts = c.member(m).log(at, *ct, d);
+        *ct = (*ct).max(ts);
+        ts
+    };
+    let changelog = |what: &str, at: i64| {
+        doc! { "op": "i", "ns": "config.changelog", "ui": uuid_bson(&[8; 16]),
+        "o": { "_id": format!("cfg-{at}-{what}"), "what": what, "ns": ns, "details": {} } }
+    };
+    log(
+        c,
+        primary,
+        step(&mut at, 2),
+        &mut ct,
+        doc! { "op": "i", "ns": "config.system.sharding_ddl_coordinators", "ui": uuid_bson(&[10; 16]),
+        "o": { "_id": { "namespace": ns, "operationType": "dropCollection" }, "phase": "unset" } },
+    );
+    log(
+        c,
+        CONFIG,
+        step(&mut at, 3),
+        &mut ct,
+        changelog("dropCollection.start", at),
+    );
+    log(
+        c,
+        CONFIG,
+        step(&mut at, 2),
+        &mut ct,
+        doc! { "op": "u", "ns": "config.collections", "ui": uuid_bson(&[6; 16]),
+        "o": { "$v": 2, "diff": { "u": { "allowMigrations": false } } }, "o2": { "_id": ns } },
+    );
+    if shape == DdlShape::V7 {
+        for shard in 0..c.data_shards {
+            log(
+                c,
+                shard,
+                step(&mut at, 2),
+                &mut ct,
+                doc! { "op": "i", "ns": "config.collection_critical_sections", "ui": uuid_bson(&[11; 16]),
+                "o": { "_id": ns, "reason": { "command": "dropCollection", "_id": ns } } },
+            );
+        }
+    }
+    // The metadata goes first: the first destructive entry of the incident.
+    let first = match shape {
+        DdlShape::V7 => log(
+            c,
+            CONFIG,
+            step(&mut at, 3),
+            &mut ct,
+            doc! { "lsid": { "id": uuid_bson(&[12; 16]), "uid": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![0; 32] }), "txnUUID": uuid_bson(&[13; 16]) },
+            "txnNumber": 0i64, "op": "c", "ns": "admin.$cmd",
+            "o": { "applyOps": [
+                { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": ns } },
+                { "op": "i", "ns": "config.placementHistory", "ui": uuid_bson(&[14; 16]),
+                  "o": { "_id": bson::oid::ObjectId::from_bytes([1; 12]), "nss": ns, "uuid": uuid_bson(&s.uuid), "shards": [] } } ] } },
+        ),
+        DdlShape::V5 => log(
+            c,
+            CONFIG,
+            step(&mut at, 3),
+            &mut ct,
+            doc! { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": ns } },
+        ),
+    };
+    let mut chunks_last = first;
+    for ch in &s.chunks {
+        chunks_last = log(
+            c,
+            CONFIG,
+            step(&mut at, 1),
+            &mut ct,
+            doc! { "op": "d", "ns": "config.chunks", "ui": uuid_bson(&[7; 16]), "o": { "_id": ch.id } },
+        );
+    }
+    let what = match shape {
+        DdlShape::V7 => "config.collections delete (applyOps) and config.chunks deletes",
+        DdlShape::V5 => "config.collections and config.chunks deletes",
+    };
+    members.push(MemberEntry::new("config", first, chunks_last, what));
+    // Non-primary shards first, then the primary.
+    let order: Vec<usize> = (0..c.shards.len())
+        .filter(|&k| k != primary)
+        .chain(std::iter::once(primary))
+        .collect();
+    let mut last = chunks_last;
+    for shard in order {
+        let n = c.shards[shard].count(ns);
+        if n == 0 && shard != primary && shard >= c.data_shards {
+            // An idle shard never had the collection: the coordinator's drop there
+            // is a no-op that logs nothing.
+            continue;
+        }
+        let from_migrate = shape == DdlShape::V7 && shard != primary;
+        let mut d = doc! { "op": "c", "ns": &cmd_ns, "ui": uuid_bson(&s.uuid), "o": { "drop": coll }, "o2": { "numRecords": n as i64 } };
+        if from_migrate {
+            d.insert("fromMigrate", true);
+        }
+        let ts = log(c, shard, step(&mut at, 4), &mut ct, d);
+        c.shards[shard].colls.remove(ns);
+        last = ts;
+        let mut e = MemberEntry::new(&c.shards[shard].id.clone(), ts, ts, "drop");
+        e.from_migrate = from_migrate;
+        e.num_records = Some(n as u64);
+        members.push(e);
+    }
+    // The changelog's end entry destroys nothing: not the incident's last entry.
+    log(
+        c,
+        CONFIG,
+        step(&mut at, 3),
+        &mut ct,
+        changelog("dropCollection", at),
+    );
+    if shape == DdlShape::V7 {
+        for shard in 0..c.data_shards {
+            log(
+                c,
+                shard,
+                step(&mut at, 1),
+                &mut ct,
+                doc! { "op": "d", "ns": "config.collection_critical_sections", "ui": uuid_bson(&[11; 16]), "o": { "_id": ns } },
+            );
+        }
+    }
+    log(
+        c,
+        primary,
+        step(&mut at, 2),
+        &mut ct,
+        doc! { "op": "d", "ns": "config.system.sharding_ddl_coordinators", "ui": uuid_bson(&[10; 16]),
+        "o": { "_id": { "namespace": ns, "operationType": "dropCollection" } } },
+    );
+    c.router = c.router.max(ct);
+    c.sharded.remove(si);
+    let num_records: u64 = members.iter().filter_map(|m| m.num_records).sum();
+    Incident {
+        kind: "drop",
+        ns: ns.to_string(),
+        cluster_limit: first,
+        last_ts: last,
+        count: 1,
+        num_records: Some(num_records),
+        members,
+    }
+}
