@@ -276,24 +276,12 @@ pub fn run(
         Ok(())
     })();
     timer.mark("outputs in place");
-    let replica = model.into_replica();
-    report.engine_stats = Some(EngineStats {
-        entries_applied: replica.applied,
-        tolerated_idempotent: replica.tolerated.idempotent,
-        tolerated_acceptable: replica.tolerated.acceptable,
-        unlisted_timeseries_indexes: replica.tolerated.unlisted_indexes,
-        memory_budget: memory,
-        memory_budget_source: r.memory.source.as_str(),
-        memory_budget_why: r.memory.to_string(),
-        peak_memory_estimate: replica.store().peak_memory(),
-        spilled_to_disk: replica.store().spilled(),
-        seconds: started.elapsed().as_secs_f64(),
-    });
-    if r.process_exits_after && !replica.store().spilled() {
-        std::mem::forget(replica);
-    } else {
-        drop(replica);
-    }
+    release_replica(
+        model,
+        (r.memory, r.process_exits_after),
+        started,
+        &mut report,
+    );
     drop(spill);
     timer.mark("replica freed");
     let (result, committed) = match &r.upload {
@@ -319,6 +307,35 @@ pub fn run(
         eprintln!("warning: cannot write the report: {e}");
     }
     (Some(report), result)
+}
+
+/// The engine's statistics into the report, then the replica let go: freed, or left
+/// to the operating system when the process ends next and the documents are in
+/// memory (freeing 2.3 million documents one by one took about 1 s).
+fn release_replica(
+    model: plan::expect::Model,
+    (budget, process_exits_after): (crate::memory::Budget, bool),
+    started: std::time::Instant,
+    report: &mut EmbeddedReport,
+) {
+    let replica = model.into_replica();
+    report.engine_stats = Some(EngineStats {
+        entries_applied: replica.applied,
+        tolerated_idempotent: replica.tolerated.idempotent,
+        tolerated_acceptable: replica.tolerated.acceptable,
+        unlisted_timeseries_indexes: replica.tolerated.unlisted_indexes,
+        memory_budget: budget.bytes as usize,
+        memory_budget_source: budget.source.as_str(),
+        memory_budget_why: budget.to_string(),
+        peak_memory_estimate: replica.store().peak_memory(),
+        spilled_to_disk: replica.store().spilled(),
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    if process_exits_after && !replica.store().spilled() {
+        std::mem::forget(replica);
+    } else {
+        drop(replica);
+    }
 }
 
 /// The dump of the state at the limit, written while the other cores compute the
