@@ -486,22 +486,7 @@ fn render_table(
         return Ok(());
     }
     let when = format!("WHEN ({})", a.tz.label());
-    let rows: Vec<Vec<String>> = findings
-        .iter()
-        .map(|f| {
-            vec![
-                f.wall
-                    .map(|w| a.tz.format(w))
-                    .unwrap_or_else(|| format!("{} (ts)", a.tz.format(f.ts.to_utc()))),
-                f.ts.to_string(),
-                f.kind.as_str().to_string(),
-                f.severity.as_str().to_string(),
-                f.ns.clone(),
-                f.oplog_limit.to_string(),
-                f.details.clone(),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = findings.iter().map(|f| finding_row(f, &a.tz)).collect();
     let header = [
         when.as_str(),
         "TS",
@@ -789,4 +774,20 @@ mod live {
             assert_eq!(q.lower, Some(Lower::Inclusive(Ts::new(0, 0))));
         }
     }
+}
+
+/// One finding as a row of the findings table (WHEN, TS, KIND, SEVERITY, NAMESPACE,
+/// --oplogLimit, DETAILS): the replica set's table and the cluster's.
+pub(super) fn finding_row(f: &Finding, tz: &Zone) -> Vec<String> {
+    vec![
+        f.wall
+            .map(|w| tz.format(w))
+            .unwrap_or_else(|| format!("{} (ts)", tz.format(f.ts.to_utc()))),
+        f.ts.to_string(),
+        f.kind.as_str().to_string(),
+        f.severity.as_str().to_string(),
+        f.ns.clone(),
+        f.oplog_limit.to_string(),
+        f.details.clone(),
+    ]
 }

@@ -11,7 +11,9 @@ use crate::forensics::{BurstRule, Catalog, MetadataDelete, Scanner};
 use crate::oplog::ReadOptions;
 use crate::table::{counted, Columns};
 
-use super::find_drop::{archive_range, check_filters_match, notes, Filter, FindDropArgs};
+use super::find_drop::{
+    archive_range, check_filters_match, finding_row, notes, Filter, FindDropArgs,
+};
 use super::scan::scan_sources_in;
 
 /// What the scans of all members read.
@@ -209,20 +211,7 @@ fn render(
     ];
     let rows: Vec<Vec<String>> = listed
         .iter()
-        .map(|c| {
-            let f = &c.finding;
-            vec![
-                f.wall
-                    .map(|w| a.tz.format(w))
-                    .unwrap_or_else(|| format!("{} (ts)", a.tz.format(f.ts.to_utc()))),
-                f.ts.to_string(),
-                f.kind.as_str().to_string(),
-                f.severity.as_str().to_string(),
-                f.ns.clone(),
-                f.oplog_limit.to_string(),
-                f.details.clone(),
-            ]
-        })
+        .map(|c| finding_row(&c.finding, &a.tz))
         .collect();
     let cols = Columns::fit(&header, &rows);
     writeln!(out, "{}", cols.line(&header))?;

@@ -985,21 +985,7 @@ fn sections(r: &EmbeddedReport) -> Vec<Section> {
         "Engine",
         "embedded (in-process; no mongod, no mongorestore)",
     )];
-    let mut replay = Section::new(
-        "Replay",
-        format!(
-            "limit {} ({}), exclusive: entries with ts < {} applied",
-            p.limit, p.limit_utc, p.limit
-        ),
-    )
-    .titled("Restore point");
-    if let Some(f) = &p.finding {
-        replay = replay.line(format!(
-            "stops just before the {} of {} at {} ({})",
-            f.kind, f.ns, f.ts, f.details
-        ));
-    }
-    v.push(replay);
+    v.push(super::summary::restore_point_section(p, false));
     v.push(
         Section::new("Explained", p.explanation.clone())
             .titled("Why this limit")

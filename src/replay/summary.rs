@@ -15,7 +15,7 @@ use crate::verify::{render, VerifyReport};
 
 use super::describe::{self, Item, Section, Table};
 use super::progress::seconds;
-use super::report::ReplayReport;
+use super::report::{ReplayReport, RestorePoint};
 
 /// What the terminal shows when the replay ends.
 pub fn text(r: &ReplayReport) -> String {
@@ -110,10 +110,10 @@ fn sections(r: &ReplayReport) -> Vec<Section> {
     v
 }
 
-/// The limit, what it stops before, and (in the report) why.
-fn restore_point(r: &ReplayReport) -> Vec<Section> {
-    let p = &r.restore_point;
-    let mut replay = Section::new(
+/// The limit and what it stops before, as both engines' reports say it (with the
+/// first entry not applied when no finding explains the limit, if `entry_too`).
+pub fn restore_point_section(p: &RestorePoint, entry_too: bool) -> Section {
+    let replay = Section::new(
         "Replay",
         format!(
             "limit {} ({}), exclusive: entries with ts < {} applied",
@@ -121,14 +121,22 @@ fn restore_point(r: &ReplayReport) -> Vec<Section> {
         ),
     )
     .titled("Restore point");
-    if let Some(f) = &p.finding {
-        replay = replay.line(format!(
+    match (&p.finding, &p.entry_at_limit) {
+        (Some(f), _) => replay.line(format!(
             "stops just before the {} of {} at {} ({})",
             f.kind, f.ns, f.ts, f.details
-        ));
-    } else if let Some(e) = &p.entry_at_limit {
-        replay = replay.line(format!("first entry not applied: {}", e.describe()));
+        )),
+        (None, Some(e)) if entry_too => {
+            replay.line(format!("first entry not applied: {}", e.describe()))
+        }
+        _ => replay,
     }
+}
+
+/// The limit, what it stops before, and (in the report) why.
+fn restore_point(r: &ReplayReport) -> Vec<Section> {
+    let p = &r.restore_point;
+    let replay = restore_point_section(p, true);
     let explained = Section::new("Explained", p.explanation.clone())
         .titled("Why this limit")
         .line(format!(

@@ -45,7 +45,7 @@ pub(crate) fn version_of_file(p: &Path) -> io::Result<Version> {
     Ok(Version::etag(format!("\"{hex}\"")))
 }
 
-fn io_err(url: &str, op: Op) -> impl Fn(io::Error) -> StorageError + '_ {
+pub(super) fn io_err(url: &str, op: Op) -> impl Fn(io::Error) -> StorageError + '_ {
     move |source| {
         if source.kind() == io::ErrorKind::NotFound && op != Op::Write {
             StorageError::NotFound {

@@ -166,18 +166,7 @@ pub fn storage_error(e: &io::Error) -> Option<&StorageError> {
 
 /// An error of a local file operation, as the local helpers name it.
 fn local_error(url: &str, op: Op, source: io::Error) -> StorageError {
-    if source.kind() == io::ErrorKind::NotFound && op != Op::Write {
-        StorageError::NotFound {
-            url: url.to_string(),
-            source: None,
-        }
-    } else {
-        StorageError::Io {
-            url: url.to_string(),
-            op,
-            source,
-        }
-    }
+    local::io_err(url, op)(source)
 }
 
 /// A 416 for a range of an empty object.
