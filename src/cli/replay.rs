@@ -17,13 +17,13 @@ use crate::replay::preflight::{self, Need, PreflightError};
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
-use crate::replay::{dry_run, tools, upload};
+use crate::replay::{download, dry_run, tools, upload};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
 use crate::storage::Location;
 
-use super::local_only::{local_only, local_only_opt, COPY_AFTER};
+use super::local_only::local_only_opt;
 use super::plan::{CliProgress, PlanInputArgs};
 
 // No doc comment here: the one-line about comes from `Command::Replay` in `cli/mod.rs`.
@@ -45,7 +45,9 @@ affected namespace over
 $PITR_MONGODB_BIN, then PATH).
   1. start a spare standalone mongod: 127.0.0.1 only, a free port, a new dbpath in the \
 work dir, TTL monitor off
-  2. mongorestore the backup (with --oplogReplay of its own oplog when it has one)
+  2. mongorestore the backup (with --oplogReplay of its own oplog when it has one); a \
+backup in a bucket (s3://, gs://, az://) is downloaded into the work dir first, saying how \
+much and where (mongorestore reads local files only)
   3. mongorestore --oplogReplay --oplogLimit <limit> of the plan's slice; the limit is \
 EXCLUSIVE: the entry at the limit and everything after it are not applied
   4. verify: counts and dbHash of every namespace against the plan's prediction
@@ -104,7 +106,8 @@ pub struct ReplayArgs {
     /// Leave the spare mongod running at the end and print how to connect and stop it
     #[arg(long)]
     pub keep: bool,
-    /// Hand the restored data over: mongodump it into this new directory
+    /// Hand the restored data over: mongodump it into this new directory (or an
+    /// `s3://`, `gs://`, `az://` URL holding nothing yet: written in the work dir, then uploaded)
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Directory holding mongod, mongorestore and mongodump [default: $PITR_MONGODB_BIN, then PATH]
@@ -297,11 +300,7 @@ fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
             a.mongodb_bin,
             "give the local directory holding mongod and mongorestore",
         )?,
-        // The embedded engine uploads its dump to a URL (`replay::upload`).
-        out: match a.engine {
-            Engine::Embedded => a.out,
-            Engine::Mongod => local_only_opt("--out", a.out, COPY_AFTER)?,
-        },
+        // Both engines upload their dump to a URL (`replay::upload`).
         ..a
     })
 }
@@ -318,22 +317,15 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .with_hint("with --engine mongod, --out is written by mongodump as a directory")
         .with_exit_code(exit::ERROR));
     }
-    refuse_urls_for_mongod(&a)?;
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
-    let out = a.out.clone().map(|o| absolute(&cwd, o));
-    if let Some(o) = &out {
-        check_out(o)?;
-        preflight::check_writable(o)?;
-    }
-    let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
-    if !a.dry_run && !a.no_space_check {
-        if let Err(e) = mongod_space(&a, &work, out.as_deref()) {
-            work.discard_if_unused();
-            return Err(e);
-        }
-    }
+    let MongodPlaces {
+        work,
+        out,
+        upload,
+        download,
+    } = mongod_places(&a, &cwd)?;
     // The programs first: their versions decide what the plan's lint expects them to
     // skip and refuse (a dry run runs only these `--version`s).
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
@@ -344,6 +336,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         cwd.clone(),
         tools::version_hints(&probed),
     );
+    if let Err(e) = fetch_backup(download.as_ref(), &probed, a.dry_run, &mut req) {
+        work.discard_if_unused();
+        return Err(e);
+    }
     // The engine predicts each collection's content (its dbHash) so verification
     // checks more than counts; its temporary store lives in the work dir.
     let predict = tempfile::Builder::new()
@@ -430,7 +426,14 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         Ok::<_, Failure>((tools, ex, interrupted))
     });
     drop(rt);
-    let (tools, ex, interrupted) = ran?;
+    if let Some(d) = &download {
+        // mongorestore is done with it (the spare holds the data now).
+        let _ = std::fs::remove_dir_all(&d.dest).or_else(|_| std::fs::remove_file(&d.dest));
+    }
+    let (tools, mut ex, interrupted) = ran?;
+    if let (Some(url), None) = (&upload, interrupted) {
+        upload_dump(url, &mut ex);
+    }
     let report = ReplayReport::build(
         &plan,
         &work,
@@ -446,32 +449,160 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     mongod_ending(a.json, &work, &report, ex)
 }
 
-/// mongorestore reads local files only, and pitr does not yet stream or download a
-/// backup or an oplog from a bucket for it: refused before anything starts.
-fn refuse_urls_for_mongod(a: &ReplayArgs) -> Result<(), Failure> {
-    for (flag, p) in [
-        ("--backup", a.plan.backup.clone()),
-        ("--oplog", PathBuf::from(&a.plan.oplog)),
-    ] {
-        local_only(
-            flag,
-            &p,
-            "--engine embedded (the default) reads backups and oplogs in buckets in place; for --engine mongod, \
-             download them first (`aws s3 cp --recursive`)",
-        )?;
+/// Where the mongod engine works, reads and writes, settled before any work.
+struct MongodPlaces {
+    work: WorkDir,
+    /// Where the hand-over dump is renamed to: `--out`, or its staging place in the
+    /// work dir when `--out` is a URL.
+    out: Option<PathBuf>,
+    /// `--out` as a URL: the dump is uploaded there after the run.
+    upload: Option<Location>,
+    /// `--backup` as a URL: downloaded into the work dir (not by a dry run).
+    download: Option<download::Download>,
+}
+
+/// `--out` checked (a local path new or empty and writable, a URL holding nothing),
+/// the work dir created, a backup in a bucket checked and measured, and the space
+/// checked (with its download).
+fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
+    // A `file://` --out is a local path.
+    let (upload, local_out) = match &a.out {
+        Some(o) => match Location::of_path(o)? {
+            Location::Local(p) => (None, Some(absolute(cwd, p))),
+            url => {
+                upload::check_new(&url)?;
+                (Some(url), None)
+            }
+        },
+        None => (None, None),
+    };
+    if let Some(o) = &local_out {
+        check_out(o)?;
+        preflight::check_writable(o)?;
     }
+    let work = WorkDir::create(a.workdir.as_deref(), cwd)?;
+    let settled = (|| -> Result<_, Failure> {
+        let out = match &upload {
+            Some(url) => {
+                let staged = upload::staging(&work.root, url);
+                if let Some(d) = staged.parent() {
+                    std::fs::create_dir_all(d)?;
+                }
+                Some(staged)
+            }
+            None => local_out,
+        };
+        let download = match Location::of_path(&a.plan.backup)? {
+            Location::Local(_) => None,
+            url => Some(download::measure(&url, &work.root)?),
+        };
+        if !a.dry_run && !a.no_space_check {
+            mongod_space(a, &work, out.as_deref(), download.as_ref())?;
+        }
+        Ok((out, download))
+    })();
+    match settled {
+        Ok((out, download)) => Ok(MongodPlaces {
+            work,
+            out,
+            upload,
+            download,
+        }),
+        Err(e) => {
+            work.discard_if_unused();
+            Err(e)
+        }
+    }
+}
+
+/// `--backup URL`: downloaded into the work dir (mongorestore reads local files
+/// only), once the programs are known to be there, and the plan then reads the local
+/// copy. A dry run and a run missing a program (which fails next, saying so) download
+/// nothing: the plan reads the backup in place and writes no one-run inputs for
+/// mongorestore (as `pitr plan` with a backup in a bucket).
+fn fetch_backup(
+    d: Option<&download::Download>,
+    probed: &[tools::Probed],
+    dry_run: bool,
+    req: &mut plan::PlanRequest,
+) -> Result<(), Failure> {
+    let Some(d) = d else { return Ok(()) };
+    req.mongorestore_inputs = false;
+    if dry_run {
+        eprintln!(
+            "note: the backup is in object storage: the real run downloads it first ({}, {} objects, into {}); \
+             the commands below name it as it is in the bucket",
+            crate::size::human(d.bytes),
+            d.objects(),
+            d.dest.display()
+        );
+        return Ok(());
+    }
+    if probed.iter().any(|p| p.found.is_err()) {
+        return Ok(());
+    }
+    eprintln!("pitr replay: {}", d.describe());
+    req.backup = download::fetch(d)?;
+    req.mongorestore_inputs = true;
     Ok(())
 }
 
+/// `--out URL`: the dump mongodump wrote in the work dir is uploaded all or nothing
+/// ([`upload::upload`]) and the local copy removed; a failed upload is the run's
+/// error (exit 2).
+fn upload_dump(url: &Location, ex: &mut crate::replay::Execution) {
+    let Some(dump) = ex.dump.as_mut() else {
+        return;
+    };
+    let staged = PathBuf::from(&dump.dir);
+    eprintln!(
+        "pitr replay: uploading the dump to {url} ({})",
+        crate::size::human(dump.bytes)
+    );
+    let result = upload::upload(&staged, url);
+    let _ = std::fs::remove_dir_all(&staged);
+    if let Some(parent) = staged.parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    match result {
+        Ok(up) => {
+            eprintln!(
+                "pitr replay: uploaded {} objects, {} bytes to {url}",
+                up.objects, up.bytes
+            );
+            dump.dir = url.to_string();
+        }
+        Err(e) => {
+            ex.dump = None;
+            if ex.error.is_none() {
+                ex.error = Some(Failure::from(e).with_exit_code(exit::ERROR));
+            }
+        }
+    }
+}
+
 /// The space a restore onto a spare needs: its data directory lives in the work dir
-/// (about the backup and the oplog's writes, as the dump does), beside the slice.
-fn mongod_space(a: &ReplayArgs, work: &WorkDir, out: Option<&Path>) -> Result<(), Failure> {
+/// (about the backup and the oplog's writes, as the dump does), beside the slice;
+/// and a backup in a bucket is downloaded there first.
+fn mongod_space(
+    a: &ReplayArgs,
+    work: &WorkDir,
+    out: Option<&Path>,
+    download: Option<&download::Download>,
+) -> Result<(), Failure> {
     let (backup, oplog) = input_sizes(a);
     let mut needs = vec![Need {
         dir: work.root.clone(),
         bytes: oplog + backup + oplog,
         what: "the slice and the spare mongod's data".into(),
     }];
+    if let Some(d) = download {
+        needs.push(Need {
+            dir: work.root.clone(),
+            bytes: d.bytes,
+            what: format!("the backup downloaded from {}", d.url),
+        });
+    }
     if let Some(o) = out {
         needs.push(out_need(o, backup + oplog));
     }

@@ -19,6 +19,7 @@
 
 pub mod commands;
 pub mod describe;
+pub mod download;
 pub mod dry_run;
 pub mod embedded;
 pub mod error;

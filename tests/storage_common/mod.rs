@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
-use pitr::storage::{Settings, Storage, Tuning};
+use pitr::storage::{Location, Settings, Storage, Tuning};
 use s3s::auth::SimpleAuth;
 use s3s::service::{S3Service, S3ServiceBuilder};
 use tokio::net::TcpListener;
@@ -204,4 +204,30 @@ fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> usize {
         }
     }
     n
+}
+
+/// Uploads every file under `from` to `to` (a prefix), through pitr's own writer.
+pub fn upload_tree(storage: &Storage, from: &Path, to: &Location) {
+    let mut stack = vec![from.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        if d.is_file() {
+            upload_file(storage, &d, to);
+            continue;
+        }
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(from).unwrap().to_str().unwrap().to_string();
+                upload_file(storage, &p, &to.join(&rel));
+            }
+        }
+    }
+}
+
+pub fn upload_file(storage: &Storage, file: &Path, to: &Location) {
+    let mut w = storage.create_all_or_nothing(to).unwrap();
+    std::io::copy(&mut std::fs::File::open(file).unwrap(), &mut w).unwrap();
+    w.finish().unwrap();
 }
