@@ -312,4 +312,24 @@ fn out_to_a_bucket_uploads_the_handover_dump_all_or_nothing() {
         !again.work.exists(),
         "a work dir was left for a refused run"
     );
+
+    // A backup whose upload is in progress (or was cut) is refused before anything
+    // is downloaded or started.
+    s.put_if_absent(
+        &Location::parse(&inc.url("backup/.pitr-upload-in-progress")).unwrap(),
+        b"another pitr\n",
+    )
+    .unwrap();
+    let cut = inc.replay(
+        "cut",
+        bins,
+        &inc.url("backup"),
+        &inc.local("oplog.bson"),
+        &[],
+    );
+    assert_eq!(code(&cut.out), 2, "{}", show(&cut.out));
+    let err = stderr(&cut.out);
+    assert!(err.contains(".pitr-upload-in-progress"), "{err}");
+    assert!(!err.contains("downloading the backup"), "{err}");
+    assert!(!cut.work.join("download").exists());
 }
