@@ -95,7 +95,20 @@ pub struct Mongod {
 }
 
 impl Mongod {
+    /// Starts a stand-in mongod on a free port. The port is found by binding port 0
+    /// and letting it go, so another process (a concurrent test run) can take it
+    /// before the stand-in binds it; the stand-in then exits, and another port is
+    /// tried, instead of taking someone else's listener for ours.
     pub fn start(replset: bool) -> Mongod {
+        for _ in 0..5 {
+            if let Some(m) = Mongod::try_start(replset) {
+                return m;
+            }
+        }
+        panic!("the stand-in mongod exited on 5 ports in a row (see its log)");
+    }
+
+    fn try_start(replset: bool) -> Option<Mongod> {
         let bin = crate::common::standin_bin_dir().join("mongod");
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("db")).unwrap();
@@ -123,20 +136,38 @@ impl Mongod {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-        let child = cmd.spawn().expect("start the stand-in mongod");
+        let mut child = cmd.spawn().expect("start the stand-in mongod");
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            // Ours, not a listener someone else has on the same port: it is running.
+            if let Some(status) = child.try_wait().expect("wait on the stand-in mongod") {
+                eprintln!("stand-in mongod exited ({status}) on port {port}; trying another");
+                return None;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
             assert!(
                 Instant::now() < deadline,
                 "stand-in mongod did not listen on {port}"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Mongod {
+        // Still running once something answers: had the port been taken, its bind
+        // would have failed before the first answer, or just after.
+        std::thread::sleep(Duration::from_millis(100));
+        if child
+            .try_wait()
+            .expect("wait on the stand-in mongod")
+            .is_some()
+        {
+            return None;
+        }
+        Some(Mongod {
             child,
             port,
             _dir: dir,
-        }
+        })
     }
 
     /// Runs a real tool against this server; panics with its output on failure.
