@@ -184,23 +184,36 @@ pub fn run(mut a: FindDropArgs) -> Result<u8, Failure> {
         &stats.unclassified,
         a.json,
     ));
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    if a.json {
-        super::output::write_json(&mut out, &findings)?;
+    write_findings(a.json, &findings, &notes, incidents, |out| {
+        render_table(out, &findings, incidents, &a, &summary)
+    })
+}
+
+/// find-drop's ending, for a replica set and a cluster alike: the findings as JSON
+/// (notes as warnings on stderr) or as the table `render` writes (notes under it),
+/// and the exit code. Routine operations alone are not a finding: scripts acting on
+/// exit 0 must not restore because a report was refreshed.
+pub(super) fn write_findings<T: serde::Serialize>(
+    json: bool,
+    findings: &T,
+    notes: &[String],
+    incidents: usize,
+    render: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
+) -> Result<u8, Failure> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if json {
+        super::output::write_json(&mut out, findings)?;
         out.flush()?;
-        for n in &notes {
+        for n in notes {
             eprintln!("warning: {n}");
         }
     } else {
-        render_table(&mut out, &findings, incidents, &a, &summary)?;
-        for n in &notes {
+        render(&mut out)?;
+        for n in notes {
             writeln!(out, "note: {n}")?;
         }
         out.flush()?;
     }
-    // Routine operations alone are not a finding: scripts acting on exit 0 must not
-    // restore because a report was refreshed.
     Ok(if incidents == 0 {
         exit::NOT_FOUND
     } else {

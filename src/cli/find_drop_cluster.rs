@@ -5,14 +5,14 @@ use std::io::{self, Write};
 
 use crate::backup::{self, Layout};
 use crate::cluster::{self, ClusterFile, ClusterFinding, Member, MemberScan};
-use crate::error::{exit, Failure};
+use crate::error::Failure;
 use crate::forensics::seen::Seen;
 use crate::forensics::{BurstRule, Catalog, MetadataDelete, Scanner};
 use crate::oplog::ReadOptions;
 use crate::table::{counted, Columns};
 
 use super::find_drop::{
-    archive_range, check_filters_match, finding_row, notes, Filter, FindDropArgs,
+    archive_range, check_filters_match, finding_row, notes, write_findings, Filter, FindDropArgs,
 };
 use super::scan::scan_sources_in;
 
@@ -64,25 +64,8 @@ pub fn run(a: FindDropArgs) -> Result<u8, Failure> {
             )
         ));
     }
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    if a.json {
-        super::output::write_json(&mut out, &listed)?;
-        out.flush()?;
-        for n in &notes {
-            eprintln!("warning: {n}");
-        }
-    } else {
-        render(&mut out, &a, &file, &listed, incidents, &scanned.read)?;
-        for n in &notes {
-            writeln!(out, "note: {n}")?;
-        }
-        out.flush()?;
-    }
-    Ok(if incidents == 0 {
-        exit::NOT_FOUND
-    } else {
-        exit::OK
+    write_findings(a.json, &listed, &notes, incidents, |out| {
+        render(out, &a, &file, &listed, incidents, &scanned.read)
     })
 }
 
