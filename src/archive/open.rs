@@ -59,13 +59,7 @@ fn resolve(path: &Path) -> Result<PathBuf, ArchiveError> {
 fn resolve_object(loc: &Location) -> Result<Location, ArchiveError> {
     let listed = match storage::global().stat(loc)? {
         Found::Object(_) => return Ok(loc.clone()),
-        Found::Nothing => {
-            return Err(storage::StorageError::NotFound {
-                url: loc.to_string(),
-                source: None,
-            }
-            .into())
-        }
+        Found::Nothing => return Err(storage::StorageError::not_found(loc).into()),
         Found::Prefix(listed) => listed,
     };
     for c in DIR_CANDIDATES {

@@ -498,17 +498,9 @@ fn render_table(
         )?;
         return Ok(());
     }
-    let when = format!("WHEN ({})", a.tz.label());
     let rows: Vec<Vec<String>> = findings.iter().map(|f| finding_row(f, &a.tz)).collect();
-    let header = [
-        when.as_str(),
-        "TS",
-        "KIND",
-        "SEVERITY",
-        "NAMESPACE",
-        "--oplogLimit",
-        "DETAILS",
-    ];
+    let when = when_column(&a.tz);
+    let header = finding_header(&when);
     let cols = Columns::fit(&header, &rows);
     writeln!(out, "{}", cols.line(&header))?;
     // On a terminal, DETAILS wraps under itself to fit the width.
@@ -787,6 +779,24 @@ mod live {
             assert_eq!(q.lower, Some(Lower::Inclusive(Ts::new(0, 0))));
         }
     }
+}
+
+/// The findings table's WHEN column, in the zone the times are shown in.
+pub(super) fn when_column(tz: &Zone) -> String {
+    format!("WHEN ({})", tz.label())
+}
+
+/// The findings table's header (see [`finding_row`]).
+pub(super) fn finding_header(when: &str) -> [&str; 7] {
+    [
+        when,
+        "TS",
+        "KIND",
+        "SEVERITY",
+        "NAMESPACE",
+        "--oplogLimit",
+        "DETAILS",
+    ]
 }
 
 /// One finding as a row of the findings table (WHEN, TS, KIND, SEVERITY, NAMESPACE,

@@ -12,7 +12,8 @@ use crate::oplog::ReadOptions;
 use crate::table::{counted, Columns};
 
 use super::find_drop::{
-    archive_range, check_filters_match, finding_row, notes, write_findings, Filter, FindDropArgs,
+    archive_range, check_filters_match, finding_header, finding_row, notes, when_column,
+    write_findings, Filter, FindDropArgs,
 };
 use super::scan::scan_sources_in;
 
@@ -182,16 +183,8 @@ fn render(
         )?;
         return Ok(());
     }
-    let when = format!("WHEN ({})", a.tz.label());
-    let header = [
-        when.as_str(),
-        "TS",
-        "KIND",
-        "SEVERITY",
-        "NAMESPACE",
-        "--oplogLimit",
-        "DETAILS",
-    ];
+    let when = when_column(&a.tz);
+    let header = finding_header(&when);
     let rows: Vec<Vec<String>> = listed
         .iter()
         .map(|c| finding_row(&c.finding, &a.tz))

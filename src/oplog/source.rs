@@ -161,13 +161,7 @@ enum Resolved {
 fn resolve_object(loc: &Location) -> Result<Resolved, ReadError> {
     let listed = match storage::global().stat(loc)? {
         Found::Object(_) => return Ok(Resolved::File(loc.clone())),
-        Found::Nothing => {
-            return Err(storage::StorageError::NotFound {
-                url: loc.to_string(),
-                source: None,
-            }
-            .into())
-        }
+        Found::Nothing => return Err(storage::StorageError::not_found(loc).into()),
         Found::Prefix(listed) => listed,
     };
     if oplog_archive::read::is_oplog_archive_at(loc)? {

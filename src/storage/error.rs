@@ -370,6 +370,14 @@ impl Hint for StorageError {
 }
 
 impl StorageError {
+    /// Nothing at `url` (no object, no prefix, no file).
+    pub fn not_found(url: impl ToString) -> StorageError {
+        StorageError::NotFound {
+            url: url.to_string(),
+            source: None,
+        }
+    }
+
     /// The location the error is about, as printed (masked); none for a client that
     /// could not be set up.
     pub fn url(&self) -> &str {

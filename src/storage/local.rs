@@ -48,10 +48,7 @@ pub(crate) fn version_of_file(p: &Path) -> io::Result<Version> {
 pub(super) fn io_err(url: &str, op: Op) -> impl Fn(io::Error) -> StorageError + '_ {
     move |source| {
         if source.kind() == io::ErrorKind::NotFound && op != Op::Write {
-            StorageError::NotFound {
-                url: url.to_string(),
-                source: None,
-            }
+            StorageError::not_found(url)
         } else {
             StorageError::Io {
                 url: url.to_string(),

@@ -300,22 +300,9 @@ impl Storage {
         let Some((clients, ctx, path)) = self.object(loc)? else {
             let p = loc.local_path().expect("not an object, so local");
             let url = p.display().to_string();
-            let err = |source: io::Error| {
-                if source.kind() == io::ErrorKind::NotFound {
-                    StorageError::NotFound {
-                        url: url.clone(),
-                        source: None,
-                    }
-                } else {
-                    StorageError::Io {
-                        url: url.clone(),
-                        op: Op::Read,
-                        source,
-                    }
-                }
-            };
-            let file = File::open(p).map_err(err)?;
-            let size = file.metadata().map_err(err)?.len();
+            let err = local::io_err(&url, Op::Read);
+            let file = File::open(p).map_err(&err)?;
+            let size = file.metadata().map_err(&err)?.len();
             return Ok(StorageReader::Local { file, size });
         };
         let store = Arc::clone(&clients.stream);
