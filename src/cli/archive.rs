@@ -155,7 +155,7 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
             "`pitr archive` needs --uri (or PITR_URI) and --dir",
         ));
     };
-    let dir = super::local_only::local_only("--dir", &dir, ARCHIVE_LOCAL)?;
+    let dir = crate::storage::Location::of_path(&dir)?;
     let req = ArchiveRequest {
         dir,
         chunk_bytes: a.chunk_size,
@@ -209,13 +209,13 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
     )
 }
 
-fn render_outcome(o: &ArchiveOutcome, dir: &Path) {
+fn render_outcome(o: &ArchiveOutcome, dir: &crate::storage::Location) {
     println!(
         "archived {} ({} of BSON) into {} in {}",
         crate::table::counted(o.entries, "entry", "entries"),
         human(o.bson_bytes),
         crate::table::counted(o.chunks.len() as u64, "chunk", "chunks"),
-        dir.display()
+        dir
     );
     println!("{}", coverage_line(&o.manifest));
     for g in &o.gaps {
@@ -232,7 +232,7 @@ fn render_outcome(o: &ArchiveOutcome, dir: &Path) {
             "ROLLBACK: entries from {} to {} set aside in {} ({})",
             s.diverged_at,
             s.through,
-            dir.join(&s.dir).display(),
+            dir.join(&s.dir),
             s.detail
         );
     }
@@ -369,7 +369,7 @@ impl ArchiveObserver for CliObserver {
         };
         self.say(&format!(
             "archiving into {} ({} so far) from {from}{until}",
-            s.dir.display(),
+            s.dir,
             crate::table::counted(s.chunks as u64, "chunk", "chunks")
         ));
     }
@@ -422,15 +422,8 @@ impl ArchiveObserver for CliObserver {
 // ---------------------------------------------------------------------------------
 // prune
 
-/// Until the archiver writes buckets: what to do instead.
-const ARCHIVE_LOCAL: &str = "archive to a local directory (readers take it as `--oplog DIR`), and copy it to \
-     the bucket as a whole (`aws s3 sync DIR s3://bucket/prefix`): readers take that prefix as `--oplog`";
-
 fn run_prune(a: PruneArgs) -> Result<u8, Failure> {
-    let a = PruneArgs {
-        dir: super::local_only::local_only("--dir", &a.dir, ARCHIVE_LOCAL)?,
-        ..a
-    };
+    let dir = crate::storage::Location::of_path(&a.dir)?;
     let mut protect = Vec::new();
     for b in &a.backup {
         protect.push(Protected {
@@ -441,7 +434,7 @@ fn run_prune(a: PruneArgs) -> Result<u8, Failure> {
     let now = chrono::Utc::now().timestamp().max(0) as u64;
     let cutoff_secs = now.saturating_sub(a.keep.as_secs());
     let cutoff = Ts::new(u32::try_from(cutoff_secs).unwrap_or(u32::MAX), 0);
-    let o = prune::prune(&a.dir, cutoff, &protect, a.dry_run)?;
+    let o = prune::prune_at(&dir, cutoff, &protect, a.dry_run)?;
     render_prune(&o, &a, cutoff);
     Ok(exit::OK)
 }
@@ -480,7 +473,9 @@ fn render_prune(o: &PruneOutcome, a: &PruneArgs, cutoff: Ts) {
         );
     }
     for f in &o.leftovers {
-        println!("deleted {f}, a chunk file left by an interrupted prune");
+        println!(
+            "deleted {f}, a chunk file no manifest names (left by an interrupted prune, or an upload whose archiver stopped first)"
+        );
     }
     for (p, first) in &o.uncovered {
         println!(

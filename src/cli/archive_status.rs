@@ -17,10 +17,12 @@ use crate::error::{exit, Failure};
 use crate::mongo::error::human_secs;
 use crate::mongo::oplog_source::{covers, window, Lower, Window};
 use crate::mongo::{self as live};
-use crate::oplog::oplog_archive::status::{status, ArchiveStatus, ChunkDamage};
+use crate::oplog::oplog_archive::read::is_oplog_archive_at;
+use crate::oplog::oplog_archive::status::{status_at, ArchiveStatus, ChunkDamage};
 use crate::oplog::oplog_archive::{is_oplog_archive, GapRecord, SetAsideRecord, MANIFEST_FILE};
 use crate::oplog::Ts;
 use crate::size::human;
+use crate::storage::Location;
 
 use super::output::counted;
 
@@ -72,11 +74,22 @@ struct JsonSetAside<'a> {
     detail: &'a str,
 }
 
-pub fn run(dir: &Path, uri: Option<&str>, json: bool, quick: bool) -> Result<u8, Failure> {
-    if !is_oplog_archive(dir) {
-        return Err(not_an_archive(dir));
+pub fn run(at: &Location, uri: Option<&str>, json: bool, quick: bool) -> Result<u8, Failure> {
+    let dir = &at.display_path();
+    match at.local_path() {
+        Some(p) if !is_oplog_archive(p) => return Err(not_an_archive(p)),
+        Some(_) => {}
+        None if !is_oplog_archive_at(at)? => {
+            return Err(Failure::new(format!(
+                "`{at}` is not an oplog archive: there is no pitr `manifest.json` under it"
+            ))
+            .with_hint(
+                "give the prefix `pitr archive --dir s3://bucket/prefix` writes (it holds `manifest.json` and `chunks/`);                  `pitr oplog stats URL` shows what any other oplog covers",
+            ))
+        }
+        None => {}
     }
-    let st = status(dir, !quick)?;
+    let st = status_at(at, !quick)?;
     let last = st.manifest.last();
     let live = match uri {
         Some(u) => {
@@ -440,10 +453,16 @@ fn render(out: &mut impl Write, st: &ArchiveStatus, live: Option<&Live>) -> io::
         } else {
             "no archiver is running"
         },
-        if st.partial.is_empty() {
-            String::new()
-        } else {
-            format!("; chunk in progress: {} compressed", human(partial))
+        match (st.partial.is_empty(), st.dir.join(MANIFEST_FILE).exists()) {
+            (true, _) => String::new(),
+            (false, true) => format!("; chunk in progress: {} compressed", human(partial)),
+            // A bucket: objects no manifest names (never read; prune removes them).
+            (false, false) => format!(
+                "; {} not in the manifest ({}: uploads of a run that stopped before recording them, \
+                 never read; `pitr archive prune` removes them)",
+                counted(st.partial.len() as u64, "chunk object", "chunk objects"),
+                human(partial)
+            ),
         }
     )?;
     if let Some(l) = live {

@@ -75,10 +75,48 @@ pub struct DumpOplogArgs {
     pub batch_size: Option<u32>,
 }
 
+/// Where `--out URL` is dumped before its upload (removed when the command ends).
+struct Staged {
+    url: crate::storage::Location,
+    _dir: tempfile::TempDir,
+}
+
+/// `--out URL`: refused with `--resume` (the partial file is local), and when the URL
+/// holds anything already; otherwise a staging directory in the temp dir.
+fn stage(url: crate::storage::Location, resume: bool) -> Result<(Staged, PathBuf), Failure> {
+    if resume {
+        return Err(Failure::new(format!(
+            "`--out {url} --resume`: a dump to a bucket is written locally, then uploaded all or nothing, so there is no partial dump in the bucket to resume"
+        ))
+        .with_hint("run it again without --resume (an interrupted dump to a bucket left nothing there)"));
+    }
+    crate::replay::upload::check_new(&url)?;
+    let dir = tempfile::Builder::new()
+        .prefix("pitr-dump-oplog-")
+        .tempdir()
+        .map_err(|e| {
+            Failure::new("cannot create a staging directory in the temp dir")
+                .with_hint("set TMPDIR to a directory with room for the dump")
+                .with_cause(e)
+        })?;
+    let out = dir.path().join("dump");
+    eprintln!(
+        "pitr dump-oplog: writing the dump in `{}`, then uploading it to {url} (all or nothing); the local copy is removed after",
+        out.display()
+    );
+    Ok((Staged { url, _dir: dir }, out))
+}
+
 pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
-    let out_dir = super::local_only::local_only("--out", &a.out, super::local_only::COPY_AFTER)?;
+    let (staged, out_dir) = match crate::storage::Location::of_path(&a.out)? {
+        crate::storage::Location::Local(p) => (None, p),
+        url => {
+            let (s, p) = stage(url, a.resume)?;
+            (Some(s), p)
+        }
+    };
     let req = DumpRequest {
-        out_dir,
+        out_dir: out_dir.clone(),
         since: a.since.as_ref().map(|v| v.ts),
         until: a.until.as_ref().map(|v| v.ts),
         gzip: a.gzip,
@@ -101,10 +139,24 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         outcome
     })?;
     let outcome = result?;
+    let wrote = match &staged {
+        None => outcome.path.display().to_string(),
+        Some(s) => {
+            let up = crate::replay::upload::upload(&out_dir, &s.url)?;
+            eprintln!(
+                "pitr dump-oplog: uploaded {} ({}) to {}",
+                crate::table::counted(up.objects, "object", "objects"),
+                human(up.bytes),
+                s.url
+            );
+            let name = outcome.path.file_name().unwrap_or_default();
+            s.url.join(&name.to_string_lossy()).to_string()
+        }
+    };
     let p = &outcome.plan;
     println!(
         "wrote {}: {} entries ({} of BSON{}), {}",
-        outcome.path.display(),
+        wrote,
         outcome.entries,
         human(outcome.bson_bytes),
         if a.gzip {

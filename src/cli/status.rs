@@ -77,12 +77,7 @@ fn parse_min_window(s: &str) -> Result<Duration, String> {
 
 pub fn run(a: StatusArgs) -> Result<u8, Failure> {
     if let Some(dir) = &a.archive {
-        let dir = super::local_only::local_only(
-            "--archive",
-            dir,
-            "`pitr status --archive` reads a local archive directory so far; to check the copy in a bucket, \
-             read it with `pitr oplog stats s3://bucket/prefix`",
-        )?;
+        let dir = crate::storage::Location::of_path(dir)?;
         return super::archive_status::run(&dir, a.uri.as_deref(), a.json, a.quick);
     }
     let Some(uri) = a.uri.clone() else {

@@ -142,25 +142,5 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()
 }
 
 fn upload_file(file: &Path, to: &Location) -> Result<u64, StorageError> {
-    let io = |source| StorageError::Io {
-        url: file.display().to_string(),
-        op: storage::Op::Read,
-        source,
-    };
-    let mut f = std::fs::File::open(file).map_err(io)?;
-    let size = f.metadata().map_err(io)?.len();
-    let mut w = storage::global().create_all_or_nothing_sized(to, Some(size))?;
-    std::io::copy(&mut f, &mut w).map_err(|e| {
-        // A failed write carries the store's error (with its hint): take it out.
-        if storage::storage_error(&e).is_none() {
-            return io(e);
-        }
-        match e.into_inner().map(|i| i.downcast::<StorageError>()) {
-            Some(Ok(se)) => *se,
-            Some(Err(other)) => io(std::io::Error::other(other)),
-            None => io(std::io::Error::other("the write failed")),
-        }
-    })?;
-    w.finish()?;
-    Ok(size)
+    storage::global().upload_file(file, to)
 }

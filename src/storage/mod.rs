@@ -408,6 +408,29 @@ impl Storage {
         }
     }
 
+    /// Copies the local file `file` to `to`, all or nothing (a multipart upload sized
+    /// for it, with bounded memory); returns its size.
+    pub fn upload_file(&self, file: &std::path::Path, to: &Location) -> Result<u64, StorageError> {
+        let url = file.display().to_string();
+        let io = |source| local_error(&url, Op::Read, source);
+        let mut f = File::open(file).map_err(io)?;
+        let size = f.metadata().map_err(io)?.len();
+        let mut w = self.create_all_or_nothing_sized(to, Some(size))?;
+        io::copy(&mut f, &mut w).map_err(|e| {
+            // A failed write carries the store's error (with its hint): take it out.
+            if storage_error(&e).is_none() {
+                return io(e);
+            }
+            match e.into_inner().map(|i| i.downcast::<StorageError>()) {
+                Some(Ok(se)) => *se,
+                Some(Err(other)) => io(io::Error::other(other)),
+                None => io(io::Error::other("the write failed")),
+            }
+        })?;
+        w.finish()?;
+        Ok(size)
+    }
+
     /// Writes `data` (a manifest) only if nothing is at `loc` yet. A second writer gets
     /// [`StorageError::AlreadyExists`].
     pub fn put_if_absent(&self, loc: &Location, data: &[u8]) -> Result<Version, StorageError> {

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use bson::RawDocument;
 
+use super::target::Target;
 use super::ArchiveError;
 use crate::mongo::dump_file::{scan_partial, OutFile};
 use crate::oplog::elements::peek_ts_op;
@@ -156,7 +157,7 @@ impl ChunkWriter {
     /// chunk (its file is removed).
     pub fn finish_file(
         self,
-        dir: &Path,
+        target: &mut Target,
     ) -> Result<Option<(ChunkRecord, Option<GapRecord>)>, ArchiveError> {
         let (Some(first), Some(last)) = (self.first, self.last) else {
             drop(self.out);
@@ -164,8 +165,7 @@ impl ChunkWriter {
             return Ok(None);
         };
         self.out.finish().map_err(io_err("write", &self.partial))?;
-        let rec = place(
-            dir,
+        let rec = target.place(
             &self.partial,
             ChunkFacts {
                 seq: self.seq,
@@ -183,19 +183,20 @@ impl ChunkWriter {
     /// Completes the chunk and records it (with the gap before it) in the manifest.
     pub fn commit(
         self,
-        dir: &Path,
+        target: &mut Target,
         fresh: impl FnOnce() -> Manifest,
     ) -> Result<Option<(ChunkRecord, Option<GapRecord>, Manifest)>, ArchiveError> {
         let seq = self.seq;
-        let Some((rec, gap)) = self.finish_file(dir)? else {
-            let _ = fs::remove_file(gap_sidecar_path(dir, seq));
+        let sidecar = gap_sidecar_path(target.staging(), seq);
+        let Some((rec, gap)) = self.finish_file(target)? else {
+            let _ = fs::remove_file(&sidecar);
             return Ok(None);
         };
-        let (m, gap) = manifest::update(dir, fresh, |m| {
-            let g = record(m, rec.clone(), gap)?;
-            Ok::<_, ArchiveError>((true, g))
+        let (m, gap) = target.update(fresh, |m| {
+            let g = record(m, rec.clone(), gap.clone())?;
+            Ok((true, g))
         })?;
-        let _ = fs::remove_file(gap_sidecar_path(dir, seq));
+        let _ = fs::remove_file(&sidecar);
         Ok(Some((rec, gap, m)))
     }
 }
@@ -220,9 +221,14 @@ pub(super) fn place(dir: &Path, src: &Path, f: ChunkFacts) -> Result<ChunkRecord
     let dest = dir.join(CHUNKS_DIR).join(&name);
     fs::rename(src, &dest).map_err(io_err("rename", src))?;
     manifest::sync_dir(&dir.join(CHUNKS_DIR));
-    Ok(ChunkRecord {
+    Ok(record_of(format!("{CHUNKS_DIR}/{name}"), bytes, crc, &f))
+}
+
+/// The manifest record of the chunk `file` (relative to the archive) holding `f`.
+pub(super) fn record_of(file: String, bytes: u64, crc: u64, f: &ChunkFacts) -> ChunkRecord {
+    ChunkRecord {
         seq: f.seq,
-        file: format!("{CHUNKS_DIR}/{name}"),
+        file,
         first: f.first,
         last: f.last,
         entries: f.entries,
@@ -232,7 +238,7 @@ pub(super) fn place(dir: &Path, src: &Path, f: ChunkFacts) -> Result<ChunkRecord
         first_wall: wall_text(f.first_wall),
         last_wall: wall_text(f.last_wall),
         written: now_text(),
-    })
+    }
 }
 
 /// Adds a chunk (and the gap before it) to the manifest: it must follow the last one.
@@ -281,17 +287,25 @@ pub(super) fn checksum(path: &Path) -> Result<(u64, u64), ArchiveError> {
     Ok((n, crc.sum64()))
 }
 
-/// Reads every entry of a chunk file (gzip or plain, by content) in order.
+/// Reads every entry of a chunk (a local file or an object: `spec` is what
+/// [`Target::inside`] gives; gzip or plain, by content) in order.
 pub(super) fn for_each_entry(
-    path: &Path,
+    spec: &str,
     mut f: impl FnMut(&[u8], Ts) -> Result<bool, ArchiveError>,
 ) -> Result<(), ArchiveError> {
+    // A chunk in a bucket is read through the storage room, which blocks.
+    super::target::blocking(|| for_each_entry_blocking(spec, &mut f))
+}
+
+fn for_each_entry_blocking(
+    spec: &str,
+    f: &mut impl FnMut(&[u8], Ts) -> Result<bool, ArchiveError>,
+) -> Result<(), ArchiveError> {
+    let path = Path::new(spec);
     let mut r: OplogReader =
-        crate::oplog::open(&path.display().to_string(), ReadOptions::default()).map_err(|e| {
-            ArchiveError::Chunk {
-                path: path.to_path_buf(),
-                source: e,
-            }
+        crate::oplog::open(spec, ReadOptions::default()).map_err(|e| ArchiveError::Chunk {
+            path: path.to_path_buf(),
+            source: e,
         })?;
     while let Some((doc, _, _)) = r.next_raw().map_err(|e| ArchiveError::Chunk {
         path: path.to_path_buf(),
@@ -323,12 +337,12 @@ pub(super) struct Scanned {
     pub increasing: bool,
 }
 
-pub(super) fn scan(path: &Path) -> Result<Scanned, ArchiveError> {
+pub(super) fn scan(spec: &str) -> Result<Scanned, ArchiveError> {
     let mut s = Scanned {
         increasing: true,
         ..Scanned::default()
     };
-    for_each_entry(path, |bytes, ts| {
+    for_each_entry(spec, |bytes, ts| {
         if s.first.is_none() {
             s.first = Some(ts);
             s.first_wall = wall_of(bytes);
@@ -347,9 +361,9 @@ pub(super) fn scan(path: &Path) -> Result<Scanned, ArchiveError> {
 }
 
 /// The first entry of a chunk file.
-pub(super) fn first_entry(path: &Path) -> Result<Option<(Ts, Vec<u8>)>, ArchiveError> {
+pub(super) fn first_entry(spec: &str) -> Result<Option<(Ts, Vec<u8>)>, ArchiveError> {
     let mut out = None;
-    for_each_entry(path, |bytes, ts| {
+    for_each_entry(spec, |bytes, ts| {
         out = Some((ts, bytes.to_vec()));
         Ok(false)
     })?;
@@ -376,7 +390,7 @@ pub(super) fn salvage_partial(path: &Path) -> Result<Option<Scanned>, ArchiveErr
     f.set_len(rp.keep_bytes).map_err(io_err("truncate", path))?;
     f.sync_all().map_err(io_err("sync", path))?;
     drop(f);
-    let s = scan(path)?;
+    let s = scan(&path.display().to_string())?;
     debug_assert_eq!(s.entries, rp.entries);
     Ok(Some(s))
 }

@@ -23,6 +23,7 @@
 mod chunk;
 mod reconcile;
 mod recover;
+mod target;
 
 use std::io;
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ use mongodb::raw_batch_cursor::{RawBatch, RawBatchCursor};
 
 use self::chunk::{wall_of, ChunkWriter};
 use self::reconcile::Resume;
+use self::target::Target;
 use super::connect::Topology;
 use super::error::{Class, DriverError, MongoError, Reached};
 use super::oplog_source::{
@@ -43,10 +45,10 @@ use super::readonly::ReadOnlyClient;
 use crate::error::Hint;
 use crate::exec::signals::Cancel;
 use crate::oplog::elements::peek_ts_op;
-use crate::oplog::oplog_archive::lock::DirLock;
 use crate::oplog::oplog_archive::manifest::{now_text, OplogArchiveError};
 use crate::oplog::oplog_archive::{ChunkRecord, GapRecord, Manifest, SetAsideRecord};
 use crate::oplog::{ReadError, Ts};
+use crate::storage::Location;
 
 /// Default `--chunk-size`: entries (BSON bytes, before compression) per chunk.
 pub const DEFAULT_CHUNK_BYTES: u64 = 64 << 20;
@@ -60,7 +62,8 @@ const FLUSH_EVERY: Duration = Duration::from_millis(500);
 /// What the user asked for.
 #[derive(Clone, Debug)]
 pub struct ArchiveRequest {
-    pub dir: PathBuf,
+    /// A local directory or a bucket prefix.
+    pub dir: Location,
     pub chunk_bytes: u64,
     pub chunk_time: Duration,
     /// Archive what the oplog holds now, then stop.
@@ -87,7 +90,8 @@ pub struct ArchiveProgress {
 /// What the run starts from.
 #[derive(Clone, Debug)]
 pub struct ArchiveStart {
-    pub dir: PathBuf,
+    /// The directory or URL, for messages.
+    pub dir: String,
     pub chunks: usize,
     pub last: Option<Ts>,
     /// `--once`: the newest entry when the run started (it stops there).
@@ -212,7 +216,9 @@ struct Archiver<'a> {
     cancel: &'a Cancel,
     fresh: Manifest,
     manifest: Manifest,
-    _lock: DirLock,
+    /// Where the archive lives (a directory or a bucket prefix): every write goes
+    /// through it.
+    target: Target,
     /// The last archived entry (in a recorded chunk or the one being written).
     last: Option<(Ts, Vec<u8>)>,
     chunk: Option<ChunkWriter>,
@@ -250,7 +256,7 @@ pub async fn run(
         next_seq: prepared.manifest.next_seq,
         fresh,
         manifest: prepared.manifest,
-        _lock: prepared.lock,
+        target: prepared.target,
         last: prepared.last,
         chunk: None,
         pending_gap: None,
@@ -265,6 +271,7 @@ pub async fn run(
     let closed = a.close_chunk();
     result?;
     closed?;
+    a.target.release()?;
     Ok(ArchiveOutcome {
         entries: a.progress.entries,
         bson_bytes: a.progress.bson_bytes,
@@ -293,7 +300,7 @@ impl Archiver<'_> {
             return Ok(());
         };
         let fresh = self.fresh.clone();
-        if let Some((rec, gap, m)) = c.commit(&self.req.dir, || fresh)? {
+        if let Some((rec, gap, m)) = c.commit(&mut self.target, || fresh)? {
             self.manifest = m;
             self.next_seq = self.next_seq.max(self.manifest.next_seq);
             self.progress.chunks += 1;
@@ -321,7 +328,11 @@ impl Archiver<'_> {
         }
         if self.chunk.is_none() {
             let gap = self.pending_gap.take();
-            self.chunk = Some(ChunkWriter::create(&self.req.dir, self.next_seq, gap)?);
+            self.chunk = Some(ChunkWriter::create(
+                self.target.staging(),
+                self.next_seq,
+                gap,
+            )?);
             self.next_seq += 1;
         }
         let c = self.chunk.as_mut().expect("just opened");
@@ -390,6 +401,7 @@ impl Archiver<'_> {
                 self.last_flush = Instant::now();
             }
         }
+        self.target.renew()?;
         self.obs.progress(&self.progress);
         Ok(n)
     }
@@ -415,6 +427,7 @@ impl Archiver<'_> {
         if let Some(c) = &mut self.chunk {
             c.flush()?;
         }
+        self.target.renew()?;
         self.obs.retrying(&RetryNotice {
             attempt,
             max_attempts: self.req.retry.max_attempts,
@@ -449,9 +462,9 @@ impl Archiver<'_> {
 
     async fn handle_divergence(&mut self, detail: String) -> Result<(), ArchiveError> {
         self.close_chunk()?;
-        let div = reconcile::find_divergence(self.client, &self.req.dir, &self.manifest).await?;
+        let div = reconcile::find_divergence(self.client, &self.target, &self.manifest).await?;
         let (rec, m) = reconcile::set_aside(
-            &self.req.dir,
+            &mut self.target,
             &self.manifest,
             &div,
             self.next_seq,
@@ -461,7 +474,7 @@ impl Archiver<'_> {
         self.next_seq = self.next_seq.max(self.manifest.next_seq);
         self.last = match self.manifest.chunks.last() {
             Some(c) => {
-                let s = chunk::scan(&self.req.dir.join(&c.file))?;
+                let s = chunk::scan(&self.target.inside(&c.file))?;
                 Some((c.last, s.last_entry))
             }
             None => None,
@@ -472,7 +485,7 @@ impl Archiver<'_> {
             rec.diverged_at,
             rec.through,
             crate::table::counted(rec.chunks.len() as u64, "chunk", "chunks"),
-            self.req.dir.join(&rec.dir).display(),
+            self.target.inside(&rec.dir),
             self.last_ts().map_or_else(|| "the start".to_string(), |t| t.to_string())
         ));
         self.out_set_aside.push(rec);
@@ -534,7 +547,7 @@ impl Archiver<'_> {
                     end = window(client).await?.map(|w| w.newest.ts);
                 }
                 self.obs.started(&ArchiveStart {
-                    dir: self.req.dir.clone(),
+                    dir: self.target.display(),
                     chunks: self.manifest.chunks.len(),
                     last: self.last_ts(),
                     end,

@@ -24,20 +24,16 @@
 //!   recorded in the manifest, never read as history again); entries before it in
 //!   the same chunk are kept as a new chunk.
 
-use std::fs;
-use std::path::Path;
-
 use bson::{doc, Bson, RawDocumentBuf};
 
 use super::chunk::{self, ChunkWriter};
+use super::target::Target;
 use super::ArchiveError;
 use crate::mongo::error::MongoError;
 use crate::mongo::oplog_source::window;
 use crate::mongo::readonly::ReadOnlyClient;
 use crate::oplog::elements::peek_ts_op;
-use crate::oplog::oplog_archive::manifest::{
-    self, now_text, ChunkRecord, Manifest, SetAsideRecord,
-};
+use crate::oplog::oplog_archive::manifest::{now_text, ChunkRecord, Manifest, SetAsideRecord};
 use crate::oplog::oplog_archive::SET_ASIDE_DIR;
 use crate::oplog::Ts;
 
@@ -172,7 +168,7 @@ async fn on_server(
 /// Finds the first archived entry the server does not have.
 pub(super) async fn find_divergence(
     client: &ReadOnlyClient,
-    dir: &Path,
+    target: &Target,
     m: &Manifest,
 ) -> Result<Divergence, ArchiveError> {
     let src = |e: MongoError| ArchiveError::Source(e);
@@ -183,7 +179,7 @@ pub(super) async fn find_divergence(
     // The newest chunk whose first entry the server has (or cannot check).
     let mut idx = None;
     for (i, c) in m.chunks.iter().enumerate().rev() {
-        let Some((t, bytes)) = chunk::first_entry(&dir.join(&c.file))? else {
+        let Some((t, bytes)) = chunk::first_entry(&target.inside(&c.file))? else {
             continue;
         };
         match on_server(client, oldest, t, &bytes).await.map_err(src)? {
@@ -204,7 +200,7 @@ pub(super) async fn find_divergence(
     // Entry by entry through that chunk, against the server's entries from its start.
     let c = &m.chunks[idx];
     let mut archived: Vec<(Ts, u64)> = Vec::with_capacity(c.entries as usize);
-    chunk::for_each_entry(&dir.join(&c.file), |bytes, t| {
+    chunk::for_each_entry(&target.inside(&c.file), |bytes, t| {
         if t >= oldest {
             archived.push((t, crc(bytes)));
         }
@@ -274,7 +270,7 @@ fn crc(b: &[u8]) -> u64 {
 /// before it as a new chunk) and records the set-aside. Returns the record and the
 /// manifest after the change.
 pub(super) fn set_aside(
-    dir: &Path,
+    target: &mut Target,
     m: &Manifest,
     div: &Divergence,
     next_seq: u64,
@@ -288,15 +284,15 @@ pub(super) fn set_aside(
     };
     // Entries of the first moved chunk before the divergence stay in the archive.
     let prefix = if first_moved.first < div.at {
-        let mut w = ChunkWriter::create(dir, next_seq, None)?;
-        chunk::for_each_entry(&dir.join(&first_moved.file), |bytes, t| {
+        let mut w = ChunkWriter::create(target.staging(), next_seq, None)?;
+        chunk::for_each_entry(&target.inside(&first_moved.file), |bytes, t| {
             if t >= div.at {
                 return Ok(false);
             }
             w.write(bytes, t)?;
             Ok(true)
         })?;
-        w.finish_file(dir)?.map(|(rec, _)| rec)
+        w.finish_file(target)?.map(|(rec, _)| rec)
     } else {
         None
     };
@@ -308,8 +304,7 @@ pub(super) fn set_aside(
         chrono::Utc::now().timestamp()
     );
     let seqs: Vec<u64> = moved.iter().map(|c| c.seq).collect();
-    let (after, record) = manifest::update(
-        dir,
+    let (after, record) = target.update(
         || m.clone(),
         |mm| {
             let tail: Vec<u64> = mm
@@ -345,24 +340,8 @@ pub(super) fn set_aside(
             Ok((true, rec))
         },
     )?;
-    let to = dir.join(&sa_dir);
-    fs::create_dir_all(&to).map_err(|source| ArchiveError::Io {
-        what: "create",
-        path: to.clone(),
-        source,
-    })?;
     for c in &moved {
-        let from = dir.join(&c.file);
-        let name = Path::new(&c.file)
-            .file_name()
-            .expect("chunk paths have a name");
-        fs::rename(&from, to.join(name)).map_err(|source| ArchiveError::Io {
-            what: "move",
-            path: from.clone(),
-            source,
-        })?;
+        target.move_into(&c.file, &sa_dir)?;
     }
-    manifest::sync_dir(&to);
-    manifest::sync_dir(&dir.join(crate::oplog::oplog_archive::CHUNKS_DIR));
     Ok((record, after))
 }

@@ -19,15 +19,17 @@ use super::chunk::{
     self, gap_sidecar_path, io_err, place, read_gap_sidecar, record, seq_of_partial, ChunkFacts,
     Scanned,
 };
+use super::target::{Bucket, Target};
 use super::ArchiveError;
 use crate::oplog::oplog_archive::lock::{DirLock, ARCHIVER_LOCK, MANIFEST_LOCK};
 use crate::oplog::oplog_archive::manifest::{self, seq_of_file_name, Manifest, OplogArchiveError};
 use crate::oplog::oplog_archive::{is_oplog_archive, CHUNKS_DIR, MANIFEST_FILE, SET_ASIDE_DIR};
 use crate::oplog::Ts;
+use crate::storage::Location;
 
-/// An archive directory ready for writing.
+/// An archive ready for writing.
 pub(super) struct Prepared {
-    pub lock: DirLock,
+    pub target: Target,
     pub manifest: Manifest,
     /// The last archived entry: where reading resumes.
     pub last: Option<(Ts, Vec<u8>)>,
@@ -35,12 +37,73 @@ pub(super) struct Prepared {
     pub notes: Vec<String>,
 }
 
-/// Opens (or creates) the archive `dir` for the replica set `replica_set`.
+/// Opens (or creates) the archive at `at` (a local directory or a bucket prefix)
+/// for the replica set `replica_set`.
 pub(super) fn prepare(
-    dir: &Path,
+    at: &Location,
     source: &str,
     replica_set: Option<&str>,
 ) -> Result<Prepared, ArchiveError> {
+    let fresh = Manifest::new(source.to_string(), replica_set.map(str::to_string));
+    let same_set = |m: &Manifest| {
+        if m.replica_set.as_deref() != replica_set {
+            return Err(ArchiveError::OtherSet {
+                dir: at.display_path(),
+                recorded: m.replica_set.clone(),
+                now: replica_set.map(str::to_string),
+            });
+        }
+        Ok(())
+    };
+    let mut notes = Vec::new();
+    let (mut target, m) = match at.local_path() {
+        Some(dir) => {
+            let (lock, m) = open_local(dir, fresh)?;
+            same_set(&m)?;
+            let target = Target::Local {
+                dir: dir.to_path_buf(),
+                _lock: lock,
+            };
+            (target, m)
+        }
+        None => {
+            let (b, m) = Bucket::open(at, fresh, same_set, &mut notes)?;
+            (Target::Bucket(Box::new(b)), m)
+        }
+    };
+    finish_set_aside_moves(&mut target, &m, &mut notes)?;
+    let m = match &target {
+        Target::Local { dir, .. } => adopt_orphans(dir, m, &mut notes)?,
+        Target::Bucket(b) => {
+            note_leftovers(&b.at, &m, &mut notes)?;
+            m
+        }
+    };
+    let last = match m.chunks.last() {
+        Some(c) => {
+            let s = chunk::scan(&target.inside(&c.file))?;
+            if s.last != Some(c.last) || s.entries != c.entries {
+                return Err(ArchiveError::Inconsistent {
+                    detail: format!(
+                        "the last chunk `{}` holds {} entries up to {:?}, the manifest says {} up to {}",
+                        c.file, s.entries, s.last, c.entries, c.last
+                    ),
+                });
+            }
+            Some((c.last, s.last_entry))
+        }
+        None => None,
+    };
+    Ok(Prepared {
+        target,
+        manifest: m,
+        last,
+        notes,
+    })
+}
+
+/// Takes the archiver's lock on a local directory and reads (or creates) its manifest.
+fn open_local(dir: &Path, fresh: Manifest) -> Result<(DirLock, Manifest), ArchiveError> {
     if dir.exists() && !is_oplog_archive(dir) && !only_our_leftovers(dir)? {
         return Err(ArchiveError::NotAnArchive {
             dir: dir.to_path_buf(),
@@ -59,43 +122,43 @@ pub(super) fn prepare(
             other => break other?,
         }
     };
-    let fresh = || Manifest::new(source.to_string(), replica_set.map(str::to_string));
-    let (mut m, ()) = manifest::update(dir, fresh, |_m| {
-        let new = !dir.join(MANIFEST_FILE).exists();
-        Ok::<_, ArchiveError>((new, ()))
-    })?;
+    let (m, ()) = manifest::update(
+        dir,
+        || fresh,
+        |_m| {
+            let new = !dir.join(MANIFEST_FILE).exists();
+            Ok::<_, ArchiveError>((new, ()))
+        },
+    )?;
     fs::create_dir_all(dir.join(CHUNKS_DIR)).map_err(io_err("create", dir))?;
-    if m.replica_set.as_deref() != replica_set {
-        return Err(ArchiveError::OtherSet {
-            dir: dir.to_path_buf(),
-            recorded: m.replica_set.clone(),
-            now: replica_set.map(str::to_string),
-        });
-    }
-    let mut notes = Vec::new();
-    finish_set_aside_moves(dir, &m, &mut notes)?;
-    m = adopt_orphans(dir, m, &mut notes)?;
-    let last = match m.chunks.last() {
-        Some(c) => {
-            let s = chunk::scan(&dir.join(&c.file))?;
-            if s.last != Some(c.last) || s.entries != c.entries {
-                return Err(ArchiveError::Inconsistent {
-                    detail: format!(
-                        "the last chunk `{}` holds {} entries up to {:?}, the manifest says {} up to {}",
-                        c.file, s.entries, s.last, c.entries, c.last
-                    ),
-                });
-            }
-            Some((c.last, s.last_entry))
+    Ok((lock, m))
+}
+
+/// Chunk objects in a bucket that the manifest does not name: uploads of a run
+/// killed before it recorded them (or of an archiver that lost a race). Never read;
+/// `pitr archive prune` deletes them.
+fn note_leftovers(
+    at: &Location,
+    m: &Manifest,
+    notes: &mut Vec<String>,
+) -> Result<(), ArchiveError> {
+    let listed = crate::storage::global()
+        .list(&at.join(CHUNKS_DIR))
+        .map_err(OplogArchiveError::from)?;
+    let base = at.to_string();
+    for o in listed {
+        let url = o.location.to_string();
+        let rel = url
+            .strip_prefix(&base)
+            .unwrap_or(&url)
+            .trim_start_matches('/');
+        if !m.chunks.iter().any(|c| c.file == rel) {
+            notes.push(format!(
+                "`{url}` is not in the manifest (an upload whose run stopped before recording it); never read, `pitr archive prune` removes it"
+            ));
         }
-        None => None,
-    };
-    Ok(Prepared {
-        lock,
-        manifest: m,
-        last,
-        notes,
-    })
+    }
+    Ok(())
 }
 
 /// A directory without a manifest that holds nothing but what a first run leaves
@@ -119,20 +182,14 @@ fn only_our_leftovers(dir: &Path) -> Result<bool, ArchiveError> {
 }
 
 fn finish_set_aside_moves(
-    dir: &Path,
+    target: &mut Target,
     m: &Manifest,
     notes: &mut Vec<String>,
 ) -> Result<(), ArchiveError> {
     for sa in &m.set_aside {
         for c in &sa.chunks {
-            let from = dir.join(&c.file);
-            if from.exists() {
-                let to_dir = dir.join(&sa.dir);
-                fs::create_dir_all(&to_dir).map_err(io_err("create", &to_dir))?;
-                let name = Path::new(&c.file)
-                    .file_name()
-                    .expect("chunk paths have a name");
-                fs::rename(&from, to_dir.join(name)).map_err(io_err("move", &from))?;
+            if target.exists(&c.file)? {
+                target.move_into(&c.file, &sa.dir)?;
                 notes.push(format!(
                     "finished setting aside `{}` into `{}` (interrupted earlier)",
                     c.file, sa.dir
@@ -196,7 +253,7 @@ fn adopt_orphans(
     complete.sort();
     partial.sort();
     for (seq, path) in complete {
-        let s = chunk::scan(&path)?;
+        let s = chunk::scan(&path.display().to_string())?;
         m = adopt(
             dir,
             m,
@@ -317,18 +374,18 @@ mod tests {
     fn new_archives_only_in_empty_or_leftover_directories() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a");
-        let p = prepare(&a, "mongodb://h/", Some("rs0")).unwrap();
+        let p = prepare(&Location::Local(a.clone()), "mongodb://h/", Some("rs0")).unwrap();
         assert!(p.manifest.chunks.is_empty() && p.last.is_none());
         assert!(a.join(MANIFEST_FILE).is_file() && a.join(CHUNKS_DIR).is_dir());
         // A second archiver is refused while the first holds the directory.
         assert!(matches!(
-            prepare(&a, "mongodb://h/", Some("rs0")),
+            prepare(&Location::Local(a.clone()), "mongodb://h/", Some("rs0")),
             Err(ArchiveError::Archive(OplogArchiveError::Busy { .. }))
         ));
         drop(p);
         // Another replica set's archive.
         assert!(matches!(
-            prepare(&a, "mongodb://h/", Some("rs1")),
+            prepare(&Location::Local(a.clone()), "mongodb://h/", Some("rs1")),
             Err(ArchiveError::OtherSet { .. })
         ));
         // Someone else's directory.
@@ -336,14 +393,14 @@ mod tests {
         fs::create_dir_all(&b).unwrap();
         fs::write(b.join("notes.txt"), "mine").unwrap();
         assert!(matches!(
-            prepare(&b, "mongodb://h/", None),
+            prepare(&Location::Local(b.clone()), "mongodb://h/", None),
             Err(ArchiveError::NotAnArchive { .. })
         ));
         // What a first run leaves before its manifest exists.
         let c = d.path().join("c");
         fs::create_dir_all(c.join(CHUNKS_DIR)).unwrap();
         fs::write(c.join(ARCHIVER_LOCK), "").unwrap();
-        prepare(&c, "mongodb://h/", None).unwrap();
+        prepare(&Location::Local(c.clone()), "mongodb://h/", None).unwrap();
     }
 
     /// A crash in the middle of a chunk: its complete gzip members become a chunk,
@@ -352,7 +409,7 @@ mod tests {
     fn an_interrupted_chunk_keeps_its_complete_members_and_its_gap() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a");
-        drop(prepare(&a, "mongodb://h/", None).unwrap());
+        drop(prepare(&Location::Local(a.clone()), "mongodb://h/", None).unwrap());
         let gap = GapRecord {
             after: Ts::new(1_700_000_000, 1),
             before: Ts::ZERO,
@@ -375,7 +432,7 @@ mod tests {
         std::io::Write::write_all(&mut f, &[0x1f, 0x8b, 8, 0, 0, 0]).unwrap();
         drop(f);
 
-        let p = prepare(&a, "mongodb://h/", None).unwrap();
+        let p = prepare(&Location::Local(a.clone()), "mongodb://h/", None).unwrap();
         assert_eq!(p.manifest.chunks.len(), 1, "{:?}", p.notes);
         let c = &p.manifest.chunks[0];
         let kept = c.entries as usize;
@@ -408,19 +465,24 @@ mod tests {
     fn a_renamed_but_unrecorded_chunk_is_recorded_or_moved_aside() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a");
-        drop(prepare(&a, "mongodb://h/", None).unwrap());
+        drop(prepare(&Location::Local(a.clone()), "mongodb://h/", None).unwrap());
         let mut w = ChunkWriter::create(&a, 1, None).unwrap();
         for k in 0..10 {
             let (t, b) = entry(k, 10);
             w.write(&b, t).unwrap();
         }
-        let (rec, _) = w.finish_file(&a).unwrap().unwrap();
+        let mut t = Target::Local {
+            dir: a.clone(),
+            _lock: DirLock::exclusive(&a, ".test.lock", false).unwrap(),
+        };
+        let (rec, _) = w.finish_file(&mut t).unwrap().unwrap();
         // And a stray chunk from before (a lower, "older" history) with seq 2.
         let mut w = ChunkWriter::create(&a, 2, None).unwrap();
         let (t, b) = entry(5, 10);
         w.write(&b, t).unwrap();
-        let (stray, _) = w.finish_file(&a).unwrap().unwrap();
-        let p = prepare(&a, "mongodb://h/", None).unwrap();
+        let (stray, _) = w.finish_file(&mut t).unwrap().unwrap();
+        drop(t);
+        let p = prepare(&Location::Local(a.clone()), "mongodb://h/", None).unwrap();
         assert_eq!(
             p.manifest.chunks,
             vec![ChunkRecord {

@@ -136,6 +136,94 @@ pub struct Manifest {
     pub gaps: Vec<GapRecord>,
     #[serde(default)]
     pub set_aside: Vec<SetAsideRecord>,
+    /// The archiver writing an archive in a bucket, where there is no `flock`: a lease
+    /// it renews while it runs and clears when it stops ([`WriterRecord`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<WriterRecord>,
+}
+
+/// Who writes an archive in a bucket. A second archiver refuses to start while the
+/// record is live; the writer renews `heartbeat` every [`LEASE_SECS`] / 4 with a
+/// conditional put, so a manifest changed by anyone else in between fails its put
+/// (412) and tells it that it lost the archive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriterRecord {
+    pub host: String,
+    pub pid: u32,
+    /// Unique per run: the suffix of the chunk objects it uploads.
+    pub run: String,
+    pub started: String,
+    pub heartbeat: String,
+}
+
+/// How long a writer record stays live without a renewal.
+pub const LEASE_SECS: i64 = 60;
+
+impl WriterRecord {
+    /// This process, starting now.
+    pub fn this_process() -> WriterRecord {
+        let now = now_text();
+        WriterRecord {
+            host: host_name(),
+            pid: std::process::id(),
+            run: format!("{:016x}", rand_run_id()),
+            started: now.clone(),
+            heartbeat: now,
+        }
+    }
+
+    /// Whether the writer may still be running: renewed within the lease, and (on
+    /// this host) its process is alive. A SIGKILLed archiver restarted on the same
+    /// host therefore takes over at once; on another host, once the lease expired.
+    pub fn is_live(&self) -> bool {
+        let age = chrono::DateTime::parse_from_rfc3339(&self.heartbeat)
+            .map(|h| chrono::Utc::now().timestamp() - h.timestamp())
+            .unwrap_or(i64::MAX);
+        if !(-LEASE_SECS..=LEASE_SECS).contains(&age) {
+            return false;
+        }
+        if self.host == host_name() && self.pid != std::process::id() {
+            return process_alive(self.pid);
+        }
+        true
+    }
+
+    /// For messages: `pitr archive pid 1234 on db-backup-1 (run ..., started ...,
+    /// last renewed ...)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "`pitr archive` pid {} on host `{}` (run {}, started {}, lease last renewed {})",
+            self.pid, self.host, self.run, self.started, self.heartbeat
+        )
+    }
+}
+
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer and its length are ours; gethostname writes at most that.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn rand_run_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_i64(chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0));
+    h.finish()
 }
 
 /// Now, RFC 3339 UTC to the second (manifest times).
@@ -156,6 +244,7 @@ impl Manifest {
             chunks: Vec::new(),
             gaps: Vec::new(),
             set_aside: Vec::new(),
+            writer: None,
         }
     }
 
@@ -342,6 +431,51 @@ pub fn update<T, E: From<OplogArchiveError>>(
         m.store(dir)?;
     }
     Ok((m, out))
+}
+
+/// The bucket counterpart of [`update`] (no lock there): the manifest as last read or
+/// written (`known`, else read now) with its version; `check` says whether this
+/// writer may change it (e.g. it still holds the writer lease); `f` changes it; the
+/// result is put only if the manifest is still that version. When another writer
+/// changed it in between (412), it is read again, checked again, and `f` applied
+/// again: so a `pitr archive prune` and an archiver never lose each other's changes,
+/// and an archiver that lost its lease finds out through `check`.
+pub fn update_at<T, E: From<OplogArchiveError>>(
+    dir: &Location,
+    mut known: Option<(Manifest, Version)>,
+    check: impl Fn(&Manifest) -> Result<(), OplogArchiveError>,
+    mut f: impl FnMut(&mut Manifest) -> Result<(bool, T), E>,
+) -> Result<(Manifest, Version, T), E> {
+    let loc = dir.join(MANIFEST_FILE);
+    for _ in 0..8 {
+        let (mut m, v) = match known.take() {
+            Some(x) => x,
+            None => Manifest::load_at(dir)?.ok_or_else(|| OplogArchiveError::BadManifest {
+                path: loc.display_path(),
+                detail: "there is none (deleted while pitr was writing the archive)".into(),
+            })?,
+        };
+        check(&m)?;
+        let (changed, out) = f(&mut m)?;
+        if !changed {
+            return Ok((m, v, out));
+        }
+        match m.store_at(dir, Some(&v)) {
+            Ok(nv) => return Ok((m, nv, out)),
+            Err(OplogArchiveError::Storage(e))
+                if matches!(
+                    *e,
+                    StorageError::ChangedByAnotherWriter { .. }
+                        | StorageError::AlreadyExists { .. }
+                ) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(OplogArchiveError::OtherWriter {
+        dir: dir.to_string(),
+        writer: "the manifest changed under every one of 8 conditional puts in a row".into(),
+    }
+    .into())
 }
 
 /// Syncs a directory so that renames in it survive a crash (best effort).

@@ -18,6 +18,7 @@ use super::manifest::{
 };
 use super::{CHUNKS_DIR, MANIFEST_FILE};
 use crate::oplog::Ts;
+use crate::storage::{self, Location};
 
 /// A backup the archive must keep rolling forward.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,6 +90,92 @@ pub fn plan(m: &Manifest, cutoff: Ts, protect: &[Protected]) -> PruneOutcome {
     out
 }
 
+/// [`prune`] for an archive anywhere: a local directory, or a bucket prefix. On a
+/// bucket the manifest is changed by conditional put (retried on a fresh read when an
+/// archiver renewed it in between), then the objects deleted; leftovers are chunk
+/// objects the manifest does not name whose sequence number it has already passed
+/// (never to be recorded), or older than a day (no upload takes that long).
+pub fn prune_at(
+    dir: &Location,
+    cutoff: Ts,
+    protect: &[Protected],
+    dry_run: bool,
+) -> Result<PruneOutcome, OplogArchiveError> {
+    if let Some(p) = dir.local_path() {
+        return prune(p, cutoff, protect, dry_run);
+    }
+    let s = storage::global();
+    let known = Manifest::load_at(dir)?.ok_or_else(|| OplogArchiveError::BadManifest {
+        path: dir.join(MANIFEST_FILE).display_path(),
+        detail: "there is none: not an oplog archive".into(),
+    })?;
+    if dry_run {
+        let mut out = plan(&known.0, cutoff, protect);
+        out.manifest = Some(known.0);
+        return Ok(out);
+    }
+    let (m, _, mut out) = manifest::update_at(
+        dir,
+        Some(known),
+        |_| Ok(()),
+        |m| {
+            let out = plan(m, cutoff, protect);
+            let changed = apply(m, &out, cutoff);
+            Ok::<_, OplogArchiveError>((changed, out))
+        },
+    )?;
+    for c in &out.deleted {
+        s.delete(&dir.join(&c.file))?;
+    }
+    for sa in &out.deleted_set_aside {
+        if sa.dir.starts_with(super::SET_ASIDE_DIR) {
+            for o in s.list(&dir.join(&sa.dir))? {
+                s.delete(&o.location)?;
+            }
+        }
+    }
+    let base = dir.to_string();
+    let day_ago = chrono::Utc::now() - chrono::Duration::days(1);
+    for o in s.list(&dir.join(CHUNKS_DIR))? {
+        let url = o.location.to_string();
+        let rel = url
+            .strip_prefix(&base)
+            .unwrap_or(&url)
+            .trim_start_matches('/');
+        let name = rel.strip_prefix(&format!("{CHUNKS_DIR}/")).unwrap_or(rel);
+        let Some(seq) = seq_of_file_name(name) else {
+            continue;
+        };
+        let referenced = m.chunks.iter().any(|c| c.file == rel)
+            || m.set_aside
+                .iter()
+                .any(|s| s.chunks.iter().any(|c| c.file == rel));
+        let dead = seq < m.next_seq || o.last_modified.is_some_and(|t| t < day_ago);
+        if !referenced && dead {
+            s.delete(&o.location)?;
+            out.leftovers.push(rel.to_string());
+        }
+    }
+    out.manifest = Some(m);
+    Ok(out)
+}
+
+/// Changes the manifest as `out` (from [`plan`]) says; whether anything changed.
+fn apply(m: &mut Manifest, out: &PruneOutcome, cutoff: Ts) -> bool {
+    if out.deleted.is_empty() && out.deleted_set_aside.is_empty() {
+        return false;
+    }
+    if let Some(last) = out.deleted.last() {
+        m.pruned_through = Some(m.pruned_through.map_or(last.last, |p| p.max(last.last)));
+    }
+    m.chunks.drain(..out.deleted.len());
+    let first = m.first().unwrap_or(Ts::MAX);
+    // Gaps that now lie before the archive's first entry are history.
+    m.gaps.retain(|g| g.before > first);
+    m.set_aside.retain(|s| s.through >= cutoff);
+    true
+}
+
 /// Prunes the archive `dir` (see the module comment); with `dry_run`, only says what
 /// it would delete.
 pub fn prune(
@@ -112,18 +199,8 @@ pub fn prune(
     }
     let (m, mut out) = manifest::update(dir, empty_manifest, |m| {
         let out = plan(m, cutoff, protect);
-        if out.deleted.is_empty() && out.deleted_set_aside.is_empty() {
-            return Ok::<_, OplogArchiveError>((false, out));
-        }
-        if let Some(last) = out.deleted.last() {
-            m.pruned_through = Some(m.pruned_through.map_or(last.last, |p| p.max(last.last)));
-        }
-        m.chunks.drain(..out.deleted.len());
-        let first = m.first().unwrap_or(Ts::MAX);
-        // Gaps that now lie before the archive's first entry are history.
-        m.gaps.retain(|g| g.before > first);
-        m.set_aside.retain(|s| s.through >= cutoff);
-        Ok((true, out))
+        let changed = apply(m, &out, cutoff);
+        Ok::<_, OplogArchiveError>((changed, out))
     })?;
     let io_err = OplogArchiveError::io;
     for c in &out.deleted {

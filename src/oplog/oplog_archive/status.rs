@@ -13,6 +13,7 @@ use super::lock::{DirLock, ARCHIVER_LOCK};
 use super::manifest::{ChunkRecord, Manifest, OplogArchiveError};
 use super::{CHUNKS_DIR, MANIFEST_FILE};
 use crate::oplog::Ts;
+use crate::storage::{self, Location, StorageError};
 
 /// The archive as `pitr status --archive` shows it.
 #[derive(Clone, Debug)]
@@ -48,6 +49,125 @@ pub enum ChunkProblem {
     Unreadable,
     Size,
     Crc,
+}
+
+/// [`status`] for an archive anywhere. In a bucket: each chunk object by HEAD (size)
+/// and, with `check_crc`, a streaming read of it (CRC-64); `partial` lists the chunk
+/// objects the manifest does not name (uploads of a run that stopped before
+/// recording them: never read, `pitr archive prune` removes them); an archiver is
+/// running when the manifest's writer lease is live.
+pub fn status_at(dir: &Location, check_crc: bool) -> Result<ArchiveStatus, OplogArchiveError> {
+    if let Some(p) = dir.local_path() {
+        return status(p, check_crc);
+    }
+    let load = || {
+        Manifest::load_at(dir)?
+            .map(|(m, _)| m)
+            .ok_or_else(|| OplogArchiveError::BadManifest {
+                path: dir.join(MANIFEST_FILE).display_path(),
+                detail: "there is none: not an oplog archive".into(),
+            })
+    };
+    let mut manifest = load()?;
+    let check = |m: &Manifest| -> Vec<ChunkDamage> {
+        m.chunks
+            .iter()
+            .filter_map(|c| {
+                check_object(&dir.join(&c.file), c, check_crc).map(|(problem, detail)| {
+                    ChunkDamage {
+                        seq: c.seq,
+                        file: c.file.clone(),
+                        first: c.first,
+                        last: c.last,
+                        problem,
+                        detail,
+                    }
+                })
+            })
+            .collect()
+    };
+    let mut damaged = check(&manifest);
+    if !damaged.is_empty() {
+        manifest = load()?;
+        damaged.retain(|d| {
+            manifest
+                .chunks
+                .iter()
+                .any(|c| c.seq == d.seq && c.file == d.file)
+        });
+    }
+    let base = dir.to_string();
+    let mut partial = Vec::new();
+    for o in storage::global().list(&dir.join(CHUNKS_DIR))? {
+        let url = o.location.to_string();
+        let rel = url
+            .strip_prefix(&base)
+            .unwrap_or(&url)
+            .trim_start_matches('/');
+        if !manifest.chunks.iter().any(|c| c.file == rel) {
+            partial.push((PathBuf::from(url.clone()), o.size));
+        }
+    }
+    let archiver_running = manifest.writer.as_ref().is_some_and(|w| w.is_live());
+    Ok(ArchiveStatus {
+        dir: dir.display_path(),
+        manifest,
+        damaged,
+        crc_checked: check_crc,
+        partial,
+        archiver_running,
+    })
+}
+
+fn check_object(loc: &Location, c: &ChunkRecord, crc: bool) -> Option<(ChunkProblem, String)> {
+    let s = storage::global();
+    let unreadable =
+        |e: StorageError| Some((ChunkProblem::Unreadable, format!("it cannot be read: {e}")));
+    let len = match s.head_opt(loc) {
+        Ok(Some(i)) => i.size,
+        Ok(None) => return Some((ChunkProblem::Missing, "the object is missing".into())),
+        Err(e) => return unreadable(e),
+    };
+    if len != c.bytes {
+        return Some((
+            ChunkProblem::Size,
+            format!("it holds {len} bytes, the manifest records {}", c.bytes),
+        ));
+    }
+    if !crc {
+        return None;
+    }
+    match s.open_read(loc) {
+        Ok(mut r) => crc_problem(&mut r, c),
+        Err(e) => unreadable(e),
+    }
+}
+
+/// Reads `r` to its end and compares its CRC-64 with the record's.
+fn crc_problem(r: &mut impl Read, c: &ChunkRecord) -> Option<(ChunkProblem, String)> {
+    let Ok(expected) = u64::from_str_radix(&c.crc64, 16) else {
+        return Some((
+            ChunkProblem::Crc,
+            format!("the manifest's crc64 `{}` is not hex", c.crc64),
+        ));
+    };
+    let mut digest = crc64fast::Digest::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => digest.write(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Some((ChunkProblem::Unreadable, format!("it cannot be read: {e}"))),
+        }
+    }
+    let got = digest.sum64();
+    (got != expected).then(|| {
+        (
+            ChunkProblem::Crc,
+            format!("its CRC-64 is {got:016x}, the manifest records {expected:016x}"),
+        )
+    })
 }
 
 /// Reads the archive's state; with `check_crc`, every chunk file is read whole to
@@ -141,27 +261,5 @@ fn check_chunk(path: &Path, c: &ChunkRecord, crc: bool) -> Option<(ChunkProblem,
     if !crc {
         return None;
     }
-    let Ok(expected) = u64::from_str_radix(&c.crc64, 16) else {
-        return Some((
-            ChunkProblem::Crc,
-            format!("the manifest's crc64 `{}` is not hex", c.crc64),
-        ));
-    };
-    let mut digest = crc64fast::Digest::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => digest.write(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return unreadable(e),
-        }
-    }
-    let got = digest.sum64();
-    (got != expected).then(|| {
-        (
-            ChunkProblem::Crc,
-            format!("its CRC-64 is {got:016x}, the manifest records {expected:016x}"),
-        )
-    })
+    crc_problem(&mut f, c)
 }
