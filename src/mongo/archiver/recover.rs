@@ -471,17 +471,17 @@ mod tests {
             let (t, b) = entry(k, 10);
             w.write(&b, t).unwrap();
         }
-        let mut t = Target::Local {
+        let mut target = Target::Local {
             dir: a.clone(),
             _lock: DirLock::exclusive(&a, ".test.lock", false).unwrap(),
         };
-        let (rec, _) = w.finish_file(&mut t).unwrap().unwrap();
+        let (rec, _) = w.finish_file(&mut target).unwrap().unwrap();
         // And a stray chunk from before (a lower, "older" history) with seq 2.
         let mut w = ChunkWriter::create(&a, 2, None).unwrap();
         let (t, b) = entry(5, 10);
         w.write(&b, t).unwrap();
-        let (stray, _) = w.finish_file(&mut t).unwrap().unwrap();
-        drop(t);
+        let (stray, _) = w.finish_file(&mut target).unwrap().unwrap();
+        drop(target);
         let p = prepare(&Location::Local(a.clone()), "mongodb://h/", None).unwrap();
         assert_eq!(
             p.manifest.chunks,
