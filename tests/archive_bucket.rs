@@ -530,3 +530,58 @@ fn dump_oplog_to_a_bucket_reads_back_as_the_local_dump() {
     assert_eq!(code(&remote), code(&local), "{}", show(&remote));
     assert_eq!(remote.stdout, local.stdout, "{}", show(&remote));
 }
+
+/// The manifest changed under a running archiver by another writer (here: the test,
+/// writing another host's live lease into it, as a second archiver that took over
+/// would): the archiver's next conditional put fails (412, If-Match on the ETag it
+/// wrote), it reads the manifest again, stops with exit 2 naming that writer, and
+/// writes nothing more into the manifest.
+#[test]
+fn an_archiver_whose_manifest_another_writer_changed_stops_naming_it() {
+    let b = Bucket::start();
+    let w = format!("rate=200,epoch={},pad=100", now_secs());
+    let m = Mongod::start(&[("PITR_STANDIN_OPLOG_WRITER", &w)]);
+    let dir = b.url("taken");
+    let mut a = Archiver::start(&b, &m.uri(), &dir, &["--chunk-time", "2s"]);
+    a.wait_for("chunk chunks/", 1, Duration::from_secs(30));
+    let s = b.storage();
+    let loc = b.loc("taken/manifest.json");
+    let (bytes, version) = s.read_versioned(&loc).unwrap();
+    let mut man: Value = serde_json::from_slice(&bytes).unwrap();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    man["writer"] = serde_json::json!({
+        "host": "elsewhere", "pid": 4242, "run": "feedfacefeedface",
+        "started": now, "heartbeat": now,
+    });
+    let text = serde_json::to_vec_pretty(&man).unwrap();
+    // A put that raced the archiver's own renewal is retried (the test is the
+    // other writer; it must win once).
+    let mut v = version;
+    for _ in 0..5 {
+        match s.put_if_match(&loc, &text, &v) {
+            Ok(_) => break,
+            Err(_) => v = s.read_versioned(&loc).unwrap().1,
+        }
+    }
+    // The archiver renews its lease every 15 s: within 20 s it finds out.
+    let end = Instant::now() + Duration::from_secs(40);
+    let status = loop {
+        if let Some(st) = a.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < end, "still running:\n{}", a.stderr());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = a.stderr();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("another `pitr archive` is writing to `{dir}`"))
+            && err.contains("pid 4242 on host `elsewhere`"),
+        "{err}"
+    );
+    let after: Value = serde_json::from_slice(&s.read_versioned(&loc).unwrap().0).unwrap();
+    assert_eq!(
+        after, man,
+        "the archiver wrote the manifest after losing it"
+    );
+}
