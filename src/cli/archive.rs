@@ -57,6 +57,10 @@ dump-oplog (docs/live-source-and-archive.md). The read preference is the URI's, 
 Progress: a status line on a terminal; otherwise a log line every --log-every (lag behind \
 the newest entry, entries/s).
 
+DIR may be a bucket prefix (s3://bucket/prefix, gs://, az://): complete chunks are \
+uploaded, then recorded in manifest.json by conditional put; a second archiver on the \
+prefix exits 2 naming the first (docs/object-storage.md).
+
 Exit codes: 0 stopped cleanly (or --once complete); 1 --once recorded a gap or set a \
 rolled-back history aside; 2 error.
 
@@ -78,7 +82,8 @@ pub struct ArchiveArgs {
         required = true
     )]
     pub uri: Option<String>,
-    /// The archive directory (created if missing; must be empty or an archive)
+    /// The archive directory (created if missing; must be empty or an archive), or a
+    /// bucket prefix (s3://, gs://, az://): see docs/object-storage.md
     #[arg(long, value_name = "DIR", required = true)]
     pub dir: Option<PathBuf>,
     /// Start a new chunk after this much oplog (BSON bytes, before compression)
@@ -127,7 +132,7 @@ Examples:
   pitr archive prune --dir /backup/oplog --keep 7d
   pitr archive prune --dir /backup/oplog --keep 7d --backup /backup/nightly/2026-11-20 --dry-run")]
 pub struct PruneArgs {
-    /// The archive directory
+    /// The archive directory, or a bucket prefix
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
     /// Keep chunks with entries from the last DURATION (e.g. 7d, 36h)

@@ -54,8 +54,8 @@ pub struct StatusArgs {
     // clap's error named only --uri, never --archive (issue 17).
     #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
     pub uri: Option<String>,
-    /// Show an oplog archive directory (written by `pitr archive`) instead; with --uri,
-    /// also its lag behind the live oplog
+    /// Show an oplog archive (a directory or bucket prefix written by `pitr archive`)
+    /// instead; with --uri, also its lag behind the live oplog
     #[arg(long, value_name = "DIR")]
     pub archive: Option<std::path::PathBuf>,
     /// Warn (and exit 1) when the oplog covers less than this (e.g. 24h, 90m, 2d)
