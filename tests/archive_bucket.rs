@@ -585,3 +585,94 @@ fn an_archiver_whose_manifest_another_writer_changed_stops_naming_it() {
         "the archiver wrote the manifest after losing it"
     );
 }
+
+/// A rollback of the newest entries while archiving into a bucket: the diverged
+/// chunks are recorded as set aside and moved under `set-aside/`, the entries before
+/// the divergence kept, and the bucket archive ends as exactly the server's history.
+#[test]
+fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
+    let b = Bucket::start();
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
+        ("PITR_STANDIN_MONGOD_FAULT", "rollback-after-getmores=2"),
+    ]);
+    let uri = m.uri();
+    let original = entries_of(Path::new(FIXTURE_OPLOG));
+    let dir = b.url("rb");
+    let mut a = Archiver::start(
+        &b,
+        &uri,
+        &dir,
+        &["--chunk-size", "100KiB", "--await-time", "300ms"],
+    );
+    a.wait_for("ROLLBACK", 1, Duration::from_secs(30));
+    a.wait_for("caught up", 1, Duration::from_secs(20));
+    let (rc, out, err) = a.stop();
+    assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let diverged_at = original[original.len() - 5].0;
+    let through = original.last().unwrap().0;
+    assert!(
+        err.contains(&format!("entries from {diverged_at} to {through}")),
+        "{err}"
+    );
+    let man = b.manifest("rb");
+    let sa = man["set_aside"].as_array().unwrap();
+    assert_eq!(sa.len(), 1, "{man}");
+    assert_eq!(sa[0]["diverged_at"], diverged_at.to_string());
+    let keys = b.keys("rb");
+    let sa_dir = sa[0]["dir"].as_str().unwrap();
+    for c in sa[0]["chunks"].as_array().unwrap() {
+        let file = c["file"].as_str().unwrap();
+        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+        assert!(keys.contains(&format!("{sa_dir}/{name}")), "{c}: {keys:?}");
+        assert!(!keys.contains(&file.to_string()), "{file} still in chunks/");
+    }
+    let (_d, copy) = b.download("rb");
+    assert_same_entries(
+        &entries_of(&copy),
+        &server_entries(&b, &uri),
+        "after the rollback",
+    );
+}
+
+/// The capped oplog overtaking the archiver while it writes into a bucket: the gap is
+/// recorded in the bucket's manifest with both ends, and archiving goes on.
+#[test]
+fn a_rollover_while_following_is_a_recorded_gap_in_the_bucket() {
+    let b = Bucket::start();
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
+        ("PITR_STANDIN_MONGOD_FAULT", "rollover-after-getmores=3"),
+    ]);
+    let dir = b.url("gap");
+    let mut a = Archiver::start(
+        &b,
+        &m.uri(),
+        &dir,
+        &["--batch-size", "100", "--await-time", "300ms"],
+    );
+    a.wait_for(
+        "warning: GAP in the oplog archive",
+        1,
+        Duration::from_secs(30),
+    );
+    a.wait_for("caught up", 1, Duration::from_secs(20));
+    let (rc, out, err) = a.stop();
+    assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let man = b.manifest("gap");
+    let gaps = man["gaps"].as_array().unwrap();
+    assert_eq!(gaps.len(), 1, "{man}");
+    let server = server_entries(&b, &m.uri());
+    assert_eq!(gaps[0]["before"], server[0].0.to_string());
+    let (_d, copy) = b.download("gap");
+    let archived = entries_of(&copy);
+    let tail: Vec<_> = archived
+        .iter()
+        .filter(|(t, _)| *t >= server[0].0)
+        .cloned()
+        .collect();
+    assert_same_entries(&tail, &server, "after the gap");
+    // status names the recorded gap (exit 1).
+    let o = b.pitr(&["status", "--archive", &dir]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+}
