@@ -452,7 +452,22 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
     let o = b.pitr(&["status", "--archive", &dir]);
     assert_eq!(code(&o), 0, "{}", show(&o));
 
-    let o = b.pitr(&["archive", "prune", "--dir", &dir, "--keep", "100000d"]);
+    // With a backup in the same bucket to protect (its end read from its oplog there).
+    storage_common::upload_tree(
+        &s,
+        &Path::new(FIXTURE_OPLOG).parent().unwrap().join("backup"),
+        &b.loc("nightly"),
+    );
+    let o = b.pitr(&[
+        "archive",
+        "prune",
+        "--dir",
+        &dir,
+        "--keep",
+        "100000d",
+        "--backup",
+        &b.url("nightly"),
+    ]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
         common::stdout(&o).contains("0123456789abcdef"),

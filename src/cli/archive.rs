@@ -517,7 +517,15 @@ fn backup_end(path: &Path) -> Result<Ts, Failure> {
         )
     };
     let mut last: Option<Ts> = None;
-    if path.is_dir() {
+    // A backup in a bucket: a prefix is a directory backup, an object an archive.
+    let is_dir = match crate::storage::Location::of_path(path)? {
+        crate::storage::Location::Local(p) => p.is_dir(),
+        loc => matches!(
+            crate::storage::global().stat(&loc)?,
+            crate::storage::Found::Prefix(_)
+        ),
+    };
+    if is_dir {
         let b = crate::backup::open(path)?;
         let Some(oplog) = b.oplog else {
             return Err(no_oplog());

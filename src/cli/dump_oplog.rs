@@ -138,7 +138,17 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         client.close().await;
         outcome
     })?;
-    let outcome = result?;
+    let outcome = match result {
+        // The partial file was in the staging directory, removed on the way out.
+        Err(e) if staged.is_some() && e.exit_code() == 130 => {
+            return Err(Failure::new(
+                "interrupted; nothing was uploaded (the dump to a bucket is all or nothing)",
+            )
+            .with_hint("run the same command again")
+            .with_exit_code(130))
+        }
+        r => r?,
+    };
     let wrote = match &staged {
         None => outcome.path.display().to_string(),
         Some(s) => {
