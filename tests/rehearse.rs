@@ -830,6 +830,17 @@ fn a_mongos_is_refused() {
 }
 
 #[test]
+fn a_standalone_is_refused() {
+    let m = spare_mongod();
+    let o = rehearse(&m, Path::new("no-backup"), &[]);
+    assert_refused(
+        &o,
+        "is a standalone mongod",
+        "point --uri at a replica set member",
+    );
+}
+
+#[test]
 fn a_4_4_server_is_refused_before_anything_is_read() {
     let m = mongod(&[], &[("PITR_STANDIN_VERSION", "4.4.29")]);
     let o = rehearse(&m, Path::new("no-backup"), &["--json"]);
