@@ -33,6 +33,11 @@ fn client(port: &str) -> (tokio::runtime::Runtime, mongodb::Client) {
         .await
         .expect("uri");
         o.server_selection_timeout = Some(Duration::from_secs(10));
+        // The stand-in runs each statement under one lock: on a loaded machine a
+        // multi-update keeps the driver's monitor waiting longer than its default
+        // 10 s connect timeout, and the pool was cleared mid-churn.
+        o.connect_timeout = Some(Duration::from_secs(120));
+        o.heartbeat_freq = Some(Duration::from_secs(60));
         mongodb::Client::with_options(o).expect("client")
     });
     (rt, c)

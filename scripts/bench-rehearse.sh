@@ -20,11 +20,12 @@
 #
 # Usage: scripts/bench-rehearse.sh [SIZE_MIB]   (default 128; about 2x SIZE on disk in
 #                                                 bench-data/, removed unless KEEP=1)
-# The stand-in keeps everything in memory several times over (its data, its oplog,
-# its history for snapshot reads, buffered cursors): about 30x SIZE of RAM (a 256 MiB
-# chain took 7.5 GiB before the oplog was written), so 1 GiB needs a machine with
-# ~40 GiB free.
+# The stand-in keeps everything in memory (its data, its oplog, its history for
+# snapshot reads, buffered cursors); its peak RSS is printed after each step
+# (`stand-in peak RSS`), and it is stopped when its RSS passes STANDIN_MAX_MIB.
 # Env:   MEMORY=384MiB (pitr's --memory)  KEEP=1  PROFILE=release|dev
+#        SKIP_BUILD=1 (use the binaries as built)  STANDIN_MONGOD=PATH
+#        STANDIN_MAX_MIB=12288 (the stand-in is killed past this RSS: the machine is shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,11 +34,14 @@ memory=${MEMORY:-384MiB}
 profile=${PROFILE:-release}
 dir=$([ "$profile" = dev ] && echo debug || echo release)
 
-cargo build --profile "$profile" --quiet --bin pitr --example rehearse_bench
-cargo build --profile "$profile" --quiet -p pitr-standins --bin mongod
+if [ "${SKIP_BUILD:-}" != 1 ]; then
+  cargo build --profile "$profile" --quiet --bin pitr --example rehearse_bench
+  cargo build --profile "$profile" --quiet -p pitr-standins --bin mongod
+fi
 PITR=target/$dir/pitr
 BENCH=target/$dir/examples/rehearse_bench
-MONGOD=target/$dir/mongod
+# STANDIN_MONGOD: another build of the stand-in (e.g. an older one, to compare its RSS).
+MONGOD=${STANDIN_MONGOD:-target/$dir/mongod}
 
 tools=${PITR_MONGO_TOOLS_BIN:-}
 if [ -z "$tools" ]; then
@@ -68,6 +72,20 @@ mkdir -p "$work/db"
 "$MONGOD" --port "$port" --bind_ip 127.0.0.1 --dbpath "$work/db" --logpath "$work/mongod.log" \
   --replSet rs0 --setParameter minSnapshotHistoryWindowInSeconds=86400 </dev/null >/dev/null 2>&1 &
 mongod_pid=$!
+# The stand-in's peak RSS so far (VmHWM), and a watchdog: past STANDIN_MAX_MIB it is
+# killed rather than let it take the shared machine's memory.
+standin_rss() {
+  echo "stand-in peak RSS after $1: $(awk '/VmHWM/ {printf "%d MiB", $2 / 1024}' "/proc/$mongod_pid/status" 2>/dev/null || echo '?')"
+}
+max_kib=$(( ${STANDIN_MAX_MIB:-12288} * 1024 ))
+( while kill -0 "$mongod_pid" 2>/dev/null; do
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$mongod_pid/status" 2>/dev/null || echo 0)
+    if [ "${rss:-0}" -gt "$max_kib" ]; then
+      echo "stand-in RSS $((rss / 1024)) MiB passed STANDIN_MAX_MIB: killed" >&2
+      kill -9 "$mongod_pid"; break
+    fi
+    sleep 1
+  done ) &
 for _ in $(seq 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
   sleep 0.1
@@ -76,11 +94,14 @@ done
 echo "stand-in mongod (NOT MongoDB) on port $port; chain of about $size MiB: $((size * 3 / 4)) MiB backup, $((size / 4)) MiB oplog" >&2
 load=$("$BENCH" load "$port" $((size * 3 / 4)))
 echo "$load"
+standin_rss load
 loaded=$(echo "$load" | awk '{print $2}')
 t0=$(date +%s.%N)
 "$tools/mongodump" --host 127.0.0.1 --port "$port" --oplog --out "$work/backup" --quiet
 echo "mongodump $(du -sb "$work/backup" | cut -f1) bytes $(echo "$(date +%s.%N) - $t0" | bc) s"
+standin_rss mongodump
 "$BENCH" churn "$port" $((size / 4)) "$loaded"
+standin_rss churn
 
 run() {
   local name=$1; shift
@@ -96,5 +117,9 @@ run() {
     "(\(if .timing.compare_secs > 0 then (.reads.commands / .timing.compare_secs | round) else 0 end)/s); " +
     "total \(.timing.total_secs * 10 | round / 10) s; peak RSS \(($rss | tonumber) / 1024 | round) MiB"' "$out"
 }
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 run sample
+standin_rss "the sampled rehearsal"
 run full --full
+standin_rss "the full rehearsal"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -830,6 +830,17 @@ fn a_mongos_is_refused() {
 }
 
 #[test]
+fn a_standalone_is_refused() {
+    let m = spare_mongod();
+    let o = rehearse(&m, Path::new("no-backup"), &[]);
+    assert_refused(
+        &o,
+        "is a standalone mongod",
+        "point --uri at a replica set member",
+    );
+}
+
+#[test]
 fn a_4_4_server_is_refused_before_anything_is_read() {
     let m = mongod(&[], &[("PITR_STANDIN_VERSION", "4.4.29")]);
     let o = rehearse(&m, Path::new("no-backup"), &["--json"]);
@@ -989,4 +1000,230 @@ fn metrics_are_written_for_the_textfile_collector() {
         .collect();
     assert_eq!(files.len(), 1, "only the .prom file is left");
     let _ = (Bson::Null, RawDocumentBuf::new());
+}
+
+/// A metrics file that cannot be written is an error, not a warning: a nightly job
+/// whose `.prom` stays as it was would read as last night's result. The report is
+/// still printed; the exit code is 2 and the error names the path.
+#[test]
+fn metrics_that_cannot_be_written_fail_the_run_after_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "metrics_that_cannot_be_written_fail_the_run_after_the_report",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // Its directory can be written, but the name is taken by a directory: the
+    // rename at the end fails, after the whole rehearsal.
+    let prom = dir.path().join("pitr_rehearse.prom");
+    std::fs::create_dir(&prom).unwrap();
+    let o = rehearse(&m, &b, &["--metrics", prom.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("REHEARSAL PASSED"),
+        "the report first: {}",
+        show(&o)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("cannot write the metrics to `{}`", prom.display())),
+        "{}",
+        show(&o)
+    );
+    assert!(err.contains("hint:"), "{}", show(&o));
+    assert!(!err.contains("warning: cannot write the metrics"), "{err}");
+    // The JSON says so too.
+    let o = rehearse(&m, &b, &["--json", "--metrics", prom.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+    let r = report(&o);
+    assert_eq!(r["result"], "passed", "the rehearsal's own verdict");
+    assert_eq!(r["exit_code"], 2, "{}", show(&o));
+    assert_eq!(r["metrics"]["written"], false, "{}", show(&o));
+    assert_eq!(r["metrics"]["path"], prom.to_str().unwrap());
+
+    // A directory that does not exist is refused before anything is read.
+    let missing = dir.path().join("no-such-dir/pitr.prom");
+    let before = m.log().len();
+    let o = rehearse(&m, &b, &["--metrics", missing.to_str().unwrap()]);
+    assert_refused(&o, "no-such-dir", "node_exporter");
+    assert!(
+        !m.log()[before..].contains("\"find\""),
+        "nothing read: {}",
+        &m.log()[before..]
+    );
+}
+
+/// Before the rebuild starts, the estimate from the backup's size and the read rate
+/// says the reads would outlive the server's history window: exit 2 at once, with
+/// the `setParameter` that would make room, and nothing read as of the point.
+#[test]
+fn a_rehearsal_that_would_outlive_the_history_window_says_so_before_it_starts() {
+    let test = "a_rehearsal_that_would_outlive_the_history_window_says_so_before_it_starts";
+    let Some(tool) = mongodump(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = mongod(
+        &["--setParameter", "minSnapshotHistoryWindowInSeconds=3"],
+        &[],
+    );
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let b = dir.path().join("backup");
+    backup(&tool, &m, &b, false);
+    after_backup(&d);
+    let before = m.log().len();
+    // --full at one document a second: the backup's KiBs are as many documents
+    // estimated (1 KiB each), more than the 3 s the point stays readable.
+    let o = rehearse(&m, &b, &["--full", "--max-read-rate", "1", "--json"]);
+    assert_refused(
+        &o,
+        "the rehearsal would outlive the server's history",
+        "minSnapshotHistoryWindowInSeconds",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("estimated from their sizes"), "{err}");
+    assert!(
+        !err.contains("rebuilt the state"),
+        "before the rebuild: {err}"
+    );
+    let r = report(&o);
+    assert_eq!(r["result"], "error");
+    assert_eq!(r["timing"]["rebuild_secs"], 0.0, "{}", show(&o));
+    for line in m.log()[before..].lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["id"] != 51803 {
+            continue;
+        }
+        let cmd = &v["attr"]["command"];
+        assert!(
+            cmd.get("readConcern")
+                .is_none_or(|rc| rc["level"] != "snapshot"),
+            "nothing is read as of the point: {line}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// --out: the rebuilt state as a dump
+
+/// A stand-in without replica set (what mongorestore restores into).
+fn spare_mongod() -> Mongod {
+    mongod(&[], &[("PITR_STANDIN_MODE", "standalone")])
+}
+
+/// `dbHash` of one collection and its count, on `m`.
+fn db_hash(m: &Mongod, db: &str, coll: &str) -> (String, i64) {
+    let d = Driver::new(m);
+    let reply = d.run(db, doc! {"dbHash": 1, "collections": [coll]});
+    let md5 = reply
+        .get_document("collections")
+        .unwrap()
+        .get_str(coll)
+        .unwrap_or_else(|_| panic!("no dbHash of {db}.{coll}: {reply}"))
+        .to_string();
+    let n = d.run(db, doc! {"count": coll});
+    (
+        md5,
+        n.get_i32("n")
+            .map(i64::from)
+            .unwrap_or_else(|_| n.get_i64("n").unwrap()),
+    )
+}
+
+/// `--out` writes the state at the point as mongodump does (a directory, `--gzip`,
+/// `--archive --gzip`); the REAL mongorestore restores it into a spare stand-in
+/// whose counts and `dbHash`es are those the report gives.
+#[test]
+fn out_writes_the_rebuilt_state_and_the_real_mongorestore_restores_it() {
+    let test = "out_writes_the_rebuilt_state_and_the_real_mongorestore_restores_it";
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(test, dir.path()) else {
+        return;
+    };
+    let restore_bin = mongodump(test).unwrap().with_file_name("mongorestore");
+    for (name, flags, restore_args) in [
+        ("state", &[][..], &["--dir"][..]),
+        ("state-gz", &["--gzip"][..], &["--gzip", "--dir"][..]),
+        (
+            "state.archive.gz",
+            &["--archive", "--gzip"][..],
+            &["--gzip", "--archive"][..],
+        ),
+    ] {
+        let out = dir.path().join(name);
+        let mut args = vec!["--json", "--out", out.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let o = rehearse(&m, &b, &args);
+        let r = assert_passed(&o);
+        assert_eq!(r["out"]["path"], out.to_str().unwrap(), "{}", show(&o));
+        let dumped = r["out"]["namespaces"].as_array().unwrap().clone();
+        let names: Vec<&str> = dumped.iter().map(|n| n["ns"].as_str().unwrap()).collect();
+        for want in ["shop.orders", "shop.customers", "web.events", "metrics.cpu"] {
+            assert!(names.contains(&want), "{want} in {names:?}");
+        }
+        assert!(
+            !names.iter().any(|n| n.starts_with("tmp.")),
+            "dropped: {names:?}"
+        );
+
+        let spare = spare_mongod();
+        let mut cmd = Command::new(&restore_bin);
+        cmd.args(["--host", "127.0.0.1", "--port", &spare.port.to_string()]);
+        match restore_args {
+            [first, "--archive"] => {
+                cmd.arg(first).arg(format!("--archive={}", out.display()));
+            }
+            _ => {
+                cmd.args(restore_args).arg(&out);
+            }
+        }
+        let ro = cmd.stdin(Stdio::null()).output().unwrap();
+        assert!(
+            ro.status.success(),
+            "mongorestore ({name}): {}",
+            String::from_utf8_lossy(&ro.stderr)
+        );
+        for n in &dumped {
+            let Some(md5) = n["dbhash"].as_str() else {
+                continue;
+            };
+            let data_ns = n["data_ns"].as_str().unwrap();
+            let (db, coll) = data_ns.split_once('.').unwrap();
+            let (got, count) = db_hash(&spare, db, coll);
+            assert_eq!(got, md5, "{data_ns} ({name})");
+            assert_eq!(
+                count,
+                n["documents"].as_i64().unwrap(),
+                "{data_ns} ({name})"
+            );
+        }
+        let orders = dumped.iter().find(|n| n["ns"] == "shop.orders").unwrap();
+        assert_eq!(orders["documents"], 30, "30 + 2 inserted - 2 deleted");
+    }
+
+    // An --out that exists and is not empty is refused before anything is read.
+    let before = m.log().len();
+    let o = rehearse(
+        &m,
+        &b,
+        &["--out", dir.path().join("state").to_str().unwrap()],
+    );
+    assert_refused(&o, "state", "choose another --out");
+    assert!(
+        !m.log()[before..].contains("\"find\""),
+        "nothing read: {}",
+        &m.log()[before..]
+    );
+    // An empty directory may be named (mongodump's own --out may be one).
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = rehearse(&m, &b, &["--out", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert!(empty.join("shop/orders.bson").is_file());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("Dump        {}", empty.display())),
+        "{text}"
+    );
 }

@@ -2,13 +2,15 @@
 //! The work is in [`crate::rehearse`].
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::engine::replica::dump::{self, DumpFormat};
 use crate::error::Failure;
 use crate::mongo::oplog_source::RetryPolicy;
-use crate::rehearse::report::{DiffKind, RehearseReport, Verdict};
-use crate::rehearse::{self, AtSpec, RehearseRequest};
+use crate::rehearse::report::{DiffKind, MetricsFacts, RehearseReport, Verdict};
+use crate::rehearse::{self, AtSpec, OutSpec, RehearseRequest};
+use crate::replay::preflight::{self, Need, PreflightError};
 use crate::time::{parse_time, TimeValue};
 
 use super::replay::{parse_duration, parse_size};
@@ -36,7 +38,12 @@ is the URI's, secondaryPreferred by default. A mongos is refused. The role is in
 Exit codes: 0 everything compared is identical; 1 differences (each named by namespace, _id \
 and field paths; values only with --show-values: they are production data); 2 the rehearsal \
 could not run (a mongos, a server before 5.0, T no longer in the server's history, a gap or \
-break in the chain), with a hint.
+break in the chain), with a hint. A --metrics file that cannot be written is an error too \
+(exit 2, after the report): a stale textfile would read as the last run's result.
+
+--out writes the rebuilt state at T as mongodump writes a dump (a directory, --gzip, --archive), \
+as `pitr replay --engine embedded` does; it must be new (or an empty directory), and is written \
+once the comparison has run.
 
 Examples:
   PITR_URI='mongodb://rehearse@db1,db2,db3/?replicaSet=rs0&authSource=admin' \\
@@ -88,6 +95,19 @@ pub struct RehearseArgs {
     /// Also write the result for node_exporter's textfile collector (all or nothing)
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+    /// Also write the rebuilt state at the point as mongodump writes a dump (new, or an
+    /// empty directory; under a temporary name, renamed when complete)
+    #[arg(long, value_name = "DIR|FILE")]
+    pub out: Option<PathBuf>,
+    /// Write --out as `mongodump --gzip` does
+    #[arg(long, requires = "out")]
+    pub gzip: bool,
+    /// Write --out as one archive file (`mongodump --archive`)
+    #[arg(long, requires = "out")]
+    pub archive: bool,
+    /// Skip the check that --out's filesystem has room for the dump
+    #[arg(long, requires = "out")]
+    pub no_space_check: bool,
     /// Where temporary files go (the oplog read, the engine's on-disk store) [default: the system temp dir]
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
@@ -122,8 +142,14 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
             a.metrics,
             "write the metrics file locally (node_exporter's textfile collector reads a local directory)",
         )?,
+        out: local_only_opt("--out", a.out, super::local_only::COPY_AFTER)?,
         ..a
     };
+    // Refused before anything is read: outputs that cannot be written.
+    if let Some(path) = &a.metrics {
+        check_metrics_dir(path)?;
+    }
+    let out = check_out(&a)?;
     let req = RehearseRequest {
         uri: a.uri.clone(),
         backup: a.backup.clone(),
@@ -141,6 +167,7 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
         show_values: a.show_values,
+        out,
     };
     let progress = super::progress::PhaseProgress::for_stderr(a.json);
     let quiet = a.json;
@@ -149,18 +176,13 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
             eprintln!("{line}");
         }
     };
-    let (report, failure) = rehearse::run(&req, &progress, &note);
-    if let Some(path) = &a.metrics {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        if let Err(e) = rehearse::metrics::write(path, &rehearse::metrics::render(&report, now)) {
-            eprintln!(
-                "warning: cannot write the metrics to `{}`: {e}",
-                path.display()
-            );
-        }
-    }
+    let (mut report, failure) = rehearse::run(&req, &progress, &note);
+    // A metrics file that stays as it was would read as the last run's result: not
+    // written is an error (exit 2), reported after the report itself.
+    let metrics_failure = a
+        .metrics
+        .as_deref()
+        .and_then(|path| write_metrics(path, &mut report));
     let stdout = io::stdout();
     let mut w = io::BufWriter::new(stdout.lock());
     if a.json {
@@ -169,10 +191,125 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         render(&mut w, &report)?;
     }
     w.flush()?;
-    match failure {
-        Some(f) => Err(f),
-        None => Ok(report.exit_code),
+    match (failure, metrics_failure) {
+        (Some(f), Some(m)) => {
+            // The rehearsal's own error is the one returned; the metrics' is printed.
+            eprintln!("error: {}", m.message());
+            Err(f)
+        }
+        (Some(f), None) | (None, Some(f)) => Err(f),
+        (None, None) => Ok(report.exit_code),
     }
+}
+
+const METRICS_HINT: &str = "give --metrics a file in a directory pitr can write \
+(node_exporter's --collector.textfile.directory), not an existing directory; until it is written the \
+collector shows the previous run's result";
+
+/// `--metrics`' directory must exist and be writable (checked before the rehearsal).
+fn check_metrics_dir(path: &Path) -> Result<(), Failure> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(".pitr-write-check-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| {
+            Failure::new(format!(
+                "cannot write the metrics to `{}`: its directory `{}` cannot be written ({e})",
+                path.display(),
+                dir.display()
+            ))
+            .with_hint(METRICS_HINT)
+            .with_exit_code(crate::error::exit::ERROR)
+        })
+}
+
+/// Writes the metrics of `report`, recording the outcome in it; the failure when
+/// the file could not be written (the report's exit code becomes 2).
+fn write_metrics(path: &Path, report: &mut RehearseReport) -> Option<Failure> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let result = rehearse::metrics::write(path, &rehearse::metrics::render(report, now));
+    report.metrics = Some(MetricsFacts {
+        path: path.display().to_string(),
+        written: result.is_ok(),
+        error: result.as_ref().err().map(|e| e.to_string()),
+    });
+    let e = result.err()?;
+    report.exit_code = crate::error::exit::ERROR;
+    Some(
+        Failure::new(format!(
+            "cannot write the metrics to `{}`: {e}; the rehearsal's own result was {} (exit {})",
+            path.display(),
+            verdict_word(report.result),
+            match report.result {
+                Verdict::Passed => 0,
+                Verdict::Differences => 1,
+                Verdict::Error => 2,
+            }
+        ))
+        .with_hint(METRICS_HINT)
+        .with_exit_code(crate::error::exit::ERROR),
+    )
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Passed => "passed",
+        Verdict::Differences => "differences",
+        Verdict::Error => "error",
+    }
+}
+
+/// `--out`, checked before anything is read, as `pitr replay` checks its own: new
+/// (or an empty directory for a directory dump), its directory writable, and room
+/// for about the backup plus the oplog there.
+fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
+    let Some(o) = &a.out else {
+        if a.gzip || a.archive {
+            return Err(
+                Failure::new("--gzip and --archive choose the form of --out")
+                    .with_hint("add --out DIR (or --out FILE with --archive)")
+                    .with_exit_code(crate::error::exit::ERROR),
+            );
+        }
+        return Ok(None);
+    };
+    let o = if o.is_absolute() {
+        o.clone()
+    } else {
+        std::env::current_dir()?.join(o)
+    };
+    let format = if a.archive {
+        DumpFormat::Archive { gzip: a.gzip }
+    } else {
+        DumpFormat::Directory { gzip: a.gzip }
+    };
+    dump::check_new(&o, format)?;
+    if a.archive && o.is_dir() {
+        return Err(PreflightError::ArchiveOverDir(o).into());
+    }
+    preflight::check_writable(&o)?;
+    if !a.no_space_check {
+        let bytes = preflight::input_size(&a.backup)
+            + a.oplog
+                .as_deref()
+                .map_or(0, |s| preflight::input_size(Path::new(s)));
+        preflight::check_space(&[Need {
+            dir: o
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf(),
+            bytes,
+            what: "the dump of the rebuilt state".into(),
+        }])?;
+    }
+    Ok(Some(OutSpec { path: o, format }))
 }
 
 fn secs(s: u64) -> String {
@@ -275,6 +412,17 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         r.reads.commands,
         r.reads.documents_per_sec
     )?;
+    if let Some(o) = &r.out {
+        writeln!(
+            w,
+            "Dump        {} ({}): the state at the point, {} namespaces, {} documents, written in {:.1} s",
+            o.path,
+            o.format,
+            o.namespaces.len(),
+            o.documents,
+            o.write_secs
+        )?;
+    }
     writeln!(w)?;
     render_namespaces(w, r)?;
     render_findings(w, r)

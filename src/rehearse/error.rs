@@ -118,6 +118,9 @@ pub enum RehearseError {
     #[error("the rebuilt state cannot be read")]
     Replica(#[from] crate::engine::replica::ReplicaError),
 
+    #[error("cannot write the rebuilt state to --out")]
+    Out(#[source] crate::engine::replica::dump::DumpError),
+
     #[error("cannot {what} `{}`", path.display())]
     Io {
         what: &'static str,
@@ -186,6 +189,7 @@ impl Hint for RehearseError {
             RehearseError::Backup(e) => return e.hint(),
             RehearseError::Mongo(e) => return e.hint(),
             RehearseError::Replica(e) => return e.hint(),
+            RehearseError::Out(e) => return e.hint(),
             RehearseError::Io { .. } => "check free space and permissions of --work-dir".into(),
         })
     }

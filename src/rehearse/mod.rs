@@ -20,13 +20,15 @@
 //! Files: [`point`] (choosing `T`, the history window), [`catalog`] (namespaces,
 //! options, indexes, catalog changes after `T`), [`content`] (counts, full and
 //! sampled documents), [`docdiff`] (field paths), [`report`] (the JSON), [`metrics`]
-//! (the Prometheus textfile), [`error`].
+//! (the Prometheus textfile), [`out`] (`--out`: the rebuilt state as a dump),
+//! [`error`].
 
 pub mod catalog;
 pub mod content;
 pub mod docdiff;
 pub mod error;
 pub mod metrics;
+pub mod out;
 pub mod point;
 pub mod report;
 
@@ -45,6 +47,7 @@ use crate::plan::{self, ContentOptions, PlanError, PlanRequest, Progress, Unit, 
 use crate::time::{TimeForm, TimeValue};
 
 pub use error::RehearseError;
+pub use out::OutSpec;
 pub use point::AtSpec;
 pub use report::{RehearseReport, Verdict};
 
@@ -78,6 +81,8 @@ pub struct RehearseRequest {
     pub batch_size: u32,
     pub retry: RetryPolicy,
     pub show_values: bool,
+    /// `--out`: write the rebuilt state as a dump (checked by the caller first).
+    pub out: Option<OutSpec>,
 }
 
 /// The plan's progress without its "what the restore replays and leaves out": a
@@ -574,7 +579,7 @@ fn with_client(
         Err(PlanError::Replica(ReplicaError::Interrupted)) => return Err(interrupted()),
         Err(source) => return Err(RehearseError::Rebuild { at, source }.into()),
     };
-    let replica = model.into_replica();
+    let mut replica = model.into_replica();
     report.timing.rebuild_secs = t0.elapsed().as_secs_f64();
     if req.oplog.is_some() {
         report.oplog.entries = Some(plan.oplog.entries);
@@ -590,7 +595,36 @@ fn with_client(
 
     compare(
         req, progress, note, report, rt, client, &replica, at, window, deadline,
-    )
+    )?;
+    if let Some(spec) = &req.out {
+        write_out(req, spec, &mut replica, report, progress, note)?;
+    }
+    Ok(())
+}
+
+/// `--out` (see [`out`]): the namespaces `--ns` keeps.
+fn write_out(
+    req: &RehearseRequest,
+    spec: &OutSpec,
+    replica: &mut Replica,
+    report: &mut RehearseReport,
+    progress: &dyn Progress,
+    note: &dyn Fn(&str),
+) -> Result<(), Failure> {
+    let filter = plan::filter::NsFilter::new(&req.ns).ok().flatten();
+    let include = |ns: &str| filter.as_ref().is_none_or(|f| f.matches(ns));
+    let version = report
+        .server
+        .version
+        .clone()
+        .unwrap_or_else(|| "unknown".into());
+    let facts = out::write(spec, replica, &include, &version, progress)?;
+    note(&format!(
+        "wrote the state at the point to `{}` ({}): {} documents in {:.1} s",
+        facts.path, facts.format, facts.documents, facts.write_secs
+    ));
+    report.out = Some(facts);
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

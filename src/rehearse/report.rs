@@ -14,7 +14,9 @@
 //! `documents_compared`, `documents_compared_per_sec`, `namespaces` (one
 //! [`NsResult`] each), `differences` (at most [`MAX_REPORTED`] of
 //! [`Difference`]), `differences_total`, `not_compared` ([`NotCompared`]), `error`
-//! (`message`, `hint`). New keys may be added within `pitr-rehearse/1`.
+//! (`message`, `hint`), `out` (with `--out`: `path`, `format`, `documents`,
+//! `write_secs`, `namespaces`: [`OutNamespace`]), `metrics` (with `--metrics`:
+//! `path`, `written`, `error`). New keys may be added within `pitr-rehearse/1`.
 
 use serde::Serialize;
 
@@ -167,6 +169,41 @@ pub struct NotCompared {
     pub why: String,
 }
 
+/// A namespace written to `--out`.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutNamespace {
+    /// As users know it (`db.X` for a time-series collection).
+    pub ns: String,
+    /// `collection`, `timeseries`, `view`.
+    pub kind: &'static str,
+    pub documents: u64,
+    /// Where its documents are (`db.system.buckets.X` for a time-series collection;
+    /// null for a view): what `dbHash` is asked about after a restore.
+    pub data_ns: Option<String>,
+    /// The MD5 the server's `dbHash` gives for `data_ns` once restored (null for a
+    /// view, or when the engine cannot predict it: string `_id`s under a collation).
+    pub dbhash: Option<String>,
+}
+
+/// `--out`: the rebuilt state written as a dump.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutFacts {
+    pub path: String,
+    /// `directory`, `directory (gzip)`, `archive`, `archive (gzip)`.
+    pub format: &'static str,
+    pub documents: u64,
+    pub write_secs: f64,
+    pub namespaces: Vec<OutNamespace>,
+}
+
+/// `--metrics`: whether the textfile was written.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricsFacts {
+    pub path: String,
+    pub written: bool,
+    pub error: Option<String>,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ErrorRecord {
     pub message: String,
@@ -197,6 +234,10 @@ pub struct RehearseReport {
     pub differences_total: u64,
     pub not_compared: Vec<NotCompared>,
     pub error: Option<ErrorRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out: Option<OutFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsFacts>,
 }
 
 impl RehearseReport {
@@ -223,6 +264,8 @@ impl RehearseReport {
             differences_total: 0,
             not_compared: Vec::new(),
             error: None,
+            out: None,
+            metrics: None,
         }
     }
 

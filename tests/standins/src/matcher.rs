@@ -426,7 +426,10 @@ fn direction(v: &Bson) -> Result<bool, String> {
 }
 
 /// Sort `(record id, document)` pairs (record id = natural order) by a sort spec.
-pub fn sort_records(records: &mut [(u64, Document)], spec: &Document) -> Result<(), String> {
+pub fn sort_records<D: std::borrow::Borrow<Document>>(
+    records: &mut [(u64, D)],
+    spec: &Document,
+) -> Result<(), String> {
     let mut keys = Vec::new();
     for (k, v) in spec {
         keys.push((k.clone(), direction(v)?));
@@ -439,7 +442,10 @@ pub fn sort_records(records: &mut [(u64, Document)], spec: &Document) -> Result<
             let o = if path == "$natural" {
                 ra.cmp(rb)
             } else {
-                cmp_values(&sort_key(a, path, *asc), &sort_key(b, path, *asc))
+                cmp_values(
+                    &sort_key(a.borrow(), path, *asc),
+                    &sort_key(b.borrow(), path, *asc),
+                )
             };
             let o = if *asc { o } else { o.reverse() };
             if o != Ordering::Equal {

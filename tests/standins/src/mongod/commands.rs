@@ -10,6 +10,7 @@ use super::writes;
 use crate::matcher::{matches, project, sort_records};
 use crate::update::{apply_modifiers, is_modifier, replace, upsert_seed};
 use bson::{doc, Bson, Document, Timestamp};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// What the connection should do with a command's result.
@@ -113,21 +114,28 @@ fn cursor_reply(id: i64, ns: &str, first: bool, docs: Vec<Document>) -> Document
 }
 
 /// Take at most `n` documents (and at most 16 MB, but at least one).
-fn take_batch(q: &mut VecDeque<Document>, n: Option<usize>) -> Vec<Document> {
+fn take_batch(q: &mut VecDeque<Vec<u8>>, n: Option<usize>) -> Vec<Document> {
     let mut out = Vec::new();
     let mut bytes = 0;
     while let Some(d) = q.front() {
         if n.is_some_and(|n| out.len() >= n) {
             break;
         }
-        let sz = bson::to_vec(d).map(|v| v.len()).unwrap_or(0);
+        let sz = d.len();
         if !out.is_empty() && bytes + sz > MAX_BATCH_BYTES {
             break;
         }
         bytes += sz;
-        out.push(q.pop_front().expect("front"));
+        let raw = q.pop_front().expect("front");
+        // Bytes this server serialised itself: they parse.
+        out.push(bson::from_slice(&raw).expect("a buffered document"));
     }
     out
+}
+
+/// A document as it waits in a buffered cursor.
+fn buffered(d: &Document) -> Vec<u8> {
+    bson::to_vec(d).expect("a document serialises")
 }
 
 fn last_ts(docs: &[Document]) -> Option<Timestamp> {
@@ -927,7 +935,9 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         _ => 0,
     };
     let visible = c.len().saturating_sub(lag_hides);
-    let mut records: Vec<(u64, Document)> = Vec::new();
+    // References into the store (no copy of a whole collection's scan): each is
+    // copied once, as bytes, when it goes into the cursor.
+    let mut records: Vec<(u64, &Document)> = Vec::new();
     // Where a tailable cursor stands after its first batch: the last record it
     // examined (after a scan that found fewer matches than the batch holds, the end).
     let mut scanned_to = 0;
@@ -942,13 +952,13 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         }
         scanned_to = rid;
         if matches(d, &filter).map_err(CmdError::bad_value)? {
-            records.push((rid, d.clone()));
+            records.push((rid, d));
         }
     }
     if !tailable {
         sort_records(&mut records, &sort).map_err(CmdError::bad_value)?;
     }
-    let mut records: Vec<(u64, Document)> = records.into_iter().skip(skip).collect();
+    let mut records: Vec<(u64, &Document)> = records.into_iter().skip(skip).collect();
     if limit > 0 {
         records.truncate(limit);
     }
@@ -959,7 +969,7 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     };
     let first_n = if batch_size == 0 { 0 } else { first_n };
     if tailable {
-        let take: Vec<(u64, Document)> = records
+        let take: Vec<(u64, &Document)> = records
             .into_iter()
             .take(first_n.max(if batch_size == 0 { 0 } else { 1 }))
             .collect();
@@ -970,7 +980,7 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         };
         let docs: Vec<Document> = take
             .into_iter()
-            .map(|(_, d)| project(&d, &projection))
+            .map(|(_, d)| project(d, &projection))
             .collect();
         let id = st.new_cursor_id();
         st.cursors.insert(
@@ -988,9 +998,15 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         );
         return Ok(Outcome::Reply(cursor_reply(id, &ns, true, docs)));
     }
-    let mut queue: VecDeque<Document> = records
+    let mut queue: VecDeque<Vec<u8>> = records
         .into_iter()
-        .map(|(_, d)| project(&d, &projection))
+        .map(|(_, d)| {
+            if projection.is_empty() {
+                buffered(d)
+            } else {
+                buffered(&project(d, &projection))
+            }
+        })
         .collect();
     let first = take_batch(&mut queue, Some(first_n));
     if queue.is_empty() || single_batch {
@@ -1560,10 +1576,12 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         .and_then(|c| num(c.get("batchSize")))
         .map(|b| b.max(0) as usize)
         .unwrap_or(101);
-    let mut docs: Vec<(u64, Document)> = st
+    // References into the store until a stage makes new documents ($project,
+    // $group, $count): `$count` and `$sample` copy nothing of the collection.
+    let mut docs: Vec<(u64, Cow<'_, Document>)> = st
         .store
         .get(db, &coll)
-        .map(|c| c.iter().map(|(r, d)| (r, d.clone())).collect())
+        .map(|c| c.iter().map(|(r, d)| (r, Cow::Borrowed(d))).collect())
         .unwrap_or_default();
     for stage in &pipeline {
         let Some((name, arg)) = stage.iter().next() else {
@@ -1592,14 +1610,14 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             "$limit" => docs.truncate(num(Some(arg)).unwrap_or(0).max(0) as usize),
             "$project" => {
                 let Bson::Document(p) = arg else { return Err(CmdError::bad_value("$project needs a document")) };
-                docs = docs.into_iter().map(|(r, d)| (r, project(&d, p))).collect();
+                docs = docs.into_iter().map(|(r, d)| (r, Cow::Owned(project(&d, p)))).collect();
             }
             "$group" => {
                 let Bson::Document(g) = arg else { return Err(CmdError::bad_value("$group needs a document")) };
-                docs = group(docs.into_iter().map(|(_, d)| d).collect(), g)?
+                docs = group(docs.into_iter().map(|(_, d)| d.into_owned()).collect(), g)?
                     .into_iter()
                     .enumerate()
-                    .map(|(i, d)| (i as u64, d))
+                    .map(|(i, d)| (i as u64, Cow::Owned(d)))
                     .collect();
             }
             "$sample" => {
@@ -1615,7 +1633,7 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             "$count" => {
                 let Bson::String(field) = arg else { return Err(CmdError::bad_value("$count needs a string")) };
                 let n = docs.len() as i32;
-                docs = if n == 0 { vec![] } else { vec![(0, doc! {field.clone(): n})] };
+                docs = if n == 0 { vec![] } else { vec![(0, Cow::Owned(doc! {field.clone(): n}))] };
             }
             other => {
                 return Err(CmdError::new(
@@ -1626,7 +1644,7 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
             }
         }
     }
-    let mut queue: VecDeque<Document> = docs.into_iter().map(|(_, d)| d).collect();
+    let mut queue: VecDeque<Vec<u8>> = docs.into_iter().map(|(_, d)| buffered(&d)).collect();
     let first = take_batch(&mut queue, Some(batch_size));
     if queue.is_empty() {
         return Ok(Outcome::Reply(cursor_reply(0, &ns, true, first)));

@@ -5,9 +5,16 @@
 //! **History.** The server keeps a base state (its data without `local`, as of
 //! `base_ts`) and every entry it logged itself since (its own oplog, kept apart from
 //! `local.oplog.rs`, which tests may also seed with entries that never touched the
-//! data). The state at `T` is the base with those entries up to `T` applied by the
-//! same code as `applyOps` ([`super::applyops::apply_entry`]), with logging off. The
-//! last state built is cached, so one rehearsal builds it once.
+//! data; kept as BSON bytes, parsed only to rebuild a state). The state at `T` is:
+//!
+//! - the live data itself when no entry was logged after `T` (nothing changed since:
+//!   no copy, what a rehearsal at the newest point reads);
+//! - else the base with the entries up to `T` applied by the same code as `applyOps`
+//!   ([`super::applyops::apply_entry`]), with logging off, built once: the last
+//!   state built is cached (one, for one `T`), so one rehearsal builds it once.
+//!
+//! So the data is held once, its history once as bytes, plus at most one state
+//! built for a past `T` (`scripts/bench-rehearse.sh` prints the stand-in's peak RSS).
 //!
 //! **The window.** Like WiredTiger's oldest timestamp, the oldest readable point is
 //! `minSnapshotHistoryWindowInSeconds` (a `--setParameter`, default 300) before the
@@ -46,14 +53,15 @@
 use super::applyops::{apply_entry, OpError};
 use super::state::{CmdError, CmdResult, Mode, State};
 use super::store::Store;
-use bson::{Bson, Document, Timestamp};
+use bson::{Bson, Document, RawDocumentBuf, Timestamp};
 
 /// The base state, the entries logged since, and the last state built.
 #[derive(Debug)]
 pub struct History {
     base: Store,
     base_ts: Timestamp,
-    entries: Vec<Document>,
+    /// As BSON bytes: a parsed copy of every entry would cost several times more.
+    entries: Vec<RawDocumentBuf>,
     cached: Option<(Timestamp, Store)>,
     /// Snapshot reads answered (for the `history-lost-after-reads` fault).
     reads: u64,
@@ -65,14 +73,11 @@ fn without_local(store: &Store) -> Store {
     s
 }
 
-fn ts_of(e: &Document) -> Timestamp {
-    match e.get("ts") {
-        Some(Bson::Timestamp(t)) => *t,
-        _ => Timestamp {
-            time: 0,
-            increment: 0,
-        },
-    }
+fn ts_of(e: &RawDocumentBuf) -> Timestamp {
+    e.get_timestamp("ts").unwrap_or(Timestamp {
+        time: 0,
+        increment: 0,
+    })
 }
 
 fn key(t: Timestamp) -> (u32, u32) {
@@ -109,8 +114,15 @@ impl History {
     }
 
     /// An entry this server just logged.
-    pub fn record(&mut self, entry: Document) {
-        self.entries.push(entry);
+    pub fn record(&mut self, entry: &Document) {
+        if let Ok(raw) = RawDocumentBuf::from_document(entry) {
+            self.entries.push(raw);
+        }
+    }
+
+    /// Whether nothing was logged after `t`: the live data is the state at `t`.
+    fn unchanged_since(&self, t: Timestamp) -> bool {
+        self.entries.last().is_none_or(|e| key(ts_of(e)) <= key(t))
     }
 }
 
@@ -230,7 +242,7 @@ fn fold_expired(st: &mut State) -> CmdResult<Timestamp> {
         .take_while(|e| key(ts_of(e)) < key(oldest))
         .count();
     if n > 0 || key(oldest) > key(st.history.base_ts) {
-        let folded: Vec<Document> = st.history.entries.drain(..n).collect();
+        let folded: Vec<RawDocumentBuf> = st.history.entries.drain(..n).collect();
         let mut base = std::mem::take(&mut st.history.base);
         let r = apply_all(st, &mut base, &folded);
         st.history.base = base;
@@ -249,13 +261,23 @@ fn fold_expired(st: &mut State) -> CmdResult<Timestamp> {
 }
 
 /// Applies `entries` to `target` with this server's applyOps code, logging nothing.
-fn apply_all(st: &mut State, target: &mut Store, entries: &[Document]) -> CmdResult<()> {
+fn apply_all(st: &mut State, target: &mut Store, entries: &[RawDocumentBuf]) -> CmdResult<()> {
     std::mem::swap(&mut st.store, target);
     st.replaying = true;
     let mut result = Ok(());
     for e in entries {
-        if let Err(err) = apply_entry(st, e, false) {
-            let (OpError::Abort(c) | OpError::Failed(c)) = err;
+        let applied = match e.to_document() {
+            Ok(d) => apply_entry(st, &d, false).map_err(|err| {
+                let (OpError::Abort(c) | OpError::Failed(c)) = err;
+                c
+            }),
+            Err(err) => Err(CmdError::new(
+                8,
+                "UnknownError",
+                format!("a bad entry: {err}"),
+            )),
+        };
+        if let Err(c) = applied {
             result = Err(CmdError::new(
                 8,
                 "UnknownError",
@@ -282,14 +304,15 @@ fn state_at(st: &mut State, t: Timestamp) -> CmdResult<Store> {
         }
     }
     let mut store = st.history.base.clone();
-    let upto: Vec<Document> = st
-        .history
-        .entries
+    // Lent out while they are applied (nothing is logged meanwhile: `replaying`).
+    let entries = std::mem::take(&mut st.history.entries);
+    let upto = entries
         .iter()
         .take_while(|e| key(ts_of(e)) <= key(t))
-        .cloned()
-        .collect();
-    apply_all(st, &mut store, &upto)?;
+        .count();
+    let r = apply_all(st, &mut store, &entries[..upto]);
+    st.history.entries = entries;
+    r?;
     Ok(store)
 }
 
@@ -303,20 +326,33 @@ pub fn run_at<T>(
     coll: &str,
     f: impl FnOnce(&mut State) -> CmdResult<T>,
 ) -> CmdResult<T> {
+    if db != "local" && st.history.unchanged_since(t) {
+        // Nothing changed since `t`: read the live data, without a copy.
+        if st.store.get(db, coll).is_some_and(|c| c.is_capped()) {
+            return Err(capped(db, coll));
+        }
+        return f(st);
+    }
     let mut store = state_at(st, t)?;
     if store.get(db, coll).is_some_and(|c| c.is_capped()) {
         st.history.cached = Some((t, store));
-        return Err(CmdError::new(
-            246,
-            "SnapshotUnavailable",
-            format!("Reading from capped collection {db}.{coll} with readConcern snapshot is not supported"),
-        ));
+        return Err(capped(db, coll));
     }
     std::mem::swap(&mut st.store, &mut store);
     let out = f(st);
     std::mem::swap(&mut st.store, &mut store);
     st.history.cached = Some((t, store));
     out
+}
+
+fn capped(db: &str, coll: &str) -> CmdError {
+    CmdError::new(
+        246,
+        "SnapshotUnavailable",
+        format!(
+            "Reading from capped collection {db}.{coll} with readConcern snapshot is not supported"
+        ),
+    )
 }
 
 /// Adds `atClusterTime: t` where the server puts it.

@@ -84,8 +84,9 @@ pub struct Cursor {
 
 #[derive(Debug)]
 pub enum CursorKind {
-    /// Results computed up front, handed out batch by batch.
-    Buffered(VecDeque<Document>),
+    /// Results computed up front, handed out batch by batch; as BSON bytes (a
+    /// whole collection's scan waits here: parsed, it would cost several times more).
+    Buffered(VecDeque<Vec<u8>>),
     /// A tailable cursor on a capped collection: rescans after `last_rid`.
     Tailable {
         filter: Document,
@@ -308,7 +309,7 @@ impl State {
         e.insert("v", 2i64);
         e.insert("wall", bson::DateTime::now());
         self.ensure_oplog();
-        self.history.record(e.clone());
+        self.history.record(&e);
         if let Some(p) = &mut self.persist {
             p.journal(&e);
         }
