@@ -221,8 +221,8 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     (
-        preflight::input_size(&a.plan.backup),
-        preflight::input_size(Path::new(&a.plan.oplog)),
+        preflight::input_size(a.plan.backup_path()),
+        preflight::input_size(Path::new(a.plan.oplog_spec())),
     )
 }
 
@@ -286,8 +286,8 @@ fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
 /// refusal naming the flag; a backup URL with a secret is refused here, first.
 fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
     // A `file://` backup is a local path (a URL with a secret is refused here, first).
-    if let Location::Local(p) = Location::of_path(&a.plan.backup)? {
-        a.plan.backup = p;
+    if let Location::Local(p) = Location::of_path(a.plan.backup_path())? {
+        a.plan.backup = Some(p);
     }
     Ok(ReplayArgs {
         workdir: local_only_opt(
@@ -306,6 +306,9 @@ fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
 }
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    if a.plan.cluster.is_some() {
+        return super::cluster_restore::replay(a);
+    }
     let a = local_paths(a)?;
     if a.engine == Engine::Embedded {
         return run_embedded(a);
@@ -351,6 +354,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             spill_dir: predict.path().to_path_buf(),
             strict: false,
             defer_hashes: false,
+            config_server: false,
         });
     }
     let built = plan::build(
@@ -492,7 +496,7 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
             }
             None => local_out,
         };
-        let download = match Location::of_path(&a.plan.backup)? {
+        let download = match Location::of_path(a.plan.backup_path())? {
             Location::Local(_) => None,
             url => Some(download::measure(&url, &work.root)?),
         };

@@ -196,6 +196,11 @@ impl Rules {
 #[derive(Clone, Debug)]
 pub struct RestoreRules {
     pub version: Version,
+    /// The config server's own replay (`pitr replay --cluster`): its `applyOps` run
+    /// on the config database (`config.$cmd`, how chunk commits were logged before
+    /// internal transactions) hold the sharding catalog's writes, which a config
+    /// server applies; mongorestore's rules would skip them whole.
+    pub config_server: bool,
 }
 
 /// `config.*` collections whose oplog entries mongorestore applies
@@ -294,7 +299,10 @@ impl RestoreRules {
     }
 
     pub fn of(version: Version) -> RestoreRules {
-        RestoreRules { version }
+        RestoreRules {
+            version,
+            config_server: false,
+        }
     }
 
     /// Skips every entry on `ns` (`shouldIgnoreNamespace`): `config.*` outside the
@@ -303,6 +311,9 @@ impl RestoreRules {
     pub fn ignores_namespace(&self, ns: &str) -> bool {
         if ns.starts_with("__mdb_internal") && self.version.at_least(100, 14, 0) {
             return true;
+        }
+        if self.config_server && ns == "config.$cmd" {
+            return false;
         }
         match ns.strip_prefix("config.") {
             Some(coll) => !CONFIG_COLLECTIONS_TO_KEEP.contains(&coll),
