@@ -60,7 +60,8 @@ Examples:
   pitr plan --backup dump/ --oplog oplog.bson --until 2026-11-21T03:12:00Z --ns 'shop.*'
   pitr plan --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3
   pitr plan --backup nightly/ --backup-end 2026-11-21T01:00:00Z --oplog oplog.bson --until auto
-  pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit")]
+  pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit
+  pitr plan --cluster cluster.toml --until auto      (a sharded cluster: docs/sharded.md)")]
 pub struct PlanArgs {
     #[command(flatten)]
     pub input: PlanInputArgs,

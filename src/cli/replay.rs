@@ -77,7 +77,8 @@ Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until 1795223165:1 --engine mongod --keep
   pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
       --engine mongod --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
-  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result")]
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result
+  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)")]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,

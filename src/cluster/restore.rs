@@ -96,6 +96,7 @@ pub fn member_plan(
     };
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;
+    refuse_open_prepared(&job.member.id, &p, limit)?;
     let report = MemberReport {
         member: job.member.id.clone(),
         role: job.member.role,

@@ -199,7 +199,9 @@ pub struct RestoreRules {
     /// The config server's own replay (`pitr replay --cluster`): its `applyOps` run
     /// on the config database (`config.$cmd`, how chunk commits were logged before
     /// internal transactions) hold the sharding catalog's writes, which a config
-    /// server applies; mongorestore's rules would skip them whole.
+    /// server applies; mongorestore's rules would skip them whole. Inside
+    /// transactions, the other `config.*` collections are skipped
+    /// (`ignores_in_transaction`).
     pub config_server: bool,
 }
 
@@ -289,6 +291,15 @@ impl WalkRules for RestoreRules {
     }
     fn knows_multi_op_type(&self) -> bool {
         RestoreRules::knows_multi_op_type(self)
+    }
+    /// A config server's own replay is for its routing table (the kept `config.*`
+    /// collections): its internal transactions' writes to other `config.*`
+    /// collections (`config.placementHistory` in a 7.x drop,
+    /// `sharding_ddl_util.cpp`) are skipped, as outside transactions, so a dump that
+    /// holds only the kept collections (mongo-tools `common/dumprestore/config.go`)
+    /// does not stop the replay on a collection it lacks.
+    fn ignores_in_transaction(&self, ns: &str) -> bool {
+        self.config_server && ns.starts_with("config.") && RestoreRules::ignores_namespace(self, ns)
     }
 }
 
