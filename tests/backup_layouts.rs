@@ -241,3 +241,109 @@ fn the_embedded_engine_restores_every_layout_alike() {
         }
     }
 }
+
+/// A dbpath as a WiredTiger mongod leaves it (the files pitr looks at; the data
+/// files' bytes do not matter to recognition).
+fn dbpath(dir: &Path, engine: &str, journal: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("WiredTiger"),
+        "WiredTiger\nWiredTiger 10.0.2: (March 31, 2022)\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("WiredTiger.wt"), [0u8; 4096]).unwrap();
+    std::fs::write(dir.join("_mdb_catalog.wt"), [0u8; 4096]).unwrap();
+    std::fs::write(dir.join("collection-0-123.wt"), [0u8; 4096]).unwrap();
+    let meta = bson::doc! {"storage": {"engine": engine, "options": {"directoryPerDB": false, "directoryForIndexes": false}}};
+    std::fs::write(dir.join("storage.bson"), bson::to_vec(&meta).unwrap()).unwrap();
+    if journal {
+        std::fs::create_dir_all(dir.join("journal")).unwrap();
+        std::fs::write(dir.join("journal/WiredTigerLog.0000000001"), [0u8; 128]).unwrap();
+    }
+}
+
+/// Issue 23: data files given as --backup (a directory or a tar.gz of one) are named
+/// for what they are, with the by-hand procedure, by every command that reads a
+/// backup; files that could not be recovered at all say why. Exit 2, nothing written.
+#[test]
+fn a_snapshot_backup_is_named_and_refused_with_the_procedure() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("snap/db");
+    dbpath(&db, "wiredTiger", true);
+    let tgz = d.path().join("snap.tar.gz");
+    let st = std::process::Command::new("tar")
+        .args([
+            "-czf",
+            tgz.to_str().unwrap(),
+            "-C",
+            d.path().join("snap").to_str().unwrap(),
+            "db",
+        ])
+        .status()
+        .expect("the system tar");
+    assert!(st.success());
+    let out = d.path().join("out");
+    for backup in [&db, &tgz] {
+        let b = backup.to_str().unwrap();
+        for args in [
+            vec![
+                "plan",
+                "--backup",
+                b,
+                "--oplog",
+                "oplog.bson",
+                "--until",
+                "auto",
+            ],
+            vec![
+                "replay",
+                "--backup",
+                b,
+                "--oplog",
+                "oplog.bson",
+                "--until",
+                "auto",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            vec!["find-drop", "--backup", b, "oplog.bson"],
+        ] {
+            let o = pitr_in(Path::new(FIXTURE), &args);
+            let e = stderr(&o);
+            assert_eq!(code(&o), 2, "{args:?}: {e}");
+            assert!(
+                e.contains("a snapshot backup, not a mongodump") && e.contains("WiredTiger 10.0.2"),
+                "{args:?}: {e}"
+            );
+            assert!(
+                e.contains("recoverFromOplogAsStandalone=true") && e.contains("--backup-end T"),
+                "{e}"
+            );
+            assert!(!out.exists(), "{args:?} wrote {}", out.display());
+        }
+    }
+    let bad = d.path().join("bad");
+    dbpath(&bad, "inMemory", false);
+    let o = pitr_in(
+        Path::new(FIXTURE),
+        &[
+            "plan",
+            "--backup",
+            bad.to_str().unwrap(),
+            "--oplog",
+            "oplog.bson",
+            "--until",
+            "auto",
+        ],
+    );
+    let e = stderr(&o);
+    assert_eq!(code(&o), 2, "{e}");
+    assert!(
+        e.contains("storage engine `inMemory`") && e.contains("no journal/"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("recoverFromOplogAsStandalone"),
+        "no procedure for files that cannot be recovered: {e}"
+    );
+}

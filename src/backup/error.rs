@@ -31,6 +31,11 @@ pub enum BackupError {
         looks_like: &'static str,
     },
 
+    /// A copy of a mongod's data files given as a backup (issue 23): only a mongod
+    /// can read them.
+    #[error("backup `{}` is {}", .0.path.display(), .0.describe())]
+    Snapshot(Box<super::snapshot::Snapshot>),
+
     #[error("cannot read `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -64,6 +69,7 @@ impl Hint for BackupError {
                  or a `mongodump --archive` file"
                     .into(),
             ),
+            BackupError::Snapshot(s) => Some(snapshot_hint(s)),
             BackupError::Io { .. } => Some("check the path and its permissions".into()),
             BackupError::IncompleteUpload { .. } => Some(
                 "upload the dump again (`pitr replay ... --out` to a new prefix), or, if no upload is running, delete \
@@ -76,6 +82,26 @@ impl Hint for BackupError {
             ),
         }
     }
+}
+
+/// What to do with data files: pitr reads mongodump backups only (restoring a
+/// snapshot through a spare mongod is issue 23, not built yet), so the hint gives the
+/// server's own procedure by hand and how pitr takes over from its dump.
+fn snapshot_hint(s: &super::snapshot::Snapshot) -> String {
+    let refusals = s.refusals();
+    if !refusals.is_empty() {
+        return format!(
+            "these files cannot be recovered as they are: {}",
+            refusals.join("; ")
+        );
+    }
+    "pitr reads mongodump backups, not data files, and does not yet start a spare on them. By hand, on a COPY \
+     (never the snapshot itself): start `mongod --dbpath COPY --bind_ip 127.0.0.1 --setParameter \
+     recoverFromOplogAsStandalone=true --setParameter takeUnstableCheckpointOnShutdown=true` (no --replSet), \
+     note the newest local.oplog.rs `ts` (T: data and oplog agree after this recovery), shut it down cleanly, \
+     start it again without those parameters, `mongodump --out DUMP` it, and run pitr with `--backup DUMP \
+     --backup-end T`; see docs/backup-layouts.md"
+        .into()
 }
 
 impl From<crate::storage::StorageError> for BackupError {

@@ -17,6 +17,7 @@ pub mod archive;
 pub mod dir;
 pub mod error;
 pub mod metadata;
+pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 
@@ -144,6 +145,9 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
         return open_object(&loc);
     }
     if path.is_dir() {
+        if let Some(s) = snapshot::in_dir(path)? {
+            return Err(BackupError::Snapshot(Box::new(s)));
+        }
         return dir::open(path);
     }
     if !path.exists() {
@@ -151,6 +155,9 @@ pub fn open(path: &Path) -> Result<Backup, BackupError> {
     }
     if is_archive(path)? {
         return archive::open(path);
+    }
+    if let Some(s) = snapshot::in_tar(path)? {
+        return Err(BackupError::Snapshot(Box::new(s)));
     }
     let head = head_of(path)?;
     Err(BackupError::NotABackup {
