@@ -503,7 +503,7 @@ proptest! {
         // missing between them. That cluster must be refused, naming the member.
         let unproven = members.iter().find(|m| parse_ts(&m["oplog_first_ts"]) > parse_ts(&m["backup_end_ts"]));
         if let Some(m) = unproven {
-            let o = result.err().expect("a cluster whose coverage is unproven is refused");
+            let o = result.expect_err("a cluster whose coverage is unproven is refused");
             let e = stderr(&o);
             eprintln!("seed {seed}: refused (member {} unproven)", m["id"]);
             prop_assert!(e.contains(&format!("member `{}`: its oplog starts at", m["id"].as_str().unwrap())), "{}", show(&o));
