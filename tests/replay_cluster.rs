@@ -60,20 +60,27 @@ fn parse_ts(v: &Value) -> Ts {
 
 /// `pitr replay --cluster` into `cwd/out`; the report.
 fn replay(cwd: &Path, cluster: &Path, until: &str) -> Result<Value, std::process::Output> {
-    let o = run_pitr(
-        cwd,
-        &[
-            "replay",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--until",
-            until,
-            "--out",
-            "out",
-            "--json",
-        ],
-        &[],
-    );
+    replay_with(cwd, cluster, until, &[])
+}
+
+fn replay_with(
+    cwd: &Path,
+    cluster: &Path,
+    until: &str,
+    extra: &[&str],
+) -> Result<Value, std::process::Output> {
+    let mut args = vec![
+        "replay",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--until",
+        until,
+        "--out",
+        "out",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let o = run_pitr(cwd, &args, &[]);
     if code(&o) != 0 {
         return Err(o);
     }
@@ -183,6 +190,8 @@ fn fixture_at_auto_and_other_limits_equals_the_truth() {
         "2026-11-21T01:00:40.500Z",
         "2026-11-21T01:00:55Z",
         "1795222870",
+        // The clone's last insert: 199 clones on shard1 that it does not own yet.
+        "1795222841:28",
         "1795222921:10",
         "1795223030:1",
     ];
@@ -201,7 +210,7 @@ fn fixture_at_auto_and_other_limits_equals_the_truth() {
         assert_eq!(report["members"].as_array().unwrap().len(), 4);
         seen.push(limit);
     }
-    // The limits are different points: the test is not comparing one state eight times.
+    // The limits are different points: the test is not comparing one state nine times.
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), limits.len());
@@ -232,6 +241,52 @@ fn refused(cluster: &Path, args: &[&str], wanted: &[&str]) {
         }
         assert!(e.contains("hint:"), "{a:?}: {e}");
         assert!(!tmp.path().join("out").exists(), "{a:?}: output left");
+    }
+}
+
+/// `--per-member`: each member's own dump at the limit under out/members/<id>/: the
+/// shards' documents of a sharded namespace are the merged dump's plus what was
+/// left out (orphans, clones), and the config server's holds its routing table.
+#[test]
+fn per_member_dumps_hold_each_members_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Path::new(FIXTURE).join("cluster.toml");
+    // During the migration's clone (the truth's decoy: the clone's last insert):
+    // shard1 holds clones it does not own yet.
+    let report = replay_with(tmp.path(), &cluster, "1795222841:28", &["--per-member"])
+        .unwrap_or_else(|o| panic!("{}", show(&o)));
+    let merged = dump_content(&tmp.path().join("out"));
+    let members = tmp.path().join("out/members");
+    assert!(members.join("config/config/chunks.bson").is_file());
+    assert!(members.join("config/config/collections.bson").is_file());
+    for n in report["namespaces"].as_array().unwrap() {
+        let ns = n["ns"].as_str().unwrap();
+        let on_shards: usize = ["shard0", "shard1", "shard2"]
+            .iter()
+            .map(|m| {
+                dump_content(&members.join(m))
+                    .get(ns)
+                    .map_or(0, |d| d.len())
+            })
+            .sum();
+        assert_eq!(
+            on_shards as u64,
+            merged[ns].len() as u64 + n["left_out"].as_u64().unwrap(),
+            "{ns}"
+        );
+    }
+    let events = report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.events")
+        .unwrap();
+    assert!(
+        events["left_out"].as_u64().unwrap() > 0,
+        "clones in flight: {events}"
+    );
+    for m in report["members"].as_array().unwrap() {
+        assert!(m["dump_documents"].as_u64().is_some(), "{m}");
     }
 }
 
@@ -346,7 +401,8 @@ fn real_mongorestore_restores_the_merged_dump() {
     let sets = tool_sets(test);
     let tmp = tempfile::tempdir().unwrap();
     let cluster = Path::new(FIXTURE).join("cluster.toml");
-    let report = replay(tmp.path(), &cluster, "auto").unwrap_or_else(|o| panic!("{}", show(&o)));
+    let report = replay_with(tmp.path(), &cluster, "auto", &["--per-member"])
+        .unwrap_or_else(|o| panic!("{}", show(&o)));
     for b in &sets {
         let mongod = standin::Mongod::start(&b.dir.join("mongod"));
         let out = tmp.path().join("out");
@@ -355,6 +411,14 @@ fn real_mongorestore_restores_the_merged_dump() {
         assert!(
             log.contains("sharding.json"),
             "{}: mongorestore says it skipped sharding.json: {log}",
+            b.label
+        );
+        assert!(
+            // 100.18.0 quotes with backticks, 100.11.0 with double quotes.
+            log.contains("do with subdirectory")
+                && log.contains("members/shard0")
+                && !log.contains("restoring members."),
+            "{}: mongorestore skips the --per-member dumps: {log}",
             b.label
         );
         for n in report["namespaces"].as_array().unwrap() {

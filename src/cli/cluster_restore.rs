@@ -375,6 +375,19 @@ fn replay_members(
         let mut model = model;
         model.flush().map_err(Failure::from)?;
         rep.entries_applied = Some(model.replica().applied);
+        if a.per_member {
+            let dir = work.join("member-dumps").join(&m.id);
+            std::fs::create_dir_all(work.join("member-dumps"))?;
+            let n = restore::member_dump(model.replica(), m.role, &dir)
+                .map_err(|e| e.in_context(format!("member `{}`", m.id)))?;
+            rep.dump = Some(
+                out.join(restore::MEMBERS_DIR)
+                    .join(&m.id)
+                    .display()
+                    .to_string(),
+            );
+            rep.dump_documents = Some(n);
+        }
         let context = format!("member `{}`", m.id);
         match &mut merge {
             None => {
@@ -396,7 +409,8 @@ fn replay_members(
         k += 1;
     }
     let merge = merge.expect("the config server comes first");
-    let counts = merge.write(out, p.limit)?;
+    let members = work.join("member-dumps");
+    let counts = merge.write(out, p.limit, a.per_member.then_some(members.as_path()))?;
     Ok((reports, counts))
 }
 
@@ -443,6 +457,14 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         ),
         r.namespaces.iter().map(|n| n.left_out).sum::<u64>()
     )?;
+    if r.members.iter().any(|m| m.dump.is_some()) {
+        writeln!(
+            w,
+            "Each member's own dump at the limit (--per-member): `{}/{}/<member>/`.",
+            r.out,
+            restore::MEMBERS_DIR
+        )?;
+    }
     writeln!(
         w,
         "Before restoring through mongos, shard the collections: the mongosh commands are in `{}`; then:\n  \

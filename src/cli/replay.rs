@@ -144,6 +144,10 @@ pub struct ReplayArgs {
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]
     pub json: bool,
+    /// With --cluster: also write each member's own dump at the limit under
+    /// OUT/members/<member>/ (for rebuilding a cluster of the same shape)
+    #[arg(long, requires = "cluster")]
+    pub per_member: bool,
 }
 
 /// The restore engine.

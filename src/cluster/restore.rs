@@ -45,6 +45,11 @@ pub struct MemberReport {
     /// Entries the engine applied (backup oplog and slice); replay only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub entries_applied: Option<u64>,
+    /// `--per-member`: the member's own dump at the limit and its documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump_documents: Option<u64>,
 }
 
 /// What the plan asked of one member.
@@ -112,6 +117,8 @@ pub fn member_plan(
             .filter(|l| l.severity == plan::LintSeverity::Error)
             .count(),
         entries_applied: None,
+        dump: None,
+        dump_documents: None,
     };
     Ok((p, model, report))
 }
@@ -326,8 +333,15 @@ impl Merge {
     }
 
     /// Writes the merged dump (mongodump's directory layout) and `sharding.json` in
-    /// it, under a temporary name renamed to `out` at the end.
-    pub fn write(mut self, out: &Path, limit: Ts) -> Result<Vec<NsCount>, Failure> {
+    /// it, under a temporary name renamed to `out` at the end; `members` (the
+    /// `--per-member` dumps, a directory on the same file system) is moved into it
+    /// as `members/` before that rename.
+    pub fn write(
+        mut self,
+        out: &Path,
+        limit: Ts,
+        members: Option<&Path>,
+    ) -> Result<Vec<NsCount>, Failure> {
         self.replica
             .flush()
             .map_err(|e| Failure::from(MergeError::from(e)))?;
@@ -343,10 +357,64 @@ impl Merge {
         let path = staging.join(SHARDING_FILE);
         std::fs::write(&path, sharding)
             .map_err(|e| Failure::new(format!("cannot write `{}`: {e}", path.display())))?;
+        if let Some(m) = members {
+            let to = staging.join(MEMBERS_DIR);
+            std::fs::rename(m, &to).map_err(|e| {
+                Failure::new(format!(
+                    "cannot move `{}` to `{}`: {e}",
+                    m.display(),
+                    to.display()
+                ))
+                .with_hint("give --workdir on the file system of --out")
+            })?;
+        }
         pending.commit()?;
         self.counts.sort_by(|a, b| a.ns.cmp(&b.ns));
         Ok(self.counts)
     }
+}
+
+/// Where `--per-member` puts each member's own dump inside the merged dump.
+pub const MEMBERS_DIR: &str = "members";
+
+/// The `config.*` collections a config server's dump holds (mongo-tools
+/// `common/dumprestore/config.go` `ConfigCollectionsToKeep`).
+const CONFIG_KEPT: [&str; 7] = [
+    "chunks",
+    "collections",
+    "databases",
+    "settings",
+    "shards",
+    "tags",
+    "version",
+];
+
+/// `--per-member`: a member's own dump at the limit, as a `mongodump --oplog` of its
+/// replica set would hold its data then (its `admin` and user databases; for the
+/// config server also the kept `config.*` collections), for rebuilding a cluster of
+/// the same shape. Written under a temporary name and renamed to `dir`; returns
+/// its documents.
+pub fn member_dump(r: &Replica, role: Role, dir: &Path) -> Result<u64, Failure> {
+    use crate::engine::replica::dump::Item;
+    let mut items = dump::select(r, &|_| true).map_err(|e| Failure::from(MergeError::from(e)))?;
+    if role == Role::Config {
+        for coll in CONFIG_KEPT {
+            let ns = format!("config.{coll}");
+            if let Some(c) = r.get(&ns) {
+                items.push(Item {
+                    data_ns: Some(ns),
+                    db: "config".into(),
+                    coll: coll.into(),
+                    kind: "collection",
+                    info: c.clone(),
+                });
+            }
+        }
+    }
+    let meter = crate::engine::replica::Meter::new();
+    let fmt = DumpFormat::Directory { gzip: false };
+    let pending = dump::prepare_flushed(r, dir, fmt, &items, "unknown", &meter)?;
+    Ok(pending.commit()?.iter().map(|d| d.documents).sum())
 }
 
 /// The sharding file's name inside the merged dump (mongorestore skips files it
