@@ -59,8 +59,11 @@ fn parse_ts(v: &Value) -> Ts {
 }
 
 /// `pitr replay --cluster` into `cwd/out`; the report.
+/// The limits here are past earlier incidents on purpose (the fan-out delete):
+/// these tests check the state at each limit; the verdict on replayed incidents is
+/// `incidents_replayed_exit_1_unless_accepted`'s.
 fn replay(cwd: &Path, cluster: &Path, until: &str) -> Result<Value, std::process::Output> {
-    replay_with(cwd, cluster, until, &[])
+    replay_with(cwd, cluster, until, &["--accept-incidents"])
 }
 
 fn replay_with(
@@ -242,6 +245,25 @@ fn refused(cluster: &Path, args: &[&str], wanted: &[&str]) {
         assert!(e.contains("hint:"), "{a:?}: {e}");
         assert!(!tmp.path().join("out").exists(), "{a:?}: output left");
     }
+}
+
+/// A limit after the fan-out delete: the dump is written, the report lists the
+/// incident, and the exit is 1 unless --accept-incidents.
+#[test]
+fn incidents_replayed_exit_1_unless_accepted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = Path::new(FIXTURE).join("cluster.toml");
+    let o = replay_with(tmp.path(), &cluster, "1795223000:7", &[]).expect_err("exit 1");
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["result"], "incident_replayed");
+    assert_eq!(v["incidents_replayed"][0]["kind"], "deleteBurst");
+    assert_eq!(v["incidents_replayed"][0]["oplog_limit"], "1795222920:2");
+    assert!(tmp.path().join("out/shop/orders.bson").is_file());
+    let tmp = tempfile::tempdir().unwrap();
+    let v = replay(tmp.path(), &cluster, "1795223000:7").unwrap();
+    assert_eq!(v["result"], "restored");
+    assert_eq!(v["exit_code"], 0);
 }
 
 /// `--per-member`: each member's own dump at the limit under out/members/<id>/: the

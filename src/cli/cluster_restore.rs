@@ -26,6 +26,18 @@ struct Prepared {
     ranges: Vec<MemberRange>,
     limit: Ts,
     explanation: String,
+    /// Critical and high cluster incidents after every backup's end and before the
+    /// limit: the restore holds their damage.
+    replayed: Vec<Replayed>,
+}
+
+/// A cluster incident the restore replays. JSON: `kind`, `ns`, `ts`, `oplog_limit`.
+#[derive(Clone, Debug, Serialize)]
+struct Replayed {
+    kind: &'static str,
+    ns: String,
+    ts: Ts,
+    oplog_limit: Ts,
 }
 
 fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
@@ -69,11 +81,29 @@ fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
             format!("just before the first critical or high incident after every backup's end: {f}")
         }
     };
+    let latest = ranges
+        .iter()
+        .filter_map(|r| r.backup_end)
+        .max()
+        .unwrap_or(Ts::ZERO);
+    let replayed = findings
+        .iter()
+        .map(|f| &f.finding)
+        .filter(|f| f.ts > latest && f.ts < limit && !f.is_routine())
+        .filter(|f| f.severity >= crate::forensics::Severity::High)
+        .map(|f| Replayed {
+            kind: f.kind.as_str(),
+            ns: f.ns.clone(),
+            ts: f.ts,
+            oplog_limit: f.oplog_limit,
+        })
+        .collect();
     Ok(Prepared {
         file,
         ranges,
         limit,
         explanation,
+        replayed,
     })
 }
 
@@ -86,6 +116,7 @@ struct ClusterPlan {
     limit_utc: String,
     exclusive: bool,
     explanation: String,
+    incidents_replayed: Vec<Replayed>,
     members: Vec<MemberReport>,
     shards_at_limit: Vec<String>,
     sharded_collections: Vec<ShardedBrief>,
@@ -165,6 +196,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
         limit_utc: p.limit.utc_string(),
         exclusive: true,
         explanation: p.explanation,
+        incidents_replayed: p.replayed,
         members,
         shards_at_limit: routing.shards.clone(),
         sharded_collections: routing
@@ -218,6 +250,18 @@ fn member_lines(w: &mut impl Write, members: &[MemberReport], applied: bool) -> 
     Ok(())
 }
 
+/// The incidents the restore replays, one line each, and how to leave them out.
+fn replayed_lines(w: &mut impl Write, replayed: &[Replayed]) -> io::Result<()> {
+    for r in replayed {
+        writeln!(
+            w,
+            "REPLAYED: {} of `{}` at {} is before the limit: the restore holds its damage (--until {} stops before it)",
+            r.kind, r.ns, r.ts, r.oplog_limit
+        )?;
+    }
+    Ok(())
+}
+
 fn render_plan(w: &mut impl Write, p: &ClusterPlan) -> io::Result<()> {
     writeln!(
         w,
@@ -262,6 +306,11 @@ fn render_plan(w: &mut impl Write, p: &ClusterPlan) -> io::Result<()> {
 struct ClusterReplay {
     format: &'static str,
     engine: &'static str,
+    /// `restored`, or `incident_replayed` (exit 1 without --accept-incidents).
+    result: &'static str,
+    exit_code: u8,
+    accept_incidents: bool,
+    incidents_replayed: Vec<Replayed>,
     cluster: String,
     limit: Ts,
     limit_utc: String,
@@ -314,9 +363,18 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     };
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
     let (members, counts) = replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?;
+    let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
     let report = ClusterReplay {
         format: "pitr-cluster-replay/1",
         engine: "embedded",
+        result: if exit_code == 0 {
+            "restored"
+        } else {
+            "incident_replayed"
+        },
+        exit_code,
+        accept_incidents: a.accept_incidents,
+        incidents_replayed: p.replayed.clone(),
         cluster: p.file.path.display().to_string(),
         limit: p.limit,
         limit_utc: p.limit.utc_string(),
@@ -335,7 +393,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         render_replay(&mut w, &report)?;
     }
     w.flush()?;
-    Ok(0)
+    Ok(exit_code)
 }
 
 /// Each member replayed to the limit (the config server first: its routing decides
@@ -457,6 +515,14 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         ),
         r.namespaces.iter().map(|n| n.left_out).sum::<u64>()
     )?;
+    replayed_lines(w, &r.incidents_replayed)?;
+    if r.exit_code == 1 {
+        writeln!(
+            w,
+            "INCIDENT REPLAYED (exit 1): the dump is complete, but holds the damage above; --accept-incidents \
+             if that is what you want"
+        )?;
+    }
     if r.members.iter().any(|m| m.dump.is_some()) {
         writeln!(
             w,

@@ -419,6 +419,33 @@ impl ServerRules {
 mod tests {
     use super::*;
 
+    /// A config server's own replay (`replay --cluster`) applies `applyOps` on
+    /// `config.$cmd` and skips other `config.*` collections inside transactions;
+    /// mongorestore's rules are unchanged otherwise.
+    #[test]
+    fn config_server_rules() {
+        use crate::engine::walk::WalkRules;
+        let plain = RestoreRules::newest();
+        let mut cfg = RestoreRules::newest();
+        cfg.config_server = true;
+        assert!(plain.ignores_namespace("config.$cmd"));
+        assert!(!cfg.ignores_namespace("config.$cmd"));
+        assert!(!WalkRules::ignores_in_transaction(
+            &plain,
+            "config.placementHistory"
+        ));
+        assert!(WalkRules::ignores_in_transaction(
+            &cfg,
+            "config.placementHistory"
+        ));
+        assert!(!WalkRules::ignores_in_transaction(
+            &cfg,
+            "config.collections"
+        ));
+        assert!(!WalkRules::ignores_in_transaction(&cfg, "shop.orders"));
+        assert!(cfg.ignores_namespace("config.changelog"));
+    }
+
     /// The walk with the newest mongorestore's rules skips what `mongorestore/oplog.go`
     /// skips: no-ops, `config.system.sessions` (not in `ConfigCollectionsToKeep`),
     /// `__mdb_internal*`, `startIndexBuild`; and keeps `config.settings`.
