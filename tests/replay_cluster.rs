@@ -346,6 +346,16 @@ fn refusals_name_the_member_the_value_and_a_hint() {
         t[..k].to_string()
     });
     refused(&p, &["--until", "auto"], &["`shard2`", "config.shards"]);
+    // A member that config.shards does not list.
+    let dir = tempfile::tempdir().unwrap();
+    let p = edited_fixture(dir.path(), |t| {
+        t + "\n[[shard]]\nid = \"shard9\"\nbackup = \"shard2/backup\"\noplog = [\"shard2/oplog.bson\"]\n"
+    });
+    refused(
+        &p,
+        &["--until", "auto"],
+        &["member `shard9`", "config.shards"],
+    );
     // The mongod engine is not there yet.
     let tmp = tempfile::tempdir().unwrap();
     let o = run_pitr(

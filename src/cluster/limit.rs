@@ -85,6 +85,12 @@ pub enum LimitError {
         first: Ts,
         message: String,
     },
+    #[error("member `{member}` is not a shard of the config server's config.shards at the limit {limit} ({})", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))]
+    NotAShard {
+        limit: Ts,
+        member: String,
+        known: Vec<String>,
+    },
     #[error("--until end is not defined for a cluster: each member's oplog ends at its own time")]
     End,
     #[error("no critical or high-severity incident after every member's backup end (the latest is {backup_end}) for --until auto")]
@@ -123,6 +129,11 @@ impl crate::error::Hint for LimitError {
                 "pitr does not yet decide cross-shard transactions by their commitTimestamp on every participant \
                  (docs/sharded.md): choose a limit at or before {first}, or after its commit on every member"
             ),
+            LimitError::NotAShard { .. } => {
+                "check the shard's id (config.shards._id) in the cluster file; a shard removed before the limit \
+                 has nothing to restore there: take it out of the file"
+                    .into()
+            }
             LimitError::End => "give a time or an exact t:i, or `auto`".into(),
             LimitError::NoIncident { .. } => "give a time or an exact t:i".into(),
         })
@@ -309,17 +320,24 @@ pub fn check_ddl(findings: &[ClusterFinding], limit: Ts) -> Result<(), LimitErro
     Ok(())
 }
 
-/// Every shard of `config.shards` at the limit is a member.
+/// Every shard of `config.shards` at the limit is a member, and every member is one
+/// of them.
 pub fn check_shards(known: &[String], members: &[&str], limit: Ts) -> Result<(), LimitError> {
     let missing: Vec<String> = known
         .iter()
         .filter(|k| !members.contains(&k.as_str()))
         .cloned()
         .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(LimitError::ShardMissing { limit, missing })
+    if !missing.is_empty() {
+        return Err(LimitError::ShardMissing { limit, missing });
+    }
+    match members.iter().find(|m| !known.iter().any(|k| k == *m)) {
+        Some(m) => Err(LimitError::NotAShard {
+            limit,
+            member: m.to_string(),
+            known: known.to_vec(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -382,5 +400,7 @@ mod tests {
         check_shards(&known, &["s0", "s1"], Ts::new(1, 1)).unwrap();
         let e = check_shards(&known, &["s0"], Ts::new(1, 1)).unwrap_err();
         assert!(e.to_string().contains("`s1`"), "{e}");
+        let e = check_shards(&known, &["s0", "s1", "s9"], Ts::new(1, 1)).unwrap_err();
+        assert!(e.to_string().contains("member `s9`"), "{e}");
     }
 }
