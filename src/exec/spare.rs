@@ -84,6 +84,10 @@ pub struct SpareOptions {
     pub ready_log_line: Option<String>,
     /// Extra mongod arguments, after pitr's own.
     pub extra_args: Vec<OsString>,
+    /// Start on this existing dbpath (a copy of a snapshot backup's files) instead
+    /// of an empty one in the temporary directory: used as it is, never emptied, and
+    /// left in place at shutdown (the caller owns it).
+    pub dbpath: Option<PathBuf>,
     /// Extra environment for mongod.
     pub env: Vec<(OsString, OsString)>,
     pub probe: Option<Probe>,
@@ -102,6 +106,7 @@ impl SpareOptions {
             keep: false,
             ready_log_line: Some("waiting for connections".into()),
             extra_args: Vec::new(),
+            dbpath: None,
             env: Vec::new(),
             probe: None,
         }
@@ -289,7 +294,7 @@ impl SpareMongod {
                 source,
             })?;
         let dir_path = dir.path().to_path_buf();
-        let dbpath = dir_path.join("db");
+        let dbpath = opts.dbpath.clone().unwrap_or_else(|| dir_path.join("db"));
         let log_path = opts
             .log_path
             .clone()
@@ -328,13 +333,16 @@ impl SpareMongod {
                 None => pick_free_port().map_err(SpareError::NoPort)?,
             };
             // A fresh, empty dbpath for each attempt: a failed start may leave files.
-            if spare.dbpath.exists() {
-                let _ = std::fs::remove_dir_all(&spare.dbpath);
+            // A caller's dbpath is never touched.
+            if opts.dbpath.is_none() {
+                if spare.dbpath.exists() {
+                    let _ = std::fs::remove_dir_all(&spare.dbpath);
+                }
+                std::fs::create_dir(&spare.dbpath).map_err(|source| SpareError::Dir {
+                    path: spare.dbpath.clone(),
+                    source,
+                })?;
             }
-            std::fs::create_dir(&spare.dbpath).map_err(|source| SpareError::Dir {
-                path: spare.dbpath.clone(),
-                source,
-            })?;
             let mut watch = LogWatch::new(&spare.log_path, opts.ready_log_line.as_deref());
 
             let mut cmd = Command::new(&opts.mongod)

@@ -30,6 +30,7 @@ pub mod record;
 pub mod report;
 pub mod restore_log;
 pub mod run;
+pub mod snapshot;
 pub mod summary;
 pub mod tools;
 pub mod upload;

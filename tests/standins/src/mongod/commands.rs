@@ -157,6 +157,23 @@ fn allowed_without_auth(name: &str) -> bool {
 }
 
 /// Run one command.
+/// The commands that write user data.
+const WRITES: &[&str] = &[
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "findandmodify",
+    "applyOps",
+    "create",
+    "drop",
+    "dropDatabase",
+    "renameCollection",
+    "createIndexes",
+    "dropIndexes",
+    "collMod",
+];
+
 pub fn dispatch(
     st: &mut State,
     conn: &Conn,
@@ -177,6 +194,18 @@ pub fn dispatch(
                 13,
                 "Unauthorized",
                 format!("Command {name} requires authentication"),
+            )
+            .to_doc(),
+        );
+    }
+    // Started with `recoverFromOplogAsStandalone`: no user writes (`service_context.h`,
+    // `userWritesAllowed`; the message is the stand-in's).
+    if st.read_only && WRITES.contains(&name.as_str()) && db != "local" {
+        return Outcome::Reply(
+            CmdError::new(
+                20,
+                "IllegalOperation",
+                "Cannot execute a write operation in read-only mode (recoverFromOplogAsStandalone)",
             )
             .to_doc(),
         );
@@ -265,7 +294,6 @@ fn run_now(
         | "killAllSessions"
         | "killSessions"
         | "refreshSessions"
-        | "fsync"
         | "setFeatureCompatibilityVersion" => ok(doc! {}),
         "startSession" => ok(
             doc! {"id": {"id": bson::Binary::from_uuid(bson::Uuid::new())}, "timeoutMinutes": 30},
@@ -298,6 +326,11 @@ fn run_now(
             ok(doc! {"system": {"hostname": "localhost", "numCores": 2}, "os": {"type": "Linux"}})
         }
         "shutdown" => Outcome::Shutdown,
+        // A checkpoint now, when the stand-in keeps data files (persist.rs).
+        "fsync" => match super::persist::fsync(st) {
+            Ok(()) => ok(doc! {"numFiles": 1}),
+            Err(e) => return Err(CmdError::new(1, "InternalError", format!("fsync: {e}"))),
+        },
         "replSetGetStatus" => repl_set_get_status(st)?,
         "replSetInitiate" => match st.mode {
             Mode::Replset => {
@@ -748,7 +781,7 @@ fn server_status(st: &State) -> Document {
         "uptimeMillis": st.started.elapsed().as_millis() as i64,
         "localTime": bson::DateTime::now(),
         "connections": {"current": 1, "available": 1000, "totalCreated": st.next_conn_id - 1},
-        "storageEngine": {"name": "wiredTiger"},
+        "storageEngine": {"name": "wiredTiger", "readOnly": st.read_only, "persistent": st.persist.is_some()},
     };
     if st.mode == Mode::Replset {
         d.insert("repl", doc! {"setName": st.set_name.clone(), "isWritablePrimary": true, "hosts": [st.me.clone()], "primary": st.me.clone(), "me": st.me.clone()});

@@ -17,6 +17,7 @@ pub mod insert_rules;
 pub mod log;
 pub mod members;
 pub mod oplog_writer;
+pub mod persist;
 pub mod server;
 pub mod snapshot;
 pub mod state;
@@ -402,6 +403,25 @@ impl Signals {
     }
 }
 
+/// How the data files are used by this start (persist.rs), from the options.
+fn start_mode(s: &Setup) -> persist::StartMode {
+    let param = |k: &str| {
+        s.args
+            .set_parameters
+            .iter()
+            .any(|(n, v)| n == k && v == "true")
+    };
+    if s.mode == Mode::Replset {
+        persist::StartMode::Member
+    } else if param("recoverFromOplogAsStandalone") {
+        persist::StartMode::Recovery {
+            take_unstable_on_shutdown: param("takeUnstableCheckpointOnShutdown"),
+        }
+    } else {
+        persist::StartMode::Standalone
+    }
+}
+
 async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
     let mut signals = Signals::new(s.faults.has(&Fault::IgnoreSigterm));
     if s.faults.has(&Fault::ExitAtStart) {
@@ -515,6 +535,12 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
             }
         }
     }
+    let persist_mode = start_mode(s);
+    if persist::wanted(&s.dbpath) {
+        if let Err(code) = persist::start(&mut st, &s.dbpath, persist_mode) {
+            return code;
+        }
+    }
     oplog_writer::tick(&mut st);
     // Snapshot reads reach back to here at most (see snapshot.rs).
     st.history = snapshot::History::starting(&st.store, st.last_ts);
@@ -577,6 +603,9 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
     );
 
     signals.wait(&logger, Some(&mut rx)).await;
+    if let Ok(st) = shared.state.lock() {
+        persist::shutdown(&st, persist_mode);
+    }
     logger.info(
         "CONTROL",
         4784900,

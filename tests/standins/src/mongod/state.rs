@@ -135,6 +135,12 @@ pub struct State {
     /// Open cursors of snapshot reads, and the point they read at (each `getMore`
     /// reply carries it too).
     pub snapshot_cursors: HashMap<i64, Timestamp>,
+    /// Data files (see [`super::persist`]): the journal the oplog is appended to.
+    pub persist: Option<super::persist::Persist>,
+    /// The last checkpoint taken or found, and whether it is stable.
+    pub last_checkpoint: Option<(Timestamp, bool)>,
+    /// Started with `recoverFromOplogAsStandalone`: user writes refused.
+    pub read_only: bool,
 }
 
 impl State {
@@ -188,6 +194,9 @@ impl State {
             history: super::snapshot::History::default(),
             replaying: false,
             snapshot_cursors: HashMap::new(),
+            persist: None,
+            last_checkpoint: None,
+            read_only: false,
         };
         // What a fresh server has.
         let mut sysver = Collection::new(Document::new());
@@ -300,6 +309,9 @@ impl State {
         e.insert("wall", bson::DateTime::now());
         self.ensure_oplog();
         self.history.record(e.clone());
+        if let Some(p) = &mut self.persist {
+            p.journal(&e);
+        }
         let _ = self
             .store
             .get_mut("local", "oplog.rs")

@@ -1,0 +1,283 @@
+//! Snapshot backups through a spare mongod (issue 23), the first two steps: a copy of
+//! the files in the work dir, and the recovery start that makes their data and their
+//! oplog agree. Not wired into `pitr replay` yet (it refuses a snapshot, with the
+//! procedure by hand: see [`crate::backup::snapshot`]); tested against the stand-in
+//! mongod's data files in `tests/snapshot_recovery.rs`.
+//!
+//! 1. **Copy** ([`copy`]): the snapshot is never written, so the spare runs on a copy:
+//!    each file reflinked where the file system can (a copy-on-write clone costs no
+//!    space or time), else copied; a tar is unpacked. `mongod.lock` is left out (it
+//!    belongs to the process the files came from).
+//! 2. **Recover** ([`recover`]): a loopback mongod on the copy with
+//!    `recoverFromOplogAsStandalone=true` and `takeUnstableCheckpointOnShutdown=true`
+//!    and no `--replSet`: it replays the oplog from the files' stable checkpoint to
+//!    the top of the oplog and refuses user writes (`replication_recovery.cpp`,
+//!    `recoverFromOplogAsStandalone`; `service_context.h`, `userWritesAllowed`); the
+//!    top of the oplog is then where the data is complete: the backup's end. A
+//!    server that is not read-only ignored the parameter and is refused, as are files
+//!    of a member caught in initial sync (`local.replset.minvalid`'s
+//!    `initialSyncFlag`: `replication_consistency_markers_impl.cpp`; recovery skips
+//!    such files, "No recovery needed. Initial sync flag set"). A clean shutdown then
+//!    checkpoints the recovered state, so a plain start on the copy has it.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bson::doc;
+
+use crate::backup::snapshot::{Packaging, Snapshot};
+use crate::error::Failure;
+use crate::exec::spare::{SpareMongod, SpareOptions};
+use crate::exec::Cancel;
+use crate::oplog::Ts;
+
+/// What the copy cost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Copied {
+    /// The dbpath to start on (inside the destination).
+    pub dbpath: PathBuf,
+    pub files: u64,
+    /// Bytes written; reflinked files count none.
+    pub bytes_copied: u64,
+    pub reflinked: u64,
+}
+
+/// Copies (or unpacks) the snapshot's files into `dest` (created; must not exist).
+pub fn copy(s: &Snapshot, dest: &Path) -> Result<Copied, Failure> {
+    let fail = |what: &str, p: &Path, e: io::Error| {
+        Failure::new(format!("cannot {what} `{}`: {e}", p.display()))
+            .with_hint("check the space and permissions of the work dir (--workdir)")
+    };
+    if dest.exists() {
+        return Err(Failure::new(format!("`{}` already exists", dest.display()))
+            .with_hint("give an empty --workdir"));
+    }
+    fs::create_dir_all(dest).map_err(|e| fail("create", dest, e))?;
+    let mut c = Copied {
+        dbpath: dest.to_path_buf(),
+        files: 0,
+        bytes_copied: 0,
+        reflinked: 0,
+    };
+    match s.packaging {
+        Packaging::Directory => {
+            copy_tree(&s.path, dest, &mut c).map_err(|(p, e)| fail("copy", &p, e))?
+        }
+        Packaging::Tar { .. } => {
+            unpack(&s.path, dest, &mut c).map_err(|e| fail("unpack", &s.path, e))?;
+            c.dbpath = dbpath_in(dest).ok_or_else(|| {
+                Failure::new(format!(
+                    "the tar `{}` holds no dbpath (storage.bson or WiredTiger.wt) at its top or one directory down",
+                    s.path.display()
+                ))
+            })?;
+        }
+    }
+    Ok(c)
+}
+
+fn copy_tree(from: &Path, to: &Path, c: &mut Copied) -> Result<(), (PathBuf, io::Error)> {
+    let entries = fs::read_dir(from).map_err(|e| (from.to_path_buf(), e))?;
+    for e in entries {
+        let e = e.map_err(|e| (from.to_path_buf(), e))?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type().map_err(|er| (src.clone(), er))?;
+        if t.is_dir() {
+            fs::create_dir(&dst).map_err(|er| (dst.clone(), er))?;
+            copy_tree(&src, &dst, c)?;
+        } else if t.is_file() && e.file_name() != "mongod.lock" {
+            match reflink_copy::reflink_or_copy(&src, &dst).map_err(|er| (src.clone(), er))? {
+                None => c.reflinked += 1,
+                Some(n) => c.bytes_copied += n,
+            }
+            c.files += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Unpacks a tar (plain or gzip, by content) under `dest`; the tar crate refuses
+/// entries that would land outside it.
+fn unpack(tar_path: &Path, dest: &Path, c: &mut Copied) -> io::Result<()> {
+    let f = fs::File::open(tar_path)?;
+    let (r, _) = crate::oplog::source::decompressed(&tar_path.to_string_lossy(), f)
+        .map_err(io::Error::other)?;
+    let mut a = tar::Archive::new(r);
+    for entry in a.entries()? {
+        let mut entry = entry?;
+        if entry
+            .path()?
+            .file_name()
+            .is_some_and(|n| n == "mongod.lock")
+        {
+            continue;
+        }
+        if entry.header().entry_type().is_file() {
+            c.files += 1;
+            c.bytes_copied += entry.size();
+        }
+        entry.unpack_in(dest)?;
+    }
+    Ok(())
+}
+
+/// `dir` itself or its one subdirectory, whichever holds the dbpath's files.
+fn dbpath_in(dir: &Path) -> Option<PathBuf> {
+    let is_db = |d: &Path| d.join("storage.bson").is_file() || d.join("WiredTiger.wt").is_file();
+    if is_db(dir) {
+        return Some(dir.to_path_buf());
+    }
+    let subdirs: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    match subdirs.as_slice() {
+        [one] if is_db(one) => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// What the recovery start found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovered {
+    /// The top of the oplog after recovery: the data is complete up to here.
+    pub end: Ts,
+    /// The stable checkpoint recovery started from (log 21544), when it says.
+    pub stable: Option<Ts>,
+    pub took: Duration,
+}
+
+/// How to run the recovery start.
+pub struct RecoverOptions<'a> {
+    pub mongod: &'a Path,
+    /// Where the spare's temporary directory (its log) goes.
+    pub parent_dir: &'a Path,
+    pub start_timeout: Duration,
+    pub grace: Duration,
+}
+
+/// Starts a loopback mongod on the copy `dbpath` with the recovery parameters, reads
+/// where the data ends, and stops it cleanly (see the module documentation).
+pub async fn recover(
+    dbpath: &Path,
+    o: &RecoverOptions<'_>,
+    cancel: &Cancel,
+) -> Result<Recovered, Failure> {
+    let t = Instant::now();
+    let mut opts = SpareOptions::new(o.mongod);
+    opts.parent_dir = Some(o.parent_dir.to_path_buf());
+    opts.dbpath = Some(dbpath.to_path_buf());
+    opts.start_timeout = o.start_timeout;
+    opts.grace = o.grace;
+    opts.probe = Some(crate::verify::spare_probe());
+    for p in [
+        "recoverFromOplogAsStandalone=true",
+        "takeUnstableCheckpointOnShutdown=true",
+    ] {
+        opts.extra_args.push("--setParameter".into());
+        opts.extra_args.push(p.into());
+    }
+    let spare = SpareMongod::start(opts, cancel).await.map_err(|e| {
+        Failure::new(format!("the recovery start of mongod on the copy `{}` failed: {e}", dbpath.display()))
+            .with_hint("its log says why (shown above); files of another MongoDB version or storage engine, or without their journal, do not recover")
+    })?;
+    let log = fs::read_to_string(spare.log_path()).unwrap_or_default();
+    let found = inspect(&spare.uri()).await;
+    let stopped = spare.shutdown(cancel).await;
+    let end = found?;
+    match stopped {
+        Ok(s) if s.clean() => {}
+        Ok(s) => {
+            return Err(Failure::new(format!(
+                "mongod did not stop cleanly after recovering the copy ({}): the recovered state may not be checkpointed",
+                s.finished.outcome
+            )))
+        }
+        Err(e) => return Err(Failure::new(format!("stopping the recovery mongod failed: {e}"))),
+    }
+    Ok(Recovered {
+        end,
+        stable: stable_timestamp(&log),
+        took: t.elapsed(),
+    })
+}
+
+/// Read-only (the parameter took), not caught in initial sync, and the top of the oplog.
+async fn inspect(uri: &str) -> Result<Ts, Failure> {
+    let client = crate::verify::connect::connect(uri, Duration::from_secs(10))
+        .await
+        .map_err(|e| {
+            Failure::new(format!(
+                "cannot connect to the recovery mongod at {uri}: {e}"
+            ))
+        })?;
+    let q = |e: mongodb::error::Error| {
+        Failure::new(format!("reading the recovery mongod at {uri}: {e}"))
+    };
+    let status = client
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .map_err(q)?;
+    let read_only = status
+        .get_document("storageEngine")
+        .ok()
+        .and_then(|s| s.get_bool("readOnly").ok());
+    if read_only != Some(true) {
+        return Err(Failure::new(
+            "mongod started on the copy without recovering it (serverStatus.storageEngine.readOnly is not true): \
+             this mongod does not support recoverFromOplogAsStandalone",
+        )
+        .with_hint("use a mongod of the version the files came from (4.2 or later)"));
+    }
+    let local = client.database("local");
+    let minvalid = local
+        .run_command(doc! {"find": "replset.minvalid", "limit": 1})
+        .await
+        .map_err(q)?;
+    let flagged = first(&minvalid).is_some_and(|d| {
+        d.get_bool("initialSyncFlag").unwrap_or(false)
+            || d.get_bool("doingInitialSync").unwrap_or(false)
+    });
+    if flagged {
+        return Err(Failure::new(
+            "the files come from a member that was in initial sync (local.replset.minvalid has the initial sync flag): \
+             their data is not a consistent copy of anything",
+        )
+        .with_hint("take the snapshot from a member in SECONDARY or PRIMARY state"));
+    }
+    let top = local
+        .run_command(doc! {"find": "oplog.rs", "sort": {"$natural": -1}, "limit": 1})
+        .await
+        .map_err(q)?;
+    match first(&top).and_then(|d| d.get_timestamp("ts").ok()) {
+        Some(t) => Ok(Ts::new(t.time, t.increment)),
+        None => Err(Failure::new(
+            "the copy has no oplog (local.oplog.rs is empty or missing): the files are not a replica-set member's, so \
+             where their data ends is unknown",
+        )
+        .with_hint("restore them by hand and take a mongodump; pass it with --backup and --backup-end")),
+    }
+}
+
+fn first(reply: &bson::Document) -> Option<bson::Document> {
+    reply
+        .get_document("cursor")
+        .ok()?
+        .get_array("firstBatch")
+        .ok()?
+        .first()?
+        .as_document()
+        .cloned()
+}
+
+/// The `stableTimestamp` of log 21544 "Recovering from stable timestamp".
+fn stable_timestamp(log: &str) -> Option<Ts> {
+    let line = log.lines().rev().find(|l| l.contains("\"id\":21544"))?;
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let t = &v["attr"]["stableTimestamp"]["$timestamp"];
+    Some(Ts::new(t["t"].as_u64()? as u32, t["i"].as_u64()? as u32))
+}

@@ -1,0 +1,274 @@
+//! Snapshot backups (issue 23), the copy and the recovery start
+//! (`src/replay/snapshot.rs`), against the stand-in mongod's data files: a copy of a
+//! running member's dbpath (its data at the last checkpoint, its oplog past it) is
+//! copied or unpacked into a work dir, recovered with `recoverFromOplogAsStandalone`,
+//! and ends where the member's oplog ended, with every write in the data, while the
+//! snapshot itself is never written. Files of a member in initial sync are refused.
+//! Every server here is the stand-in, not MongoDB.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bson::{doc, Document};
+use pitr::backup::snapshot;
+use pitr::exec::Cancel;
+use pitr::oplog::Ts;
+use pitr::replay::snapshot::{copy, recover, RecoverOptions};
+
+fn mongod() -> PathBuf {
+    common::standin_bin_dir().join("mongod")
+}
+
+/// A stand-in on `dbpath`, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(dbpath: &Path, env: &[(&str, &str)]) -> Server {
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut c = Command::new(mongod());
+            c.args([
+                "--port",
+                &port.to_string(),
+                "--bind_ip",
+                "127.0.0.1",
+                "--dbpath",
+            ])
+            .arg(dbpath)
+            .arg("--logpath")
+            .arg(dbpath.with_extension("log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+            for (k, _) in std::env::vars_os() {
+                if k.to_string_lossy().starts_with("PITR_STANDIN") {
+                    c.env_remove(k);
+                }
+            }
+            c.envs(env.iter().copied());
+            let mut s = Server {
+                child: c.spawn().unwrap(),
+                port,
+            };
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return s;
+                }
+                if s.child.try_wait().unwrap().is_some() {
+                    break; // the port was taken meanwhile: try another
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("the stand-in did not start on {}", dbpath.display());
+    }
+
+    async fn client(&self) -> mongodb::Client {
+        pitr::verify::connect(
+            &format!("mongodb://127.0.0.1:{}/?directConnection=true", self.port),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn run(c: &mongodb::Client, db: &str, cmd: Document) -> Document {
+    c.database(db).run_command(cmd).await.unwrap()
+}
+
+async fn newest(c: &mongodb::Client) -> Ts {
+    let r = run(
+        c,
+        "local",
+        doc! {"find": "oplog.rs", "sort": {"$natural": -1}, "limit": 1},
+    )
+    .await;
+    let t = r
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .get_timestamp("ts")
+        .unwrap();
+    Ts::new(t.time, t.increment)
+}
+
+async fn ids(c: &mongodb::Client) -> Vec<i32> {
+    let r = run(c, "app", doc! {"find": "c", "sort": {"_id": 1}}).await;
+    r.get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().get_i32("_id").unwrap())
+        .collect()
+}
+
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// A member with writes before and after its checkpoint, snapshotted while it runs.
+/// Returns (snapshot dir, the checkpoint's ts, the top of its oplog).
+async fn member_snapshot(root: &Path, initial_sync: bool) -> (PathBuf, Ts, Ts) {
+    let live = root.join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let m = Server::start(
+        &live,
+        &[
+            ("PITR_STANDIN_MODE", "replset"),
+            ("PITR_STANDIN_PERSIST", "1"),
+        ],
+    );
+    let c = m.client().await;
+    run(
+        &c,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]},
+    )
+    .await;
+    if initial_sync {
+        run(
+            &c,
+            "local",
+            doc! {"insert": "replset.minvalid", "documents": [{"_id": 0, "initialSyncFlag": true}]},
+        )
+        .await;
+    }
+    run(&c, "admin", doc! {"fsync": 1}).await;
+    let checkpoint = newest(&c).await;
+    run(
+        &c,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
+    )
+    .await;
+    run(
+        &c,
+        "app",
+        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]},
+    )
+    .await;
+    let top = newest(&c).await;
+    let snap = root.join("snap");
+    copy_dir(&live, &snap);
+    drop(m);
+    (snap, checkpoint, top)
+}
+
+fn options<'a>(mongod: &'a Path, parent: &'a Path) -> RecoverOptions<'a> {
+    RecoverOptions {
+        mongod,
+        parent_dir: parent,
+        start_timeout: Duration::from_secs(20),
+        grace: Duration::from_secs(10),
+    }
+}
+
+#[tokio::test]
+async fn a_snapshot_copied_and_recovered_ends_at_the_top_of_its_oplog_with_every_write() {
+    let d = tempfile::tempdir().unwrap();
+    let (snap, checkpoint, top) = member_snapshot(d.path(), false).await;
+    let before = files(&snap);
+    let tgz = d.path().join("snap.tar.gz");
+    let st = Command::new("tar")
+        .args([
+            "-czf",
+            tgz.to_str().unwrap(),
+            "-C",
+            d.path().to_str().unwrap(),
+            "snap",
+        ])
+        .status()
+        .expect("the system tar");
+    assert!(st.success());
+    let bin = mongod();
+    for (name, given) in [("dir", snap.clone()), ("tgz", tgz.clone())] {
+        let s = if given.is_dir() {
+            snapshot::in_dir(&given).unwrap()
+        } else {
+            snapshot::in_tar(&given).unwrap()
+        }
+        .unwrap_or_else(|| panic!("{name}: not recognised"));
+        let work = d.path().join(format!("work-{name}"));
+        let copied = copy(&s, &work.join("copy")).unwrap();
+        assert!(copied.files >= 6, "{name}: {copied:?}");
+        assert!(
+            !copied.dbpath.join("mongod.lock").exists(),
+            "{name}: the lock file was copied"
+        );
+        std::fs::create_dir_all(&work).unwrap();
+        let r = recover(&copied.dbpath, &options(&bin, &work), &Cancel::new())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(r.end, top, "{name}");
+        assert_eq!(r.stable, Some(checkpoint), "{name}");
+        // A plain start on the copy now has every write, the ones after the checkpoint too.
+        let plain = Server::start(&copied.dbpath, &[]);
+        assert_eq!(ids(&plain.client().await).await, [1, 3, 4, 5], "{name}");
+        assert_eq!(newest(&plain.client().await).await, top, "{name}");
+    }
+    assert_eq!(files(&snap), before, "the snapshot itself was written");
+}
+
+#[tokio::test]
+async fn files_of_a_member_in_initial_sync_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let (snap, _, _) = member_snapshot(d.path(), true).await;
+    let s = snapshot::in_dir(&snap).unwrap().unwrap();
+    let work = d.path().join("work");
+    let copied = copy(&s, &work.join("copy")).unwrap();
+    let bin = mongod();
+    let e = recover(&copied.dbpath, &options(&bin, &work), &Cancel::new())
+        .await
+        .unwrap_err();
+    let text = format!("{e:?}");
+    assert!(text.contains("initial sync"), "{text}");
+    // And a copy into a directory that exists is refused before anything is written.
+    let e = copy(&s, &work.join("copy")).unwrap_err();
+    assert!(format!("{e:?}").contains("already exists"), "{e:?}");
+}
