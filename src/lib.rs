@@ -22,7 +22,7 @@
 //! | 6 | time, backup | time values mapped to oplog positions; mongodump backups (directory, gzip, archive) |
 //! | 7 | engine, forensics | what the oplog does to data (the walk, the replica, dbHash, dumps); what destroyed data |
 //! | 8 | plan | coverage, the limit, the slice, the lint, the steps: the engine's client |
-//! | 9 | cluster | a sharded cluster as members (cluster.toml): one logical incident across members; later one limit, ownership, the merged dump |
+//! | 9 | cluster | a sharded cluster as members (cluster.toml): one logical incident across members; one limit for all, chunk ownership at it, the merged dump |
 //! | 10 | exec | child processes (mongod, mongorestore, mongodump) |
 //! | 11 | mongo | everything that uses the MongoDB driver (read-only) |
 //! | 12 | verify, rehearse | checking a restored server against a plan; rebuilding production's state at a recent cluster time and comparing it with production read as of that time |

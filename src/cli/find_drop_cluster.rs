@@ -148,6 +148,38 @@ fn scan_members(
     Ok(out)
 }
 
+/// The cluster incidents of every member as `pitr find-drop --cluster FILE --json`
+/// finds them with its default rule: what `plan`/`replay --cluster` take for
+/// `--until auto` and for the check that the limit is not inside a cluster DDL.
+pub(super) fn cluster_findings(
+    path: &std::path::Path,
+    allow_truncated: bool,
+) -> Result<Vec<ClusterFinding>, Failure> {
+    #[derive(clap::Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: FindDropArgs,
+    }
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        "find-drop".into(),
+        "--cluster".into(),
+        path.as_os_str().to_owned(),
+        "--json".into(),
+    ];
+    if allow_truncated {
+        argv.push("--allow-truncated".into());
+    }
+    let w =
+        <Wrap as clap::Parser>::try_parse_from(argv).map_err(|e| Failure::new(e.to_string()))?;
+    let file = cluster::file::load(path)?;
+    let rule = BurstRule {
+        threshold: w.a.min_count,
+        window_secs: w.a.window,
+    };
+    let scanned = scan_members(&w.a, &file, rule, &mut None)?;
+    Ok(cluster::merge(scanned.scans, rule.window_secs).0)
+}
+
 fn unexplained_note(m: &MetadataDelete) -> String {
     format!(
         "the config server deleted {} {} at {} ({}), and no shard's oplog shows a matching drop: a DDL whose shard \
@@ -215,7 +247,7 @@ fn render(
     writeln!(
         out,
         "--oplogLimit is exclusive and one cluster time for every member: entries with ts < limit are applied on \
-         each of them. pitr plan/replay --cluster are not available yet (docs/sharded.md)."
+         each of them: `pitr replay --cluster FILE --until LIMIT --out DIR` restores the cluster there (docs/sharded.md)."
     )?;
     Ok(())
 }

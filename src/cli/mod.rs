@@ -9,6 +9,7 @@ use crate::error::{exit, Failure};
 
 pub mod archive;
 pub mod archive_status;
+pub mod cluster_restore;
 pub mod docs;
 pub mod dump_oplog;
 pub mod find_drop;

@@ -60,7 +60,8 @@ Examples:
   pitr plan --backup dump/ --oplog oplog.bson --until 2026-11-21T03:12:00Z --ns 'shop.*'
   pitr plan --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3
   pitr plan --backup nightly/ --backup-end 2026-11-21T01:00:00Z --oplog oplog.bson --until auto
-  pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit")]
+  pitr plan --backup dump/ --oplog oplog.bson --until auto --json | jq -r .until.limit
+  pitr plan --cluster cluster.toml --until auto      (a sharded cluster: docs/sharded.md)")]
 pub struct PlanArgs {
     #[command(flatten)]
     pub input: PlanInputArgs,
@@ -102,12 +103,17 @@ impl PlanArgs {
 pub struct PlanInputArgs {
     /// The backup: what `mongodump --oplog` wrote: a directory (plain or --gzip) or an
     /// --archive file (plain or --gzip), recognised by content
-    #[arg(long, value_name = "DIR|ARCHIVE")]
-    pub backup: PathBuf,
+    #[arg(long, value_name = "DIR|ARCHIVE", required_unless_present = "cluster")]
+    pub backup: Option<PathBuf>,
     /// The oplog to replay after the backup's end: a .bson file (gzip or not), a dump
     /// directory, a mongodump archive, or an oplog archive directory (`pitr archive`)
-    #[arg(long, value_name = "FILE|DIR")]
-    pub oplog: String,
+    #[arg(long, value_name = "FILE|DIR", required_unless_present = "cluster")]
+    pub oplog: Option<String>,
+    /// A sharded cluster (cluster.toml: the config server and every shard, each with
+    /// its backup and oplog) instead of --backup/--oplog: one limit for every member
+    /// (docs/sharded.md)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["backup", "oplog", "backup_end", "skip", "ns"])]
+    pub cluster: Option<PathBuf>,
     /// Restore point, exclusive: T:I, RFC 3339, epoch, oid:<hex>, `auto` or `end`
     /// (also `--oplogLimit`, as mongorestore names it)
     #[arg(long, visible_alias = "oplogLimit", value_name = "V", value_parser = parse_until, allow_hyphen_values = true)]
@@ -137,6 +143,16 @@ pub struct PlanInputArgs {
 }
 
 impl PlanInputArgs {
+    /// `--backup` (present unless `--cluster` is: clap requires one of them).
+    pub fn backup_path(&self) -> &std::path::Path {
+        self.backup.as_deref().unwrap_or(std::path::Path::new(""))
+    }
+
+    /// `--oplog` (present unless `--cluster` is).
+    pub fn oplog_spec(&self) -> &str {
+        self.oplog.as_deref().unwrap_or("")
+    }
+
     /// The plan request, writing into `out` (None: the default beside `cwd`).
     pub fn request(
         self,
@@ -145,8 +161,8 @@ impl PlanInputArgs {
         versions: VersionHints,
     ) -> PlanRequest {
         PlanRequest {
-            backup: self.backup,
-            oplog: self.oplog,
+            backup: self.backup.unwrap_or_default(),
+            oplog: self.oplog.unwrap_or_default(),
             until: self.until,
             backup_end: self.backup_end,
             ns: self.ns,
@@ -203,7 +219,10 @@ pub(crate) fn stake_text(
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     let versions = a.version_hints();
     let out = local_only_opt("--out", a.out.clone(), COPY_AFTER)?;
-    let in_bucket = !Location::of_path(&a.input.backup)?.is_local();
+    if a.input.cluster.is_some() {
+        return super::cluster_restore::plan(a);
+    }
+    let in_bucket = !Location::of_path(a.input.backup_path())?.is_local();
     let mut req = a.input.request(out, std::env::current_dir()?, versions);
     if in_bucket {
         // mongorestore reads local files only: the one-run inputs it would read (the

@@ -77,7 +77,8 @@ Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until 1795223165:1 --engine mongod --keep
   pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
       --engine mongod --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
-  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result")]
+  pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result
+  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)")]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,
@@ -143,6 +144,10 @@ pub struct ReplayArgs {
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]
     pub json: bool,
+    /// With --cluster: also write each member's own dump at the limit under
+    /// OUT/members/<member>/ (for rebuilding a cluster of the same shape)
+    #[arg(long, requires = "cluster")]
+    pub per_member: bool,
 }
 
 /// The restore engine.
@@ -221,8 +226,8 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     (
-        preflight::input_size(&a.plan.backup),
-        preflight::input_size(Path::new(&a.plan.oplog)),
+        preflight::input_size(a.plan.backup_path()),
+        preflight::input_size(Path::new(a.plan.oplog_spec())),
     )
 }
 
@@ -286,8 +291,8 @@ fn lint_refusal(plan: &plan::RestorePlan) -> Failure {
 /// refusal naming the flag; a backup URL with a secret is refused here, first.
 fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
     // A `file://` backup is a local path (a URL with a secret is refused here, first).
-    if let Location::Local(p) = Location::of_path(&a.plan.backup)? {
-        a.plan.backup = p;
+    if let Location::Local(p) = Location::of_path(a.plan.backup_path())? {
+        a.plan.backup = Some(p);
     }
     Ok(ReplayArgs {
         workdir: local_only_opt(
@@ -306,6 +311,9 @@ fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
 }
 
 pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
+    if a.plan.cluster.is_some() {
+        return super::cluster_restore::replay(a);
+    }
     let a = local_paths(a)?;
     if a.engine == Engine::Embedded {
         return run_embedded(a);
@@ -351,6 +359,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             spill_dir: predict.path().to_path_buf(),
             strict: false,
             defer_hashes: false,
+            config_server: false,
         });
     }
     let built = plan::build(
@@ -492,7 +501,7 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
             }
             None => local_out,
         };
-        let download = match Location::of_path(&a.plan.backup)? {
+        let download = match Location::of_path(a.plan.backup_path())? {
             Location::Local(_) => None,
             url => Some(download::measure(&url, &work.root)?),
         };

@@ -4,13 +4,19 @@
 //! Phase A: the cluster file ([`file`]), the members checked against the config
 //! server's `config.shards` ([`topology`]), and one logical incident per cluster
 //! operation from every member's findings ([`incidents`], for `find-drop --cluster`).
-//! Planned: the restore plan at one cluster time (coverage, transactions decided by
-//! `commitTimestamp`, no cut inside a DDL), chunk ownership at the limit, and merging
-//! the members' states into one logical dump (shared/reference/sharded-pitr.md).
+//! Phase B: one limit for every member and the checks that make it consistent
+//! ([`limit`]: coverage, no cut inside a cluster DDL, every shard present), which
+//! shard owns a document at the limit ([`owner`]), and each member's own plan and
+//! state at the limit merged into one logical dump ([`restore`]).
+//! Not yet: cross-shard prepared transactions decided by `commitTimestamp`
+//! (shared/reference/sharded-pitr.md R2).
 
 pub mod error;
 pub mod file;
 pub mod incidents;
+pub mod limit;
+pub mod owner;
+pub mod restore;
 pub mod topology;
 
 pub use error::ClusterError;

@@ -30,6 +30,12 @@ pub trait WalkRules {
     /// `multiOpType: 1` entries (the vectored inserts of one retryable write, which
     /// carry `lsid`/`txnNumber`) are not taken for a transaction.
     fn knows_multi_op_type(&self) -> bool;
+    /// An operation inside a committing transaction on this namespace is skipped.
+    /// mongorestore checks no namespace there (`HandleNonTxnOp`); only a config
+    /// server's own replay skips some (`RestoreRules::config_server`).
+    fn ignores_in_transaction(&self, _ns: &str) -> bool {
+        false
+    }
 }
 
 /// Where an entry comes from.
@@ -225,7 +231,12 @@ impl Walker {
             if let Some(ops) = part.apply_ops() {
                 for inner in ops? {
                     // The buffer holds the inner operations; each goes to HandleNonTxnOp.
-                    self.non_txn(&inner?, *psrc, Some(e.ts), v)?;
+                    let inner = inner?;
+                    if self.rules.ignores_in_transaction(inner.ns) {
+                        v.ignored(&inner, Ignored::Namespace, *psrc);
+                        continue;
+                    }
+                    self.non_txn(&inner, *psrc, Some(e.ts), v)?;
                 }
             }
         }

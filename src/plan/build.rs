@@ -88,6 +88,9 @@ pub struct ContentOptions {
     /// ([`super::expect::Model::hash_alongside`]) while it writes its dump, then
     /// writes `plan.json` again ([`rewrite_plan_json`]).
     pub defer_hashes: bool,
+    /// Replay as a config server applies its own oplog: the sharding catalog's
+    /// `applyOps` on `config.$cmd` are applied (see `RestoreRules::config_server`).
+    pub config_server: bool,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
@@ -277,7 +280,7 @@ fn read_backup(
         },
         progress,
     )?;
-    let rules = Rules::from_hints(&VersionHints {
+    let mut rules = Rules::from_hints(&VersionHints {
         backup_server: inv
             .backup
             .prelude
@@ -285,6 +288,7 @@ fn read_backup(
             .and_then(|p| p.server_version.clone()),
         ..req.versions.clone()
     })?;
+    rules.mongorestore.config_server = req.content.as_ref().is_some_and(|c| c.config_server);
     let (target, _) = until_positions(&req.until);
     let mut scan = match &inv.oplog_file {
         Some(p) => {

@@ -196,6 +196,13 @@ impl Rules {
 #[derive(Clone, Debug)]
 pub struct RestoreRules {
     pub version: Version,
+    /// The config server's own replay (`pitr replay --cluster`): its `applyOps` run
+    /// on the config database (`config.$cmd`, how chunk commits were logged before
+    /// internal transactions) hold the sharding catalog's writes, which a config
+    /// server applies; mongorestore's rules would skip them whole. Inside
+    /// transactions, the other `config.*` collections are skipped
+    /// (`ignores_in_transaction`).
+    pub config_server: bool,
 }
 
 /// `config.*` collections whose oplog entries mongorestore applies
@@ -285,6 +292,15 @@ impl WalkRules for RestoreRules {
     fn knows_multi_op_type(&self) -> bool {
         RestoreRules::knows_multi_op_type(self)
     }
+    /// A config server's own replay is for its routing table (the kept `config.*`
+    /// collections): its internal transactions' writes to other `config.*`
+    /// collections (`config.placementHistory` in a 7.x drop,
+    /// `sharding_ddl_util.cpp`) are skipped, as outside transactions, so a dump that
+    /// holds only the kept collections (mongo-tools `common/dumprestore/config.go`)
+    /// does not stop the replay on a collection it lacks.
+    fn ignores_in_transaction(&self, ns: &str) -> bool {
+        self.config_server && ns.starts_with("config.") && RestoreRules::ignores_namespace(self, ns)
+    }
 }
 
 impl RestoreRules {
@@ -294,7 +310,10 @@ impl RestoreRules {
     }
 
     pub fn of(version: Version) -> RestoreRules {
-        RestoreRules { version }
+        RestoreRules {
+            version,
+            config_server: false,
+        }
     }
 
     /// Skips every entry on `ns` (`shouldIgnoreNamespace`): `config.*` outside the
@@ -303,6 +322,9 @@ impl RestoreRules {
     pub fn ignores_namespace(&self, ns: &str) -> bool {
         if ns.starts_with("__mdb_internal") && self.version.at_least(100, 14, 0) {
             return true;
+        }
+        if self.config_server && ns == "config.$cmd" {
+            return false;
         }
         match ns.strip_prefix("config.") {
             Some(coll) => !CONFIG_COLLECTIONS_TO_KEEP.contains(&coll),
@@ -396,6 +418,33 @@ impl ServerRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A config server's own replay (`replay --cluster`) applies `applyOps` on
+    /// `config.$cmd` and skips other `config.*` collections inside transactions;
+    /// mongorestore's rules are unchanged otherwise.
+    #[test]
+    fn config_server_rules() {
+        use crate::engine::walk::WalkRules;
+        let plain = RestoreRules::newest();
+        let mut cfg = RestoreRules::newest();
+        cfg.config_server = true;
+        assert!(plain.ignores_namespace("config.$cmd"));
+        assert!(!cfg.ignores_namespace("config.$cmd"));
+        assert!(!WalkRules::ignores_in_transaction(
+            &plain,
+            "config.placementHistory"
+        ));
+        assert!(WalkRules::ignores_in_transaction(
+            &cfg,
+            "config.placementHistory"
+        ));
+        assert!(!WalkRules::ignores_in_transaction(
+            &cfg,
+            "config.collections"
+        ));
+        assert!(!WalkRules::ignores_in_transaction(&cfg, "shop.orders"));
+        assert!(cfg.ignores_namespace("config.changelog"));
+    }
 
     /// The walk with the newest mongorestore's rules skips what `mongorestore/oplog.go`
     /// skips: no-ops, `config.system.sessions` (not in `ConfigCollectionsToKeep`),

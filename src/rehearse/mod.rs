@@ -571,6 +571,7 @@ fn with_client(
             spill_dir: spill,
             strict: true,
             defer_hashes: false,
+            config_server: false,
         }),
         mongorestore_inputs: false,
     };

@@ -197,6 +197,7 @@ pub fn run(
         strict: true,
         // Hashed while the dump is written (below), on the other cores.
         defer_hashes: true,
+        config_server: false,
     });
     let (mut plan, mut model) = match plan::build_with_model(&req, progress) {
         Ok(x) => x,

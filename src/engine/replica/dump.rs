@@ -147,6 +147,15 @@ impl Pending {
         &self.out
     }
 
+    /// A directory dump's temporary directory, where files that belong with the
+    /// dump can be added before [`Pending::commit`]; None for an archive.
+    pub fn staging(&self) -> Option<&Path> {
+        match (&self.tmp, self.archive) {
+            (Some(t), false) => Some(t.path()),
+            _ => None,
+        }
+    }
+
     /// Renames the dump into place; refused when something appeared at `out`
     /// meanwhile (pitr never overwrites a dump).
     pub fn commit(mut self) -> Result<Vec<Dumped>, DumpError> {

@@ -126,6 +126,9 @@ pub fn drop_sharded(c: &mut Cluster, now_ms: i64, ns: &str, shape: DdlShape) -> 
             doc! { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": ns } },
         ),
     };
+    c.logical
+        .ops
+        .push((first, super::truth::LogicalOp::Drop { ns: ns.to_string() }));
     let mut chunks_last = first;
     for ch in &s.chunks {
         chunks_last = log(

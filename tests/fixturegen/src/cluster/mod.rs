@@ -65,6 +65,9 @@ pub struct ClusterSummary {
     pub incidents: usize,
     pub decoys: usize,
     pub elapsed: std::time::Duration,
+    /// The logical content's model: [`truth::Logical::at`] is the truth of a
+    /// restore at any limit.
+    pub logical: truth::Logical,
 }
 
 /// Orders per data shard, and how many of them are cancelled (the fan-out delete's
@@ -94,6 +97,13 @@ pub fn generate(opts: &ClusterOptions) -> Result<ClusterSummary, GenError> {
     }
     let started = Instant::now();
     let mut c = setup(opts);
+    // Before the timeline: every document is on exactly one shard, by its owner.
+    for m in &c.shards {
+        for (ns, coll) in &m.colls {
+            let docs = c.logical.initial.entry(ns.clone()).or_default();
+            docs.extend(coll.docs.iter().map(|(k, d)| (k.clone(), d.clone())));
+        }
+    }
     let incidents = timeline(&mut c, opts.start as i64, opts.shape);
     let written = output::write(&c, opts, incidents)?;
     Ok(ClusterSummary {
@@ -104,6 +114,7 @@ pub fn generate(opts: &ClusterOptions) -> Result<ClusterSummary, GenError> {
         incidents: written.incidents,
         decoys: written.decoys,
         elapsed: started.elapsed(),
+        logical: c.logical,
     })
 }
 
@@ -200,6 +211,7 @@ fn setup(opts: &ClusterOptions) -> Cluster {
         decoys: Vec::new(),
         next_order: 0,
         next_event: Vec::new(),
+        logical: Default::default(),
     };
     for k in 0..opts.shards {
         let orders_uuid = c.sharded[0].uuid;

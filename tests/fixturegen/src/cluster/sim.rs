@@ -12,7 +12,7 @@ use pitr::oplog::Ts;
 use rand::Rng;
 
 use super::member::{doc_key, Member, Role};
-use super::truth::{Decoy, MemberEntry};
+use super::truth::{Decoy, Logical, LogicalOp, MemberEntry};
 use crate::rng::MainRng;
 
 /// A shard-key bound: `MinKey`, a value, or `MaxKey`.
@@ -81,6 +81,8 @@ pub struct Cluster {
     pub decoys: Vec<Decoy>,
     pub next_order: i64,
     pub next_event: Vec<i64>,
+    /// The logical content's writes (the truth of a restore at any limit).
+    pub logical: Logical,
 }
 
 pub fn uuid_bson(u: &[u8; 16]) -> Bson {
@@ -126,6 +128,14 @@ impl Cluster {
             shard,
             doc! { "op": "i", "ns": ns, "ui": uuid_bson(&uuid), "o": o.clone(), "o2": document_key(&o, key) },
         );
+        self.logical.ops.push((
+            ts,
+            LogicalOp::Put {
+                ns: ns.to_string(),
+                key: k.clone(),
+                doc: o.clone(),
+            },
+        ));
         self.shards[shard].coll(ns).docs.insert(k, o);
         ts
     }
@@ -138,12 +148,21 @@ impl Cluster {
             return;
         };
         d.insert(field, v.clone());
+        let post = d.clone();
         let o2 = document_key(d, key);
-        self.routed(
+        let ts = self.routed(
             now_ms,
             shard,
             doc! { "op": "u", "ns": ns, "ui": uuid_bson(&uuid), "o": { "$v": 2, "diff": { "u": { field: v } } }, "o2": o2 },
         );
+        self.logical.ops.push((
+            ts,
+            LogicalOp::Put {
+                ns: ns.to_string(),
+                key: id.to_string(),
+                doc: post,
+            },
+        ));
     }
 
     /// The periodic no-op writer (SERVER-23892): a member that wrote nothing for
@@ -208,6 +227,13 @@ impl Cluster {
                 );
                 first.get_or_insert(ts);
                 last = ts;
+                self.logical.ops.push((
+                    ts,
+                    LogicalOp::Delete {
+                        ns: ns.to_string(),
+                        key: id,
+                    },
+                ));
             }
             self.router = self.router.max(last);
             out.push(MemberEntry::new(

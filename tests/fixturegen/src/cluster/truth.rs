@@ -26,9 +26,13 @@
 //! }
 //! ```
 //!
-//! `logical_content` is null: the truth of the cluster's logical data at a limit (the
-//! documents each shard owns then) comes with the cluster replay (issue 19, phase B).
+//! `logical_content` is null: the truth of the cluster's logical data at a limit is
+//! [`Logical::at`] on the generator's model ([`super::ClusterSummary::logical`]),
+//! computed by the tests rather than written out.
 
+use std::collections::BTreeMap;
+
+use bson::Document;
 use serde::Serialize;
 
 use pitr::oplog::Ts;
@@ -110,5 +114,74 @@ impl ClusterTruth {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".into());
         s.push('\n');
         s
+    }
+}
+
+/// The cluster's logical content as an application sees it through `mongos`: the
+/// documents of every user namespace, whichever shard holds them, changed only by
+/// the routed writes at their cluster time (`ts`); migrations move documents between
+/// shards and change nothing here. `truth(L)` for a restore at the exclusive limit
+/// `L` is [`Logical::at`]: independent of the members' oplogs, backups and chunks,
+/// so a restore that merges the shards wrongly (orphans, clones, a wrong owner)
+/// differs from it.
+#[derive(Clone, Debug, Default)]
+pub struct Logical {
+    /// Before the first backup (written without oplog entries): ns -> key -> document.
+    pub initial: BTreeMap<String, BTreeMap<String, Document>>,
+    /// Every routed write, in the order the simulation made them.
+    pub ops: Vec<(Ts, LogicalOp)>,
+}
+
+/// One routed write.
+#[derive(Clone, Debug)]
+pub enum LogicalOp {
+    /// An insert, or an update's post-image.
+    Put {
+        ns: String,
+        key: String,
+        doc: Document,
+    },
+    Delete {
+        ns: String,
+        key: String,
+    },
+    /// The collection dropped (at its first destructive entry; a limit inside the
+    /// drop is refused by the restore, so any point of the drop would do).
+    Drop {
+        ns: String,
+    },
+}
+
+impl Logical {
+    /// The content at the exclusive limit `limit`: every write with `ts < limit`
+    /// applied in `ts` order, per namespace the documents in key (`_id`) order.
+    /// Namespaces that exist but are empty are kept (with no documents).
+    pub fn at(&self, limit: Ts) -> BTreeMap<String, Vec<Document>> {
+        let mut state = self.initial.clone();
+        let mut ops: Vec<&(Ts, LogicalOp)> =
+            self.ops.iter().filter(|(ts, _)| *ts < limit).collect();
+        ops.sort_by_key(|(ts, _)| *ts);
+        for (_, op) in ops {
+            match op {
+                LogicalOp::Put { ns, key, doc } => {
+                    state
+                        .entry(ns.clone())
+                        .or_default()
+                        .insert(key.clone(), doc.clone());
+                }
+                LogicalOp::Delete { ns, key } => {
+                    if let Some(c) = state.get_mut(ns) {
+                        c.remove(key);
+                    }
+                }
+                LogicalOp::Drop { ns } => {
+                    state.remove(ns);
+                }
+            }
+        }
+        state
+            .into_iter()
+            .map(|(ns, docs)| (ns, docs.into_values().collect()))
+            .collect()
     }
 }

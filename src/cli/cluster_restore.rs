@@ -1,0 +1,545 @@
+//! `pitr plan --cluster FILE --until V` and `pitr replay --cluster FILE --until V
+//! --out DIR`: one exclusive limit for every member of a sharded cluster, each
+//! member's own plan at it, and (replay) the members' states at it merged into one
+//! logical dump ([`crate::cluster::restore`]).
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cluster::limit::{self, Asked, LimitError, MemberRange};
+use crate::cluster::restore::{self, MemberJob, MemberReport, Merge, NsCount};
+use crate::cluster::{self, ClusterFile};
+use crate::error::Failure;
+use crate::oplog::{ReadOptions, Ts};
+use crate::plan::{Quiet, UntilSpec};
+use crate::table::counted;
+
+use super::plan::{PlanArgs, PlanInputArgs};
+use super::replay::{Engine, ReplayArgs};
+
+/// The limit and everything checked before any member is planned.
+struct Prepared {
+    file: ClusterFile,
+    ranges: Vec<MemberRange>,
+    limit: Ts,
+    explanation: String,
+    /// Critical and high cluster incidents after every backup's end and before the
+    /// limit: the restore holds their damage.
+    replayed: Vec<Replayed>,
+}
+
+/// A cluster incident the restore replays. JSON: `kind`, `ns`, `ts`, `oplog_limit`.
+#[derive(Clone, Debug, Serialize)]
+struct Replayed {
+    kind: &'static str,
+    ns: String,
+    ts: Ts,
+    oplog_limit: Ts,
+}
+
+fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
+    let path = input.cluster.clone().expect("called with --cluster");
+    let file = cluster::file::load(&path)?;
+    let asked = match &input.until {
+        UntilSpec::Time(tv) if tv.is_exact_position() => Asked::Exact(tv.ts),
+        UntilSpec::Time(tv) => Asked::Time {
+            ts: tv.ts,
+            input: tv.input.clone(),
+        },
+        UntilSpec::Auto => Asked::Auto,
+        UntilSpec::End => return Err(LimitError::End.into()),
+    };
+    let target = match &asked {
+        Asked::Time { ts, .. } => Some(*ts),
+        _ => None,
+    };
+    let opts = ReadOptions {
+        allow_truncated: input.allow_truncated,
+    };
+    let ranges = file
+        .members()
+        .map(|m| limit::member_range(m, target, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let findings = super::find_drop_cluster::cluster_findings(&path, input.allow_truncated)?;
+    let limit = limit::resolve(&asked, &ranges, &findings)?;
+    limit::check_coverage(&ranges, limit)?;
+    limit::check_ddl(&findings, limit)?;
+    let explanation = match &asked {
+        Asked::Exact(_) => "the exact position given".to_string(),
+        Asked::Time { input, .. } => {
+            format!("the first entry at or after `{input}` on any member")
+        }
+        Asked::Auto => {
+            let f = findings
+                .iter()
+                .find(|f| f.finding.oplog_limit == limit)
+                .map(|f| format!("{} of `{}`", f.finding.kind.as_str(), f.finding.ns))
+                .unwrap_or_default();
+            format!("just before the first critical or high incident after every backup's end: {f}")
+        }
+    };
+    let latest = ranges
+        .iter()
+        .filter_map(|r| r.backup_end)
+        .max()
+        .unwrap_or(Ts::ZERO);
+    let replayed = findings
+        .iter()
+        .map(|f| &f.finding)
+        .filter(|f| f.ts > latest && f.ts < limit && !f.is_routine())
+        .filter(|f| f.severity >= crate::forensics::Severity::High)
+        .map(|f| Replayed {
+            kind: f.kind.as_str(),
+            ns: f.ns.clone(),
+            ts: f.ts,
+            oplog_limit: f.oplog_limit,
+        })
+        .collect();
+    Ok(Prepared {
+        file,
+        ranges,
+        limit,
+        explanation,
+        replayed,
+    })
+}
+
+/// `cluster-plan.json` (`pitr-cluster-plan/1`) and `--json` of `plan --cluster`.
+#[derive(Serialize)]
+struct ClusterPlan {
+    format: &'static str,
+    cluster: String,
+    limit: Ts,
+    limit_utc: String,
+    exclusive: bool,
+    explanation: String,
+    incidents_replayed: Vec<Replayed>,
+    members: Vec<MemberReport>,
+    shards_at_limit: Vec<String>,
+    sharded_collections: Vec<ShardedBrief>,
+    out: String,
+}
+
+#[derive(Serialize)]
+struct ShardedBrief {
+    ns: String,
+    key: serde_json::Value,
+    unique: bool,
+    chunks: usize,
+    command: String,
+}
+
+/// A new directory beside `out`, renamed to it when complete.
+fn staging(out: &Path) -> Result<tempfile::TempDir, Failure> {
+    if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
+        return Err(Failure::new(format!("`{}` already exists", out.display()))
+            .with_hint("choose another --out, or remove the old one"));
+    }
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = out
+        .file_name()
+        .map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    Ok(tempfile::Builder::new()
+        .prefix(&format!(".{name}.pitr-"))
+        .tempdir_in(parent)?)
+}
+
+pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
+    let p = prepare(&a.input)?;
+    let cwd = std::env::current_dir()?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| cwd.join(format!("pitr-cluster-plan-{}-{}", p.limit.t, p.limit.i)));
+    let tmp = staging(&out)?;
+    let budget = crate::memory::budget(None);
+    let mut members = Vec::new();
+    let mut routing = None;
+    for (m, r) in p.file.members().zip(&p.ranges) {
+        let dir = tmp.path().join("members").join(&m.id);
+        let spill = tempfile::tempdir_in(tmp.path())?;
+        let is_config = m.role == cluster::Role::Config;
+        let (_, model, mut rep) = restore::member_plan(
+            MemberJob {
+                member: m,
+                range: r,
+                limit: p.limit,
+                dir,
+                cwd: cwd.clone(),
+                allow_truncated: a.input.allow_truncated,
+                content: is_config.then(|| (budget.bytes as usize, spill.path().to_path_buf())),
+            },
+            &Quiet,
+        )?;
+        if is_config {
+            let rt = cluster::owner::Routing::from_config(model.replica())
+                .map_err(|e| Failure::from(e).in_context("member `config`"))?;
+            let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
+            limit::check_shards(&rt.shards, &ids, p.limit)?;
+            // What replay --cluster would refuse, refused here first.
+            for c in rt.collections.values() {
+                c.check_supported()?;
+            }
+            routing = Some(rt);
+        }
+        rep.plan_dir = out.join("members").join(&m.id).display().to_string();
+        members.push(rep);
+    }
+    let routing = routing.unwrap_or_default();
+    let plan = ClusterPlan {
+        format: "pitr-cluster-plan/1",
+        cluster: p.file.path.display().to_string(),
+        limit: p.limit,
+        limit_utc: p.limit.utc_string(),
+        exclusive: true,
+        explanation: p.explanation,
+        incidents_replayed: p.replayed,
+        members,
+        shards_at_limit: routing.shards.clone(),
+        sharded_collections: routing
+            .collections
+            .values()
+            .map(|c| ShardedBrief {
+                ns: c.ns.clone(),
+                key: bson::Bson::Document(c.key.clone()).into_relaxed_extjson(),
+                unique: c.unique,
+                chunks: c.chunks.len(),
+                command: c.shard_command(),
+            })
+            .collect(),
+        out: out.display().to_string(),
+    };
+    let json = serde_json::to_string_pretty(&plan).map_err(io::Error::from)? + "\n";
+    std::fs::write(tmp.path().join("cluster-plan.json"), &json)?;
+    std::fs::rename(tmp.keep(), &out)?;
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if a.json {
+        w.write_all(json.as_bytes())?;
+    } else {
+        render_plan(&mut w, &plan)?;
+    }
+    w.flush()?;
+    Ok(0)
+}
+
+fn member_lines(w: &mut impl Write, members: &[MemberReport], applied: bool) -> io::Result<()> {
+    let header = if applied {
+        "MEMBER    ROLE    BACKUP END      OPLOG FROM - TO                   TO APPLY  APPLIED"
+    } else {
+        "MEMBER    ROLE    BACKUP END      OPLOG FROM - TO                   TO APPLY"
+    };
+    writeln!(w, "{header}")?;
+    for m in members {
+        let mut line = format!(
+            "{:<9} {:<7} {:<15} {:<33} {:>8}",
+            m.member,
+            m.role.as_str(),
+            m.backup_end.to_string(),
+            format!("{} - {}", m.oplog_first, m.oplog_last),
+            m.entries_to_apply
+        );
+        if let Some(n) = m.entries_applied {
+            line.push_str(&format!("  {n:>7}"));
+        }
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// The incidents the restore replays, one line each, and how to leave them out.
+fn replayed_lines(w: &mut impl Write, replayed: &[Replayed]) -> io::Result<()> {
+    for r in replayed {
+        writeln!(
+            w,
+            "REPLAYED: {} of `{}` at {} is before the limit: the restore holds its damage (--until {} stops before it)",
+            r.kind, r.ns, r.ts, r.oplog_limit
+        )?;
+    }
+    Ok(())
+}
+
+fn render_plan(w: &mut impl Write, p: &ClusterPlan) -> io::Result<()> {
+    writeln!(
+        w,
+        "Cluster limit {} ({}), exclusive, one for every member: {}.",
+        p.limit, p.limit_utc, p.explanation
+    )?;
+    writeln!(w)?;
+    member_lines(w, &p.members, false)?;
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Every member's backup ends before the limit and its oplog reaches from there to an entry at or after it; \
+         the limit is not inside a drop, dropDatabase or rename logged on several members; config.shards at the \
+         limit lists {}.",
+        p.shards_at_limit
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    for c in &p.sharded_collections {
+        writeln!(
+            w,
+            "sharded at the limit: {} ({} chunks): {}",
+            c.ns, c.chunks, c.command
+        )?;
+    }
+    writeln!(
+        w,
+        "Each member's plan: {}/members/<member>/plan.json",
+        p.out
+    )?;
+    writeln!(
+        w,
+        "Next: pitr replay --cluster {} --until {} --out DIR",
+        p.cluster, p.limit
+    )
+}
+
+/// `--json` of `replay --cluster` (`pitr-cluster-replay/1`).
+#[derive(Serialize)]
+struct ClusterReplay {
+    format: &'static str,
+    engine: &'static str,
+    /// `restored`, or `incident_replayed` (exit 1 without --accept-incidents).
+    result: &'static str,
+    exit_code: u8,
+    accept_incidents: bool,
+    incidents_replayed: Vec<Replayed>,
+    cluster: String,
+    limit: Ts,
+    limit_utc: String,
+    explanation: String,
+    out: String,
+    sharding_file: String,
+    members: Vec<MemberReport>,
+    namespaces: Vec<NsCount>,
+    seconds: f64,
+}
+
+pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
+    if a.engine == Engine::Mongod {
+        return Err(Failure::new("replay --cluster --engine mongod is not yet available")
+            .with_hint("use the embedded engine (the default): it writes one logical dump that mongorestore restores through mongos"));
+    }
+    if a.gzip || a.archive || a.dry_run || a.keep || a.mongodb_bin.is_some() || a.port.is_some() {
+        return Err(Failure::new(
+            "--gzip, --archive, --dry-run, --keep, --mongodb-bin and --port are not available with --cluster",
+        )
+        .with_hint("replay --cluster writes a plain mongodump directory to --out"));
+    }
+    let Some(out) = a.out.clone() else {
+        return Err(Failure::new("replay --cluster needs --out DIR")
+            .with_hint("e.g. `pitr replay --cluster cluster.toml --until auto --out restored/`"));
+    };
+    crate::engine::replica::interrupt::install();
+    let started = Instant::now();
+    let cwd = std::env::current_dir()?;
+    let out = if out.is_absolute() {
+        out
+    } else {
+        cwd.join(out)
+    };
+    crate::engine::replica::dump::check_new(
+        &out,
+        crate::engine::replica::dump::DumpFormat::Directory { gzip: false },
+    )?;
+    let p = prepare(&a.plan)?;
+    let work = match &a.workdir {
+        Some(w) => {
+            std::fs::create_dir_all(w)?;
+            tempfile::Builder::new()
+                .prefix("pitr-cluster-")
+                .tempdir_in(w)?
+        }
+        None => tempfile::Builder::new()
+            .prefix(".pitr-cluster-work-")
+            .tempdir_in(out.parent().unwrap_or(Path::new(".")))?,
+    };
+    let budget = crate::memory::budget(a.memory.map(|m| m as u64));
+    let (members, counts) = replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?;
+    let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
+    let report = ClusterReplay {
+        format: "pitr-cluster-replay/1",
+        engine: "embedded",
+        result: if exit_code == 0 {
+            "restored"
+        } else {
+            "incident_replayed"
+        },
+        exit_code,
+        accept_incidents: a.accept_incidents,
+        incidents_replayed: p.replayed.clone(),
+        cluster: p.file.path.display().to_string(),
+        limit: p.limit,
+        limit_utc: p.limit.utc_string(),
+        explanation: p.explanation,
+        out: out.display().to_string(),
+        sharding_file: out.join(restore::SHARDING_FILE).display().to_string(),
+        members,
+        namespaces: counts,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if a.json {
+        super::output::write_json(&mut w, &report)?;
+    } else {
+        render_replay(&mut w, &report)?;
+    }
+    w.flush()?;
+    Ok(exit_code)
+}
+
+/// Each member replayed to the limit (the config server first: its routing decides
+/// ownership; then the shards, primaries first), merged, and let go.
+fn replay_members(
+    p: &Prepared,
+    a: &ReplayArgs,
+    work: &Path,
+    cwd: &Path,
+    memory: usize,
+    out: &Path,
+) -> Result<(Vec<MemberReport>, Vec<NsCount>), Failure> {
+    let mut merge: Option<Merge> = None;
+    let mut reports = Vec::new();
+    let mut order: Vec<&cluster::Member> = restore::order(&p.file, &[]);
+    let mut k = 0;
+    while k < order.len() {
+        let m = order[k];
+        let r = p
+            .ranges
+            .iter()
+            .find(|r| r.member == m.id)
+            .expect("a range per member");
+        let spill = tempfile::tempdir_in(work)?;
+        let (_, model, mut rep) = restore::member_plan(
+            MemberJob {
+                member: m,
+                range: r,
+                limit: p.limit,
+                dir: work.join("members").join(&m.id),
+                cwd: cwd.to_path_buf(),
+                allow_truncated: a.plan.allow_truncated,
+                content: Some((memory, spill.path().to_path_buf())),
+            },
+            &Quiet,
+        )?;
+        let mut model = model;
+        model.flush().map_err(Failure::from)?;
+        rep.entries_applied = Some(model.replica().applied);
+        if a.per_member {
+            let dir = work.join("member-dumps").join(&m.id);
+            std::fs::create_dir_all(work.join("member-dumps"))?;
+            let n = restore::member_dump(model.replica(), m.role, &dir)
+                .map_err(|e| e.in_context(format!("member `{}`", m.id)))?;
+            rep.dump = Some(
+                out.join(restore::MEMBERS_DIR)
+                    .join(&m.id)
+                    .display()
+                    .to_string(),
+            );
+            rep.dump_documents = Some(n);
+        }
+        let context = format!("member `{}`", m.id);
+        match &mut merge {
+            None => {
+                let mg = Merge::new(model.replica())
+                    .map_err(|e| Failure::from(e).in_context(&context))?;
+                let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
+                limit::check_shards(&mg.routing.shards, &ids, p.limit)?;
+                // The shards again, the databases' primaries first.
+                let prim: Vec<&str> = mg.routing.databases.values().map(String::as_str).collect();
+                order = restore::order(&p.file, &prim);
+                merge = Some(mg);
+            }
+            Some(mg) => mg
+                .add_shard(&m.id, model.replica())
+                .map_err(|e| Failure::from(e).in_context(&context))?,
+        }
+        drop(model);
+        reports.push(rep);
+        k += 1;
+    }
+    let merge = merge.expect("the config server comes first");
+    let members = work.join("member-dumps");
+    let counts = merge.write(out, p.limit, a.per_member.then_some(members.as_path()))?;
+    Ok((reports, counts))
+}
+
+fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
+    writeln!(
+        w,
+        "Restored the cluster at {} ({}), exclusive, one limit for every member: {}.",
+        r.limit, r.limit_utc, r.explanation
+    )?;
+    writeln!(w)?;
+    member_lines(w, &r.members, true)?;
+    writeln!(w)?;
+    writeln!(
+        w,
+        "NAMESPACE                 SHARDED  DOCUMENTS  LEFT OUT  FROM"
+    )?;
+    for n in &r.namespaces {
+        let from = n
+            .owned
+            .iter()
+            .map(|(s, c)| format!("{s} {c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        writeln!(
+            w,
+            "{:<25} {:<8} {:>9}  {:>8}  {}",
+            n.ns,
+            if n.sharded { "yes" } else { "no" },
+            n.documents,
+            n.left_out,
+            from
+        )?;
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        "One logical dump in `{}` ({}; documents owned at the limit by the config server's chunks; {} left out: \
+         orphans, migration clones, copies off the primary shard).",
+        r.out,
+        counted(
+            r.namespaces.iter().map(|n| n.documents).sum(),
+            "document",
+            "documents"
+        ),
+        r.namespaces.iter().map(|n| n.left_out).sum::<u64>()
+    )?;
+    replayed_lines(w, &r.incidents_replayed)?;
+    if r.exit_code == 1 {
+        writeln!(
+            w,
+            "INCIDENT REPLAYED (exit 1): the dump is complete, but holds the damage above; --accept-incidents \
+             if that is what you want"
+        )?;
+    }
+    if r.members.iter().any(|m| m.dump.is_some()) {
+        writeln!(
+            w,
+            "Each member's own dump at the limit (--per-member): `{}/{}/<member>/`.",
+            r.out,
+            restore::MEMBERS_DIR
+        )?;
+    }
+    writeln!(
+        w,
+        "Before restoring through mongos, shard the collections: the mongosh commands are in `{}`; then:\n  \
+         mongorestore --uri mongodb://MONGOS {}",
+        r.sharding_file, r.out
+    )?;
+    Ok(())
+}

@@ -1,0 +1,481 @@
+//! The restore of a cluster at one limit: each member's own plan at `L` (the
+//! single-replica-set plan, [`crate::plan::build_with_model`], run once per member),
+//! and for a replay the members' states at `L` merged into one logical dump: for a
+//! sharded namespace the documents each shard owns at `L` by the config server's
+//! routing table at `L` ([`super::owner`]), orphans and in-flight migration clones
+//! left out; an unsharded namespace from its database's primary shard
+//! (`config.databases`).
+//!
+//! Memory: the config server's state, the merged dump's documents and one shard's
+//! state at a time (each shard is replayed, merged, and let go before the next).
+
+use std::path::{Path, PathBuf};
+
+use bson::RawDocument;
+use serde::Serialize;
+
+use crate::engine::replica::dump::{self, DumpFormat};
+use crate::engine::replica::{Content, Replica, ReplicaOptions};
+use crate::error::Failure;
+use crate::oplog::Ts;
+use crate::plan::expect::{Model, DEFAULT_ID_CAP};
+use crate::plan::versions::VersionHints;
+use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan, UntilSpec};
+use crate::time::parse_time;
+
+use super::file::{ClusterFile, Member, Role};
+use super::limit::{LimitError, MemberRange};
+use super::owner::{OwnerError, Routing, ShardedColl};
+
+/// One member in the plan and the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberReport {
+    pub member: String,
+    pub role: Role,
+    pub backup_end: Ts,
+    pub oplog: String,
+    pub oplog_first: Ts,
+    pub oplog_last: Ts,
+    /// Entries of the member's oplog after its backup's end and before the limit.
+    pub entries_to_apply: u64,
+    /// The member's own plan (`plan.json` and its slice).
+    pub plan_dir: String,
+    /// Lint errors of the member's own plan (what mongorestore would fail on).
+    pub lint_errors: usize,
+    /// Entries the engine applied (backup oplog and slice); replay only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries_applied: Option<u64>,
+    /// `--per-member`: the member's own dump at the limit and its documents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump_documents: Option<u64>,
+}
+
+/// What the plan asked of one member.
+pub struct MemberJob<'a> {
+    pub member: &'a Member,
+    pub range: &'a MemberRange,
+    pub limit: Ts,
+    /// Where its plan is written.
+    pub dir: PathBuf,
+    pub cwd: PathBuf,
+    pub allow_truncated: bool,
+    /// Whole documents (a replay, or the config server's routing): memory and
+    /// spill directory.
+    pub content: Option<(usize, PathBuf)>,
+}
+
+/// Runs the single-replica-set plan of one member at the limit.
+pub fn member_plan(
+    job: MemberJob<'_>,
+    progress: &dyn Progress,
+) -> Result<(RestorePlan, Model, MemberReport), Failure> {
+    let context = format!("member `{}`", job.member.id);
+    let limit = job.limit;
+    let until = parse_time(&format!("{}:{}", limit.t, limit.i))
+        .map_err(|e| Failure::from(e).in_context(&context))?;
+    let config_server = job.member.role == Role::Config;
+    let req = PlanRequest {
+        backup: job.member.backup.clone(),
+        oplog: job.range.oplog.clone(),
+        until: UntilSpec::Time(until),
+        backup_end: None,
+        ns: Vec::new(),
+        skip: Vec::new(),
+        out: Some(job.dir.clone()),
+        cwd: job.cwd,
+        allow_truncated: job.allow_truncated,
+        expect: job.content.is_none(),
+        id_cap: DEFAULT_ID_CAP,
+        sort_memory: 256 << 20,
+        versions: VersionHints::default(),
+        content: job.content.map(|(memory, spill_dir)| ContentOptions {
+            memory,
+            spill_dir,
+            strict: true,
+            defer_hashes: true,
+            config_server,
+        }),
+        mongorestore_inputs: false,
+    };
+    let (p, model) = plan::build_with_model(&req, progress)
+        .map_err(|e| Failure::from(e).in_context(&context))?;
+    refuse_open_prepared(&job.member.id, &p, limit)?;
+    let report = MemberReport {
+        member: job.member.id.clone(),
+        role: job.member.role,
+        backup_end: p.coverage.backup_end,
+        oplog: job.range.oplog.clone(),
+        oplog_first: p.oplog.first_ts.unwrap_or(Ts::ZERO),
+        oplog_last: p.oplog.last_ts.unwrap_or(Ts::ZERO),
+        entries_to_apply: p.slice.entries,
+        plan_dir: job.dir.display().to_string(),
+        lint_errors: p
+            .lint
+            .iter()
+            .filter(|l| l.severity == plan::LintSeverity::Error)
+            .count(),
+        entries_applied: None,
+        dump: None,
+        dump_documents: None,
+    };
+    Ok((p, model, report))
+}
+
+/// A prepared transaction with parts before the limit and no commit before it on
+/// this member (the member's plan lints it, `txn-open-at-limit`): whether it is in
+/// the cluster at `L` depends on its `commitTimestamp` on every participant (rule R2
+/// of shared/reference/sharded-pitr.md), which pitr does not decide yet, so it is
+/// refused rather than left out on some members and not others.
+fn refuse_open_prepared(member: &str, p: &RestorePlan, limit: Ts) -> Result<(), LimitError> {
+    match p
+        .lint
+        .iter()
+        .find(|l| l.code == "txn-open-at-limit" && l.message.starts_with("a prepared transaction"))
+    {
+        Some(l) => Err(LimitError::PreparedOpen {
+            member: member.to_string(),
+            limit,
+            first: l.ts.unwrap_or(limit),
+            message: l.message.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Per namespace in the merged dump.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NsCount {
+    pub ns: String,
+    pub sharded: bool,
+    /// Documents in the merged dump (owned at the limit).
+    pub documents: u64,
+    /// Per shard: the owned documents taken from it.
+    pub owned: Vec<(String, u64)>,
+    /// Documents on shards that did not own them at the limit (orphans, in-flight
+    /// migration clones; for an unsharded namespace, copies off its primary shard):
+    /// left out.
+    pub left_out: u64,
+}
+
+/// The merged dump being built.
+pub struct Merge {
+    pub routing: Routing,
+    replica: Replica,
+    pub counts: Vec<NsCount>,
+    seeded: u64,
+}
+
+/// Why two shards' documents cannot be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("`{ns}`: shard `{shard}` owns a document with _id {id} that another shard also owns at the limit; _id is unique only per shard, so one mongorestore through mongos would refuse one of them")]
+    DuplicateId {
+        ns: String,
+        shard: String,
+        id: String,
+    },
+    #[error("`{ns}` is on shard `{shard}` but its database `{db}` has no config.databases entry at the limit: which shard's copy is the cluster's is unknown")]
+    NoPrimary {
+        ns: String,
+        db: String,
+        shard: String,
+    },
+    #[error(transparent)]
+    Owner(#[from] OwnerError),
+    #[error(transparent)]
+    Replica(#[from] crate::engine::replica::ReplicaError),
+}
+
+impl crate::error::Hint for MergeError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            MergeError::DuplicateId { .. } => Some(
+                "restore that namespace per shard (`pitr replay --backup ... --oplog ... --until <limit>` on each) and merge by hand"
+                    .into(),
+            ),
+            MergeError::NoPrimary { .. } => {
+                Some("check that [config] in the cluster file is this cluster's config server".into())
+            }
+            MergeError::Owner(e) => crate::error::Hint::hint(e),
+            MergeError::Replica(e) => crate::error::Hint::hint(e),
+        }
+    }
+}
+
+/// Databases that are each replica set's own, never the cluster's user data.
+fn skipped_db(db: &str) -> bool {
+    matches!(db, "admin" | "config" | "local")
+}
+
+impl Merge {
+    /// Starts from the config server's state at the limit; refuses hashed keys.
+    pub fn new(config: &Replica) -> Result<Merge, MergeError> {
+        let routing = Routing::from_config(config)?;
+        for c in routing.collections.values() {
+            c.check_supported()?;
+        }
+        Ok(Merge {
+            routing,
+            replica: Replica::new(ReplicaOptions {
+                content: Content::Documents,
+                ..ReplicaOptions::default()
+            }),
+            counts: Vec::new(),
+            seeded: 0,
+        })
+    }
+
+    fn count(&mut self, ns: &str, sharded: bool) -> &mut NsCount {
+        if let Some(k) = self.counts.iter().position(|c| c.ns == ns) {
+            return &mut self.counts[k];
+        }
+        self.counts.push(NsCount {
+            ns: ns.to_string(),
+            sharded,
+            ..NsCount::default()
+        });
+        self.counts.last_mut().expect("pushed")
+    }
+
+    /// Takes what `shard` owns at the limit from its state at the limit.
+    pub fn add_shard(&mut self, shard: &str, r: &Replica) -> Result<(), MergeError> {
+        for (ns, info) in r.namespaces() {
+            let db = ns.split_once('.').map_or(ns, |(d, _)| d);
+            if skipped_db(db) {
+                continue;
+            }
+            let sharded = self.routing.collections.get(ns).cloned();
+            let primary = self.routing.databases.get(db).cloned();
+            if sharded.is_none() && primary.is_none() {
+                return Err(MergeError::NoPrimary {
+                    ns: ns.into(),
+                    db: db.into(),
+                    shard: shard.into(),
+                });
+            }
+            let whole = sharded.is_none() && primary.as_deref() == Some(shard);
+            // The collection's catalog (options, indexes): from the primary shard when
+            // it has the collection (merged first), else the first shard that has it.
+            if (whole || sharded.is_some()) && !self.replica.exists(ns) {
+                let mut c = info.clone();
+                self.replica.seed_namespace(ns, |slot| {
+                    c.slot = slot;
+                    c.no_id.clear();
+                    c
+                });
+            }
+            self.count(ns, sharded.is_some());
+            self.take(shard, ns, r, sharded.as_ref(), whole)?;
+        }
+        Ok(())
+    }
+
+    fn take(
+        &mut self,
+        shard: &str,
+        ns: &str,
+        r: &Replica,
+        sharded: Option<&ShardedColl>,
+        whole: bool,
+    ) -> Result<(), MergeError> {
+        let (mut owned, mut left_out) = (0u64, 0u64);
+        let mut failed: Option<MergeError> = None;
+        let replica = &mut self.replica;
+        let seeded = &mut self.seeded;
+        let walked = r.for_each_document(ns, &mut |bytes| {
+            let doc = RawDocument::from_bytes(bytes).map_err(|e| {
+                crate::engine::replica::ReplicaError::Seed {
+                    ns: ns.into(),
+                    index: 0,
+                    why: e.to_string(),
+                }
+            })?;
+            let mine = match sharded {
+                Some(c) => match c.owner(doc) {
+                    Ok(o) => o == shard,
+                    Err(e) => {
+                        failed = Some(e.into());
+                        return Err(crate::engine::replica::ReplicaError::Interrupted);
+                    }
+                },
+                None => whole,
+            };
+            if !mine {
+                left_out += 1;
+                return Ok(());
+            }
+            if let Ok(Some(id)) = doc.get("_id") {
+                if replica.holds(ns, id)? {
+                    failed = Some(MergeError::DuplicateId {
+                        ns: ns.into(),
+                        shard: shard.into(),
+                        id: bson::Bson::try_from(id).map_or("?".into(), |b| b.to_string()),
+                    });
+                    return Err(crate::engine::replica::ReplicaError::Interrupted);
+                }
+            }
+            *seeded += 1;
+            owned += 1;
+            replica.seed_document(ns, doc, *seeded)
+        });
+        if let Err(e) = walked {
+            return Err(failed.take().unwrap_or(MergeError::Replica(e)));
+        }
+        let c = self.count(ns, sharded.is_some());
+        c.documents += owned;
+        c.left_out += left_out;
+        if owned > 0 {
+            c.owned.push((shard.to_string(), owned));
+        }
+        Ok(())
+    }
+
+    /// Writes the merged dump (mongodump's directory layout) and `sharding.json` in
+    /// it, under a temporary name renamed to `out` at the end; `members` (the
+    /// `--per-member` dumps, a directory on the same file system) is moved into it
+    /// as `members/` before that rename.
+    pub fn write(
+        mut self,
+        out: &Path,
+        limit: Ts,
+        members: Option<&Path>,
+    ) -> Result<Vec<NsCount>, Failure> {
+        self.replica
+            .flush()
+            .map_err(|e| Failure::from(MergeError::from(e)))?;
+        let items = dump::select(&self.replica, &|_| true)
+            .map_err(|e| Failure::from(MergeError::from(e)))?;
+        let meter = crate::engine::replica::Meter::new();
+        let fmt = DumpFormat::Directory { gzip: false };
+        let pending = dump::prepare(&mut self.replica, out, fmt, &items, "unknown", &meter)?;
+        let staging = pending
+            .staging()
+            .expect("a directory dump is staged in a directory");
+        let sharding = sharding_json(&self.routing, limit);
+        let path = staging.join(SHARDING_FILE);
+        std::fs::write(&path, sharding)
+            .map_err(|e| Failure::new(format!("cannot write `{}`: {e}", path.display())))?;
+        if let Some(m) = members {
+            let to = staging.join(MEMBERS_DIR);
+            std::fs::rename(m, &to).map_err(|e| {
+                Failure::new(format!(
+                    "cannot move `{}` to `{}`: {e}",
+                    m.display(),
+                    to.display()
+                ))
+                .with_hint("give --workdir on the file system of --out")
+            })?;
+        }
+        pending.commit()?;
+        self.counts.sort_by(|a, b| a.ns.cmp(&b.ns));
+        Ok(self.counts)
+    }
+}
+
+/// Where `--per-member` puts each member's own dump inside the merged dump.
+pub const MEMBERS_DIR: &str = "members";
+
+/// The `config.*` collections a config server's dump holds (mongo-tools
+/// `common/dumprestore/config.go` `ConfigCollectionsToKeep`).
+const CONFIG_KEPT: [&str; 7] = [
+    "chunks",
+    "collections",
+    "databases",
+    "settings",
+    "shards",
+    "tags",
+    "version",
+];
+
+/// `--per-member`: a member's own dump at the limit, as a `mongodump --oplog` of its
+/// replica set would hold its data then (its `admin` and user databases; for the
+/// config server also the kept `config.*` collections), for rebuilding a cluster of
+/// the same shape. Written under a temporary name and renamed to `dir`; returns
+/// its documents.
+pub fn member_dump(r: &Replica, role: Role, dir: &Path) -> Result<u64, Failure> {
+    use crate::engine::replica::dump::Item;
+    let mut items = dump::select(r, &|_| true).map_err(|e| Failure::from(MergeError::from(e)))?;
+    if role == Role::Config {
+        for coll in CONFIG_KEPT {
+            let ns = format!("config.{coll}");
+            if let Some(c) = r.get(&ns) {
+                items.push(Item {
+                    data_ns: Some(ns),
+                    db: "config".into(),
+                    coll: coll.into(),
+                    kind: "collection",
+                    info: c.clone(),
+                });
+            }
+        }
+    }
+    let meter = crate::engine::replica::Meter::new();
+    let fmt = DumpFormat::Directory { gzip: false };
+    let pending = dump::prepare_flushed(r, dir, fmt, &items, "unknown", &meter)?;
+    Ok(pending.commit()?.iter().map(|d| d.documents).sum())
+}
+
+/// The sharding file's name inside the merged dump (mongorestore skips files it
+/// does not know at the dump's root).
+pub const SHARDING_FILE: &str = "sharding.json";
+
+/// `sharding.json`: each sharded collection's key, `unique` flag and chunks at the
+/// limit, and the mongosh commands to run through mongos before mongorestore
+/// (the official dump-restore procedure for sharded clusters: shard each
+/// collection first, then restore through mongos).
+pub fn sharding_json(routing: &Routing, limit: Ts) -> String {
+    let colls: Vec<serde_json::Value> = routing
+        .collections
+        .values()
+        .filter(|c| !c.ns.starts_with("config."))
+        .map(|c| {
+            serde_json::json!({
+                "ns": c.ns, "key": bson::Bson::Document(c.key.clone()).into_relaxed_extjson(),
+                "unique": c.unique, "chunks": c.chunks, "command": c.shard_command(),
+            })
+        })
+        .collect();
+    let mut dbs: Vec<&str> = routing
+        .collections
+        .keys()
+        .filter(|ns| !ns.starts_with("config."))
+        .filter_map(|ns| ns.split_once('.').map(|(d, _)| d))
+        .collect();
+    dbs.dedup();
+    let mut commands: Vec<String> = vec!["sh.stopBalancer()".into()];
+    commands.extend(dbs.iter().map(|d| {
+        format!(
+            "sh.enableSharding({})",
+            serde_json::Value::String(d.to_string())
+        )
+    }));
+    commands.extend(
+        colls
+            .iter()
+            .filter_map(|c| c["command"].as_str().map(str::to_string)),
+    );
+    let v = serde_json::json!({
+        "format": "pitr-cluster-sharding/1",
+        "limit": limit,
+        "shards_at_limit": routing.shards,
+        "databases": routing.databases,
+        "collections": colls,
+        "mongosh": commands,
+        "note": "run the mongosh commands through mongos, then mongorestore through mongos; \
+                 sh.startBalancer() afterwards if the balancer should run",
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The cluster file's members in the order a replay needs them: the config server
+/// first (its routing decides ownership), then each shard, the primary shards of
+/// the databases first (their catalogs are the collections').
+pub fn order<'a>(file: &'a ClusterFile, primaries: &[&str]) -> Vec<&'a Member> {
+    let mut shards: Vec<&Member> = file.shards.iter().collect();
+    shards.sort_by_key(|s| !primaries.contains(&s.id.as_str()));
+    std::iter::once(&file.config).chain(shards).collect()
+}
