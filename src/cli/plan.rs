@@ -160,6 +160,7 @@ impl PlanInputArgs {
             versions,
             content: None,
             mongorestore_inputs: true,
+            backup_in_spare: false,
         }
     }
 }

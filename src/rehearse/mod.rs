@@ -568,6 +568,7 @@ fn with_client(
             defer_hashes: false,
         }),
         mongorestore_inputs: false,
+        backup_in_spare: false,
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
         Ok(x) => x,
