@@ -4,9 +4,13 @@
 //! copied or unpacked into a work dir, recovered with `recoverFromOplogAsStandalone`,
 //! and ends where the member's oplog ended, with every write in the data, while the
 //! snapshot itself is never written. Files of a member in initial sync are refused.
+//! And `pitr replay --engine mongod` with such a snapshot as `--backup`, with the
+//! real mongorestore and mongodump: the slice from the recovered end replayed into a
+//! spare on the recovered copy, verified, handed over.
 //! Every server here is the stand-in, not MongoDB.
 
 mod common;
+mod replay_common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -271,4 +275,171 @@ async fn files_of_a_member_in_initial_sync_are_refused() {
     // And a copy into a directory that exists is refused before anything is written.
     let e = copy(&s, &work.join("copy")).unwrap_err();
     assert!(format!("{e:?}").contains("already exists"), "{e:?}");
+}
+
+/// `pitr replay --engine mongod --backup SNAPSHOT`: the copy, the recovery start, the
+/// dump of the recovered copy, then the slice from its end replayed into a spare on
+/// the copy (no restore step), verified by counts and dbHash, and handed over; the
+/// writes between the checkpoint and the snapshot are there, the drop is not. The
+/// dry run shows the steps and copies nothing. The snapshot is never written, the
+/// copy is removed at the end.
+#[tokio::test]
+async fn replay_with_a_snapshot_backup_restores_to_just_before_the_drop() {
+    let d = tempfile::tempdir().unwrap();
+    let live = d.path().join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let m = Server::start(
+        &live,
+        &[
+            ("PITR_STANDIN_MODE", "replset"),
+            ("PITR_STANDIN_PERSIST", "1"),
+        ],
+    );
+    let c = m.client().await;
+    let orders: Vec<Document> = (1..=50).map(|i| doc! {"_id": i, "qty": i}).collect();
+    run(&c, "shop", doc! {"insert": "orders", "documents": orders}).await;
+    run(
+        &c,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}]},
+    )
+    .await;
+    run(&c, "admin", doc! {"fsync": 1}).await;
+    // After the checkpoint, before the snapshot: only the oplog of the files has these.
+    run(
+        &c,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
+    )
+    .await;
+    run(
+        &c,
+        "app",
+        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]},
+    )
+    .await;
+    run(
+        &c,
+        "shop",
+        doc! {"update": "orders", "updates": [{"q": {"_id": 7}, "u": {"$set": {"qty": 700}}}]},
+    )
+    .await;
+    let snap = d.path().join("snap");
+    copy_dir(&live, &snap);
+    // After the snapshot: a write, the incident, a write after it.
+    run(&c, "app", doc! {"insert": "c", "documents": [{"_id": 6}]}).await;
+    run(&c, "shop", doc! {"drop": "orders"}).await;
+    run(&c, "app", doc! {"insert": "c", "documents": [{"_id": 7}]}).await;
+    let uri = format!("mongodb://127.0.0.1:{}/?directConnection=true", m.port);
+    let o = replay_common::run_pitr(
+        d.path(),
+        &["dump-oplog", "--uri", &uri, "--out", "oplogdump"],
+        &[],
+    );
+    assert_eq!(replay_common::code(&o), 0, "{}", replay_common::show(&o));
+    drop(m);
+    let before = files(&snap);
+
+    for (k, bins) in
+        replay_common::tool_sets("replay_with_a_snapshot_backup_restores_to_just_before_the_drop")
+            .into_iter()
+            .enumerate()
+    {
+        let bin = bins.dir.display().to_string();
+        let args = |extra: &[&'static str]| {
+            let mut v = vec![
+                "replay",
+                "--engine",
+                "mongod",
+                "--backup",
+                "snap",
+                "--oplog",
+                "oplogdump",
+                "--until",
+                "auto",
+            ];
+            v.extend_from_slice(extra);
+            v
+        };
+        let work = format!("work{k}");
+        let out = format!("out{k}");
+        let mut dry = args(&["--dry-run", "--workdir"]);
+        dry.push(&work);
+        dry.extend(["--mongodb-bin", &bin]);
+        let o = replay_common::run_pitr(d.path(), &dry, &[]);
+        let text = replay_common::stdout(&o);
+        assert_eq!(
+            replay_common::code(&o),
+            0,
+            "{}: {}",
+            bins.label,
+            replay_common::show(&o)
+        );
+        assert!(
+            text.contains("recoverFromOplogAsStandalone=true")
+                && text.contains("S1")
+                && text.contains("S3"),
+            "{text}"
+        );
+        assert!(
+            !d.path().join(&work).join("snapshot-db").exists(),
+            "the dry run copied"
+        );
+
+        let mut real = args(&["--workdir"]);
+        real.extend([
+            work.as_str(),
+            "--out",
+            out.as_str(),
+            "--json",
+            "--mongodb-bin",
+            bin.as_str(),
+        ]);
+        let o = replay_common::run_pitr(d.path(), &real, &[]);
+        assert_eq!(
+            replay_common::code(&o),
+            0,
+            "{}: {}",
+            bins.label,
+            replay_common::show(&o)
+        );
+        let report = replay_common::read_json(&d.path().join(&work).join("report.json"));
+        assert_eq!(
+            replay_common::step(&report, "restore_backup")["status"],
+            "skipped",
+            "{report}"
+        );
+        assert_eq!(
+            replay_common::step(&report, "replay_oplog")["status"],
+            "ok",
+            "{report}"
+        );
+        let rows = replay_common::verify_rows(&report["verify"]);
+        let row = |ns: &str| {
+            rows.iter()
+                .find(|r| r.0 == ns)
+                .unwrap_or_else(|| panic!("{ns}: {rows:?}"))
+                .clone()
+        };
+        assert_eq!(row("app.c").2, Some(5), "{}: {rows:?}", bins.label);
+        assert_eq!(row("shop.orders").2, Some(50), "{}: {rows:?}", bins.label);
+        assert!(
+            rows.iter().all(|r| r.3 == "pass"),
+            "{}: {rows:?}",
+            bins.label
+        );
+        assert_eq!(
+            replay_common::bson_docs(&d.path().join(&out).join("app/c.bson")),
+            5
+        );
+        assert_eq!(
+            replay_common::bson_docs(&d.path().join(&out).join("shop/orders.bson")),
+            50
+        );
+        assert!(
+            !d.path().join(&work).join("snapshot-db").exists(),
+            "the copy was left behind"
+        );
+    }
+    assert_eq!(files(&snap), before, "the snapshot itself was written");
 }

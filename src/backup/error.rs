@@ -84,9 +84,9 @@ impl Hint for BackupError {
     }
 }
 
-/// What to do with data files: pitr reads mongodump backups only (restoring a
-/// snapshot through a spare mongod is issue 23, not built yet), so the hint gives the
-/// server's own procedure by hand and how pitr takes over from its dump.
+/// What to do with data files: only a mongod reads them, so `replay --engine mongod`
+/// restores them (src/replay/snapshot.rs); the hint also gives the server's own
+/// procedure by hand and how pitr takes over from its dump.
 fn snapshot_hint(s: &super::snapshot::Snapshot) -> String {
     let refusals = s.refusals();
     if !refusals.is_empty() {
@@ -95,7 +95,8 @@ fn snapshot_hint(s: &super::snapshot::Snapshot) -> String {
             refusals.join("; ")
         );
     }
-    "pitr reads mongodump backups, not data files, and does not yet start a spare on them. By hand, on a COPY \
+    "only a mongod reads data files: `pitr replay --engine mongod` restores them (a spare recovers a copy; \
+     --dry-run shows the steps); plan, find-drop and the embedded engine read mongodump backups. By hand, on a COPY \
      (never the snapshot itself): start `mongod --dbpath COPY --bind_ip 127.0.0.1 --setParameter \
      recoverFromOplogAsStandalone=true --setParameter takeUnstableCheckpointOnShutdown=true` (no --replSet), \
      note the newest local.oplog.rs `ts` (T: data and oplog agree after this recovery), shut it down cleanly, \

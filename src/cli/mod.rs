@@ -22,6 +22,7 @@ pub mod plan;
 pub mod progress;
 pub mod rehearse;
 pub mod replay;
+mod replay_snapshot;
 pub mod scan;
 pub mod stats;
 pub mod status;

@@ -176,6 +176,7 @@ impl PlanInputArgs {
             versions,
             content: None,
             mongorestore_inputs: true,
+            backup_in_spare: false,
         }
     }
 }

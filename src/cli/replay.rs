@@ -328,6 +328,9 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
+    // A copy of data files instead of a mongodump (issue 23): refused first if the
+    // files say they cannot be recovered.
+    let snapshot = super::replay_snapshot::detect(&a.plan.backup)?;
     let MongodPlaces {
         work,
         out,
@@ -338,7 +341,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     // skip and refuse (a dry run runs only these `--version`s).
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
     let rt = runtime()?;
-    let probed = rt.block_on(tools::probe(&search, out.is_some(), &Cancel::new()));
+    let probed = rt.block_on(tools::probe(
+        &search,
+        out.is_some() || snapshot.is_some(),
+        &Cancel::new(),
+    ));
     let mut req = a.plan.request(
         Some(work.plan_dir()),
         cwd.clone(),
@@ -347,6 +354,27 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     if let Err(e) = fetch_backup(download.as_ref(), &probed, a.dry_run, &mut req) {
         work.discard_if_unused();
         return Err(e);
+    }
+    let console = Console::for_stderr(a.json);
+    let cancel = Cancel::new();
+    // The recovered copy of a snapshot backup: the spare runs on it.
+    let mut snapshot_db = None;
+    if let Some(s) = &snapshot {
+        if a.dry_run {
+            return super::replay_snapshot::dry_run(s, &probed, &work);
+        }
+        // Ctrl-C stops the copy, the recovery start and the dump, and their mongods.
+        rt.block_on(async { listen_for_signals(&cancel, Some(notice(console.clone(), a.grace))) })?;
+        snapshot_db = Some(super::replay_snapshot::prepare_plan(
+            s,
+            &probed,
+            &work,
+            (a.start_timeout, a.grace),
+            &rt,
+            &cancel,
+            &console,
+            &mut req,
+        )?);
     }
     // The engine predicts each collection's content (its dbHash) so verification
     // checks more than counts; its temporary store lives in the work dir.
@@ -393,7 +421,6 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         return mongod_dry_run(&plan, &probed, &at, allow, a.json);
     }
 
-    let console = Console::for_stderr(a.json);
     let settings = Settings {
         keep: a.keep,
         out,
@@ -403,6 +430,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         port: a.port,
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         pitr,
+        dbpath: snapshot_db.clone(),
     };
     console.line(&format!(
         "pitr replay: limit {} (exclusive), work dir {}",
@@ -410,8 +438,9 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         work.root.display()
     ));
     let ran = rt.block_on(async {
-        let cancel = Cancel::new();
-        listen_for_signals(&cancel, Some(notice(console.clone(), settings.grace)))?;
+        if snapshot_db.is_none() {
+            listen_for_signals(&cancel, Some(notice(console.clone(), settings.grace)))?;
+        }
         let tools = Tools::from_probe(probed).map_err(Failure::from)?;
         for b in tools.all() {
             console.line(&format!("  {}", describe(b)));
@@ -438,6 +467,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     if let Some(d) = &download {
         // mongorestore is done with it (the spare holds the data now).
         let _ = std::fs::remove_dir_all(&d.dest).or_else(|_| std::fs::remove_file(&d.dest));
+    }
+    if let Some(db) = &snapshot_db {
+        // The recovered copy: kept with the spare (--keep), else removed.
+        let kept = ran.as_ref().is_ok_and(|(_, ex, _)| ex.kept.is_some());
+        if !kept {
+            let _ = std::fs::remove_dir_all(db);
+        }
     }
     let (tools, mut ex, interrupted) = ran?;
     if let (Some(url), None) = (&upload, interrupted) {

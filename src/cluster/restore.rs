@@ -98,6 +98,7 @@ pub fn member_plan(
             config_server,
         }),
         mongorestore_inputs: false,
+        backup_in_spare: false,
     };
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;

@@ -72,6 +72,10 @@ pub struct PlanRequest {
     /// False for the embedded engine, which applies the slice itself: on a large
     /// oplog that copy is as big as the slice.
     pub mongorestore_inputs: bool,
+    /// The backup's data is already in the spare (a recovered snapshot backup, issue
+    /// 23; `backup` is then the mongodump taken of it): the slice is replayed alone,
+    /// never in one run with a restore of the backup.
+    pub backup_in_spare: bool,
 }
 
 /// How the plan builds the replica with whole documents.
@@ -475,6 +479,8 @@ struct Layout {
     /// What mongorestore reads in one run is to be written (not for the embedded
     /// engine).
     mongorestore_inputs: bool,
+    /// See [`PlanRequest::backup_in_spare`].
+    backup_in_spare: bool,
 }
 
 impl Layout {
@@ -486,8 +492,11 @@ impl Layout {
         // written that way from the start and linked there, instead of copied (on a
         // large oplog the copy cost as much time and disk again as the slice). A
         // gzip backup's is compressed, and an archive's is a new archive: both copy.
-        let linked_one_run =
-            req.mongorestore_inputs && !is_archive && !backup.inv.gzip && restore_all;
+        let linked_one_run = req.mongorestore_inputs
+            && !is_archive
+            && !backup.inv.gzip
+            && restore_all
+            && !req.backup_in_spare;
         Layout {
             is_archive,
             restore_all,
@@ -496,6 +505,7 @@ impl Layout {
             one_run: false,
             one_run_written: false,
             mongorestore_inputs: req.mongorestore_inputs,
+            backup_in_spare: req.backup_in_spare,
         }
     }
 
@@ -508,7 +518,7 @@ impl Layout {
         slice: &mut SliceOutcome,
     ) -> Result<Layout, PlanError> {
         self.replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-        self.one_run = self.replays_slice && self.restore_all;
+        self.one_run = self.replays_slice && self.restore_all && !self.backup_in_spare;
         self.one_run_written = self.one_run && self.mongorestore_inputs;
         if !self.one_run && slice.prefix_bytes > 0 {
             slice
@@ -769,6 +779,7 @@ fn restore_spec(
         plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
         dump_namespaces: dump_namespaces(filter, expected, &point.known_ns),
         inputs_written: req.mongorestore_inputs,
+        backup_in_spare: req.backup_in_spare,
     }
 }
 

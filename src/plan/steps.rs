@@ -55,6 +55,10 @@ pub struct RestoreSpec {
     pub limit: Ts,
     pub plan_file: String,
     pub dump_namespaces: Vec<String>,
+    /// The backup's data is already in the spare (a recovered snapshot backup): the
+    /// restore step is not run (see `PlanRequest::backup_in_spare`).
+    #[serde(default)]
+    pub backup_in_spare: bool,
     /// Whether the files these steps restore from were written (`restore/` or
     /// `restore.archive` for a combined run). False when the embedded engine made
     /// the plan: it applies the slice itself, and `OUT/oplog.bson` holds the slice
@@ -349,6 +353,7 @@ mod tests {
             plan_file: "/s/plan.json".into(),
             dump_namespaces: vec![],
             inputs_written: true,
+            backup_in_spare: false,
         }
     }
 

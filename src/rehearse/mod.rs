@@ -574,6 +574,7 @@ fn with_client(
             config_server: false,
         }),
         mongorestore_inputs: false,
+        backup_in_spare: false,
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
         Ok(x) => x,

@@ -286,6 +286,7 @@ mod tests {
                 versions: Default::default(),
                 content: None,
                 mongorestore_inputs: true,
+                backup_in_spare: false,
             },
             &Quiet,
         )

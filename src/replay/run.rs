@@ -61,6 +61,9 @@ pub struct Settings {
     pub connect_timeout: Duration,
     /// This pitr binary (for the verify command line shown).
     pub pitr: PathBuf,
+    /// Start the spare on this existing dbpath (a recovered snapshot backup, whose
+    /// data is the backup: the plan then says `backup_in_spare`).
+    pub dbpath: Option<PathBuf>,
 }
 
 /// The spare mongod. JSON: `port`, `pid`, `uri`, `dir`, `dbpath`, `log`, `kept`,
@@ -278,6 +281,7 @@ impl Runner<'_> {
         opts.grace = self.s.grace;
         opts.keep = false;
         opts.probe = Some(verify::spare_probe());
+        opts.dbpath = self.s.dbpath.clone();
         let t = Instant::now();
         let r = SpareMongod::start(opts, self.cancel).await;
         self.ex.steps[i].duration_ms = Some(t.elapsed().as_millis() as u64);
@@ -349,9 +353,16 @@ impl Runner<'_> {
     }
 
     async fn middle(&mut self, spare: &mut SpareMongod) -> Result<(), Stop> {
-        let restore = steps::restore_backup_argv(&self.plan.restore, &self.values);
-        self.child_step(StepKind::RestoreBackup, vec![restore], spare)
-            .await?;
+        if self.plan.restore.backup_in_spare {
+            self.skip(
+                StepKind::RestoreBackup,
+                "the spare runs on the recovered snapshot backup: its data is the backup",
+            );
+        } else {
+            let restore = steps::restore_backup_argv(&self.plan.restore, &self.values);
+            self.child_step(StepKind::RestoreBackup, vec![restore], spare)
+                .await?;
+        }
         if let Some(a) = steps::replay_slice_argv(&self.plan.restore, &self.values) {
             self.child_step(StepKind::ReplayOplog, vec![a], spare)
                 .await?;

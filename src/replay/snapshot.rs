@@ -1,8 +1,10 @@
-//! Snapshot backups through a spare mongod (issue 23), the first two steps: a copy of
-//! the files in the work dir, and the recovery start that makes their data and their
-//! oplog agree. Not wired into `pitr replay` yet (it refuses a snapshot, with the
-//! procedure by hand: see [`crate::backup::snapshot`]); tested against the stand-in
-//! mongod's data files in `tests/snapshot_recovery.rs`.
+//! Snapshot backups through a spare mongod (issue 23): the steps before the usual
+//! plan ([`prepare`]): a copy of the files in the work dir, the recovery start that
+//! makes their data and their oplog agree, and a dump of the recovered copy (the
+//! logical backup at its end). `pitr replay --engine mongod` runs them
+//! (`cli/replay_snapshot.rs`), then the usual steps with the spare on the recovered
+//! copy. Tested against the stand-in mongod's data files in
+//! `tests/snapshot_recovery.rs`.
 //!
 //! 1. **Copy** ([`copy`]): the snapshot is never written, so the spare runs on a copy:
 //!    each file reflinked where the file system can (a copy-on-write clone costs no
@@ -280,4 +282,132 @@ fn stable_timestamp(log: &str) -> Option<Ts> {
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
     let t = &v["attr"]["stableTimestamp"]["$timestamp"];
     Some(Ts::new(t["t"].as_u64()? as u32, t["i"].as_u64()? as u32))
+}
+
+/// A snapshot backup made ready for the usual replay: copied, recovered, and dumped.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    pub copied: Copied,
+    pub recovered: Recovered,
+    /// `mongodump` of the recovered copy: the logical backup at [`Recovered::end`],
+    /// what the plan reads and the embedded engine rolls forward for the prediction.
+    pub dump: PathBuf,
+    pub took: Duration,
+}
+
+/// What [`prepare`] needs.
+pub struct PrepareOptions<'a> {
+    pub mongod: &'a Path,
+    pub mongodump: &'a Path,
+    /// The work dir: the copy goes to `snapshot-db/`, the dump to `snapshot-at-end/`.
+    pub work: &'a Path,
+    pub start_timeout: Duration,
+    pub grace: Duration,
+}
+
+/// Where [`prepare`] puts the copy (the spare's dbpath afterwards) in the work dir.
+pub const COPY_DIR: &str = "snapshot-db";
+/// Where [`prepare`] puts the dump of the recovered copy in the work dir.
+pub const DUMP_DIR: &str = "snapshot-at-end";
+
+/// Copy, recover, then dump the recovered copy from a plain loopback start (stopped
+/// cleanly after). `say` gets one line per phase. The copy stays in the work dir: the
+/// spare of the replay runs on it.
+pub async fn prepare(
+    s: &Snapshot,
+    o: &PrepareOptions<'_>,
+    cancel: &Cancel,
+    say: &dyn Fn(&str),
+) -> Result<Prepared, Failure> {
+    let t = Instant::now();
+    let dest = o.work.join(COPY_DIR);
+    say(&format!(
+        "snapshot: copying {} into {}",
+        s.path.display(),
+        dest.display()
+    ));
+    let copied = copy(s, &dest)?;
+    say(&format!(
+        "snapshot: {} files, {} reflinked, {} bytes copied in {:.1} s",
+        copied.files,
+        copied.reflinked,
+        copied.bytes_copied,
+        t.elapsed().as_secs_f64()
+    ));
+    if cancel.is_cancelled() {
+        return Err(Failure::new("interrupted").with_exit_code(cancel.exit_code().unwrap_or(130)));
+    }
+    say("snapshot: recovery start (recoverFromOplogAsStandalone=true, takeUnstableCheckpointOnShutdown=true)");
+    let ro = RecoverOptions {
+        mongod: o.mongod,
+        parent_dir: o.work,
+        start_timeout: o.start_timeout,
+        grace: o.grace,
+    };
+    let recovered = recover(&copied.dbpath, &ro, cancel).await?;
+    say(&format!(
+        "snapshot: recovered in {:.1} s from the stable checkpoint {}; data and oplog end at {}",
+        recovered.took.as_secs_f64(),
+        recovered
+            .stable
+            .map_or("(not logged)".to_string(), |t| t.to_string()),
+        recovered.end
+    ));
+    let dump = o.work.join(DUMP_DIR);
+    say(&format!(
+        "snapshot: mongodump of the recovered copy into {}",
+        dump.display()
+    ));
+    dump_recovered(&copied.dbpath, &dump, o, cancel).await?;
+    Ok(Prepared {
+        copied,
+        recovered,
+        dump,
+        took: t.elapsed(),
+    })
+}
+
+/// A plain loopback start on the recovered copy, `mongodump --out dump`, a clean stop.
+async fn dump_recovered(
+    dbpath: &Path,
+    dump: &Path,
+    o: &PrepareOptions<'_>,
+    cancel: &Cancel,
+) -> Result<(), Failure> {
+    let mut opts = SpareOptions::new(o.mongod);
+    opts.parent_dir = Some(o.work.to_path_buf());
+    opts.dbpath = Some(dbpath.to_path_buf());
+    opts.start_timeout = o.start_timeout;
+    opts.grace = o.grace;
+    opts.probe = Some(crate::verify::spare_probe());
+    let spare = SpareMongod::start(opts, cancel)
+        .await
+        .map_err(|e| Failure::new(format!("starting mongod on the recovered copy failed: {e}")))?;
+    let log = o.work.join("snapshot-mongodump.log");
+    let ran = crate::exec::child::Command::new(o.mongodump)
+        .args(["--host", "127.0.0.1", "--port"])
+        .arg(spare.port().to_string())
+        .arg("--out")
+        .arg(dump)
+        .log_file(&log)
+        .grace(o.grace)
+        .run(cancel)
+        .await;
+    let stopped = spare.shutdown(cancel).await;
+    if let Err(e) = ran {
+        return Err(Failure::new(format!(
+            "mongodump of the recovered copy failed: {e} (see {})",
+            log.display()
+        )));
+    }
+    match stopped {
+        Ok(s) if s.clean() => Ok(()),
+        Ok(s) => Err(Failure::new(format!(
+            "mongod on the recovered copy did not stop cleanly ({})",
+            s.finished.outcome
+        ))),
+        Err(e) => Err(Failure::new(format!(
+            "stopping mongod on the recovered copy failed: {e}"
+        ))),
+    }
 }
