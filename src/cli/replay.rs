@@ -251,7 +251,7 @@ pub(crate) fn runtime() -> io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-fn notice(console: Arc<Console>, grace: Duration) -> SignalNotice {
+pub(super) fn notice(console: Arc<Console>, grace: Duration) -> SignalNotice {
     Box::new(move |sig, level| {
         let name = if sig == libc::SIGINT {
             "Ctrl-C"
@@ -358,24 +358,17 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let console = Console::for_stderr(a.json);
     let cancel = Cancel::new();
     // The recovered copy of a snapshot backup: the spare runs on it.
-    let mut snapshot_db = None;
-    if let Some(s) = &snapshot {
-        if a.dry_run {
-            return super::replay_snapshot::dry_run(s, &probed, &work);
-        }
-        // Ctrl-C stops the copy, the recovery start and the dump, and their mongods.
-        rt.block_on(async { listen_for_signals(&cancel, Some(notice(console.clone(), a.grace))) })?;
-        snapshot_db = Some(super::replay_snapshot::prepare_plan(
+    let snapshot_db = match &snapshot {
+        Some(s) if a.dry_run => return super::replay_snapshot::dry_run(s, &probed, &work),
+        Some(s) => Some(super::replay_snapshot::prepare_plan(
             s,
             &probed,
             &work,
-            (a.start_timeout, a.grace),
-            &rt,
-            &cancel,
-            &console,
+            (&a, &rt, &cancel, &console),
             &mut req,
-        )?);
-    }
+        )?),
+        None => None,
+    };
     // The engine predicts each collection's content (its dbHash) so verification
     // checks more than counts; its temporary store lives in the work dir.
     let predict = tempfile::Builder::new()
@@ -408,17 +401,13 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
     let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
 
     if a.dry_run {
-        let allow = dry_run::Allow {
-            ignore_lint_errors: a.ignore_lint_errors,
-            accept_incidents: a.accept_incidents,
-        };
         let at = DryRunAt {
             work: &work,
             out: out.as_deref(),
             port: a.port,
             pitr: &pitr,
         };
-        return mongod_dry_run(&plan, &probed, &at, allow, a.json);
+        return mongod_dry_run(&plan, &probed, &at, &a);
     }
 
     let settings = Settings {
@@ -468,13 +457,10 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         // mongorestore is done with it (the spare holds the data now).
         let _ = std::fs::remove_dir_all(&d.dest).or_else(|_| std::fs::remove_file(&d.dest));
     }
-    if let Some(db) = &snapshot_db {
-        // The recovered copy: kept with the spare (--keep), else removed.
-        let kept = ran.as_ref().is_ok_and(|(_, ex, _)| ex.kept.is_some());
-        if !kept {
-            let _ = std::fs::remove_dir_all(db);
-        }
-    }
+    super::replay_snapshot::remove_copy(
+        snapshot_db.as_deref(),
+        ran.as_ref().is_ok_and(|(_, ex, _)| ex.kept.is_some()),
+    );
     let (tools, mut ex, interrupted) = ran?;
     if let (Some(url), None) = (&upload, interrupted) {
         upload_dump(url, &mut ex);
@@ -668,9 +654,13 @@ fn mongod_dry_run(
     plan: &plan::RestorePlan,
     probed: &[tools::Probed],
     at: &DryRunAt<'_>,
-    allow: dry_run::Allow,
-    json: bool,
+    a: &ReplayArgs,
 ) -> Result<u8, Failure> {
+    let allow = dry_run::Allow {
+        ignore_lint_errors: a.ignore_lint_errors,
+        accept_incidents: a.accept_incidents,
+    };
+    let json = a.json;
     let d = dry_run::prepare(plan, at.work, probed, at.out, at.port, at.pitr, allow);
     let stdout = io::stdout();
     let mut w = io::BufWriter::new(stdout.lock());

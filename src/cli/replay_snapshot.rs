@@ -95,25 +95,33 @@ pub(super) fn dry_run(s: &Snapshot, probed: &[Probed], work: &WorkDir) -> Result
 
 /// Copies, recovers and dumps the snapshot, then points the plan at the dump: the
 /// returned dbpath is the recovered copy the spare must start on.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn prepare_plan(
     s: &Snapshot,
     probed: &[Probed],
     work: &WorkDir,
-    (start_timeout, grace): (std::time::Duration, std::time::Duration),
-    rt: &tokio::runtime::Runtime,
-    cancel: &Cancel,
-    console: &Console,
+    (a, rt, cancel, console): (
+        &super::replay::ReplayArgs,
+        &tokio::runtime::Runtime,
+        &Cancel,
+        &std::sync::Arc<Console>,
+    ),
     req: &mut PlanRequest,
 ) -> Result<PathBuf, Failure> {
+    // Ctrl-C stops the copy, the recovery start and the dump, and their mongods.
+    rt.block_on(async {
+        crate::exec::signals::listen_for_signals(
+            cancel,
+            Some(super::replay::notice(console.clone(), a.grace)),
+        )
+    })?;
     let mongod = program(probed, Tool::Mongod)?;
     let mongodump = program(probed, Tool::Mongodump)?;
     let o = PrepareOptions {
         mongod: &mongod,
         mongodump: &mongodump,
         work: &work.root,
-        start_timeout,
-        grace,
+        start_timeout: a.start_timeout,
+        grace: a.grace,
     };
     let p = rt
         .block_on(prepare(s, &o, cancel, &|l| console.line(l)))
@@ -135,4 +143,11 @@ pub(super) fn prepare_plan(
     });
     req.backup_in_spare = true;
     Ok(p.copied.dbpath)
+}
+
+/// At the end: the recovered copy is kept with the spare (`--keep`), else removed.
+pub(super) fn remove_copy(db: Option<&Path>, kept: bool) {
+    if let (Some(db), false) = (db, kept) {
+        let _ = std::fs::remove_dir_all(db);
+    }
 }
