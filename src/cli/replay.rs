@@ -325,12 +325,21 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         .with_hint("with --engine mongod, --out is written by mongodump as a directory")
         .with_exit_code(exit::ERROR));
     }
+    run_mongod(a)
+}
+
+/// `--engine mongod`: the places, the programs, a snapshot backup made ready, the
+/// plan (or the dry run), the steps, the report.
+fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
     let started = Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let cwd = std::env::current_dir()?;
     // A copy of data files instead of a mongodump (issue 23): refused first if the
     // files say they cannot be recovered.
-    let snapshot = super::replay_snapshot::detect(&a.plan.backup)?;
+    let snapshot = match a.plan.backup.as_deref() {
+        Some(b) => super::replay_snapshot::detect(b)?,
+        None => None,
+    };
     let MongodPlaces {
         work,
         out,
@@ -364,7 +373,7 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             s,
             &probed,
             &work,
-            (&a, &rt, &cancel, &console),
+            (a.start_timeout, a.grace, &rt, &cancel, &console),
             &mut req,
         )?),
         None => None,
@@ -407,7 +416,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             port: a.port,
             pitr: &pitr,
         };
-        return mongod_dry_run(&plan, &probed, &at, &a);
+        let allow = dry_run::Allow {
+            ignore_lint_errors: a.ignore_lint_errors,
+            accept_incidents: a.accept_incidents,
+        };
+        return mongod_dry_run(&plan, &probed, &at, allow, a.json);
     }
 
     let settings = Settings {
@@ -431,21 +444,11 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
             listen_for_signals(&cancel, Some(notice(console.clone(), settings.grace)))?;
         }
         let tools = Tools::from_probe(probed).map_err(Failure::from)?;
-        for b in tools.all() {
-            console.line(&format!("  {}", describe(b)));
-        }
         // The programs are there; a plan with lint errors is refused next, before
         // anything starts (`--dry-run` reports the same verdict in the same order).
+        announce_tools(&console, &tools);
         if plan.lint_errors() > 0 && !a.ignore_lint_errors {
             return Err(lint_refusal(&plan));
-        }
-        let standins = tools.standins();
-        if !standins.is_empty() {
-            console.line(&format!(
-                "*** {STANDIN_BANNER}: {} {} pitr's test stand-in(s) ***",
-                standins.join(", "),
-                if standins.len() == 1 { "is" } else { "are" }
-            ));
         }
         let ex = execute(&plan, &work, &tools, &settings, &cancel, &console).await;
         let interrupted =
@@ -453,14 +456,8 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         Ok::<_, Failure>((tools, ex, interrupted))
     });
     drop(rt);
-    if let Some(d) = &download {
-        // mongorestore is done with it (the spare holds the data now).
-        let _ = std::fs::remove_dir_all(&d.dest).or_else(|_| std::fs::remove_file(&d.dest));
-    }
-    super::replay_snapshot::remove_copy(
-        snapshot_db.as_deref(),
-        ran.as_ref().is_ok_and(|(_, ex, _)| ex.kept.is_some()),
-    );
+    let kept = ran.as_ref().is_ok_and(|(_, ex, _)| ex.kept.is_some());
+    remove_inputs(download.as_ref(), snapshot_db.as_deref(), kept);
     let (tools, mut ex, interrupted) = ran?;
     if let (Some(url), None) = (&upload, interrupted) {
         upload_dump(url, &mut ex);
@@ -478,6 +475,30 @@ pub fn run(a: ReplayArgs) -> Result<u8, Failure> {
         a.accept_incidents,
     );
     mongod_ending(a.json, &work, &report, ex)
+}
+
+/// After the steps: a downloaded backup (mongorestore is done with it: the spare holds
+/// the data now) and a snapshot's recovered copy (unless kept with the spare).
+fn remove_inputs(download: Option<&download::Download>, snapshot_db: Option<&Path>, kept: bool) {
+    if let Some(d) = download {
+        let _ = std::fs::remove_dir_all(&d.dest).or_else(|_| std::fs::remove_file(&d.dest));
+    }
+    super::replay_snapshot::remove_copy(snapshot_db, kept);
+}
+
+/// The programs that will run, and a banner when any is a test stand-in.
+fn announce_tools(console: &Console, tools: &Tools) {
+    for b in tools.all() {
+        console.line(&format!("  {}", describe(b)));
+    }
+    let standins = tools.standins();
+    if !standins.is_empty() {
+        console.line(&format!(
+            "*** {STANDIN_BANNER}: {} {} pitr's test stand-in(s) ***",
+            standins.join(", "),
+            if standins.len() == 1 { "is" } else { "are" }
+        ));
+    }
 }
 
 /// Where the mongod engine works, reads and writes, settled before any work.
@@ -654,13 +675,9 @@ fn mongod_dry_run(
     plan: &plan::RestorePlan,
     probed: &[tools::Probed],
     at: &DryRunAt<'_>,
-    a: &ReplayArgs,
+    allow: dry_run::Allow,
+    json: bool,
 ) -> Result<u8, Failure> {
-    let allow = dry_run::Allow {
-        ignore_lint_errors: a.ignore_lint_errors,
-        accept_incidents: a.accept_incidents,
-    };
-    let json = a.json;
     let d = dry_run::prepare(plan, at.work, probed, at.out, at.port, at.pitr, allow);
     let stdout = io::stdout();
     let mut w = io::BufWriter::new(stdout.lock());

@@ -99,8 +99,9 @@ pub(super) fn prepare_plan(
     s: &Snapshot,
     probed: &[Probed],
     work: &WorkDir,
-    (a, rt, cancel, console): (
-        &super::replay::ReplayArgs,
+    (start_timeout, grace, rt, cancel, console): (
+        std::time::Duration,
+        std::time::Duration,
         &tokio::runtime::Runtime,
         &Cancel,
         &std::sync::Arc<Console>,
@@ -111,7 +112,7 @@ pub(super) fn prepare_plan(
     rt.block_on(async {
         crate::exec::signals::listen_for_signals(
             cancel,
-            Some(super::replay::notice(console.clone(), a.grace)),
+            Some(super::replay::notice(console.clone(), grace)),
         )
     })?;
     let mongod = program(probed, Tool::Mongod)?;
@@ -120,8 +121,8 @@ pub(super) fn prepare_plan(
         mongod: &mongod,
         mongodump: &mongodump,
         work: &work.root,
-        start_timeout: a.start_timeout,
-        grace: a.grace,
+        start_timeout,
+        grace,
     };
     let p = rt
         .block_on(prepare(s, &o, cancel, &|l| console.line(l)))
