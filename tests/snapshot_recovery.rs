@@ -409,6 +409,13 @@ async fn replay_with_a_snapshot_backup_restores_to_just_before_the_drop() {
             "skipped",
             "{report}"
         );
+        assert!(
+            report["prediction"]
+                .as_str()
+                .unwrap()
+                .contains("recovered snapshot backup"),
+            "{report}"
+        );
         assert_eq!(
             replay_common::step(&report, "replay_oplog")["status"],
             "ok",

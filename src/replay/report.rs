@@ -120,6 +120,8 @@ pub struct ReplayReport {
     pub report_md: String,
     pub restore_point: RestorePoint,
     pub backup: BackupBrief,
+    /// What the verification's expected counts and dbHash were predicted from.
+    pub prediction: String,
     pub oplog: OplogRange,
     pub coverage: Coverage,
     pub lint: Vec<LintItem>,
@@ -132,6 +134,21 @@ pub struct ReplayReport {
     pub dump: Option<DumpRecord>,
     pub warnings: Vec<String>,
     pub error: Option<ErrorRecord>,
+}
+
+/// What the verification compares with: the backup rolled forward by the embedded
+/// engine; for a snapshot backup (issue 23) the backup is the mongodump of the
+/// recovered copy, the only logical view of data files short of reading them.
+fn prediction(plan: &RestorePlan) -> String {
+    if plan.restore.backup_in_spare {
+        format!(
+            "a mongodump of the recovered snapshot backup (its data at {}, {}) rolled forward to the limit by the \
+             embedded engine",
+            plan.backup.end_ts, plan.backup.dir
+        )
+    } else {
+        "the backup rolled forward to the limit by the embedded engine".into()
+    }
 }
 
 /// When the replay ran.
@@ -208,6 +225,7 @@ impl ReplayReport {
                 end_source: plan.backup.end_source.clone(),
                 documents: plan.backup.documents,
             },
+            prediction: prediction(plan),
             oplog: plan.oplog.clone(),
             coverage: plan.coverage.clone(),
             lint: plan.lint.clone(),

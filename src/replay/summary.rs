@@ -59,6 +59,7 @@ fn sections(r: &ReplayReport) -> Vec<Section> {
     v.extend(restore_point(r));
     v.push(run(r));
     v.push(inputs(r));
+    v.push(Section::new("Predicted", r.prediction.clone()));
     v.extend(stake(r));
     v.push(lint(r));
     v.extend(steps(r));
