@@ -10,36 +10,22 @@
 //! directory.
 
 mod common;
+mod oplog_archive_common;
 mod storage_common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pitr::oplog::{OplogReader, ReadOptions, Ts};
+use oplog_archive_common::*;
+use pitr::oplog::Ts;
 use pitr::storage::{Location, Storage};
 use serde_json::Value;
 use storage_common::{S3Server, ACCESS_KEY, SECRET_KEY};
 
 const FIXTURE_OPLOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident/oplog.bson");
 const BUCKET: &str = "pitr-archive";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// A stand-in replica set member; killed on drop.
 struct Mongod {
@@ -206,105 +192,12 @@ fn show(o: &Output) -> String {
     )
 }
 
-/// `pitr archive` running in the background, its stderr in a file.
-struct Archiver {
-    child: Child,
-    err: PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-impl Archiver {
-    fn start(b: &Bucket, uri: &str, dir: &str, extra: &[&str]) -> Archiver {
-        let tmp = tempfile::tempdir().unwrap();
-        let err = tmp.path().join("stderr");
-        let mut args = vec!["archive", "--uri", uri, "--dir", dir, "--log-every", "1s"];
-        args.extend_from_slice(extra);
-        let child = b
-            .cmd(&args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("start pitr archive");
-        Archiver {
-            child,
-            err,
-            _tmp: tmp,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap_or_default()
-    }
-
-    /// Waits until stderr holds `needle` `times` times.
-    fn wait_for(&mut self, needle: &str, times: usize, within: Duration) {
-        let end = Instant::now() + within;
-        while Instant::now() < end {
-            if self.stderr().matches(needle).count() >= times {
-                return;
-            }
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!(
-                    "pitr archive exited ({st}) before `{needle}`:\n{}",
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!(
-            "no `{needle}` x{times} within {within:?}:\n{}",
-            self.stderr()
-        );
-    }
-
-    fn sigkill(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stderr()
-    }
-
-    /// SIGTERM, then the exit code, stdout and stderr.
-    fn stop(mut self) -> (i32, String, String) {
-        // SAFETY: signalling a child we own.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                break st;
-            }
-            if Instant::now() > end {
-                let _ = self.child.kill();
-                panic!("pitr archive did not stop on SIGTERM:\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        if let Some(o) = self.child.stdout.as_mut() {
-            for l in BufReader::new(o).lines() {
-                out.push_str(&l.unwrap());
-                out.push('\n');
-            }
-        }
-        (status.code().unwrap_or(-1), out, self.stderr())
-    }
-}
-
-impl Drop for Archiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Every entry of an oplog source (a local file or archive directory): (ts, bytes).
-fn entries_of(spec: &Path) -> Vec<(Ts, Vec<u8>)> {
-    let mut r: OplogReader =
-        pitr::oplog::open(spec.to_str().unwrap(), ReadOptions::default()).unwrap();
-    let mut out = Vec::new();
-    while let Some(e) = r.next_entry().unwrap() {
-        out.push((e.ts, e.raw.as_bytes().to_vec()));
-    }
-    out
+/// `pitr archive --uri URI --dir DIR --log-every 1s EXTRA...` with the bucket's
+/// credentials, running.
+fn archiver(b: &Bucket, uri: &str, dir: &str, extra: &[&str]) -> Archiver {
+    let mut args = vec!["archive", "--uri", uri, "--dir", dir, "--log-every", "1s"];
+    args.extend_from_slice(extra);
+    Archiver::spawn(b.cmd(&args))
 }
 
 /// The server's whole oplog, through `pitr dump-oplog` into a local directory.
@@ -321,19 +214,6 @@ fn server_entries(b: &Bucket, uri: &str) -> Vec<(Ts, Vec<u8>)> {
     entries_of(&d.path().join("oplog.bson"))
 }
 
-/// The archive holds exactly `want`, in order, each once.
-fn assert_same_entries(archive: &[(Ts, Vec<u8>)], want: &[(Ts, Vec<u8>)], what: &str) {
-    let mut seen = std::collections::HashSet::new();
-    for (t, _) in archive {
-        assert!(seen.insert(*t), "{what}: {t} archived twice");
-    }
-    assert_eq!(archive.len(), want.len(), "{what}: entry counts differ");
-    for (n, (a, w)) in archive.iter().zip(want).enumerate() {
-        assert_eq!(a.0, w.0, "{what}: entry {n}: ts");
-        assert!(a.1 == w.1, "{what}: entry {n} at {}: bytes differ", a.0);
-    }
-}
-
 /// An oplog written at 2000 entries/s, archived into a bucket: a second archiver on
 /// the same prefix is refused (exit 2) naming the first; the first is SIGKILLed
 /// while following (its staged chunk lost), a multipart upload cut midway is left in
@@ -348,8 +228,8 @@ fn a_bucket_archive_survives_sigkill_refuses_a_second_archiver_and_holds_every_e
     let uri = m.uri();
     let dir = b.url("oplog/rs0");
 
-    let mut a = Archiver::start(&b, &uri, &dir, &["--chunk-size", "256KiB"]);
-    a.wait_for("chunk chunks/", 2, Duration::from_secs(30));
+    let mut a = archiver(&b, &uri, &dir, &["--chunk-size", "256KiB"]);
+    a.wait_for_n("chunk chunks/", 2, Duration::from_secs(30));
     let pid = a.child.id();
 
     // 1. A second archiver on the same prefix: exit 2, naming the first.
@@ -376,8 +256,8 @@ fn a_bucket_archive_survives_sigkill_refuses_a_second_archiver_and_holds_every_e
 
     // 3. The archiver restarts: it takes over from the killed run and follows to the
     //    end of the writer's entries, then stops cleanly.
-    let mut a = Archiver::start(&b, &uri, &dir, &["--chunk-size", "256KiB"]);
-    a.wait_for("taking over from", 1, Duration::from_secs(30));
+    let mut a = archiver(&b, &uri, &dir, &["--chunk-size", "256KiB"]);
+    a.wait_for_n("taking over from", 1, Duration::from_secs(30));
     while now_secs() < epoch + 8 {
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -557,8 +437,8 @@ fn an_archiver_whose_manifest_another_writer_changed_stops_naming_it() {
     let w = format!("rate=200,epoch={},pad=100", now_secs());
     let m = Mongod::start(&[("PITR_STANDIN_OPLOG_WRITER", &w)]);
     let dir = b.url("taken");
-    let mut a = Archiver::start(&b, &m.uri(), &dir, &["--chunk-time", "2s"]);
-    a.wait_for("chunk chunks/", 1, Duration::from_secs(30));
+    let mut a = archiver(&b, &m.uri(), &dir, &["--chunk-time", "2s"]);
+    a.wait_for_n("chunk chunks/", 1, Duration::from_secs(30));
     let s = b.storage();
     let loc = b.loc("taken/manifest.json");
     let (bytes, version) = s.read_versioned(&loc).unwrap();
@@ -614,14 +494,14 @@ fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
     let uri = m.uri();
     let original = entries_of(Path::new(FIXTURE_OPLOG));
     let dir = b.url("rb");
-    let mut a = Archiver::start(
+    let mut a = archiver(
         &b,
         &uri,
         &dir,
         &["--chunk-size", "100KiB", "--await-time", "300ms"],
     );
-    a.wait_for("ROLLBACK", 1, Duration::from_secs(30));
-    a.wait_for("caught up", 1, Duration::from_secs(20));
+    a.wait_for_n("ROLLBACK", 1, Duration::from_secs(30));
+    a.wait_for_n("caught up", 1, Duration::from_secs(20));
     let (rc, out, err) = a.stop();
     assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
     let diverged_at = original[original.len() - 5].0;
@@ -660,18 +540,18 @@ fn a_rollover_while_following_is_a_recorded_gap_in_the_bucket() {
         ("PITR_STANDIN_MONGOD_FAULT", "rollover-after-getmores=3"),
     ]);
     let dir = b.url("gap");
-    let mut a = Archiver::start(
+    let mut a = archiver(
         &b,
         &m.uri(),
         &dir,
         &["--batch-size", "100", "--await-time", "300ms"],
     );
-    a.wait_for(
+    a.wait_for_n(
         "warning: GAP in the oplog archive",
         1,
         Duration::from_secs(30),
     );
-    a.wait_for("caught up", 1, Duration::from_secs(20));
+    a.wait_for_n("caught up", 1, Duration::from_secs(20));
     let (rc, out, err) = a.stop();
     assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
     let man = b.manifest("gap");

@@ -10,15 +10,16 @@
 //! entries, byte for byte, each once.
 
 mod common;
+mod oplog_archive_common;
 mod replay_common;
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pitr::oplog::{OplogReader, ReadOptions, Ts};
+use oplog_archive_common::*;
+use pitr::oplog::Ts;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------
@@ -26,21 +27,6 @@ use serde_json::Value;
 
 const FIXTURE_OPLOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident/oplog.bson");
 const FIXTURE_BACKUP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident/backup");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
 
 /// A stand-in mongod (a replica set member), SIGKILLed when dropped; can be killed
 /// and started again on the same port and dbpath.
@@ -178,109 +164,19 @@ fn show(o: &Output) -> String {
     )
 }
 
-/// `pitr archive` running in the background, its stderr in a file.
-struct Archiver {
-    child: Child,
-    err: PathBuf,
-    _tmp: tempfile::TempDir,
-}
-
-impl Archiver {
-    fn start(uri: &str, dir: &Path, extra: &[&str]) -> Archiver {
-        let tmp = tempfile::tempdir().unwrap();
-        let err = tmp.path().join("stderr");
-        let mut args = vec![
-            "archive",
-            "--uri",
-            uri,
-            "--dir",
-            dir.to_str().unwrap(),
-            "--log-every",
-            "1s",
-        ];
-        args.extend_from_slice(extra);
-        let child = pitr_cmd(&args)
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .expect("start pitr archive");
-        Archiver {
-            child,
-            err,
-            _tmp: tmp,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.err).unwrap_or_default()
-    }
-
-    /// Waits until stderr contains `needle`.
-    fn wait_for(&mut self, needle: &str, within: Duration) {
-        let end = Instant::now() + within;
-        while Instant::now() < end {
-            if self.stderr().contains(needle) {
-                return;
-            }
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!(
-                    "pitr archive exited ({st}) before `{needle}`:\n{}",
-                    self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("no `{needle}` within {within:?}:\n{}", self.stderr());
-    }
-
-    fn sigkill(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.stderr()
-    }
-
-    /// SIGTERM, then the exit code, stdout and stderr.
-    fn stop(mut self) -> (i32, String, String) {
-        // SAFETY: signalling a child we own.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(20);
-        let status = loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                break st;
-            }
-            if Instant::now() > end {
-                let _ = self.child.kill();
-                panic!("pitr archive did not stop on SIGTERM:\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        if let Some(o) = self.child.stdout.as_mut() {
-            for l in BufReader::new(o).lines() {
-                out.push_str(&l.unwrap());
-                out.push('\n');
-            }
-        }
-        (status.code().unwrap_or(-1), out, self.stderr())
-    }
-}
-
-impl Drop for Archiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Every entry of an oplog source (a file, or an archive directory): (ts, bytes).
-fn entries_of(spec: &Path) -> Vec<(Ts, Vec<u8>)> {
-    let mut r: OplogReader =
-        pitr::oplog::open(spec.to_str().unwrap(), ReadOptions::default()).unwrap();
-    let mut out = Vec::new();
-    while let Some(e) = r.next_entry().unwrap() {
-        out.push((e.ts, e.raw.as_bytes().to_vec()));
-    }
-    out
+/// `pitr archive --uri URI --dir DIR --log-every 1s EXTRA...`, running.
+fn archiver(uri: &str, dir: &Path, extra: &[&str]) -> Archiver {
+    let mut args = vec![
+        "archive",
+        "--uri",
+        uri,
+        "--dir",
+        dir.to_str().unwrap(),
+        "--log-every",
+        "1s",
+    ];
+    args.extend_from_slice(extra);
+    Archiver::spawn(pitr_cmd(&args))
 }
 
 /// The server's whole oplog, through `pitr dump-oplog`.
@@ -295,19 +191,6 @@ fn server_entries(uri: &str) -> Vec<(Ts, Vec<u8>)> {
     ]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     entries_of(&d.path().join("oplog.bson"))
-}
-
-/// The archive holds exactly `want`, in order, each once.
-fn assert_same_entries(archive: &[(Ts, Vec<u8>)], want: &[(Ts, Vec<u8>)], what: &str) {
-    let mut seen = std::collections::HashSet::new();
-    for (t, _) in archive {
-        assert!(seen.insert(*t), "{what}: {t} archived twice");
-    }
-    assert_eq!(archive.len(), want.len(), "{what}: entry counts differ");
-    for (n, (a, w)) in archive.iter().zip(want).enumerate() {
-        assert_eq!(a.0, w.0, "{what}: entry {n}: ts");
-        assert!(a.1 == w.1, "{what}: entry {n} at {}: bytes differ", a.0);
-    }
 }
 
 fn manifest(dir: &Path) -> Value {
@@ -400,7 +283,7 @@ fn follow_survives_sigkill_mid_chunk_restarts_and_a_dropped_connection() {
 
     // 1. Follow for a while, then SIGKILL in the middle of a chunk (1 MiB chunks,
     //    about 3000 entries; complete gzip members every 256 KiB).
-    let mut a = Archiver::start(&uri, &arch, &["--chunk-size", "1MiB"]);
+    let mut a = archiver(&uri, &arch, &["--chunk-size", "1MiB"]);
     a.wait_for("retry 1/", Duration::from_secs(15));
     a.wait_for("archive: ", Duration::from_secs(15));
     // Kill once the chunk being written holds a complete gzip member on disk.
@@ -420,7 +303,7 @@ fn follow_survives_sigkill_mid_chunk_restarts_and_a_dropped_connection() {
     m.spawn();
 
     // 3. The archiver restarts and follows to the end of the writer's entries.
-    let mut a = Archiver::start(&uri, &arch, &["--chunk-size", "1MiB"]);
+    let mut a = archiver(&uri, &arch, &["--chunk-size", "1MiB"]);
     a.wait_for(
         "the complete part of an interrupted chunk",
         Duration::from_secs(15),
@@ -570,7 +453,7 @@ fn a_rollover_while_following_is_recorded_and_archiving_goes_on() {
     ]);
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("arch");
-    let mut a = Archiver::start(
+    let mut a = archiver(
         &m.uri(),
         &arch,
         &["--batch-size", "100", "--await-time", "300ms"],
@@ -612,7 +495,7 @@ fn a_rollback_of_the_newest_entries_sets_the_diverged_chunks_aside() {
     let original = entries_of(Path::new(FIXTURE_OPLOG));
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("arch");
-    let mut a = Archiver::start(
+    let mut a = archiver(
         &uri,
         &arch,
         &["--chunk-size", "100KiB", "--await-time", "300ms"],
@@ -676,7 +559,7 @@ fn a_failover_to_the_other_member_is_survived_without_a_gap() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let arch = tmp.path().join("arch");
-    let mut a = Archiver::start(&uri, &arch, &["--chunk-time", "1s"]);
+    let mut a = archiver(&uri, &arch, &["--chunk-time", "1s"]);
     a.wait_for("chunk chunks/00000001", Duration::from_secs(15));
     a_member.kill();
     a.wait_for("retry 1/", Duration::from_secs(15));
