@@ -349,12 +349,7 @@ fn replayed(
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(cwd.join("work/report.json")).unwrap())
             .unwrap();
-    report["namespaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| serde_json::json!({"ns": n["ns"], "exists": n["exists"], "documents": n["documents"], "md5": n["md5"]}))
-        .collect()
+    storage_common::restored(&report)
 }
 
 /// The commands with their inputs in an Azure container (`az://` URLs, the account

@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 use pitr::storage::{Location, Storage};
 use pitr_fixturegen::layout::{convert, Layout};
 use serde_json::Value;
-use storage_common::{upload_tree, S3Server, ACCESS_KEY, SECRET_KEY};
+use storage_common::{restored, upload_tree, S3Server, ACCESS_KEY, SECRET_KEY};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident");
 const BUCKET: &str = "pitr-incident";
@@ -187,21 +187,6 @@ fn oplog_stats_and_cat_read_a_bucket_as_local_files() {
         };
         assert_eq!(cat(&inc.url(url)), cat(&inc.local(local)), "{url}");
     }
-}
-
-/// What the embedded engine restored: per namespace, whether it exists, its
-/// documents and its dbHash md5.
-fn restored(report: &Value) -> Vec<Value> {
-    report["namespaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| {
-            serde_json::json!({
-                "ns": n["ns"], "exists": n["exists"], "documents": n["documents"], "md5": n["md5"]
-            })
-        })
-        .collect()
 }
 
 fn replay(inc: &Incident, cwd: &Path, backup: &str, oplog: &str, limit: &str) -> Vec<Value> {

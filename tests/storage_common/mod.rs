@@ -231,3 +231,19 @@ pub fn upload_file(storage: &Storage, file: &Path, to: &Location) {
     std::io::copy(&mut std::fs::File::open(file).unwrap(), &mut w).unwrap();
     w.finish().unwrap();
 }
+
+/// What an embedded replay restored, from its report.json: per namespace, whether it
+/// exists, its documents and its dbHash md5 (the part that must not depend on where
+/// the inputs were read from).
+pub fn restored(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "ns": n["ns"], "exists": n["exists"], "documents": n["documents"], "md5": n["md5"]
+            })
+        })
+        .collect()
+}
