@@ -51,6 +51,15 @@ pub enum Fault {
     /// point (as WiredTiger may under cache pressure): reads as of an older time
     /// answer 239 SnapshotTooOld.
     HistoryLostAfterReads(u64),
+    /// Snapshot reads number `first` to `first + count - 1` (1-based: `find` and
+    /// `aggregate` with `readConcern: {level: "snapshot"}`, `getMore` on their
+    /// cursors) fail with server error `code`; code 0 closes the connection without
+    /// a reply.
+    FailSnapshotReads {
+        first: u64,
+        count: u64,
+        code: i32,
+    },
     // mongorestore / mongodump
     FailMidway,
     Hang,
@@ -73,6 +82,9 @@ impl fmt::Display for Fault {
             Fault::NoHello => write!(f, "no-hello"),
             Fault::LaggingReadsMs(n) => write!(f, "lagging-reads-ms={n}"),
             Fault::HistoryLostAfterReads(n) => write!(f, "history-lost-after-reads={n}"),
+            Fault::FailSnapshotReads { first, count, code } => {
+                write!(f, "fail-snapshot-reads={first}:{count}:{code}")
+            }
             Fault::FailMidway => write!(f, "fail-midway"),
             Fault::Hang => write!(f, "hang"),
             Fault::Crash => write!(f, "crash"),
@@ -109,11 +121,59 @@ fn parse_one(entry: &str) -> Result<Fault, String> {
         "no-hello" => no_value(Fault::NoHello),
         "lagging-reads-ms" => Ok(Fault::LaggingReadsMs(number()?)),
         "history-lost-after-reads" => Ok(Fault::HistoryLostAfterReads(number()?)),
+        "fail-snapshot-reads" => parse_fail_snapshot_reads(entry, value),
         "fail-midway" => no_value(Fault::FailMidway),
         "hang" => no_value(Fault::Hang),
         "crash" => no_value(Fault::Crash),
         _ => Err(format!("unknown fault `{entry}`")),
     }
+}
+
+/// The server errors `fail-snapshot-reads` can answer (0: the connection closes), with the
+/// code name and message a server gives (`src/mongo/base/error_codes.yml`).
+pub const READ_ERRORS: &[(i32, &str, &str)] = &[
+    (0, "", "(the connection closes without a reply)"),
+    (
+        11602,
+        "InterruptedDueToReplStateChange",
+        "operation was interrupted because a replica set state change occurred",
+    ),
+    (
+        91,
+        "ShutdownInProgress",
+        "The server is in quiesce mode and will shut down",
+    ),
+    (43, "CursorNotFound", "cursor id not found"),
+    (13, "Unauthorized", "not authorized to execute command"),
+    (2, "BadValue", "injected BadValue"),
+];
+
+fn parse_fail_snapshot_reads(entry: &str, value: Option<&str>) -> Result<Fault, String> {
+    let v = value.ok_or_else(|| {
+        format!("`fail-snapshot-reads` needs a value: `fail-snapshot-reads=N:K:CODE`")
+    })?;
+    let parts: Vec<&str> = v.split(':').collect();
+    let [first, count, code] = parts[..] else {
+        return Err(format!("`{entry}`: want `fail-snapshot-reads=N:K:CODE`"));
+    };
+    let n = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("`{entry}`: {e}"))
+    };
+    let (first, count) = (n(first)?, n(count)?);
+    let code: i32 = code.trim().parse().map_err(|e| format!("`{entry}`: {e}"))?;
+    if first == 0 || count == 0 {
+        return Err(format!("`{entry}`: N and K count from 1"));
+    }
+    if !READ_ERRORS.iter().any(|(c, _, _)| *c == code) {
+        let known: Vec<String> = READ_ERRORS.iter().map(|(c, _, _)| c.to_string()).collect();
+        return Err(format!(
+            "`{entry}`: code {code} is not one of {}",
+            known.join(", ")
+        ));
+    }
+    Ok(Fault::FailSnapshotReads { first, count, code })
 }
 
 fn applies_to(fault: &Fault, tool: Tool) -> bool {
@@ -129,7 +189,8 @@ fn applies_to(fault: &Fault, tool: Tool) -> bool {
         | RollbackAfterGetmores(_)
         | NoHello
         | LaggingReadsMs(_)
-        | HistoryLostAfterReads(_) => tool == Tool::Mongod,
+        | HistoryLostAfterReads(_)
+        | FailSnapshotReads { .. } => tool == Tool::Mongod,
         FailMidway | Hang | Crash => tool != Tool::Mongod,
     }
 }
@@ -177,6 +238,14 @@ impl Faults {
     pub fn history_lost_after_reads(&self) -> Option<u64> {
         self.0.iter().find_map(|f| match f {
             Fault::HistoryLostAfterReads(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// `fail-snapshot-reads`: the `(first, count, code)`.
+    pub fn fail_snapshot_reads(&self) -> Option<(u64, u64, i32)> {
+        self.0.iter().find_map(|f| match f {
+            Fault::FailSnapshotReads { first, count, code } => Some((*first, *count, *code)),
             _ => None,
         })
     }
@@ -252,5 +321,32 @@ mod tests {
             parse(" crash-after-ms=250 ", Tool::Mongod, false).unwrap(),
             vec![Fault::CrashAfterMs(250)]
         );
+    }
+
+    #[test]
+    fn fail_snapshot_reads_takes_first_count_and_a_known_code() {
+        assert_eq!(
+            parse("fail-snapshot-reads=3:2:11602", Tool::Mongod, false).unwrap(),
+            vec![Fault::FailSnapshotReads {
+                first: 3,
+                count: 2,
+                code: 11602
+            }]
+        );
+        for bad in [
+            "fail-snapshot-reads",
+            "fail-snapshot-reads=3:2",
+            "fail-snapshot-reads=0:1:0",
+            "fail-snapshot-reads=1:1:12345",
+        ] {
+            assert!(parse(bad, Tool::Mongod, false).is_err(), "{bad}");
+        }
+        let shown = Fault::FailSnapshotReads {
+            first: 1,
+            count: 2,
+            code: 0,
+        }
+        .to_string();
+        assert_eq!(parse(&shown, Tool::Mongod, false).unwrap().len(), 1);
     }
 }

@@ -218,10 +218,62 @@ pub fn dispatch(
             .to_doc(),
         );
     }
+    if let Some(o) = injected_read_error(st, conn, db, cmd, &name) {
+        return o;
+    }
     match run(st, conn, db, &name, cmd, await_expired) {
         Ok(o) => o,
         Err(e) => Outcome::Reply(e.to_doc()),
     }
+}
+
+/// The `fail-snapshot-reads=N:K:CODE` fault: snapshot reads N to N+K-1 fail.
+fn injected_read_error(
+    st: &mut State,
+    conn: &Conn,
+    db: &str,
+    cmd: &Document,
+    name: &str,
+) -> Option<Outcome> {
+    let (first, count, code) = st.faults.fail_snapshot_reads()?;
+    let snapshot = match name {
+        "find" | "aggregate" => {
+            cmd.get_document("readConcern")
+                .ok()
+                .and_then(|rc| rc.get_str("level").ok())
+                == Some("snapshot")
+        }
+        "getMore" => {
+            num(cmd.get("getMore")).is_some_and(|id| st.snapshot_cursors.contains_key(&id))
+        }
+        _ => false,
+    };
+    if !snapshot {
+        return None;
+    }
+    st.snapshot_reads_seen += 1;
+    let n = st.snapshot_reads_seen;
+    if n < first || n >= first + count {
+        return None;
+    }
+    let fault = format!("fail-snapshot-reads={first}:{count}:{code}");
+    st.logger.info(
+        "COMMAND",
+        22990,
+        &format!("conn{}", conn.id),
+        "Stand-in fault: failing a read",
+        serde_json::json!({"fault": fault, "read": n, "command": name, "db": db}),
+    );
+    let (_, code_name, msg) = crate::faults::READ_ERRORS
+        .iter()
+        .find(|(c, _, _)| *c == code)
+        .expect("checked when parsed");
+    if code == 0 {
+        return Some(Outcome::Close);
+    }
+    Some(Outcome::Reply(
+        CmdError::new(code, code_name, format!("{msg} (injected by {fault})")).to_doc(),
+    ))
 }
 
 fn run(
@@ -608,9 +660,22 @@ fn run_now(
                 .store
                 .get_mut(db, &coll)
                 .ok_or_else(|| CmdError::ns_not_found(format!("ns does not exist: {db}.{coll}")))?;
+            let old = c.options.clone();
+            let mut o = doc! {"collMod": coll.clone()};
             for (k, v) in strip_generic(cmd.iter().skip(1)) {
-                c.options.insert(k, v);
+                c.options.insert(k.clone(), v.clone());
+                o.insert(k, v);
             }
+            let uuid = c.uuid;
+            // Logged as a primary logs it (`op_observer_impl.cpp`, onCollMod): the
+            // command's changes in `o`, the options before in `o2`.
+            st.log_op(
+                "c",
+                &format!("{db}.$cmd"),
+                Some(uuid),
+                o,
+                Some(doc! {"collectionOptions_old": old}),
+            );
             ok(doc! {})
         }
         "applyOps" => {

@@ -56,6 +56,15 @@ fn log_command(shared: &Shared, ctx: &str, db: &str, body: &bson::Document, o: &
                 attr[k] = v.clone().into_relaxed_extjson();
             }
         }
+        // As a real server's slow query line: the documents a cursor command returned.
+        if let Ok(c) = r.get_document("cursor") {
+            let batch = c
+                .get_array("firstBatch")
+                .or_else(|_| c.get_array("nextBatch"));
+            if let Ok(b) = batch {
+                attr["nreturned"] = json!(b.len());
+            }
+        }
     }
     shared
         .logger

@@ -108,6 +108,8 @@ pub struct State {
     pub getmores: u64,
     pub rollover_fired: bool,
     pub drop_fired: bool,
+    /// Snapshot reads so far (`fail-snapshot-reads`).
+    pub snapshot_reads_seen: u64,
     pub faults: Faults,
     /// `--setParameter` values and their defaults, for `getParameter`.
     pub params: Document,
@@ -168,6 +170,7 @@ impl State {
             getmores: 0,
             rollover_fired: false,
             drop_fired: false,
+            snapshot_reads_seen: 0,
             faults,
             params: doc! {
                 "ttlMonitorEnabled": true,
