@@ -1227,3 +1227,459 @@ fn out_writes_the_rebuilt_state_and_the_real_mongorestore_restores_it() {
         "{text}"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// collection options and view definitions
+
+/// Rewrites the backup's `NAME.metadata.json` through `f`.
+fn rewrite_metadata(file: &Path, f: impl Fn(&mut Value)) {
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(file, serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+/// The paths of the one difference of `kind` in `ns`.
+fn diff_paths(r: &Value, ns: &str, kind: &str) -> Value {
+    let found: Vec<&Value> = r["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["ns"] == ns && d["kind"] == kind)
+        .collect();
+    assert_eq!(found.len(), 1, "one {kind} of {ns}: {r}");
+    found[0]["paths"].clone()
+}
+
+/// Options the backup's metadata gives a collection but production's has not (a
+/// validator), and one that differs (a capped collection's size), are each named
+/// with the namespace and the option; `--show-values` shows both sides. A validator
+/// set on the server after the backup (a `collMod` in the oplog before the point) is
+/// rebuilt and matches.
+#[test]
+fn collection_options_that_differ_are_named_with_the_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, d, b)) = production(
+        "collection_options_that_differ_are_named_with_the_namespace",
+        dir.path(),
+    ) else {
+        return;
+    };
+    d.run(
+        "web",
+        doc! {"collMod": "events", "validator": {"kind": {"$type": "string"}}},
+    );
+    let o = rehearse(&m, &b, &["--json"]);
+    let r = assert_passed(&o);
+    assert!(
+        r["not_compared"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["ns"] != "web.events"),
+        "the collMod is before the point: web.events' options are compared: {}",
+        show(&o)
+    );
+
+    rewrite_metadata(&b.join("shop/customers.metadata.json"), |v| {
+        v["options"]["validator"] = serde_json::json!({"tier": {"$gte": 0}});
+    });
+    rewrite_metadata(&b.join("app/log.metadata.json"), |v| {
+        assert_eq!(v["options"]["capped"], true, "{v}");
+        v["options"]["size"] = serde_json::json!(131072);
+    });
+    let o = rehearse(&m, &b, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    assert_eq!(r["result"], "differences");
+    assert_eq!(
+        diffs(&r, "shop.customers"),
+        vec![("options".to_string(), None)],
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        diff_paths(&r, "shop.customers", "options"),
+        serde_json::json!(["validator"])
+    );
+    assert_eq!(
+        diffs(&r, "app.log"),
+        vec![("options".to_string(), None)],
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        diff_paths(&r, "app.log", "options"),
+        serde_json::json!(["size"])
+    );
+    let o = rehearse(&m, &b, &["--show-values"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("app.log: "), "{text}");
+    assert!(
+        text.contains("size: rebuild 131072  production 65536"),
+        "{text}"
+    );
+    assert!(
+        text.contains("validator: rebuild {\"tier\":{\"$gte\":0}}  production (absent)"),
+        "{text}"
+    );
+}
+
+/// A view whose pipeline differs in the backup's metadata is caught by its
+/// definition, with the namespace and the field.
+#[test]
+fn a_view_definition_that_differs_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production("a_view_definition_that_differs_is_caught", dir.path())
+    else {
+        return;
+    };
+    rewrite_metadata(&b.join("shop/open_orders.metadata.json"), |v| {
+        assert_eq!(v["options"]["viewOn"], "orders", "{v}");
+        v["options"]["pipeline"] = serde_json::json!([{"$match": {"status": "closed"}}]);
+    });
+    let o = rehearse(&m, &b, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    let r = report(&o);
+    assert_eq!(
+        diffs(&r, "shop.open_orders"),
+        vec![("view_definition".to_string(), None)],
+        "{}",
+        show(&o)
+    );
+    assert_eq!(
+        diff_paths(&r, "shop.open_orders", "view_definition"),
+        serde_json::json!(["pipeline"])
+    );
+    assert_eq!(r["differences_total"], 1, "{}", show(&o));
+}
+
+// ---------------------------------------------------------------------------------
+// --ns
+
+/// The commands of the stand-in's log since `from`, as (db, command name, command).
+fn commands_since(m: &Mongod, from: usize) -> Vec<(String, String, Value)> {
+    let log = m.log();
+    let mut out = Vec::new();
+    for line in log[from..].lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["id"] != 51803 {
+            continue;
+        }
+        let cmd = v["attr"]["command"].clone();
+        let name = cmd.as_object().unwrap().keys().next().unwrap().clone();
+        let db = v["attr"]["ns"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches(".$cmd")
+            .to_string();
+        out.push((db, name, v));
+    }
+    out
+}
+
+/// `--ns` keeps the comparison to the namespaces it matches (a difference elsewhere
+/// does not count, and nothing elsewhere is read); a glob matching nothing is an
+/// error (exit 2), not a pass that compared nothing.
+#[test]
+fn ns_restricts_the_comparison_and_a_glob_matching_nothing_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "ns_restricts_the_comparison_and_a_glob_matching_nothing_is_an_error",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // A difference outside shop.* (and one outside web.events).
+    rewrite_metadata(&b.join("app/log.metadata.json"), |v| {
+        v["options"]["size"] = serde_json::json!(131072);
+    });
+    let o = rehearse(&m, &b, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "unrestricted: {}", show(&o));
+
+    let before = m.log().len();
+    let o = rehearse(&m, &b, &["--json", "--full", "--ns", "shop.*"]);
+    let r = assert_passed(&o);
+    let names: Vec<&str> = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["ns"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["shop.customers", "shop.open_orders", "shop.orders"],
+        "{}",
+        show(&o)
+    );
+    assert_eq!(r["documents_compared"], 50, "{}", show(&o));
+    for (db, name, line) in commands_since(&m, before) {
+        if ["find", "aggregate", "getMore", "listIndexes"].contains(&name.as_str())
+            && !["local", "admin"].contains(&db.as_str())
+        {
+            assert_eq!(db, "shop", "only shop.* is read: {line}");
+        }
+    }
+
+    let o = rehearse(&m, &b, &["--json", "--ns", "shop.orders", "--ns", "web.*"]);
+    let r = assert_passed(&o);
+    let names: Vec<&str> = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["ns"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["shop.orders", "web.events"], "{}", show(&o));
+
+    let o = rehearse(&m, &b, &["--json", "--ns", "nosuch.*"]);
+    assert_refused(
+        &o,
+        "--ns `nosuch.*` matches no namespace of the rebuild or of production",
+        "shop.orders",
+    );
+    let r = report(&o);
+    assert_eq!(r["result"], "error");
+    assert_eq!(r["exit_code"], 2);
+    // One glob of several matching nothing: that one is named.
+    let o = rehearse(&m, &b, &["--ns", "shop.orders", "--ns", "shop.ordrs"]);
+    assert_refused(
+        &o,
+        "--ns `shop.ordrs` matches no namespace of the rebuild or of production",
+        "shop.orders",
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("`shop.orders` matches"),
+        "{}",
+        show(&o)
+    );
+    // Matching nothing the chain rebuilds, but something production has: said so.
+    // (metrics.cpu is not written after the backup.)
+    std::fs::remove_dir_all(b.join("metrics")).unwrap();
+    let o = rehearse(&m, &b, &["--ns", "metrics.*"]);
+    assert_refused(
+        &o,
+        "--ns `metrics.*` matches nothing the backup and the oplog rebuild, but production has metrics.cpu",
+        "`pitr plan` lists the backup's namespaces",
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// --memory
+
+/// A `--memory` smaller than the rebuilt documents moves them to the on-disk store;
+/// the rehearsal still passes (sampled and `--full`, every document read back from
+/// disk), and the report says they moved.
+#[test]
+fn a_rebuild_past_memory_moves_to_disk_and_still_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, d, b)) = production(
+        "a_rebuild_past_memory_moves_to_disk_and_still_passes",
+        dir.path(),
+    ) else {
+        return;
+    };
+    // About 300 KB of documents after the backup (--memory is at least 64 KiB).
+    let big: Vec<Document> = (0..1000)
+        .map(|i| doc! {"_id": i, "pad": "b".repeat(300)})
+        .collect();
+    d.run("web", doc! {"insert": "big", "documents": big});
+    let o = rehearse(&m, &b, &["--json"]);
+    let r = assert_passed(&o);
+    assert_eq!(r["rebuild"]["spilled_to_disk"], false, "{}", show(&o));
+
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    for extra in [&[][..], &["--full"][..]] {
+        let mut args = vec![
+            "--json",
+            "--memory",
+            "64KiB",
+            "--work-dir",
+            work.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = rehearse(&m, &b, &args);
+        let r = assert_passed(&o);
+        assert_eq!(r["rebuild"]["spilled_to_disk"], true, "{}", show(&o));
+        assert_eq!(r["rebuild"]["memory_bytes"], 65536, "{}", show(&o));
+        assert!(
+            r["rebuild"]["documents"].as_u64().unwrap() >= 1300,
+            "{}",
+            show(&o)
+        );
+        if extra.contains(&"--full") {
+            assert!(
+                r["documents_compared"].as_u64().unwrap() >= 1300,
+                "{}",
+                show(&o)
+            );
+        }
+    }
+    let o = rehearse(
+        &m,
+        &b,
+        &["--memory", "64KiB", "--work-dir", work.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("past --memory (64.0 KiB) they moved to disk"),
+        "{text}"
+    );
+    assert!(
+        std::fs::read_dir(&work).unwrap().next().is_none(),
+        "the work files are gone"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// transient errors and --max-read-rate
+
+/// A server that fails some snapshot reads (`fail-snapshot-reads=N:K:CODE`).
+fn production_failing_reads(test: &str, dir: &Path, fault: &str) -> Option<(Mongod, PathBuf)> {
+    let tool = mongodump(test)?;
+    let m = mongod(&[], &[("PITR_STANDIN_MONGOD_FAULT", fault)]);
+    let d = Driver::new(&m);
+    before_backup(&d);
+    let b = dir.join("backup");
+    backup(&tool, &m, &b, false);
+    after_backup(&d);
+    Some((m, b))
+}
+
+/// The stand-in's log lines of the faults it acted out.
+fn faults_fired(m: &Mongod) -> usize {
+    m.log()
+        .lines()
+        .filter(|l| l.contains("Stand-in fault: failing a read"))
+        .count()
+}
+
+/// An election during the reads (11602 on a count, twice: the driver's own retry
+/// fails too) and a connection dropped in the middle of a `--full` scan (the scan
+/// reopens after the last `_id` it had): the rehearsal passes, compares every
+/// document once, and counts and lists the retries.
+#[test]
+fn transient_read_errors_are_retried_and_counted() {
+    let test = "transient_read_errors_are_retried_and_counted";
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, b)) = production_failing_reads(test, dir.path(), "fail-snapshot-reads=1:2:11602")
+    else {
+        return;
+    };
+    let o = rehearse(&m, &b, &["--json"]);
+    let r = assert_passed(&o);
+    assert_eq!(faults_fired(&m), 2, "{}", m.log());
+    assert_eq!(r["reads"]["retries"], 1, "{}", show(&o));
+    let why = r["reads"]["retried"][0].as_str().unwrap();
+    assert!(
+        why.contains("InterruptedDueToReplStateChange") && why.contains("counting"),
+        "{why}"
+    );
+
+    // The 3rd snapshot read of `--ns web.* --full --batch-size 50` is the first
+    // getMore (after the count and the find): the connection drops.
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, b)) = production_failing_reads(test, dir.path(), "fail-snapshot-reads=3:1:0")
+    else {
+        return;
+    };
+    let o = rehearse(&m, &b, &["--full", "--ns", "web.*", "--batch-size", "50"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    assert_eq!(faults_fired(&m), 1, "{}", m.log());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Retried     1 reads after transient errors"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("retried a read: reading `web.events`"),
+        "{}",
+        show(&o)
+    );
+    let o = rehearse(
+        &m,
+        &b,
+        &["--json", "--full", "--ns", "web.*", "--batch-size", "50"],
+    );
+    let r = assert_passed(&o);
+    assert_eq!(r["documents_compared"], 250, "{}", show(&o));
+    assert_eq!(
+        r["reads"]["retries"],
+        0,
+        "the fault fires once: {}",
+        show(&o)
+    );
+}
+
+/// An error that does not go away by trying again (BadValue) is not retried: exit 2
+/// naming the read, the server's error and a hint.
+#[test]
+fn a_read_error_that_is_not_transient_fails_the_rehearsal_clearly() {
+    let test = "a_read_error_that_is_not_transient_fails_the_rehearsal_clearly";
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, b)) = production_failing_reads(test, dir.path(), "fail-snapshot-reads=1:1:2")
+    else {
+        return;
+    };
+    let o = rehearse(&m, &b, &["--ns", "shop.orders"]);
+    assert_refused(
+        &o,
+        "reading production failed: counting `shop.orders`",
+        "not one that goes away by trying again",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("BadValue"), "{err}");
+    assert_eq!(faults_fired(&m), 1, "not retried: {}", m.log());
+}
+
+/// `--max-read-rate N`, measured on the server's side: the documents its `find`s and
+/// `getMore`s returned (`nreturned` in its log) over the time between the first and
+/// the last of them stay under twice the rate, on a run of several seconds. A
+/// behaviour check with a generous bound, not a benchmark.
+#[test]
+fn max_read_rate_is_honoured_as_the_server_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(
+        "max_read_rate_is_honoured_as_the_server_sees_it",
+        dir.path(),
+    ) else {
+        return;
+    };
+    let rate = 50.0;
+    let before = m.log().len();
+    let o = rehearse(
+        &m,
+        &b,
+        &["--json", "--full", "--ns", "web.*", "--max-read-rate", "50"],
+    );
+    let r = assert_passed(&o);
+    assert_eq!(r["documents_compared"], 250, "{}", show(&o));
+    let reads: Vec<(f64, u64)> = commands_since(&m, before)
+        .into_iter()
+        .filter(|(db, name, _)| db == "web" && (name == "find" || name == "getMore"))
+        .map(|(_, _, line)| {
+            let t =
+                chrono::DateTime::parse_from_rfc3339(line["t"]["$date"].as_str().unwrap()).unwrap();
+            let n = line["attr"]["nreturned"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("nreturned in {line}"));
+            (t.timestamp_millis() as f64 / 1000.0, n)
+        })
+        .collect();
+    let total: u64 = reads.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 250, "{reads:?}");
+    assert!(
+        reads.iter().all(|(_, n)| *n <= 50),
+        "batches no larger than a second's worth: {reads:?}"
+    );
+    let span = reads.last().unwrap().0 - reads[0].0;
+    assert!(span >= 2.0, "a run of a few seconds: {span} s, {reads:?}");
+    // The last batch's documents arrive at the end of the span: not counted.
+    let before_last: u64 = reads[..reads.len() - 1].iter().map(|(_, n)| n).sum();
+    let measured = before_last as f64 / span;
+    assert!(
+        measured < 2.0 * rate,
+        "{measured:.1} documents/s read at --max-read-rate {rate}: {reads:?}"
+    );
+}

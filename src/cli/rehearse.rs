@@ -412,6 +412,30 @@ pub fn render(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
         r.reads.commands,
         r.reads.documents_per_sec
     )?;
+    if r.reads.retries > 0 {
+        writeln!(
+            w,
+            "Retried     {} reads after transient errors (within the history window)",
+            r.reads.retries
+        )?;
+    }
+    writeln!(
+        w,
+        "Rebuild     {} documents; {}",
+        r.rebuild.documents,
+        if r.rebuild.spilled_to_disk {
+            format!(
+                "past --memory ({}) they moved to disk in --work-dir",
+                crate::size::human(r.rebuild.memory_bytes)
+            )
+        } else {
+            format!(
+                "held in memory (peak {} of --memory {})",
+                crate::size::human(r.rebuild.peak_memory_bytes),
+                crate::size::human(r.rebuild.memory_bytes)
+            )
+        }
+    )?;
     if let Some(o) = &r.out {
         writeln!(
             w,

@@ -49,7 +49,14 @@ pub struct ReadStats {
     pub commands: AtomicU64,
     pub documents: AtomicU64,
     pub bytes: AtomicU64,
+    /// Reads repeated after a transient error.
+    pub retries: AtomicU64,
+    /// What was retried and why, the first [`MAX_RETRIES_LISTED`].
+    pub retried: std::sync::Mutex<Vec<String>>,
 }
+
+/// At most this many retries are described in the report (all are counted).
+pub const MAX_RETRIES_LISTED: usize = 20;
 
 impl ReadStats {
     fn add(&self, commands: u64, documents: u64, bytes: u64) {
@@ -84,6 +91,7 @@ impl Pace {
 #[derive(Clone)]
 struct Patience {
     retry: RetryPolicy,
+    stats: Arc<ReadStats>,
     /// When the point falls out of the server's history (estimated).
     deadline: Instant,
     at: Ts,
@@ -92,6 +100,13 @@ struct Patience {
 }
 
 impl Patience {
+    fn note_retry(&self, line: String) {
+        let mut list = self.stats.retried.lock().unwrap_or_else(|p| p.into_inner());
+        if list.len() < MAX_RETRIES_LISTED {
+            list.push(line);
+        }
+    }
+
     /// After failure number `attempt` (1-based): waits and returns `Ok` when worth
     /// another try, else the error to stop with.
     async fn after(&self, e: DriverError, attempt: u32, what: &str) -> Result<(), RehearseError> {
@@ -100,6 +115,12 @@ impl Patience {
             && attempt < self.retry.max_attempts
             && Instant::now() + delay < self.deadline
         {
+            self.stats.retries.fetch_add(1, AtomicOrdering::Relaxed);
+            self.note_retry(format!(
+                "{what}: {e}; retried after {} ms (attempt {})",
+                delay.as_millis(),
+                attempt + 1
+            ));
             tokio::time::sleep(delay).await;
             return Ok(());
         }
@@ -204,6 +225,7 @@ impl<'a> Comparer<'a> {
             },
             patience: Patience {
                 retry: s.retry,
+                stats: stats.clone(),
                 deadline: s.deadline,
                 at: s.at,
                 window_secs: s.window_secs,

@@ -67,6 +67,15 @@ pub enum RehearseError {
         window_secs: u64,
     },
 
+    #[error("{}", ns_nothing_message(globs, in_production))]
+    NsMatchesNothing {
+        globs: Vec<String>,
+        /// Some namespaces there are (production's).
+        known: Vec<String>,
+        /// Production's namespaces that match though the rebuild has none.
+        in_production: Vec<String>,
+    },
+
     #[error("reading production failed: {what} on `{target}`")]
     Read {
         what: String,
@@ -130,6 +139,22 @@ pub enum RehearseError {
     },
 }
 
+fn ns_nothing_message(globs: &[String], in_production: &[String]) -> String {
+    let globs = globs
+        .iter()
+        .map(|g| format!("`{g}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if in_production.is_empty() {
+        format!("--ns {globs} matches no namespace of the rebuild or of production: nothing would be compared")
+    } else {
+        format!(
+            "--ns {globs} matches nothing the backup and the oplog rebuild, but production has {}: a restore from this chain would not give it back",
+            in_production.join(", ")
+        )
+    }
+}
+
 impl Hint for RehearseError {
     fn hint(&self) -> Option<String> {
         Some(match self {
@@ -159,10 +184,25 @@ impl Hint for RehearseError {
                  (`db.adminCommand({{setParameter: 1, minSnapshotHistoryWindowInSeconds: {}}})`) for the night's run",
                 needs_secs + window_secs, needs_secs + window_secs
             ),
+            RehearseError::NsMatchesNothing { in_production, .. } if !in_production.is_empty() => {
+                "check that the backup is of this replica set and that the oplog covers the namespace's creation; `pitr plan` lists the backup's namespaces".into()
+            }
+            RehearseError::NsMatchesNothing { known, .. } => format!(
+                "a glob matches `db.collection` names (`shop.orders`, `shop.*`, `*.events`); {}",
+                if known.is_empty() {
+                    "production has no user namespace at all".to_string()
+                } else {
+                    format!("production has {}", known.join(", "))
+                }
+            ),
             RehearseError::Read { source, .. } => match source.code {
                 Some(13) => format!("the rehearsal needs `find`, `listCollections` and `listIndexes` on the user databases as well as the oplog reader's \
                     `find` on local.oplog.rs; e.g. {REHEARSE_ROLE}"),
-                _ => return None,
+                Some(code) => format!(
+                    "the server answered code {code}, which is not one that goes away by trying again (pitr retries dropped \
+                     connections, elections, shutdowns and lost cursors); fix its cause and run the rehearsal again"
+                ),
+                None => return None,
             },
             RehearseError::Oplog { source, .. } => match source.as_ref() {
                 crate::mongo::dump::DumpError::Source(MongoError::SinceRolledOff { .. }) => format!(

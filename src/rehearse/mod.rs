@@ -579,6 +579,9 @@ fn with_client(
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
         Ok(x) => x,
         Err(PlanError::Replica(ReplicaError::Interrupted)) => return Err(interrupted()),
+        Err(PlanError::NsUnmatched { glob, .. }) => {
+            return Err(ns_matches_nothing(&[glob], rt, client, at, window))
+        }
         Err(source) => return Err(RehearseError::Rebuild { at, source }.into()),
     };
     let mut replica = model.into_replica();
@@ -588,10 +591,21 @@ fn with_client(
         report.oplog.first_ts = plan.oplog.first_ts;
         report.oplog.last_ts = plan.oplog.last_ts;
     }
+    report.rebuild = report::RebuildFacts {
+        documents: replica.total_documents(),
+        memory_bytes: req.memory as u64,
+        peak_memory_bytes: replica.store().peak_memory() as u64,
+        spilled_to_disk: replica.store().spilled(),
+    };
     note(&format!(
-        "rebuilt the state at {at} in {:.1} s ({} documents)",
+        "rebuilt the state at {at} in {:.1} s ({} documents{})",
         report.timing.rebuild_secs,
-        replica.total_documents()
+        report.rebuild.documents,
+        if report.rebuild.spilled_to_disk {
+            ", moved to disk past --memory"
+        } else {
+            ""
+        }
     ));
     interrupt::check().map_err(replica_failure)?;
 
@@ -667,6 +681,10 @@ fn compare(
         .collect();
     names.sort();
     names.dedup();
+    if names.is_empty() && !req.ns.is_empty() {
+        // A rehearsal that compares nothing must not read as a pass.
+        return Err(ns_matches_nothing(&req.ns, rt, client, at, window));
+    }
 
     // How much will be read: must fit in what is left of the history window.
     let to_read: u64 = rebuilt
@@ -729,6 +747,15 @@ fn compare(
     report.reads.commands = stats.commands.load(Relaxed);
     report.reads.documents = stats.documents.load(Relaxed);
     report.reads.bytes = stats.bytes.load(Relaxed);
+    report.reads.retries = stats.retries.load(Relaxed);
+    report.reads.retried = stats
+        .retried
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    for r in &report.reads.retried {
+        note(&format!("retried a read: {r}"));
+    }
     report.timing.compare_secs = t0.elapsed().as_secs_f64();
     let secs = report.timing.compare_secs.max(1e-3);
     report.reads.documents_per_sec = report.reads.documents as f64 / secs;
@@ -741,6 +768,61 @@ fn compare(
         report.reads.commands
     ));
     Ok(())
+}
+
+/// `--ns` (`globs`, or one of them) matches nothing the backup and the oplog rebuild: an error, so that a
+/// rehearsal that compares nothing never reads as a pass; naming production's
+/// namespaces that match (the chain lacks them) or, for a typo, some there are.
+fn ns_matches_nothing(
+    globs: &[String],
+    rt: &tokio::runtime::Runtime,
+    client: &ReadOnlyClient,
+    at: Ts,
+    window: u64,
+) -> Failure {
+    let filter = match plan::filter::NsFilter::new(globs) {
+        Ok(Some(f)) => f,
+        _ => {
+            return RehearseError::NsMatchesNothing {
+                globs: globs.to_vec(),
+                known: Vec::new(),
+                in_production: Vec::new(),
+            }
+            .into()
+        }
+    };
+    // listCollections only: none is wanted, so no listIndexes.
+    let seen = std::cell::RefCell::new(Vec::new());
+    let listed = production_catalog(
+        rt,
+        client,
+        &|c: &NsCatalog| {
+            seen.borrow_mut().push(c.ns.clone());
+            false
+        },
+        at,
+        window,
+    );
+    if let Err(f) = listed {
+        return f;
+    }
+    let mut known = seen.into_inner();
+    let in_production: Vec<String> = known
+        .iter()
+        .filter(|n| filter.matches(n))
+        .cloned()
+        .collect();
+    if known.len() > 10 {
+        let more = known.len() - 10;
+        known.truncate(10);
+        known.push(format!("and {more} more"));
+    }
+    RehearseError::NsMatchesNothing {
+        globs: globs.to_vec(),
+        known,
+        in_production,
+    }
+    .into()
 }
 
 /// The catalog changes in production's oplog after `at` (see [`catalog::ddl_of`]).

@@ -10,7 +10,9 @@
 //! `first_ts`, `last_ts`), `recovery_window_secs` (backup end to the point: what the
 //! chain can restore), `content` (`full` or `sample`), `sample_per_side`,
 //! `timing` (`total_secs`, `oplog_read_secs`, `rebuild_secs`, `compare_secs`),
-//! `reads` (`commands`, `documents`, `bytes`, `documents_per_sec`),
+//! `rebuild` (`documents`, `memory_bytes`, `peak_memory_bytes`, `spilled_to_disk`),
+//! `reads` (`commands`, `documents`, `bytes`, `documents_per_sec`, `retries`,
+//! `retried`),
 //! `documents_compared`, `documents_compared_per_sec`, `namespaces` (one
 //! [`NsResult`] each), `differences` (at most [`MAX_REPORTED`] of
 //! [`Difference`]), `differences_total`, `not_compared` ([`NotCompared`]), `error`
@@ -89,6 +91,19 @@ pub struct Timing {
     pub compare_secs: f64,
 }
 
+/// The rebuild in the embedded engine.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RebuildFacts {
+    /// Documents in the rebuilt state.
+    pub documents: u64,
+    /// `--memory`: bytes of documents kept in memory before they move to disk.
+    pub memory_bytes: u64,
+    /// The most memory the documents held (the engine's estimate).
+    pub peak_memory_bytes: u64,
+    /// The documents outgrew `--memory` and moved to the on-disk store in `--work-dir`.
+    pub spilled_to_disk: bool,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Reads {
     /// Commands sent to read production's data and catalog (each batch a command).
@@ -96,6 +111,11 @@ pub struct Reads {
     pub documents: u64,
     pub bytes: u64,
     pub documents_per_sec: f64,
+    /// Reads repeated after a transient error (a dropped connection, an election,
+    /// a lost cursor), within the history window.
+    pub retries: u64,
+    /// What was retried and why (the first 20).
+    pub retried: Vec<String>,
 }
 
 /// One namespace: what each side holds and what was compared.
@@ -226,6 +246,7 @@ pub struct RehearseReport {
     pub content: &'static str,
     pub sample_per_side: Option<u64>,
     pub timing: Timing,
+    pub rebuild: RebuildFacts,
     pub reads: Reads,
     pub documents_compared: u64,
     pub documents_compared_per_sec: f64,
@@ -256,6 +277,7 @@ impl RehearseReport {
             content,
             sample_per_side,
             timing: Timing::default(),
+            rebuild: RebuildFacts::default(),
             reads: Reads::default(),
             documents_compared: 0,
             documents_compared_per_sec: 0.0,
