@@ -150,7 +150,7 @@ pub const READ_ERRORS: &[(i32, &str, &str)] = &[
 
 fn parse_fail_snapshot_reads(entry: &str, value: Option<&str>) -> Result<Fault, String> {
     let v = value.ok_or_else(|| {
-        format!("`fail-snapshot-reads` needs a value: `fail-snapshot-reads=N:K:CODE`")
+        "`fail-snapshot-reads` needs a value: `fail-snapshot-reads=N:K:CODE`".to_string()
     })?;
     let parts: Vec<&str> = v.split(':').collect();
     let [first, count, code] = parts[..] else {
