@@ -23,13 +23,7 @@
 # The stand-in keeps everything in memory (its data, its oplog, its history for
 # snapshot reads, buffered cursors); its peak RSS is printed after each step
 # (`stand-in peak RSS`), and it is stopped when its RSS passes STANDIN_MAX_MIB.
-# The stand-in's oplog is capped at OPLOG_MAX_ENTRIES entries (PITR_STANDIN_OPLOG_MAX_ENTRIES;
-# default SIZE*600, about twice the churn's entries): the load's own inserts fall off
-# as the churn comes, as in a real capped oplog, while every entry after the backup
-# stays (the rehearsal reads them from the server). Its parsed entries were about
-# half of the stand-in's memory.
 # Env:   MEMORY=384MiB (pitr's --memory)  KEEP=1  PROFILE=release|dev
-#        OPLOG_MAX_ENTRIES=N (0: not capped)
 #        SKIP_BUILD=1 (use the binaries as built)  STANDIN_MONGOD=PATH
 #        STANDIN_MAX_MIB=12288 (the stand-in is killed past this RSS: the machine is shared)
 set -euo pipefail
@@ -73,9 +67,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-oplog_max=${OPLOG_MAX_ENTRIES:-$((size * 600))}
-if [ "$oplog_max" != 0 ]; then export PITR_STANDIN_OPLOG_MAX_ENTRIES=$oplog_max; fi
-
 port=$((20000 + RANDOM % 20000))
 mkdir -p "$work/db"
 "$MONGOD" --port "$port" --bind_ip 127.0.0.1 --dbpath "$work/db" --logpath "$work/mongod.log" \
@@ -100,7 +91,7 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-echo "stand-in mongod (NOT MongoDB) on port $port; chain of about $size MiB: $((size * 3 / 4)) MiB backup, $((size / 4)) MiB oplog; its oplog capped at ${oplog_max} entries (0: not capped)" >&2
+echo "stand-in mongod (NOT MongoDB) on port $port; chain of about $size MiB: $((size * 3 / 4)) MiB backup, $((size / 4)) MiB oplog" >&2
 load=$("$BENCH" load "$port" $((size * 3 / 4)))
 echo "$load"
 standin_rss load

@@ -133,7 +133,7 @@ pub fn apply_entry(st: &mut State, e: &Document, always_upsert: bool) -> OpResul
                         .store
                         .get(&db, &coll)
                         .and_then(|c| c.get(rid))
-                        .cloned()
+                        .map(|d| d.into_owned())
                         .unwrap_or_default();
                     let new = replace(&old, &o).map_err(CmdError::from)?;
                     writes::replace_doc(st, &db, &coll, rid, new);
@@ -248,7 +248,7 @@ fn apply_update(st: &mut State, e: &Document, always_upsert: bool) -> OpResult {
                 .store
                 .get(&db, &coll)
                 .and_then(|c| c.get(rid))
-                .cloned()
+                .map(|d| d.into_owned())
                 .unwrap_or_default();
             let new = apply_form(&form, &old, &o, false)?;
             if new != old || new.keys().ne(old.keys()) {

@@ -87,7 +87,7 @@ fn merge_one(st: &mut State, temp_ns: &str, t: &Target, db: &str, drop: bool) ->
     let temp: Vec<Document> = st
         .store
         .get(tdb, tcoll)
-        .map(|c| c.iter().map(|(_, d)| d.clone()).collect())
+        .map(|c| c.iter().map(|(_, d)| d.into_owned()).collect())
         .unwrap_or_default();
     ensure_target(st, t)?;
     let in_scope = |d: &Document| db.is_empty() || d.get_str("db") == Ok(db);
@@ -97,7 +97,7 @@ fn merge_one(st: &mut State, temp_ns: &str, t: &Target, db: &str, drop: bool) ->
         .map(|c| {
             c.iter()
                 .filter(|(_, d)| in_scope(d))
-                .filter_map(|(r, d)| key_of(d, t.name_field).map(|k| (r, k)))
+                .filter_map(|(r, d)| key_of(&d, t.name_field).map(|k| (r, k)))
                 .collect()
         })
         .unwrap_or_default();

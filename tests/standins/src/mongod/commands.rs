@@ -519,7 +519,7 @@ fn run_now(
             let mut n = 0i64;
             if let Some(c) = st.store.get(db, &coll) {
                 for (_, d) in c.iter() {
-                    if matches(d, &query).map_err(CmdError::bad_value)? {
+                    if matches(&d, &query).map_err(CmdError::bad_value)? {
                         n += 1;
                     }
                 }
@@ -543,10 +543,10 @@ fn run_now(
             let mut values: Vec<Bson> = Vec::new();
             if let Some(c) = st.store.get(db, &coll) {
                 for (_, d) in c.iter() {
-                    if !matches(d, &query).map_err(CmdError::bad_value)? {
+                    if !matches(&d, &query).map_err(CmdError::bad_value)? {
                         continue;
                     }
-                    for v in crate::matcher::lookup(d, key) {
+                    for v in crate::matcher::lookup(&d, key) {
                         let items: Vec<&Bson> = match v {
                             Bson::Array(a) => a.iter().collect(),
                             o => vec![o],
@@ -1002,7 +1002,7 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let visible = c.len().saturating_sub(lag_hides);
     // References into the store (no copy of a whole collection's scan): each is
     // copied once, as bytes, when it goes into the cursor.
-    let mut records: Vec<(u64, &Document)> = Vec::new();
+    let mut records: Vec<(u64, Cow<'_, Document>)> = Vec::new();
     // Where a tailable cursor stands after its first batch: the last record it
     // examined (after a scan that found fewer matches than the batch holds, the end).
     let mut scanned_to = 0;
@@ -1011,19 +1011,31 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     } else {
         batch_size.max(1)
     };
+    // A collection kept as bytes (the oplog) sorted in natural order or not at all:
+    // the matches are kept as record ids and parsed again one at a time when
+    // buffered, not all at once (`placeholder` stands in for the document).
+    let by_rid = c.stores_bytes() && sort.keys().all(|k| k == "$natural");
+    let placeholder = || Cow::Owned(Document::new());
     for (rid, d) in c.iter().take(visible) {
         if tailable && skip == 0 && records.len() >= tail_first {
             break;
         }
         scanned_to = rid;
-        if matches(d, &filter).map_err(CmdError::bad_value)? {
-            records.push((rid, d));
+        if matches(&d, &filter).map_err(CmdError::bad_value)? {
+            records.push((rid, if by_rid { placeholder() } else { d }));
         }
     }
+    let fetch = |rid: u64, d: Cow<'_, Document>| -> Document {
+        if by_rid {
+            c.get(rid).map(Cow::into_owned).unwrap_or_default()
+        } else {
+            d.into_owned()
+        }
+    };
     if !tailable {
         sort_records(&mut records, &sort).map_err(CmdError::bad_value)?;
     }
-    let mut records: Vec<(u64, &Document)> = records.into_iter().skip(skip).collect();
+    let mut records: Vec<(u64, Cow<'_, Document>)> = records.into_iter().skip(skip).collect();
     if limit > 0 {
         records.truncate(limit);
     }
@@ -1034,7 +1046,7 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     };
     let first_n = if batch_size == 0 { 0 } else { first_n };
     if tailable {
-        let take: Vec<(u64, &Document)> = records
+        let take: Vec<(u64, Cow<'_, Document>)> = records
             .into_iter()
             .take(first_n.max(if batch_size == 0 { 0 } else { 1 }))
             .collect();
@@ -1045,7 +1057,7 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         };
         let docs: Vec<Document> = take
             .into_iter()
-            .map(|(_, d)| project(d, &projection))
+            .map(|(rid, d)| project(&fetch(rid, d), &projection))
             .collect();
         let id = st.new_cursor_id();
         st.cursors.insert(
@@ -1065,11 +1077,12 @@ fn find(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     }
     let mut queue: VecDeque<Vec<u8>> = records
         .into_iter()
-        .map(|(_, d)| {
+        .map(|(rid, d)| {
+            let d = if by_rid { Cow::Owned(fetch(rid, d)) } else { d };
             if projection.is_empty() {
-                buffered(d)
+                buffered(&d)
             } else {
-                buffered(&project(d, &projection))
+                buffered(&project(&d, &projection))
             }
         })
         .collect();
@@ -1191,8 +1204,8 @@ fn get_more(st: &mut State, db: &str, cmd: &Document, expired: bool) -> CmdResul
                     break;
                 }
                 new_last = rid;
-                if matches(d, filter).map_err(CmdError::bad_value)? {
-                    batch.push(d.clone());
+                if matches(&d, filter).map_err(CmdError::bad_value)? {
+                    batch.push(d.into_owned());
                 }
             }
             *last_rid = new_last;
@@ -1419,8 +1432,8 @@ fn update_one_statement(
     let mut targets = Vec::new();
     if let Some(c) = st.store.get(db, coll) {
         for (rid, d) in c.iter() {
-            if matches(d, &q).map_err(CmdError::bad_value)? {
-                targets.push((rid, d.clone()));
+            if matches(&d, &q).map_err(CmdError::bad_value)? {
+                targets.push((rid, d.into_owned()));
                 if !multi {
                     break;
                 }
@@ -1489,7 +1502,7 @@ fn delete(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
         let mut victims = Vec::new();
         if let Some(c) = st.store.get(db, &coll) {
             for (rid, doc) in c.iter() {
-                if matches(doc, &q).map_err(CmdError::bad_value)? {
+                if matches(&doc, &q).map_err(CmdError::bad_value)? {
                     victims.push(rid);
                     if limit == 1 {
                         break;
@@ -1646,7 +1659,7 @@ fn aggregate(st: &mut State, db: &str, cmd: &Document) -> CmdResult<Outcome> {
     let mut docs: Vec<(u64, Cow<'_, Document>)> = st
         .store
         .get(db, &coll)
-        .map(|c| c.iter().map(|(r, d)| (r, Cow::Borrowed(d))).collect())
+        .map(|c| c.iter().collect())
         .unwrap_or_default();
     for stage in &pipeline {
         let Some((name, arg)) = stage.iter().next() else {

@@ -35,10 +35,10 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The documents of `c` in the order dbHash reads them, or `None` when the server
 /// would find no way to read them in a stable order.
-pub fn scan_order(c: &Collection) -> Option<Vec<&Document>> {
+pub fn scan_order(c: &Collection) -> Option<Vec<std::borrow::Cow<'_, Document>>> {
     let has_id_index = c.indexes.iter().any(|i| i.get_str("name") == Ok("_id_"));
     let clustered = c.options.contains_key("clusteredIndex");
-    let mut docs: Vec<&Document> = c.iter().map(|(_, d)| d).collect();
+    let mut docs: Vec<std::borrow::Cow<'_, Document>> = c.iter().map(|(_, d)| d).collect();
     if has_id_index || clustered {
         let null = Bson::Null;
         docs.sort_by(|a, b| {
@@ -59,7 +59,7 @@ pub fn collection_hash(c: &Collection) -> String {
     };
     let mut h = Md5::new();
     for d in docs {
-        h.update(bson::to_vec(d).expect("stored documents serialize"));
+        h.update(bson::to_vec(&*d).expect("stored documents serialize"));
     }
     hex(&h.finalize())
 }

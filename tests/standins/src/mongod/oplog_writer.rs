@@ -157,7 +157,7 @@ pub fn rollback(st: &mut State) -> CmdError {
     let newest_before = st
         .store
         .get("local", "oplog.rs")
-        .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(d)));
+        .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(&d)));
     if let Some(oplog) = st.store.get_mut("local", "oplog.rs") {
         let newest: Vec<u64> = {
             let all: Vec<u64> = oplog.iter().map(|(r, _)| r).collect();
@@ -174,7 +174,7 @@ pub fn rollback(st: &mut State) -> CmdError {
     let last = st
         .store
         .get("local", "oplog.rs")
-        .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(d)));
+        .and_then(|o| o.iter().last().and_then(|(_, d)| ts_of(&d)));
     if let Some(l) = last {
         st.last_ts = l;
     }

@@ -189,7 +189,7 @@ pub fn checkpoint(dbpath: &Path, store: &Store, ts: Timestamp, stable: bool) -> 
                 "indexes": c.indexes.iter().cloned().map(Bson::Document).collect::<Vec<_>>(), "count": c.len() as i64},
             )?;
             for (_, d) in c.iter() {
-                put(&mut w, d)?;
+                put(&mut w, &d)?;
             }
         }
     }

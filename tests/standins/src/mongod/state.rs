@@ -237,7 +237,8 @@ impl State {
                 "oplog.rs",
                 Collection::without_id_index(
                     doc! {"capped": true, "size": 1_073_741_824i64, "autoIndexId": false},
-                ),
+                )
+                .stored_as_bytes(),
             );
         }
     }

@@ -3,8 +3,39 @@
 //! (except `local.oplog.rs`, which like the real one has none).
 
 use crate::matcher::id_key;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawDocumentBuf};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+
+/// One stored document: parsed (user data, scanned by every query), or as BSON
+/// bytes (the oplog: read in order, mostly appended; a parsed entry took several
+/// times its bytes, and the oplog of a large load was half the stand-in's memory).
+#[derive(Debug, Clone)]
+enum Stored {
+    Doc(Document),
+    Raw(RawDocumentBuf),
+}
+
+impl Stored {
+    fn doc(&self) -> Cow<'_, Document> {
+        match self {
+            Stored::Doc(d) => Cow::Borrowed(d),
+            Stored::Raw(r) => Cow::Owned(r.to_document().unwrap_or_default()),
+        }
+    }
+    fn into_doc(self) -> Document {
+        match self {
+            Stored::Doc(d) => d,
+            Stored::Raw(r) => r.to_document().unwrap_or_default(),
+        }
+    }
+    fn len(&self) -> i64 {
+        match self {
+            Stored::Doc(d) => bson::to_vec(d).map(|v| v.len() as i64).unwrap_or(0),
+            Stored::Raw(r) => r.as_bytes().len() as i64,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Collection {
@@ -13,9 +44,11 @@ pub struct Collection {
     pub options: Document,
     /// Index specs (`{v, key, name, ...}`), `_id_` first. Only `_id` is enforced.
     pub indexes: Vec<Document>,
-    docs: BTreeMap<u64, Document>,
+    docs: BTreeMap<u64, Stored>,
     id_index: Option<HashMap<Vec<u8>, u64>>,
     next_rid: u64,
+    /// Documents kept as BSON bytes (see [`Stored`]).
+    as_bytes: bool,
 }
 
 /// A duplicate `_id`.
@@ -35,7 +68,28 @@ impl Collection {
             docs: BTreeMap::new(),
             id_index: Some(HashMap::new()),
             next_rid: 1,
+            as_bytes: false,
         }
+    }
+
+    /// Whether its documents are kept as bytes (reading one parses it).
+    pub fn stores_bytes(&self) -> bool {
+        self.as_bytes
+    }
+
+    /// Keeps its documents as BSON bytes, parsed when read (the oplog).
+    pub fn stored_as_bytes(mut self) -> Self {
+        self.as_bytes = true;
+        self
+    }
+
+    fn store(&self, doc: Document) -> Stored {
+        if self.as_bytes {
+            if let Ok(r) = RawDocumentBuf::from_document(&doc) {
+                return Stored::Raw(r);
+            }
+        }
+        Stored::Doc(doc)
     }
 
     /// A collection without an `_id` index (the oplog).
@@ -59,24 +113,22 @@ impl Collection {
     }
 
     pub fn data_size(&self) -> i64 {
-        self.docs
-            .values()
-            .map(|d| bson::to_vec(d).map(|v| v.len() as i64).unwrap_or(0))
-            .sum()
+        self.docs.values().map(Stored::len).sum()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &Document)> {
-        self.docs.iter().map(|(r, d)| (*r, d))
+    /// The documents in natural order (borrowed, or parsed from bytes).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Cow<'_, Document>)> {
+        self.docs.iter().map(|(r, d)| (*r, d.doc()))
     }
 
-    pub fn iter_after(&self, rid: u64) -> impl Iterator<Item = (u64, &Document)> {
+    pub fn iter_after(&self, rid: u64) -> impl Iterator<Item = (u64, Cow<'_, Document>)> {
         self.docs
             .range(rid.saturating_add(1)..)
-            .map(|(r, d)| (*r, d))
+            .map(|(r, d)| (*r, d.doc()))
     }
 
-    pub fn get(&self, rid: u64) -> Option<&Document> {
-        self.docs.get(&rid)
+    pub fn get(&self, rid: u64) -> Option<Cow<'_, Document>> {
+        self.docs.get(&rid).map(Stored::doc)
     }
 
     pub fn find_id(&self, id: &Bson) -> Option<u64> {
@@ -86,7 +138,8 @@ impl Collection {
                 .docs
                 .iter()
                 .find(|(_, d)| {
-                    d.get("_id")
+                    d.doc()
+                        .get("_id")
                         .is_some_and(|v| crate::matcher::values_equal(v, id))
                 })
                 .map(|(r, _)| *r),
@@ -105,7 +158,8 @@ impl Collection {
         }
         let rid = self.next_rid;
         self.next_rid += 1;
-        self.docs.insert(rid, doc);
+        let stored = self.store(doc);
+        self.docs.insert(rid, stored);
         Ok(rid)
     }
 
@@ -122,11 +176,12 @@ impl Collection {
 
     /// Replace the document at `rid` (its `_id` may not change).
     pub fn replace(&mut self, rid: u64, doc: Document) {
-        self.docs.insert(rid, doc);
+        let stored = self.store(doc);
+        self.docs.insert(rid, stored);
     }
 
     pub fn remove(&mut self, rid: u64) -> Option<Document> {
-        let d = self.docs.remove(&rid)?;
+        let d = self.docs.remove(&rid)?.into_doc();
         if let Some(ix) = &mut self.id_index {
             ix.remove(&id_key(d.get("_id").unwrap_or(&Bson::Null)));
         }

@@ -28,7 +28,7 @@ pub fn view_def(st: &State, db: &str, name: &str) -> Option<Document> {
         .iter()
         .map(|(_, d)| d)
         .find(|d| d.get_str("_id") == Ok(id.as_str()))
-        .cloned()
+        .map(|d| d.into_owned())
 }
 
 /// All view definitions of a database, in `_id` order.
@@ -36,7 +36,7 @@ pub fn view_defs(st: &State, db: &str) -> Vec<Document> {
     let Some(views) = st.store.get(db, "system.views") else {
         return Vec::new();
     };
-    let mut out: Vec<Document> = views.iter().map(|(_, d)| d.clone()).collect();
+    let mut out: Vec<Document> = views.iter().map(|(_, d)| d.into_owned()).collect();
     out.sort_by(|a, b| {
         a.get_str("_id")
             .unwrap_or("")

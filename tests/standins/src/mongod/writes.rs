@@ -240,7 +240,7 @@ fn diff(old: &Document, new: &Document) -> Document {
 pub fn replace_doc(st: &mut State, db: &str, coll: &str, rid: u64, new: Document) {
     let c = st.store.get_mut(db, coll).expect("collection exists");
     let uuid = c.uuid;
-    let old = c.get(rid).cloned().unwrap_or_default();
+    let old = c.get(rid).map(|d| d.into_owned()).unwrap_or_default();
     c.replace(rid, new.clone());
     let id = new.get("_id").cloned().unwrap_or(Bson::Null);
     // A replacement that reorders fields is logged whole, as the server logs a
