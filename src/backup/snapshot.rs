@@ -257,9 +257,9 @@ pub fn ftdc_version(bytes: &[u8]) -> Option<String> {
 
 /// A file that is a tar (plain or gzip) of a dbpath: recognised by its marker files
 /// (at the top or under one directory, as `tar -C /data -cf x.tar db` writes it).
-/// Reading stops once `storage.bson` and `WiredTiger` are read or soon after the
-/// first marker, so a 100 GB tar is not read through; `journal` and `encrypted`
-/// stay unknown until it is unpacked.
+/// Reading stops once everything [`Snapshot`] holds is found, or 256 MiB after the
+/// first marker, so that a 100 GB tar is not read through; then what was not seen
+/// (`journal/`, the encryption, the version) stays unknown until it is unpacked.
 pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
     let io = |source| BackupError::Io {
         path: path.to_path_buf(),
@@ -281,20 +281,37 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
     // Seen anywhere in the tar, before or after the first marker.
     let mut unclean = None;
     let mut ftdc: Option<(PathBuf, String)> = None;
+    let (mut journal, mut key_store, mut turtle_encryptor) = (false, false, None);
+    let mut read_through = true;
     // Bytes of entries read past the first marker while looking for `storage.bson`,
     // `WiredTiger` (the engine and its version), the lock file and the diagnostic
     // data: bounded, so that a 100 GB tar is never read through to describe it.
     let mut past_first = 0u64;
     // Enough entries to pass a few database directories and diagnostic files.
+    let mut seen = 0;
     for entry in entries.take(10_000) {
+        seen += 1;
         // Not a tar (or a damaged one): not a snapshot we can name.
-        let Ok(mut entry) = entry else { break };
+        let Ok(mut entry) = entry else {
+            read_through = false;
+            break;
+        };
         let Ok(name) = entry.path().map(|p| p.into_owned()) else {
+            read_through = false;
             break;
         };
         if found.is_some() {
             past_first += entry.size();
         }
+        let top_dir = |d: &str| {
+            let parts: Vec<_> = name
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            parts.iter().take(2).any(|c| c.as_os_str() == d)
+        };
+        journal |= top_dir("journal");
+        key_store |= top_dir("key.store");
         if name.file_name().is_some_and(|n| n == "mongod.lock") && depth(&name) <= 2 {
             unclean = Some(entry.size() > 0);
         }
@@ -335,6 +352,9 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
                     "WiredTiger" => {
                         s.wiredtiger_version = version_of(&String::from_utf8_lossy(&body))
                     }
+                    "WiredTiger.turtle" => {
+                        turtle_encryptor = Some(turtle_encrypted(&String::from_utf8_lossy(&body)))
+                    }
                     _ => {}
                 }
             }
@@ -343,15 +363,29 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
             let all = s.engine.is_some()
                 && s.wiredtiger_version.is_some()
                 && unclean.is_some()
-                && ftdc.is_some();
+                && ftdc.is_some()
+                && journal
+                && turtle_encryptor.is_some();
             if all || past_first > 256 << 20 {
+                read_through = all;
                 break;
             }
         }
     }
+    read_through &= seen < 10_000;
     if let Some(s) = &mut found {
         s.unclean = unclean;
         s.written_by = ftdc.map(|(_, v)| v);
+        // What was seen is known; what was not is known absent only if every entry
+        // was read (else it is checked once unpacked).
+        s.journal = (journal || read_through).then_some(journal);
+        s.encrypted = if key_store || turtle_encryptor == Some(true) {
+            Some(true)
+        } else if read_through {
+            turtle_encryptor.map(|_| false)
+        } else {
+            None
+        };
     }
     Ok(found)
 }
@@ -550,6 +584,12 @@ mod tests {
         assert!(
             r[0].contains("`inMemory`") && r[1].contains("encrypted") && r[2].contains("journal")
         );
+        // A tar read through says the same before anything is unpacked.
+        let out = d.path().join("../refused.tar.gz");
+        tar_of(d.path(), "db", true, &out);
+        let t = in_tar(&out).unwrap().unwrap();
+        let _ = fs::remove_file(&out);
+        assert_eq!(t.refusals(), r);
     }
 
     #[test]
@@ -590,7 +630,7 @@ mod tests {
                 .unwrap()
                 .unwrap_or_else(|| panic!("{top} {gzip}"));
             assert_eq!(s.packaging, Packaging::Tar { gzip });
-            assert_eq!(s.journal, None);
+            assert_eq!((s.journal, s.encrypted), (Some(true), Some(false)));
         }
         // A tar of something else, and a file that is no tar at all.
         let other = d.path().join("other");
