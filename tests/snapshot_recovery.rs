@@ -206,17 +206,7 @@ async fn ids(c: &mongodb::Client) -> Vec<i32> {
 }
 
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(files(&p));
-        } else {
-            out.push((p.clone(), std::fs::read(&p).unwrap()));
-        }
-    }
-    out.sort();
-    out
+    files_except(dir, Path::new(""))
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -279,6 +269,19 @@ async fn member_snapshot_of(version: &str, root: &Path, initial_sync: bool) -> (
     (snap, checkpoint, top)
 }
 
+/// The copy into `work/copy`, nothing watching it.
+fn copy_to(
+    s: &snapshot::Snapshot,
+    work: &Path,
+) -> Result<pitr::replay::snapshot::Copied, pitr::error::Failure> {
+    copy(
+        s,
+        &work.join("copy"),
+        &Cancel::new(),
+        &ByteCounter::default(),
+    )
+}
+
 fn options<'a>(mongod: &'a Path, parent: &'a Path) -> RecoverOptions<'a> {
     RecoverOptions {
         mongod,
@@ -314,13 +317,7 @@ async fn a_snapshot_copied_and_recovered_ends_at_the_top_of_its_oplog_with_every
         }
         .unwrap_or_else(|| panic!("{name}: not recognised"));
         let work = d.path().join(format!("work-{name}"));
-        let copied = copy(
-            &s,
-            &work.join("copy"),
-            &Cancel::new(),
-            &ByteCounter::default(),
-        )
-        .unwrap();
+        let copied = copy_to(&s, &work).unwrap();
         assert!(copied.files >= 6, "{name}: {copied:?}");
         assert!(
             !copied.dbpath.join("mongod.lock").exists(),
@@ -353,13 +350,7 @@ async fn files_of_a_member_in_initial_sync_are_refused() {
     let (snap, _, _) = member_snapshot(d.path(), true).await;
     let s = snapshot::in_dir(&snap).unwrap().unwrap();
     let work = d.path().join("work");
-    let copied = copy(
-        &s,
-        &work.join("copy"),
-        &Cancel::new(),
-        &ByteCounter::default(),
-    )
-    .unwrap();
+    let copied = copy_to(&s, &work).unwrap();
     let bin = mongod();
     let e = recover(&copied.dbpath, &options(&bin, &work), &Cancel::new())
         .await
@@ -367,13 +358,7 @@ async fn files_of_a_member_in_initial_sync_are_refused() {
     let text = format!("{e:?}");
     assert!(text.contains("initial sync"), "{text}");
     // And a copy into a directory that exists is refused before anything is written.
-    let e = copy(
-        &s,
-        &work.join("copy"),
-        &Cancel::new(),
-        &ByteCounter::default(),
-    )
-    .unwrap_err();
+    let e = copy_to(&s, &work).unwrap_err();
     assert!(format!("{e:?}").contains("already exists"), "{e:?}");
 }
 
@@ -545,12 +530,9 @@ async fn replay_with_a_snapshot_backup_restores_to_just_before_the_drop() {
     assert_eq!(files(&snap), before, "the snapshot itself was written");
 }
 
-/// `pitr replay --engine mongod --backup snap ...` with the stand-in mongod playing
-/// `version` (and the real tools of the first release found).
-fn replay_snapshot(dir: &Path, version: &str, extra: &[&str]) -> std::process::Output {
-    let bins = replay_common::tool_sets("snapshot_versions").remove(0);
-    let bin = bins.dir.display().to_string();
-    let mut args = vec![
+/// `replay --engine mongod --backup snap --oplog oplog.bson ... --mongodb-bin BIN`.
+fn snapshot_args(bin: &str) -> Vec<&str> {
+    vec![
         "replay",
         "--engine",
         "mongod",
@@ -563,8 +545,16 @@ fn replay_snapshot(dir: &Path, version: &str, extra: &[&str]) -> std::process::O
         "--workdir",
         "work",
         "--mongodb-bin",
-        &bin,
-    ];
+        bin,
+    ]
+}
+
+/// [`snapshot_args`] with the stand-in mongod playing `version` (and the real tools
+/// of the first release found).
+fn replay_snapshot(dir: &Path, version: &str, extra: &[&str]) -> std::process::Output {
+    let bins = replay_common::tool_sets("snapshot_versions").remove(0);
+    let bin = bins.dir.display().to_string();
+    let mut args = snapshot_args(&bin);
     args.extend_from_slice(extra);
     replay_common::run_pitr(dir, &args, &[("PITR_STANDIN_VERSION", version)])
 }
@@ -679,21 +669,7 @@ async fn ctrl_c_during_the_copy_stops_it_and_removes_the_copy() {
     let errlog = d.path().join("stderr.txt");
     let mut child = replay_common::pitr_cmd(
         d.path(),
-        &[
-            "replay",
-            "--engine",
-            "mongod",
-            "--backup",
-            "snap",
-            "--oplog",
-            "oplog.bson",
-            "--until",
-            "1700000000:1",
-            "--workdir",
-            "work",
-            "--mongodb-bin",
-            &bin,
-        ],
+        &snapshot_args(&bin),
         &[("PITR_PROGRESS_INTERVAL", "50ms")],
     )
     .stdout(Stdio::null())
