@@ -1279,6 +1279,18 @@ fn collection_options_that_differ_are_named_with_the_namespace() {
         "the collMod is before the point: web.events' options are compared: {}",
         show(&o)
     );
+    // Only a capped collection (its documents cannot be read as of a time): a pass
+    // that says no document was compared.
+    let o = rehearse(&m, &b, &["--json", "--ns", "app.*"]);
+    let r = assert_passed(&o);
+    assert_eq!(r["nothing_compared"], true, "{}", show(&o));
+    let o = rehearse(&m, &b, &["--ns", "app.*"]);
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("REHEARSAL PASSED, BUT NO DOCUMENTS WERE COMPARED"),
+        "{text}"
+    );
 
     rewrite_metadata(&b.join("shop/customers.metadata.json"), |v| {
         v["options"]["validator"] = serde_json::json!({"tier": {"$gte": 0}});
@@ -1430,6 +1442,7 @@ fn ns_restricts_the_comparison_and_a_glob_matching_nothing_is_an_error() {
         .map(|n| n["ns"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["shop.orders", "web.events"], "{}", show(&o));
+    assert_eq!(r["nothing_compared"], false);
 
     let o = rehearse(&m, &b, &["--json", "--ns", "nosuch.*"]);
     assert_refused(

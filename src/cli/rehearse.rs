@@ -533,6 +533,18 @@ fn render_findings(w: &mut impl Write, r: &RehearseReport) -> io::Result<()> {
     }
     writeln!(w)?;
     match r.result {
+        Verdict::Passed if r.nothing_compared => writeln!(
+            w,
+            "REHEARSAL PASSED, BUT NO DOCUMENTS WERE COMPARED: {}; this run proves little about the chain",
+            if r.namespaces.is_empty() {
+                "neither side has a user namespace".to_string()
+            } else {
+                format!(
+                    "the documents of every namespace were left out ({} listed above)",
+                    r.not_compared.len()
+                )
+            }
+        )?,
         Verdict::Passed => writeln!(
             w,
             "REHEARSAL PASSED: the backup and the oplog rebuild production exactly as of {}{}",

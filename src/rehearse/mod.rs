@@ -138,6 +138,12 @@ pub fn run(
                 report.result = Verdict::Passed;
                 report.exit_code = crate::error::exit::OK;
             }
+            // A pass that compared no documents says so (every namespace's
+            // documents left out, or no namespace at all).
+            report.nothing_compared = !report.namespaces.iter().any(|n| n.status != "not_compared");
+            if report.nothing_compared && report.result == Verdict::Passed {
+                note("warning: no documents were compared: see \"Not compared\"");
+            }
             (report, None)
         }
         Err(f) => {

@@ -13,7 +13,7 @@
 //! `rebuild` (`documents`, `memory_bytes`, `peak_memory_bytes`, `spilled_to_disk`),
 //! `reads` (`commands`, `documents`, `bytes`, `documents_per_sec`, `retries`,
 //! `retried`),
-//! `documents_compared`, `documents_compared_per_sec`, `namespaces` (one
+//! `documents_compared`, `documents_compared_per_sec`, `nothing_compared`, `namespaces` (one
 //! [`NsResult`] each), `differences` (at most [`MAX_REPORTED`] of
 //! [`Difference`]), `differences_total`, `not_compared` ([`NotCompared`]), `error`
 //! (`message`, `hint`), `out` (with `--out`: `path`, `format`, `documents`,
@@ -250,6 +250,9 @@ pub struct RehearseReport {
     pub reads: Reads,
     pub documents_compared: u64,
     pub documents_compared_per_sec: f64,
+    /// No namespace's documents were compared (each was left out, e.g. capped, or
+    /// there were none): a pass then proves little, and the text verdict says so.
+    pub nothing_compared: bool,
     pub namespaces: Vec<NsResult>,
     pub differences: Vec<Difference>,
     pub differences_total: u64,
@@ -281,6 +284,7 @@ impl RehearseReport {
             reads: Reads::default(),
             documents_compared: 0,
             documents_compared_per_sec: 0.0,
+            nothing_compared: false,
             namespaces: Vec::new(),
             differences: Vec::new(),
             differences_total: 0,
