@@ -1696,3 +1696,55 @@ fn max_read_rate_is_honoured_as_the_server_sees_it() {
         "{measured:.1} documents/s read at --max-read-rate {rate}: {reads:?}"
     );
 }
+
+/// Options, indexes and namespaces changed in production AFTER the point cannot be
+/// compared (its catalog is only readable as it is now): each is listed under "not
+/// compared" with the command that changed it, the documents of a collection whose
+/// options or indexes changed are still compared, and the rehearsal passes.
+#[test]
+fn catalog_changes_after_the_point_are_listed_not_reported_as_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, d, b)) = production(
+        "catalog_changes_after_the_point_are_listed_not_reported_as_differences",
+        dir.path(),
+    ) else {
+        return;
+    };
+    let at = newest_ts(&d);
+    d.run(
+        "shop",
+        doc! {"collMod": "customers", "validator": {"tier": {"$gte": 0}}},
+    );
+    d.run(
+        "shop",
+        doc! {"createIndexes": "orders", "indexes": [{"key": {"total": 1}, "name": "total_1"}]},
+    );
+    d.run("late", doc! {"insert": "things", "documents": [{"_id": 1}]});
+    let o = rehearse(&m, &b, &["--json", "--at", &at.to_string()]);
+    let r = assert_passed(&o);
+    let why = |ns: &str| -> String {
+        r["not_compared"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["ns"] == ns)
+            .unwrap_or_else(|| panic!("{ns} not compared: {}", show(&o)))["why"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(why("shop.customers").contains("`collMod`"), "{}", show(&o));
+    assert!(
+        why("shop.orders").contains("`createIndexes`"),
+        "{}",
+        show(&o)
+    );
+    assert!(why("late.things").contains("`create`"), "{}", show(&o));
+    let row = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "shop.customers")
+        .unwrap();
+    assert_eq!(row["compared"], 20, "its documents are compared: {row}");
+}
