@@ -99,6 +99,7 @@ pub fn member_plan(
         }),
         mongorestore_inputs: false,
         backup_in_spare: false,
+        stream_archive: false,
     };
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;
