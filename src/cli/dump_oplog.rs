@@ -50,8 +50,18 @@ Examples:
   pitr dump-oplog --out dump/ --resume")]
 pub struct DumpOplogArgs {
     /// MongoDB connection string of a replica set member (password inside it, never on its own)
-    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
-    pub uri: String,
+    #[arg(
+        long,
+        env = "PITR_URI",
+        hide_env_values = true,
+        value_name = "URI",
+        required_unless_present = "cluster"
+    )]
+    pub uri: Option<String>,
+    /// A sharded cluster's cluster.toml (members with `uri`): dump every member's oplog
+    /// from its own replica set into DIR/<member>/ and write DIR/cluster.toml
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<PathBuf>,
     /// Directory to write oplog.bson into (created if missing)
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -108,6 +118,13 @@ fn stage(url: crate::storage::Location, resume: bool) -> Result<(Staged, PathBuf
 }
 
 pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
+    if let Some(file) = a.cluster.clone() {
+        return super::dump_oplog_cluster::run(&file, a);
+    }
+    let Some(uri) = a.uri.clone() else {
+        return Err(Failure::new("no --uri given")
+            .with_hint("pass --uri mongodb://... (or set PITR_URI), or --cluster cluster.toml for a sharded cluster"));
+    };
     let (staged, out_dir) = match crate::storage::Location::of_path(&a.out)? {
         crate::storage::Location::Local(p) => (None, p),
         url => {
@@ -125,7 +142,6 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
     };
-    let uri = a.uri.clone();
     let result = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
         let mut obs = CliObserver::default();
@@ -199,7 +215,7 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-fn interrupted(req: &DumpRequest) -> Failure {
+pub(crate) fn interrupted(req: &DumpRequest) -> Failure {
     Failure::new(format!(
         "interrupted; the complete entries so far are in `{}`",
         dump::DumpPaths::new(&req.out_dir).partial.display()
@@ -210,12 +226,12 @@ fn interrupted(req: &DumpRequest) -> Failure {
 
 /// Progress and warnings of a dump on stderr.
 #[derive(Default)]
-struct CliObserver {
+pub(crate) struct CliObserver {
     bar: Option<TsProgress>,
 }
 
 impl CliObserver {
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish();
         }

@@ -24,7 +24,7 @@ pub const REDACTED: &str = "<redacted>";
 pub const DEFAULT_SERVER_SELECTION: Duration = Duration::from_secs(15);
 
 /// Query options whose value is secret (compared case-insensitively).
-fn is_secret_option(key: &str) -> bool {
+pub(crate) fn is_secret_option(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     k.contains("password")
         || k.contains("secret")

@@ -184,8 +184,18 @@ pub enum MongoError {
         source: DriverError,
     },
 
-    #[error("`{target}` is a mongos (sharded cluster): per-shard point-in-time recovery is not supported yet")]
+    #[error("`{target}` is a mongos (sharded cluster): pitr reads the oplog of each member's own replica set, not the router's")]
     Mongos { target: String },
+
+    #[error("`{target}` is {what}, not a mongos: `pitr cluster discover` reads a sharded cluster's members through its router")]
+    NotMongos { target: String, what: String },
+
+    #[error("the mongos `{target}` answered `{command}` with {what}")]
+    Discovery {
+        target: String,
+        command: String,
+        what: String,
+    },
 
     #[error(
         "`{target}` is a standalone mongod without an oplog (`local.oplog.rs` is missing or empty)"
@@ -294,10 +304,19 @@ impl Hint for MongoError {
             MongoError::Unauthorized { .. } => format!(
                 "pitr needs only `find` on `local.oplog.rs`; create a role for it and grant it to the user: {MINIMAL_ROLE}"
             ),
-            MongoError::Mongos { .. } => {
-                "connect to each shard's replica set directly (its members, with `?replicaSet=<shard set>`) and dump \
-                 and restore shard by shard; a consistent cluster-wide restore needs a cluster backup tool \
-                 (Percona Backup for MongoDB, Ops Manager / Atlas backups)"
+            MongoError::Mongos { target } => format!(
+                "for a sharded cluster, `pitr cluster discover --uri '{target}' --out cluster.toml` writes its members \
+                 (the config server's and each shard's replica set), then `pitr dump-oplog --cluster cluster.toml --out DIR` \
+                 dumps each one's oplog; restore with `pitr replay --cluster` (docs/sharded.md)"
+            ),
+            MongoError::NotMongos { .. } => {
+                "give the URI of a mongos (the router the applications connect to); for a single replica set, use \
+                 `pitr dump-oplog --uri` and the other commands without --cluster"
+                    .into()
+            }
+            MongoError::Discovery { .. } => {
+                "pitr reads `config.shards` and `serverStatus.sharding` through the mongos; the user needs the \
+                 `clusterMonitor` role (src/mongo/db/auth/builtin_roles.cpp: serverStatus, and find on the config database)"
                     .into()
             }
             MongoError::NoOplog { .. } => {

@@ -791,6 +791,9 @@ fn server_status(st: &State) -> Document {
         "connections": {"current": 1, "available": 1000, "totalCreated": st.next_conn_id - 1},
         "storageEngine": {"name": "wiredTiger", "readOnly": st.read_only, "persistent": st.persist.is_some()},
     };
+    if let Some(c) = &st.cluster {
+        d.insert("sharding", c.server_status_section());
+    }
     if st.mode == Mode::Replset {
         d.insert("repl", doc! {"setName": st.set_name.clone(), "isWritablePrimary": true, "hosts": [st.me.clone()], "primary": st.me.clone(), "me": st.me.clone()});
     }
