@@ -1,0 +1,413 @@
+//! The live commands of a sharded cluster against stand-ins: `pitr cluster discover`
+//! through a stand-in mongos (`PITR_STANDIN_MODE=mongos` with `PITR_STANDIN_CLUSTER`
+//! naming the config server and the shards, as `config.shards` and
+//! `serverStatus.sharding` answer them), and `pitr dump-oplog --cluster` reading each
+//! member from a stand-in replica set of its own, each serving that member's oplog of
+//! the bundled cluster fixture (`fixtures/cluster/<member>/oplog.bson`), after which
+//! `pitr plan --cluster` takes the result with the fixture's backups.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const MEMBERS: [&str; 4] = ["config", "shard0", "shard1", "shard2"];
+
+fn fixture(member: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/cluster")
+        .join(member)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A stand-in mongod, SIGKILLed and reaped when dropped.
+struct Mongod {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Mongod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mongod {
+    /// Starts a stand-in: `--replSet SET` when `set` is given, with `env`.
+    fn start(set: Option<&str>, env: &[(&str, String)]) -> Mongod {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("db")).unwrap();
+        let port = free_port();
+        let mut cmd = Command::new(common::standin_bin_dir().join("mongod"));
+        cmd.arg("--port")
+            .arg(port.to_string())
+            .args(["--bind_ip", "127.0.0.1", "--dbpath"])
+            .arg(dir.path().join("db"))
+            .arg("--logpath")
+            .arg(dir.path().join("mongod.log"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(s) = set {
+            cmd.args(["--replSet", s]);
+        }
+        for k in [
+            "PITR_STANDIN_MODE",
+            "PITR_STANDIN_FAULT",
+            "PITR_STANDIN_MONGOD_FAULT",
+            "PITR_STANDIN_OPLOG",
+            "PITR_STANDIN_CLUSTER",
+        ] {
+            cmd.env_remove(k);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("spawn the stand-in mongod");
+        let mut m = Mongod { child, port, dir };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if TcpStream::connect_timeout(
+                &([127, 0, 0, 1], port).into(),
+                Duration::from_millis(100),
+            )
+            .is_ok()
+            {
+                return m;
+            }
+            if let Ok(Some(st)) = m.child.try_wait() {
+                let log =
+                    std::fs::read_to_string(m.dir.path().join("mongod.log")).unwrap_or_default();
+                panic!("the stand-in mongod exited early ({st}); log:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the stand-in mongod did not listen within 10 s");
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+/// One stand-in replica set per member of the fixture, each serving its oplog; the
+/// config server's set is `csrs`, each shard's is named after it.
+fn members() -> Vec<(&'static str, String, Mongod)> {
+    MEMBERS
+        .iter()
+        .map(|m| {
+            let set = if *m == "config" { "csrs" } else { m };
+            let oplog = fixture(m).join("oplog.bson");
+            let d = Mongod::start(
+                Some(set),
+                &[("PITR_STANDIN_OPLOG", oplog.to_string_lossy().into_owned())],
+            );
+            (*m, set.to_string(), d)
+        })
+        .collect()
+}
+
+/// A stand-in mongos whose cluster is `members`.
+fn mongos(members: &[(&str, String, Mongod)]) -> Mongod {
+    let cluster: Vec<String> = members
+        .iter()
+        .map(|(m, set, d)| format!("{m}={set}/{}", d.host()))
+        .collect();
+    Mongod::start(
+        None,
+        &[
+            ("PITR_STANDIN_MODE", "mongos".into()),
+            ("PITR_STANDIN_CLUSTER", cluster.join(";")),
+        ],
+    )
+}
+
+fn pitr(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pitr"))
+        .args(args)
+        .env_remove("PITR_URI")
+        .env_remove("PITR_CLUSTER_USER")
+        .env_remove("PITR_CLUSTER_PASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pitr")
+}
+
+fn text(o: &Output) -> (i32, String, String) {
+    (
+        o.status.code().expect("pitr exited by a signal"),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn ok(o: &Output) -> String {
+    let (code, out, err) = text(o);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    out
+}
+
+#[test]
+fn discover_writes_each_members_replica_set_without_credentials() {
+    let ms = members();
+    let router = mongos(&ms);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cluster.toml");
+    let uri = format!(
+        "mongodb://{}/?appName=discover-test&serverSelectionTimeoutMS=5000",
+        router.host()
+    );
+    let out = ok(&pitr(&[
+        "cluster",
+        "discover",
+        "--uri",
+        &uri,
+        "--out",
+        file.to_str().unwrap(),
+    ]));
+    assert!(out.contains("wrote ") && out.contains("shard2"), "{out}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    let live = pitr::cluster::file::parse_live(&file, &written).unwrap();
+    let got: Vec<(String, String)> = live
+        .members
+        .iter()
+        .map(|m| (m.id.clone(), m.uri.clone().unwrap()))
+        .collect();
+    let want: Vec<(String, String)> = ms
+        .iter()
+        .map(|(m, set, d)| {
+            (
+                m.to_string(),
+                format!(
+                    "mongodb://{}/?replicaSet={set}&appName=discover-test&serverSelectionTimeoutMS=5000",
+                    d.host()
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "{written}");
+    assert!(live
+        .members
+        .iter()
+        .all(|m| m.backup.is_none() && m.oplog.is_empty()));
+    // What plan/replay need is not there yet, and they say which key to add.
+    let (code, _, err) = text(&pitr(&[
+        "plan",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--until",
+        "auto",
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("config has no `backup`") && err.contains("hint:"),
+        "{err}"
+    );
+
+    // Never overwritten; without --out the same file is printed.
+    let (code, _, err) = text(&pitr(&[
+        "cluster",
+        "discover",
+        "--uri",
+        &uri,
+        "--out",
+        file.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(ok(&pitr(&["cluster", "discover", "--uri", &uri])), written);
+}
+
+#[test]
+fn discover_refuses_what_is_not_a_mongos() {
+    let rs = Mongod::start(Some("rs0"), &[]);
+    let uri = format!("mongodb://{}/?serverSelectionTimeoutMS=5000", rs.host());
+    let (code, out, err) = text(&pitr(&["cluster", "discover", "--uri", &uri]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("is a member of the replica set `rs0`, not a mongos"),
+        "{err}"
+    );
+    assert!(err.contains("hint: give the URI of a mongos"), "{err}");
+
+    // A mongos of a cluster without shards: nothing to write.
+    let empty = Mongod::start(
+        None,
+        &[
+            ("PITR_STANDIN_MODE", "mongos".into()),
+            ("PITR_STANDIN_CLUSTER", "config=csrs/127.0.0.1:1".into()),
+        ],
+    );
+    let uri = format!("mongodb://{}/?serverSelectionTimeoutMS=5000", empty.host());
+    let (code, _, err) = text(&pitr(&["cluster", "discover", "--uri", &uri]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("config.shards") && err.contains("no shards"),
+        "{err}"
+    );
+
+    // And a single-replica-set command given the mongos names `cluster discover`.
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, err) = text(&pitr(&[
+        "dump-oplog",
+        "--uri",
+        &uri,
+        "--out",
+        tmp.path().to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is a mongos") && err.contains("pitr cluster discover --uri"),
+        "{err}"
+    );
+}
+
+/// The runbook: discover through the mongos, add the backups, dump every member's
+/// oplog from its own replica set, plan at one cluster time.
+#[test]
+fn dump_oplog_cluster_writes_what_plan_cluster_takes() {
+    let ms = members();
+    let router = mongos(&ms);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cluster.toml");
+    let uri = format!("mongodb://{}/?serverSelectionTimeoutMS=5000", router.host());
+    ok(&pitr(&[
+        "cluster",
+        "discover",
+        "--uri",
+        &uri,
+        "--out",
+        file.to_str().unwrap(),
+    ]));
+    // Add each member's backup, as the user would.
+    let mut text_ = std::fs::read_to_string(&file).unwrap();
+    for m in MEMBERS {
+        let table = if m == "config" {
+            "[config]\n".to_string()
+        } else {
+            format!("id = \"{m}\"\n")
+        };
+        let backup = fixture(m).join("backup");
+        text_ = text_.replace(
+            &table,
+            &format!("{table}backup = \"{}\"\n", backup.display()),
+        );
+    }
+    std::fs::write(&file, &text_).unwrap();
+
+    let dir = tmp.path().join("dump");
+    let out = ok(&pitr(&[
+        "dump-oplog",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]));
+    for m in MEMBERS {
+        let want = std::fs::read(fixture(m).join("oplog.bson")).unwrap();
+        let got = std::fs::read(dir.join(m).join("oplog.bson")).unwrap();
+        assert!(got == want, "{m}: the dump differs from the oplog served");
+        assert!(out.contains(&format!("{m:<9} wrote ")), "{out}");
+    }
+    let written = dir.join("cluster.toml");
+    let c = pitr::cluster::file::load(&written).unwrap();
+    assert_eq!(c.shards.len(), 3);
+    assert_eq!(c.config.oplog, vec![dir.join("config/oplog.bson")]);
+
+    let plan_dir = tmp.path().join("plan");
+    let out = ok(&pitr(&[
+        "plan",
+        "--cluster",
+        written.to_str().unwrap(),
+        "--until",
+        "auto",
+        "--out",
+        plan_dir.to_str().unwrap(),
+    ]));
+    assert!(out.contains("Cluster limit 1795222920:2"), "{out}");
+    assert!(
+        out.contains("config.shards at the limit lists `shard0`, `shard1`, `shard2`"),
+        "{out}"
+    );
+
+    // Again: every member's dump is complete, so it is refused, naming the member;
+    // with --resume the complete dumps are kept.
+    let (code, _, err) = text(&pitr(&[
+        "dump-oplog",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("member `config`: ") && err.contains("already exists"),
+        "{err}"
+    );
+    let out = ok(&pitr(&[
+        "dump-oplog",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--resume",
+    ]));
+    assert!(out.contains("shard2    kept"), "{out}");
+}
+
+/// The members' password comes from PITR_CLUSTER_PASSWORD, goes to the member, and is
+/// never printed; a password inside the file is refused before anything is read.
+#[test]
+fn member_credentials_come_from_the_environment_only() {
+    let auth = Mongod::start(None, &[("PITR_STANDIN_MODE", "auth".into())]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cluster.toml");
+    let member = |user: &str| {
+        format!(
+            "[config]\nuri = \"mongodb://{user}{}/?serverSelectionTimeoutMS=5000\"\n\n[[shard]]\nid = \"shard0\"\nuri = \"mongodb://127.0.0.1:1/?replicaSet=shard0\"\n",
+            auth.host()
+        )
+    };
+    std::fs::write(&file, member("")).unwrap();
+    let secret = "hunter2-cluster-secret";
+    let o = Command::new(env!("CARGO_BIN_EXE_pitr"))
+        .args(["dump-oplog", "--cluster", file.to_str().unwrap(), "--out"])
+        .arg(tmp.path().join("dump"))
+        .env_remove("PITR_URI")
+        .env("PITR_CLUSTER_USER", "bob")
+        .env("PITR_CLUSTER_PASSWORD", secret)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (code, out, err) = text(&o);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("member `config`: authentication failed for user `bob`"),
+        "{err}"
+    );
+    assert!(!err.contains(secret) && !out.contains(secret), "{err}");
+
+    std::fs::write(&file, member(&format!("bob:{secret}@"))).unwrap();
+    let (code, _, err) = text(&pitr(&[
+        "dump-oplog",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--out",
+        "unused",
+    ]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("config.uri holds a password"), "{err}");
+    assert!(!err.contains(secret), "{err}");
+}
