@@ -4,9 +4,12 @@
 //! `serverStatus.sharding` answer them), and `pitr dump-oplog --cluster` reading each
 //! member from a stand-in replica set of its own, each serving that member's oplog of
 //! the bundled cluster fixture (`fixtures/cluster/<member>/oplog.bson`), after which
-//! `pitr plan --cluster` takes the result with the fixture's backups.
+//! `pitr plan --cluster` takes the result with the fixture's backups; `pitr archive
+//! --cluster` following every member side by side, each archive checked by `pitr
+//! status --archive` and entry by entry against what its member served.
 
 mod common;
+mod oplog_archive_common;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -410,4 +413,114 @@ fn member_credentials_come_from_the_environment_only() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("config.uri holds a password"), "{err}");
     assert!(!err.contains(secret), "{err}");
+}
+
+fn cluster_file_of(dir: &Path, members: &[(&str, String, Mongod)]) -> PathBuf {
+    let mut t = String::new();
+    for (m, set, d) in members {
+        if *m == "config" {
+            t.push_str("[config]\n");
+        } else {
+            t.push_str(&format!("[[shard]]\nid = \"{m}\"\n"));
+        }
+        t.push_str(&format!(
+            "uri = \"mongodb://{}/?replicaSet={set}&serverSelectionTimeoutMS=5000\"\n\n",
+            d.host()
+        ));
+    }
+    let f = dir.join("cluster.toml");
+    std::fs::write(&f, t).unwrap();
+    f
+}
+
+fn status_is_clean(arch: &Path) {
+    let (code, out, err) = text(&pitr(&["status", "--archive", arch.to_str().unwrap()]));
+    assert_eq!(code, 0, "{}:\n{out}{err}", arch.display());
+    assert!(!out.contains("GAP") && !out.contains("ROLLBACK"), "{out}");
+}
+
+/// `--once`: every member's archive holds exactly the oplog its replica set served.
+#[test]
+fn archive_cluster_once_keeps_every_members_oplog() {
+    let ms = members();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = cluster_file_of(tmp.path(), &ms);
+    let arch = tmp.path().join("arch");
+    let out = ok(&pitr(&[
+        "archive",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--dir",
+        arch.to_str().unwrap(),
+        "--once",
+    ]));
+    for m in MEMBERS {
+        assert!(out.contains(&format!("member `{m}`:")), "{out}");
+        let want = oplog_archive_common::entries_of(&fixture(m).join("oplog.bson"));
+        let got = oplog_archive_common::entries_of(&arch.join(m));
+        oplog_archive_common::assert_same_entries(&got, &want, m);
+        status_is_clean(&arch.join(m));
+    }
+}
+
+/// Following: every member's oplog keeps being written; the archivers run side by
+/// side for a while, stop together on SIGTERM (exit 0), and every member's archive is
+/// clean and holds its member's entries from the first on, each once.
+#[test]
+fn archive_cluster_follows_every_member_until_sigterm() {
+    let epoch = oplog_archive_common::now_secs();
+    let ms: Vec<(&str, String, Mongod)> = ["config", "shard0", "shard1"]
+        .iter()
+        .map(|m| {
+            let set = if *m == "config" { "csrs" } else { m };
+            let w = format!("rate=300,epoch={epoch},count=100000,pad=50");
+            (
+                *m,
+                set.to_string(),
+                Mongod::start(Some(set), &[("PITR_STANDIN_OPLOG_WRITER", w)]),
+            )
+        })
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = cluster_file_of(tmp.path(), &ms);
+    let arch = tmp.path().join("arch");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pitr"));
+    cmd.args(["archive", "--cluster"])
+        .arg(&file)
+        .arg("--dir")
+        .arg(&arch)
+        .args(["--chunk-time", "1s", "--log-every", "1s"])
+        .env_remove("PITR_URI")
+        .stdin(Stdio::null());
+    let mut a = oplog_archive_common::Archiver::spawn(cmd);
+    for (m, _, _) in &ms {
+        a.wait_for(&format!("member `{m}`: chunk "), Duration::from_secs(20));
+    }
+    let (code, out, err) = a.stop();
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("stopped by signal"), "{err}");
+    for (m, _, d) in &ms {
+        assert!(out.contains(&format!("member `{m}`:")), "{out}");
+        status_is_clean(&arch.join(m));
+        let got = oplog_archive_common::entries_of(&arch.join(m));
+        assert!(got.len() > 10, "{m}: only {} entries archived", got.len());
+        // What the member holds, from its first entry up to the last one archived
+        // (read with dump-oplog after the stop; the writer has gone on since).
+        let set = if *m == "config" { "csrs" } else { m };
+        let uri = format!("mongodb://{}/?replicaSet={set}", d.host());
+        let dump = tmp.path().join(format!("dump-{m}"));
+        ok(&pitr(&[
+            "dump-oplog",
+            "--uri",
+            &uri,
+            "--out",
+            dump.to_str().unwrap(),
+        ]));
+        let last = got.last().unwrap().0;
+        let want: Vec<_> = oplog_archive_common::entries_of(&dump.join("oplog.bson"))
+            .into_iter()
+            .filter(|(t, _)| *t <= last)
+            .collect();
+        oplog_archive_common::assert_same_entries(&got, &want, m);
+    }
 }

@@ -118,7 +118,7 @@ fn refuse_uri(a: &DumpOplogArgs) -> Result<(), Failure> {
 }
 
 /// A member's id names its directory under DIR: no path separators, no `.`/`..`.
-fn check_dir_name(id: &str) -> Result<(), Failure> {
+pub(crate) fn check_dir_name(id: &str) -> Result<(), Failure> {
     if id.is_empty() || id.starts_with('.') || id.contains(['/', '\\', '\0']) {
         return Err(Failure::new(format!(
             "member id `{id}` cannot name a directory under --out"

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::error::{exit, Failure};
 
 pub mod archive;
+mod archive_cluster;
 pub mod archive_status;
 pub mod cluster;
 pub mod cluster_restore;
