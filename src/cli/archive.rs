@@ -61,12 +61,19 @@ DIR may be a bucket prefix (s3://bucket/prefix, gs://, az://): complete chunks a
 uploaded, then recorded in manifest.json by conditional put; a second archiver on the \
 prefix exits 2 naming the first (docs/object-storage.md).
 
+Sharded cluster: --cluster FILE (a cluster.toml whose members have `uri`, as `pitr cluster \
+discover` writes it) runs one archiver per member side by side, each following the member's \
+own replica set into DIR/<member>/ (an ordinary archive: `pitr status --archive \
+DIR/<member>`). A signal stops them all; a fatal error of one stops the others. Passwords: \
+PITR_CLUSTER_PASSWORD (and PITR_CLUSTER_USER), never in the file.
+
 Exit codes: 0 stopped cleanly (or --once complete); 1 --once recorded a gap or set a \
 rolled-back history aside; 2 error.
 
 Examples:
   PITR_URI='mongodb://archiver@db1,db2,db3/?replicaSet=rs0&authSource=admin' pitr archive --dir /backup/oplog
   pitr archive --dir /backup/oplog --once
+  pitr archive --cluster cluster.toml --dir /backup/oplog
   pitr archive prune --dir /backup/oplog --keep 7d --backup /backup/nightly
   pitr status --archive /backup/oplog"
 )]

@@ -44,10 +44,19 @@ capped oplog overtakes the dump (CappedPositionLost), it stops and says where.
 
 Time values: T:I, T, epoch seconds, RFC 3339 with Z or an offset, oid:<hex>.
 
+Sharded cluster: --cluster FILE (a cluster.toml whose members have `uri`, as `pitr cluster \
+discover` writes it) dumps every member's oplog from its own replica set, one after the \
+other, into DIR/<member>/oplog.bson (each as above: temporary name, --resume, --since/--until \
+for all), then writes DIR/cluster.toml: the members' backups and uris as in FILE, each \
+member's oplog = [\"<member>/oplog.bson\"], ready for `plan --cluster`. With --resume, \
+members already complete are kept. Passwords: PITR_CLUSTER_PASSWORD (and PITR_CLUSTER_USER), \
+never in the file.
+
 Examples:
   pitr dump-oplog --uri 'mongodb://backup@db1,db2,db3/?replicaSet=rs0&authSource=admin' --out dump/
   PITR_URI='mongodb://...' pitr dump-oplog --out dump/ --since 1795741200:1 --gzip
-  pitr dump-oplog --out dump/ --resume")]
+  pitr dump-oplog --out dump/ --resume
+  pitr dump-oplog --cluster cluster.toml --out dump/")]
 pub struct DumpOplogArgs {
     /// MongoDB connection string of a replica set member (password inside it, never on its own)
     #[arg(
