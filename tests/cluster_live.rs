@@ -64,6 +64,10 @@ impl Mongod {
             .stderr(Stdio::piped());
         if let Some(s) = set {
             cmd.args(["--replSet", s]);
+            // The config server's set is a config server (`hello` says `configsvr`).
+            if s == "csrs" {
+                cmd.arg("--configsvr");
+            }
         }
         for k in [
             "PITR_STANDIN_MODE",
@@ -523,4 +527,51 @@ fn archive_cluster_follows_every_member_until_sigterm() {
             .collect();
         oplog_archive_common::assert_same_entries(&got, &want, m);
     }
+}
+
+/// A file whose config server and shard uris are swapped is refused, naming the
+/// member, before anything is written.
+#[test]
+fn a_member_playing_another_part_is_refused() {
+    let ms = members();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = cluster_file_of(tmp.path(), &ms);
+    let good = std::fs::read_to_string(&file).unwrap();
+    let (config, shard0) = (ms[0].2.host(), ms[1].2.host());
+    let swapped = good
+        .replace(&format!("{config}/?replicaSet=csrs"), "CONFIG")
+        .replace(
+            &format!("{shard0}/?replicaSet=shard0"),
+            &format!("{config}/?replicaSet=csrs"),
+        )
+        .replace("CONFIG", &format!("{shard0}/?replicaSet=shard0"));
+    std::fs::write(&file, swapped).unwrap();
+    let dir = tmp.path().join("dump");
+    for args in [
+        vec![
+            "dump-oplog",
+            "--cluster",
+            file.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        vec![
+            "archive",
+            "--cluster",
+            file.to_str().unwrap(),
+            "--dir",
+            dir.to_str().unwrap(),
+            "--once",
+        ],
+    ] {
+        let (code, out, err) = text(&pitr(&args));
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(
+            err.contains("member `config`: ")
+                && err.contains("is the replica set `shard0`, not a config server"),
+            "{err}"
+        );
+        assert!(err.contains("hint: check the members' `uri`"), "{err}");
+    }
+    assert!(!dir.join("config/oplog.bson").exists());
 }

@@ -17,7 +17,7 @@ use crate::cluster::file;
 use crate::error::{exit, Failure};
 use crate::exec::signals::{listen_for_signals, Cancel};
 use crate::mongo::archiver::{self, ArchiveOutcome, ArchiveRequest};
-use crate::mongo::cluster::with_credentials;
+use crate::mongo::cluster::{check_role, with_credentials};
 use crate::mongo::{self as live};
 
 use super::archive::{render_outcome, request, stamp, ArchiveArgs, CliObserver};
@@ -42,7 +42,7 @@ pub fn run(path: &Path, a: ArchiveArgs) -> Result<u8, Failure> {
     }
     let user = std::env::var(USER_ENV).ok().filter(|v| !v.is_empty());
     let password = std::env::var(PASSWORD_ENV).ok().filter(|v| !v.is_empty());
-    let members: Vec<(String, String, ArchiveRequest)> = live_file
+    let members: Vec<(String, String, bool, ArchiveRequest)> = live_file
         .members
         .iter()
         .map(|m| {
@@ -51,12 +51,13 @@ pub fn run(path: &Path, a: ArchiveArgs) -> Result<u8, Failure> {
                 user.as_deref(),
                 password.as_deref(),
             );
-            (m.id.clone(), uri, request(&a, dir.join(&m.id)))
+            let config = m.role == crate::cluster::Role::Config;
+            (m.id.clone(), uri, config, request(&a, dir.join(&m.id)))
         })
         .collect();
     let dirs: Vec<(String, crate::storage::Location)> = members
         .iter()
-        .map(|(id, _, req)| (id.clone(), req.dir.clone()))
+        .map(|(id, _, _, req)| (id.clone(), req.dir.clone()))
         .collect();
     let log_every = a.log_every;
     let results = live::block_on(async move {
@@ -70,10 +71,10 @@ pub fn run(path: &Path, a: ArchiveArgs) -> Result<u8, Failure> {
             })),
         )
         .map_err(|e| Failure::new("cannot listen for signals").with_cause(e))?;
-        let runs = members.iter().map(|(id, uri, req)| {
+        let runs = members.iter().map(|(id, uri, config, req)| {
             let cancel = cancel.clone();
             async move {
-                let r = member(id, uri, req, &cancel, log_every).await;
+                let r = member(id, uri, *config, req, &cancel, log_every).await;
                 if r.is_err() {
                     // One member failing stops the cluster's archive: a member
                     // silently not archived would leave a hole in every restore.
@@ -125,11 +126,13 @@ pub fn run(path: &Path, a: ArchiveArgs) -> Result<u8, Failure> {
 async fn member(
     id: &str,
     uri: &str,
+    config: bool,
     req: &ArchiveRequest,
     cancel: &Cancel,
     log_every: std::time::Duration,
 ) -> Result<ArchiveOutcome, Failure> {
     let (client, topology) = live::connect(uri).await?;
+    check_role(&client, config).await?;
     let mut obs = CliObserver::prefixed(log_every, format!("member `{id}`: "));
     let r = archiver::run(&client, &topology, req, cancel, &mut obs).await;
     obs.finish();

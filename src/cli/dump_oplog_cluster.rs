@@ -11,8 +11,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::cluster::file::{self, LiveFile, RawEntry};
+use crate::cluster::Role;
 use crate::error::{exit, Failure};
-use crate::mongo::cluster::with_credentials;
+use crate::mongo::cluster::{check_role, with_credentials};
 use crate::mongo::dump::{self, DumpOutcome, DumpPaths, DumpRequest};
 use crate::mongo::oplog_source::RetryPolicy;
 use crate::mongo::{self as live};
@@ -68,8 +69,8 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
             user.as_deref(),
             password.as_deref(),
         );
-        let outcome =
-            dump_member(&uri, req).map_err(|f| f.in_context(format_args!("member `{}`", m.id)))?;
+        let outcome = dump_member(&uri, m.role == Role::Config, req)
+            .map_err(|f| f.in_context(format_args!("member `{}`", m.id)))?;
         done.push((m.id.clone(), Some(outcome)));
     }
     for (id, outcome) in &done {
@@ -129,10 +130,11 @@ pub(crate) fn check_dir_name(id: &str) -> Result<(), Failure> {
 }
 
 /// One member's dump, as `pitr dump-oplog --uri` runs it.
-fn dump_member(uri: &str, req: DumpRequest) -> Result<DumpOutcome, Failure> {
+fn dump_member(uri: &str, config: bool, req: DumpRequest) -> Result<DumpOutcome, Failure> {
     let uri = uri.to_string();
     live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
+        check_role(&client, config).await?;
         let mut obs = CliObserver::default();
         let outcome = tokio::select! {
             r = dump::dump(&client, &topology, &req, &mut obs) => r.map_err(Failure::from),

@@ -189,6 +189,42 @@ pub fn config_of(target: &str, status: &Document) -> Result<SetHosts, MongoError
     })
 }
 
+/// Checks that the server `client` reads plays the part the cluster file gives it:
+/// a config server's member says `configsvr` in `hello` (server
+/// `src/mongo/db/repl/replication_info.cpp`, `configsvr: 2`), a shard's does not. A
+/// file with two members' uris swapped would otherwise dump the wrong oplogs under
+/// the right names.
+pub async fn check_role(client: &ReadOnlyClient, config: bool) -> Result<(), MongoError> {
+    let t = client.target();
+    let hello = client
+        .hello()
+        .await
+        .map_err(|e| t.error("run `hello`", e))?;
+    let is_config = hello.contains_key("configsvr");
+    if is_config == config {
+        return Ok(());
+    }
+    let set = hello.get_str("setName").unwrap_or("?");
+    let (expected, found) = if config {
+        (
+            "the config server ([config])".to_string(),
+            format!(
+                "the replica set `{set}`, not a config server (its `hello` has no `configsvr`)"
+            ),
+        )
+    } else {
+        (
+            "a shard".to_string(),
+            format!("the config server's replica set `{set}`"),
+        )
+    };
+    Err(MongoError::WrongRole {
+        target: t.display.clone(),
+        expected,
+        found,
+    })
+}
+
 /// Query options of the router's URI that do not apply to a member's replica set.
 fn router_only_option(key: &str) -> bool {
     matches!(

@@ -190,6 +190,13 @@ pub enum MongoError {
     #[error("`{target}` is {what}, not a mongos: `pitr cluster discover` reads a sharded cluster's members through its router")]
     NotMongos { target: String, what: String },
 
+    #[error("`{target}` is {found}, but the cluster file names it as {expected}")]
+    WrongRole {
+        target: String,
+        expected: String,
+        found: String,
+    },
+
     #[error("the mongos `{target}` answered `{command}` with {what}")]
     Discovery {
         target: String,
@@ -312,6 +319,11 @@ impl Hint for MongoError {
             MongoError::NotMongos { .. } => {
                 "give the URI of a mongos (the router the applications connect to); for a single replica set, use \
                  `pitr dump-oplog --uri` and the other commands without --cluster"
+                    .into()
+            }
+            MongoError::WrongRole { .. } => {
+                "check the members' `uri` in the cluster file (`pitr cluster discover --uri mongodb://MONGOS` writes \
+                 them): the config server's replica set goes in [config], each shard's in its [[shard]]"
                     .into()
             }
             MongoError::Discovery { .. } => {

@@ -693,6 +693,11 @@ fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Documen
             }
             d.insert("me", st.me.clone());
             d.insert("secondary", !is_primary);
+            // A config server's member says so (server
+            // `src/mongo/db/repl/replication_info.cpp`: `configsvr: 2`).
+            if st.argv.iter().any(|a| a == "--configsvr") {
+                d.insert("configsvr", 2);
+            }
             // A new primary's electionId is greater than the old one's (the driver
             // ignores a primary whose electionId went backwards).
             d.insert(
