@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs the end-to-end replay tests (tests/replay_e2e.rs) against REAL MongoDB
-# programs instead of pitr's stand-ins.
+# Runs the end-to-end replay tests (tests/replay_e2e.rs) and the snapshot backup
+# tests (tests/snapshot_recovery.rs: a real member's files copied, recovered with
+# recoverFromOplogAsStandalone, replayed) against REAL MongoDB programs instead of
+# pitr's stand-ins.
 #
 # Usage: PITR_MONGODB_BIN=/opt/mongodb/bin scripts/e2e-real.sh [extra cargo test args]
 #
@@ -31,4 +33,4 @@ done
 
 # The fault tests inject failures through the stand-ins' PITR_STANDIN_* knobs,
 # which real programs ignore: they stay on the stand-ins (plain `cargo test`).
-PITR_E2E_BIN="$PITR_MONGODB_BIN" exec cargo test --test replay_e2e "$@" -- --nocapture --test-threads=1
+PITR_E2E_BIN="$PITR_MONGODB_BIN" exec cargo test --test replay_e2e --test snapshot_recovery "$@" -- --nocapture --test-threads=1

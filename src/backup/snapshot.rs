@@ -55,6 +55,20 @@ pub struct Snapshot {
     /// Encrypted at rest (Enterprise `key.store/` or a named turtle `encryption=`);
     /// unknown for a tar until it is unpacked.
     pub encrypted: Option<bool>,
+    /// The version of the last mongod that ran on these files: `buildInfo.version` in
+    /// the newest FTDC metadata document of `diagnostic.data/` (see [`ftdc_version`]);
+    /// `None` when the snapshot has no diagnostic data.
+    pub written_by: Option<String>,
+    /// `mongod.lock` holds a process id: the files were taken from a running (or
+    /// killed) mongod, crash-consistent, not cleanly shut down. The server writes its
+    /// pid into the lock file at start-up and truncates it at a clean shutdown
+    /// (`storage_engine_lock_file_posix.cpp`, `writeString` / `clearPidAndUnlock`).
+    /// `None` when there is no lock file.
+    pub unclean: Option<bool>,
+    /// The bytes to copy (a directory: its files' sizes; a tar: the tar's size) and,
+    /// for a directory, the number of files.
+    pub bytes: u64,
+    pub files: Option<u64>,
 }
 
 impl Snapshot {
@@ -125,6 +139,10 @@ pub fn in_dir(path: &Path) -> Result<Option<Snapshot>, BackupError> {
         Err(_) => None,
     };
     let turtle = read_text("WiredTiger.turtle")?;
+    let (files, bytes) = tree_size(path);
+    let unclean = fs::metadata(path.join("mongod.lock"))
+        .ok()
+        .map(|m| m.len() > 0);
     Ok(Some(Snapshot {
         path: path.to_path_buf(),
         packaging: Packaging::Directory,
@@ -135,14 +153,113 @@ pub fn in_dir(path: &Path) -> Result<Option<Snapshot>, BackupError> {
         encrypted: Some(
             path.join("key.store").is_dir() || turtle.as_deref().is_some_and(turtle_encrypted),
         ),
+        written_by: newest_ftdc_version(&path.join("diagnostic.data")),
+        unclean,
+        bytes,
+        files: Some(files),
     }))
+}
+
+/// Files and bytes under `dir` (`mongod.lock` left out, as the copy leaves it out).
+fn tree_size(dir: &Path) -> (u64, u64) {
+    let mut n = (0, 0);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return n;
+    };
+    for e in entries.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => {
+                let (f, b) = tree_size(&e.path());
+                n = (n.0 + f, n.1 + b);
+            }
+            Ok(t) if t.is_file() && e.file_name() != "mongod.lock" => {
+                n.0 += 1;
+                n.1 += e.metadata().map_or(0, |m| m.len());
+            }
+            _ => {}
+        }
+    }
+    n
+}
+
+/// How much of an FTDC archive file is read for its metadata: the metadata document
+/// is the first one a file gets (`file_manager.cpp` writes the rotate collectors'
+/// sample when it opens a file).
+const FTDC_HEAD: u64 = 1 << 20;
+
+/// The version of the newest `diagnostic.data/metrics.*` archive file that names one
+/// (`metrics.interim` holds metrics only).
+fn newest_ftdc_version(dir: &Path) -> Option<String> {
+    let mut names: Vec<PathBuf> = fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| is_ftdc_archive(p))
+        .collect();
+    names.sort();
+    names.iter().rev().find_map(|p| {
+        let mut head = Vec::new();
+        fs::File::open(p)
+            .ok()?
+            .take(FTDC_HEAD)
+            .read_to_end(&mut head)
+            .ok()?;
+        ftdc_version(&head)
+    })
+}
+
+/// `metrics.2024-03-08T22-58-41Z-00000`, not `metrics.interim`.
+fn is_ftdc_archive(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("metrics.") && n != "metrics.interim")
+}
+
+/// `buildInfo.version` of the last metadata document (`type: 0`) in the head of an
+/// FTDC archive file. The format (`src/mongo/db/ftdc/README.md`): a sequence of BSON
+/// documents `{_id: Date, type: 0|1|2, doc: ...}`; a metadata document's `doc` holds
+/// one sub-document per collector, `buildInfo` among them, and from 8.0 on a sharded
+/// member nests them under `shard`/`router`/`common`. A document cut off at the end
+/// of the head is ignored.
+pub fn ftdc_version(bytes: &[u8]) -> Option<String> {
+    let mut found = None;
+    let mut at = 0usize;
+    while at + 4 <= bytes.len() {
+        let len = i32::from_le_bytes(bytes[at..at + 4].try_into().ok()?);
+        let Ok(len) = usize::try_from(len) else { break };
+        if len < 5 || at + len > bytes.len() {
+            break;
+        }
+        let Ok(d) = bson::RawDocument::from_bytes(&bytes[at..at + len]) else {
+            break;
+        };
+        at += len;
+        let metadata = matches!(d.get_i32("type"), Ok(0))
+            || matches!(d.get_i64("type"), Ok(0))
+            || matches!(d.get_f64("type"), Ok(t) if t == 0.0);
+        if !metadata {
+            continue;
+        }
+        let Ok(doc) = d.get_document("doc") else {
+            continue;
+        };
+        let build_info = doc.get_document("buildInfo").ok().or_else(|| {
+            ["common", "shard", "router"]
+                .iter()
+                .find_map(|r| doc.get_document(r).ok()?.get_document("buildInfo").ok())
+        });
+        if let Some(v) = build_info.and_then(|b| b.get_str("version").ok()) {
+            found = Some(v.to_string());
+        }
+    }
+    found
 }
 
 /// A file that is a tar (plain or gzip) of a dbpath: recognised by its marker files
 /// (at the top or under one directory, as `tar -C /data -cf x.tar db` writes it).
-/// Reading stops once `storage.bson` and `WiredTiger` are read or soon after the
-/// first marker, so a 100 GB tar is not read through; `journal` and `encrypted`
-/// stay unknown until it is unpacked.
+/// Reading stops once everything [`Snapshot`] holds is found, or 256 MiB after the
+/// first marker, so that a 100 GB tar is not read through; then what was not seen
+/// (`journal/`, the encryption, the version) stays unknown until it is unpacked.
 pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
     let io = |source| BackupError::Io {
         path: path.to_path_buf(),
@@ -159,20 +276,59 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
     let Ok(entries) = archive.entries() else {
         return Ok(None);
     };
+    let tar_bytes = fs::metadata(path).map_or(0, |m| m.len());
     let mut found: Option<Snapshot> = None;
-    // Bytes of entries read past the first marker while looking for `storage.bson`
-    // and `WiredTiger` (which say the engine and its version): bounded, so that a
-    // 100 GB tar is never read through to describe it.
+    // Seen anywhere in the tar, before or after the first marker.
+    let mut unclean = None;
+    let mut ftdc: Option<(PathBuf, String)> = None;
+    let (mut journal, mut key_store, mut turtle_encryptor) = (false, false, None);
+    let mut read_through = true;
+    // Bytes of entries read past the first marker while looking for `storage.bson`,
+    // `WiredTiger` (the engine and its version), the lock file and the diagnostic
+    // data: bounded, so that a 100 GB tar is never read through to describe it.
     let mut past_first = 0u64;
     // Enough entries to pass a few database directories and diagnostic files.
+    let mut seen = 0;
     for entry in entries.take(10_000) {
+        seen += 1;
         // Not a tar (or a damaged one): not a snapshot we can name.
-        let Ok(mut entry) = entry else { break };
+        let Ok(mut entry) = entry else {
+            read_through = false;
+            break;
+        };
         let Ok(name) = entry.path().map(|p| p.into_owned()) else {
+            read_through = false;
             break;
         };
         if found.is_some() {
             past_first += entry.size();
+        }
+        let top_dir = |d: &str| {
+            let parts: Vec<_> = name
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            parts.iter().take(2).any(|c| c.as_os_str() == d)
+        };
+        journal |= top_dir("journal");
+        key_store |= top_dir("key.store");
+        if name.file_name().is_some_and(|n| n == "mongod.lock") && depth(&name) <= 2 {
+            unclean = Some(entry.size() > 0);
+        }
+        if is_ftdc_archive(&name) && depth(&name) <= 3 {
+            let mut head = Vec::new();
+            let newer = ftdc.as_ref().is_none_or(|(p, _)| name > *p);
+            if newer
+                && entry
+                    .by_ref()
+                    .take(FTDC_HEAD)
+                    .read_to_end(&mut head)
+                    .is_ok()
+            {
+                if let Some(v) = ftdc_version(&head) {
+                    ftdc = Some((name.clone(), v));
+                }
+            }
         }
         if let Some(marker) = tar_marker(&name) {
             let s = found.get_or_insert_with(|| Snapshot {
@@ -183,6 +339,10 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
                 wiredtiger_version: None,
                 journal: None,
                 encrypted: None,
+                written_by: None,
+                unclean: None,
+                bytes: tar_bytes,
+                files: None,
             });
             s.markers.push(marker.to_string());
             let mut body = Vec::new();
@@ -192,17 +352,49 @@ pub fn in_tar(path: &Path) -> Result<Option<Snapshot>, BackupError> {
                     "WiredTiger" => {
                         s.wiredtiger_version = version_of(&String::from_utf8_lossy(&body))
                     }
+                    "WiredTiger.turtle" => {
+                        turtle_encryptor = Some(turtle_encrypted(&String::from_utf8_lossy(&body)))
+                    }
                     _ => {}
                 }
             }
         }
         if let Some(s) = &found {
-            if (s.engine.is_some() && s.wiredtiger_version.is_some()) || past_first > 256 << 20 {
+            let all = s.engine.is_some()
+                && s.wiredtiger_version.is_some()
+                && unclean.is_some()
+                && ftdc.is_some()
+                && journal
+                && turtle_encryptor.is_some();
+            if all || past_first > 256 << 20 {
+                read_through = all;
                 break;
             }
         }
     }
+    read_through &= seen < 10_000;
+    if let Some(s) = &mut found {
+        s.unclean = unclean;
+        s.written_by = ftdc.map(|(_, v)| v);
+        // What was seen is known; what was not is known absent only if every entry
+        // was read (else it is checked once unpacked).
+        s.journal = (journal || read_through).then_some(journal);
+        s.encrypted = if key_store || turtle_encryptor == Some(true) {
+            Some(true)
+        } else if read_through {
+            turtle_encryptor.map(|_| false)
+        } else {
+            None
+        };
+    }
     Ok(found)
+}
+
+/// Path components of a tar entry's name, `./` left out.
+fn depth(name: &Path) -> usize {
+    name.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .count()
 }
 
 /// The marker a tar entry is, at the top or one directory down (`db/WiredTiger`).
@@ -298,6 +490,81 @@ mod tests {
         );
     }
 
+    /// An FTDC archive file as `file_manager.cpp` starts one: the metadata document
+    /// (type 0) with the rotate collectors, then a metrics chunk (type 1).
+    fn ftdc_file(version: &str, role_based: bool) -> Vec<u8> {
+        let now = bson::DateTime::now();
+        let build_info =
+            bson::doc! {"start": now, "version": version, "gitVersion": "x", "end": now};
+        let collectors = bson::doc! {"start": now, "buildInfo": build_info, "hostInfo": {"system": {}}, "end": now};
+        let doc = if role_based {
+            bson::doc! {"start": now, "shard": {"start": now, "end": now}, "common": collectors, "end": now}
+        } else {
+            collectors
+        };
+        let mut out = bson::to_vec(&bson::doc! {"_id": now, "type": 0, "doc": doc}).unwrap();
+        let chunk = bson::Binary {
+            subtype: bson::spec::BinarySubtype::Generic,
+            bytes: vec![1, 2, 3],
+        };
+        out.extend(bson::to_vec(&bson::doc! {"_id": now, "type": 1, "data": chunk}).unwrap());
+        out
+    }
+
+    #[test]
+    fn the_version_that_last_ran_on_the_files_comes_from_the_newest_ftdc_file() {
+        assert_eq!(
+            ftdc_version(&ftdc_file("7.0.14", false)).as_deref(),
+            Some("7.0.14")
+        );
+        assert_eq!(
+            ftdc_version(&ftdc_file("8.0.3", true)).as_deref(),
+            Some("8.0.3")
+        );
+        let cut = ftdc_file("7.0.14", false);
+        assert_eq!(
+            ftdc_version(&cut[..cut.len() / 3]),
+            None,
+            "a cut document is ignored"
+        );
+        assert_eq!(ftdc_version(b"junk"), None);
+        let d = tempfile::tempdir().unwrap();
+        dbpath(d.path(), "wiredTiger", true);
+        let s = in_dir(d.path()).unwrap().unwrap();
+        assert_eq!((s.written_by.clone(), s.unclean), (None, None));
+        assert!(s.bytes > 0 && s.files == Some(6), "{s:?}");
+        let diag = d.path().join("diagnostic.data");
+        fs::create_dir(&diag).unwrap();
+        fs::write(
+            diag.join("metrics.2026-01-01T00-00-00Z-00000"),
+            ftdc_file("6.0.14", false),
+        )
+        .unwrap();
+        fs::write(
+            diag.join("metrics.2026-03-01T00-00-00Z-00000"),
+            ftdc_file("7.0.2", false),
+        )
+        .unwrap();
+        fs::write(diag.join("metrics.interim"), b"x").unwrap();
+        fs::write(d.path().join("mongod.lock"), "4242\n").unwrap();
+        let s = in_dir(d.path()).unwrap().unwrap();
+        assert_eq!(
+            (s.written_by.as_deref(), s.unclean),
+            (Some("7.0.2"), Some(true))
+        );
+        // The same in a tar, wherever the entries fall.
+        let out = d.path().join("../snap-ftdc.tar");
+        tar_of(d.path(), "db", true, &out);
+        let t = in_tar(&out).unwrap().unwrap();
+        assert_eq!(
+            (t.written_by.as_deref(), t.unclean),
+            (Some("7.0.2"), Some(true))
+        );
+        let _ = fs::remove_file(out);
+        fs::write(d.path().join("mongod.lock"), "").unwrap();
+        assert_eq!(in_dir(d.path()).unwrap().unwrap().unclean, Some(false));
+    }
+
     #[test]
     fn a_mongodump_directory_is_not_a_snapshot() {
         let d = tempfile::tempdir().unwrap();
@@ -317,6 +584,12 @@ mod tests {
         assert!(
             r[0].contains("`inMemory`") && r[1].contains("encrypted") && r[2].contains("journal")
         );
+        // A tar read through says the same before anything is unpacked.
+        let out = d.path().join("../refused.tar.gz");
+        tar_of(d.path(), "db", true, &out);
+        let t = in_tar(&out).unwrap().unwrap();
+        let _ = fs::remove_file(&out);
+        assert_eq!(t.refusals(), r);
     }
 
     #[test]
@@ -357,7 +630,7 @@ mod tests {
                 .unwrap()
                 .unwrap_or_else(|| panic!("{top} {gzip}"));
             assert_eq!(s.packaging, Packaging::Tar { gzip });
-            assert_eq!(s.journal, None);
+            assert_eq!((s.journal, s.encrypted), (Some(true), Some(false)));
         }
         // A tar of something else, and a file that is no tar at all.
         let other = d.path().join("other");

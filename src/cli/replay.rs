@@ -373,7 +373,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
             s,
             &probed,
             &work,
-            (a.start_timeout, a.grace, &rt, &cancel, &console),
+            (a.start_timeout, a.grace, &rt, &cancel, &console, a.json),
             &mut req,
         )?),
         None => None,

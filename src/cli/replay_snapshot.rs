@@ -49,6 +49,66 @@ pub(super) fn detect(backup: &Path) -> Result<Option<Snapshot>, Failure> {
     Ok(Some(s))
 }
 
+/// The version rules ([`crate::replay::snapshot_versions`]) for the mongod found:
+/// a refusal is exit 2 before anything is copied; the notes are returned.
+fn versions(s: &Snapshot, probed: &[Probed]) -> Result<(Option<String>, Vec<String>), Failure> {
+    let version = probed
+        .iter()
+        .find(|p| p.tool == Tool::Mongod)
+        .and_then(|p| p.found.as_ref().ok())
+        .and_then(|b| b.version.clone());
+    let c = crate::replay::snapshot_versions::check(version.as_deref(), s);
+    if !c.refusals.is_empty() {
+        return Err(Failure::new(format!(
+            "backup `{}` cannot be recovered with this mongod: {}",
+            s.path.display(),
+            c.refusals.join("; ")
+        ))
+        .with_hint(
+            "give a mongod of the release the files came from with --mongodb-bin (see docs/backup-layouts.md, \"Which mongod\"); nothing was copied",
+        )
+        .with_exit_code(exit::ERROR));
+    }
+    Ok((version, c.notes))
+}
+
+/// The mongod that will recover the files, as the other runs name their programs,
+/// with the banner when it is pitr's test stand-in.
+fn mongod_line(probed: &[Probed]) -> Vec<String> {
+    let Some(b) = probed
+        .iter()
+        .find(|p| p.tool == Tool::Mongod)
+        .and_then(|p| p.found.as_ref().ok())
+    else {
+        return Vec::new();
+    };
+    let mut v = vec![crate::replay::tools::describe(b)];
+    if b.is_standin {
+        v.push(format!(
+            "*** {}: mongod is pitr's test stand-in ***",
+            crate::replay::tools::STANDIN_BANNER
+        ));
+    }
+    v
+}
+
+/// One line: the mongod, and what the files say about the one that last ran on them.
+fn versions_line(s: &Snapshot, mongod: Option<&str>) -> String {
+    format!(
+        "mongod {}; the files were last run by {}{}",
+        mongod.unwrap_or("(version unknown)"),
+        s.written_by.as_deref().map_or(
+            "an unknown version (no diagnostic.data)".to_string(),
+            |v| format!("mongod {v}")
+        ),
+        match s.unclean {
+            Some(true) => ", which was running when they were copied (crash-consistent)",
+            Some(false) => ", cleanly shut down",
+            None => "",
+        }
+    )
+}
+
 fn program(probed: &[Probed], tool: Tool) -> Result<PathBuf, Failure> {
     match probed.iter().find(|p| p.tool == tool).map(|p| &p.found) {
         Some(Ok(b)) => Ok(b.path.clone()),
@@ -64,12 +124,25 @@ fn program(probed: &[Probed], tool: Tool) -> Result<PathBuf, Failure> {
 pub(super) fn dry_run(s: &Snapshot, probed: &[Probed], work: &WorkDir) -> Result<u8, Failure> {
     let mongod = program(probed, Tool::Mongod)?;
     let mongodump = program(probed, Tool::Mongodump)?;
+    let (version, notes) = versions(s, probed).inspect_err(|_| work.discard_if_unused())?;
     let copy = work.root.join(COPY_DIR);
     let m = mongod.display();
     println!("Backup    {}", s.path.display());
     println!("  {}", s.describe());
+    println!("  {}", versions_line(s, version.as_deref()));
+    for n in &notes {
+        println!("  note: {n}");
+    }
+    for l in mongod_line(probed) {
+        println!("  {l}");
+    }
     println!("Steps before the plan (nothing is written to the snapshot):");
-    println!("  S1  copy the files into {} (reflinked where the file system can, else copied; mongod.lock left out)", copy.display());
+    println!(
+        "  S1  copy the files into {} ({}{}; reflinked where the file system can, else every byte copied; mongod.lock left out)",
+        copy.display(),
+        s.files.map_or(String::new(), |f| format!("{f} files, ")),
+        indicatif::HumanBytes(s.bytes)
+    );
     println!(
         "  S2  recovery start: {m} --dbpath {} --bind_ip 127.0.0.1 --port <PORT> --setParameter \
          recoverFromOplogAsStandalone=true --setParameter takeUnstableCheckpointOnShutdown=true",
@@ -99,12 +172,13 @@ pub(super) fn prepare_plan(
     s: &Snapshot,
     probed: &[Probed],
     work: &WorkDir,
-    (start_timeout, grace, rt, cancel, console): (
+    (start_timeout, grace, rt, cancel, console, json): (
         std::time::Duration,
         std::time::Duration,
         &tokio::runtime::Runtime,
         &Cancel,
         &std::sync::Arc<Console>,
+        bool,
     ),
     req: &mut PlanRequest,
 ) -> Result<PathBuf, Failure> {
@@ -117,12 +191,26 @@ pub(super) fn prepare_plan(
     })?;
     let mongod = program(probed, Tool::Mongod)?;
     let mongodump = program(probed, Tool::Mongodump)?;
+    let (version, notes) = versions(s, probed).inspect_err(|_| work.discard_if_unused())?;
+    for l in mongod_line(probed) {
+        console.line(&format!("snapshot: {l}"));
+    }
+    console.line(&format!(
+        "snapshot: {}",
+        versions_line(s, version.as_deref())
+    ));
+    for n in &notes {
+        console.line(&format!("snapshot: note: {n}"));
+    }
+    let progress = super::progress::PhaseProgress::for_stderr(json);
     let o = PrepareOptions {
         mongod: &mongod,
         mongodump: &mongodump,
         work: &work.root,
         start_timeout,
         grace,
+        mongod_version: version.as_deref(),
+        progress: &progress,
     };
     let p = rt
         .block_on(prepare(s, &o, cancel, &|l| console.line(l)))

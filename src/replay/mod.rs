@@ -31,6 +31,7 @@ pub mod report;
 pub mod restore_log;
 pub mod run;
 pub mod snapshot;
+pub mod snapshot_versions;
 pub mod summary;
 pub mod tools;
 pub mod upload;

@@ -34,6 +34,7 @@ use crate::error::Failure;
 use crate::exec::spare::{SpareMongod, SpareOptions};
 use crate::exec::Cancel;
 use crate::oplog::Ts;
+use crate::stream::ByteCounter;
 
 /// What the copy cost.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,8 +48,23 @@ pub struct Copied {
 }
 
 /// Copies (or unpacks) the snapshot's files into `dest` (created; must not exist).
-pub fn copy(s: &Snapshot, dest: &Path) -> Result<Copied, Failure> {
+/// `counter` advances by the bytes read from the snapshot (a tar's bytes as stored),
+/// for progress; `cancel` (Ctrl-C) stops it between two chunks of 8 MiB, and what
+/// was copied is removed.
+pub fn copy(
+    s: &Snapshot,
+    dest: &Path,
+    cancel: &Cancel,
+    counter: &ByteCounter,
+) -> Result<Copied, Failure> {
     let fail = |what: &str, p: &Path, e: io::Error| {
+        if cancel.is_cancelled() {
+            return Failure::new(format!(
+                "interrupted while copying the snapshot into `{}`",
+                dest.display()
+            ))
+            .with_exit_code(cancel.exit_code().unwrap_or(130));
+        }
         Failure::new(format!("cannot {what} `{}`: {e}", p.display()))
             .with_hint("check the space and permissions of the work dir (--workdir)")
     };
@@ -63,24 +79,69 @@ pub fn copy(s: &Snapshot, dest: &Path) -> Result<Copied, Failure> {
         bytes_copied: 0,
         reflinked: 0,
     };
-    match s.packaging {
+    let w = Watch { cancel, counter };
+    let done = match s.packaging {
         Packaging::Directory => {
-            copy_tree(&s.path, dest, &mut c).map_err(|(p, e)| fail("copy", &p, e))?
+            copy_tree(&s.path, dest, &mut c, &w).map_err(|(p, e)| fail("copy", &p, e))
         }
         Packaging::Tar { .. } => {
-            unpack(&s.path, dest, &mut c).map_err(|e| fail("unpack", &s.path, e))?;
-            c.dbpath = dbpath_in(dest).ok_or_else(|| {
-                Failure::new(format!(
-                    "the tar `{}` holds no dbpath (storage.bson or WiredTiger.wt) at its top or one directory down",
-                    s.path.display()
-                ))
-            })?;
+            unpack(&s.path, dest, &mut c, &w).map_err(|e| fail("unpack", &s.path, e))
         }
+    };
+    if let Err(e) = done {
+        let _ = fs::remove_dir_all(dest);
+        return Err(e);
+    }
+    if let Packaging::Tar { .. } = s.packaging {
+        c.dbpath = dbpath_in(dest).ok_or_else(|| {
+            Failure::new(format!(
+                "the tar `{}` holds no dbpath (storage.bson or WiredTiger.wt) at its top or one directory down",
+                s.path.display()
+            ))
+        })?;
     }
     Ok(c)
 }
 
-fn copy_tree(from: &Path, to: &Path, c: &mut Copied) -> Result<(), (PathBuf, io::Error)> {
+/// What a copy reports to and listens to.
+struct Watch<'a> {
+    cancel: &'a Cancel,
+    counter: &'a ByteCounter,
+}
+
+impl Watch<'_> {
+    /// A reader that counts what it reads and fails once Ctrl-C was pressed (not with
+    /// `ErrorKind::Interrupted`, which readers retry).
+    fn reader<R: io::Read>(&self, r: R) -> Stoppable<crate::stream::CountingRead<R>> {
+        Stoppable {
+            inner: crate::stream::CountingRead::new(r, self.counter.clone()),
+            cancel: self.cancel.clone(),
+        }
+    }
+}
+
+struct Stoppable<R> {
+    inner: R,
+    cancel: Cancel,
+}
+
+impl<R: io::Read> io::Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(io::Error::other("interrupted"));
+        }
+        // Chunks of at most 8 MiB, so that Ctrl-C is seen soon on a slow disk.
+        let n = buf.len().min(8 << 20);
+        self.inner.read(&mut buf[..n])
+    }
+}
+
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    c: &mut Copied,
+    w: &Watch<'_>,
+) -> Result<(), (PathBuf, io::Error)> {
     let entries = fs::read_dir(from).map_err(|e| (from.to_path_buf(), e))?;
     for e in entries {
         let e = e.map_err(|e| (from.to_path_buf(), e))?;
@@ -88,22 +149,36 @@ fn copy_tree(from: &Path, to: &Path, c: &mut Copied) -> Result<(), (PathBuf, io:
         let t = e.file_type().map_err(|er| (src.clone(), er))?;
         if t.is_dir() {
             fs::create_dir(&dst).map_err(|er| (dst.clone(), er))?;
-            copy_tree(&src, &dst, c)?;
+            copy_tree(&src, &dst, c, w)?;
         } else if t.is_file() && e.file_name() != "mongod.lock" {
-            match reflink_copy::reflink_or_copy(&src, &dst).map_err(|er| (src.clone(), er))? {
-                None => c.reflinked += 1,
-                Some(n) => c.bytes_copied += n,
-            }
+            copy_file(&src, &dst, c, w).map_err(|er| (src.clone(), er))?;
             c.files += 1;
         }
     }
     Ok(())
 }
 
+/// A reflink (copy-on-write clone: no space, no time) where the file system can,
+/// else the bytes, in chunks that [`Watch`] counts and can stop.
+fn copy_file(src: &Path, dst: &Path, c: &mut Copied, w: &Watch<'_>) -> io::Result<()> {
+    if w.cancel.is_cancelled() {
+        return Err(io::Error::other("interrupted"));
+    }
+    if reflink_copy::reflink(src, dst).is_ok() {
+        c.reflinked += 1;
+        return Ok(());
+    }
+    let from = fs::File::open(src)?;
+    let perms = from.metadata()?.permissions();
+    let mut to = fs::File::create(dst)?;
+    c.bytes_copied += io::copy(&mut w.reader(from), &mut to)?;
+    to.set_permissions(perms)
+}
+
 /// Unpacks a tar (plain or gzip, by content) under `dest`; the tar crate refuses
 /// entries that would land outside it.
-fn unpack(tar_path: &Path, dest: &Path, c: &mut Copied) -> io::Result<()> {
-    let f = fs::File::open(tar_path)?;
+fn unpack(tar_path: &Path, dest: &Path, c: &mut Copied, w: &Watch<'_>) -> io::Result<()> {
+    let f = w.reader(fs::File::open(tar_path)?);
     let (r, _) = crate::oplog::source::decompressed(&tar_path.to_string_lossy(), f)
         .map_err(io::Error::other)?;
     let mut a = tar::Archive::new(r);
@@ -303,6 +378,11 @@ pub struct PrepareOptions<'a> {
     pub work: &'a Path,
     pub start_timeout: Duration,
     pub grace: Duration,
+    /// What `mongod --version` said, for the version rules of a tar's files (known
+    /// only once unpacked).
+    pub mongod_version: Option<&'a str>,
+    /// Shows the copy's progress.
+    pub progress: &'a dyn crate::plan::Progress,
 }
 
 /// Where [`prepare`] puts the copy (the spare's dbpath afterwards) in the work dir.
@@ -322,11 +402,18 @@ pub async fn prepare(
     let t = Instant::now();
     let dest = o.work.join(COPY_DIR);
     say(&format!(
-        "snapshot: copying {} into {}",
+        "snapshot: copying {} into {}: {}",
         s.path.display(),
-        dest.display()
+        dest.display(),
+        copy_cost(s, &dest)
     ));
-    let copied = copy(s, &dest)?;
+    let counter = ByteCounter::default();
+    let copied = {
+        let _shown = o
+            .progress
+            .pass("copying the snapshot", counter.clone(), Some(s.bytes));
+        copy(s, &dest, cancel, &counter)?
+    };
     say(&format!(
         "snapshot: {} files, {} reflinked, {} bytes copied in {:.1} s",
         copied.files,
@@ -334,6 +421,10 @@ pub async fn prepare(
         copied.bytes_copied,
         t.elapsed().as_secs_f64()
     ));
+    if let Err(e) = recheck(s, &copied, o.mongod_version) {
+        let _ = fs::remove_dir_all(&dest);
+        return Err(e);
+    }
     if cancel.is_cancelled() {
         return Err(Failure::new("interrupted").with_exit_code(cancel.exit_code().unwrap_or(130)));
     }
@@ -365,6 +456,60 @@ pub async fn prepare(
         dump,
         took: t.elapsed(),
     })
+}
+
+/// What the copy will cost, said before it starts: a reflink (tried on one small
+/// file) costs neither time nor space; otherwise every byte is written.
+fn copy_cost(s: &Snapshot, dest: &Path) -> String {
+    let size = indicatif::HumanBytes(s.bytes);
+    match s.packaging {
+        Packaging::Tar { gzip } => format!(
+            "unpacking a {}tar of {size}, every byte written{}",
+            if gzip { "gzip-compressed " } else { "" },
+            if gzip {
+                " (more than that once uncompressed)"
+            } else {
+                ""
+            }
+        ),
+        Packaging::Directory => {
+            let probe = dest.with_extension("reflink-probe");
+            let reflinks = reflink_copy::reflink(s.path.join("storage.bson"), &probe).is_ok();
+            let _ = fs::remove_file(&probe);
+            let files = s.files.unwrap_or(0);
+            if reflinks {
+                format!("{files} files, {size}, reflinked (the file system clones them: no time, no space)")
+            } else {
+                format!("{files} files, {size}, a full copy (this file system cannot reflink); the progress shows the time left")
+            }
+        }
+    }
+}
+
+/// A tar's files are known only once unpacked: the refusals of the files
+/// ([`Snapshot::refusals`]) and the version rules, on the copy (the lock file and the
+/// version as the tar said, since the copy leaves the lock file out).
+fn recheck(s: &Snapshot, copied: &Copied, mongod_version: Option<&str>) -> Result<(), Failure> {
+    if s.packaging == Packaging::Directory {
+        return Ok(());
+    }
+    let Ok(Some(mut on_disk)) = crate::backup::snapshot::in_dir(&copied.dbpath) else {
+        return Ok(());
+    };
+    on_disk.unclean = s.unclean;
+    on_disk.written_by = s.written_by.clone().or(on_disk.written_by);
+    let mut why = on_disk.refusals();
+    why.extend(super::snapshot_versions::check(mongod_version, &on_disk).refusals);
+    if why.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::new(format!(
+        "the files unpacked from `{}` cannot be recovered: {}",
+        s.path.display(),
+        why.join("; ")
+    ))
+    .with_hint("the copy was removed; take the snapshot again (with its journal, unencrypted) or recover it with a mongod of the files' release")
+    .with_exit_code(crate::error::exit::ERROR))
 }
 
 /// A plain loopback start on the recovered copy, `mongodump --out dump`, a clean stop.

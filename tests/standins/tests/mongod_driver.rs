@@ -207,7 +207,7 @@ async fn driver_crud_and_listings() {
 }
 
 #[tokio::test]
-async fn shutdown_command_stops_the_server_and_removes_the_lock() {
+async fn shutdown_command_stops_the_server_and_empties_the_lock() {
     let mut m = start_mongod(&["--setParameter", "ttlMonitorEnabled=false"], &[]);
     let lock = m.dbpath().join("mongod.lock");
     assert_eq!(
@@ -230,7 +230,8 @@ async fn shutdown_command_stops_the_server_and_removes_the_lock() {
         .wait_for(Duration::from_secs(5))
         .expect("mongod exits after shutdown");
     assert_eq!(st.code(), Some(0));
-    assert!(!lock.exists());
+    // Emptied, not removed (`clearPidAndUnlock`): an empty lock is a clean shutdown.
+    assert_eq!(std::fs::read(&lock).unwrap(), b"");
     assert!(m.log().contains("Received shutdown command"));
 }
 
@@ -373,7 +374,7 @@ fn port_in_use_exits_48_and_argv_is_recorded() {
         .unwrap()
         .iter()
         .any(|a| a == "--nounixsocket"));
-    assert!(!dir.path().join("mongod.lock").exists());
+    assert_eq!(std::fs::read(dir.path().join("mongod.lock")).unwrap(), b"");
 }
 
 #[test]
@@ -385,7 +386,7 @@ fn sigterm_is_a_clean_shutdown() {
         .wait_for(Duration::from_secs(5))
         .expect("exits on SIGTERM");
     assert_eq!(st.code(), Some(0));
-    assert!(!m.dbpath().join("mongod.lock").exists());
+    assert_eq!(std::fs::read(m.dbpath().join("mongod.lock")).unwrap(), b"");
     let log = m.log();
     assert!(
         log.contains("Waiting for connections") && log.contains("Received signal"),

@@ -3,7 +3,7 @@
 //!
 //! Start-up follows the real one's contract where pitr depends on it: option
 //! parsing errors exit 2, a missing `--dbpath` exits 100 ("Data directory ... not
-//! found"), a port in use exits 48, `mongod.lock` holds the pid while running,
+//! found"), a port in use exits 48, `mongod.lock` holds the pid while running (emptied at exit),
 //! SIGTERM/SIGINT shut down cleanly (exit 0), the JSON log says "Waiting for
 //! connections" when it listens. Stand-in additions: `--port` is required, only
 //! loopback `--bind_ip` is accepted, and `DBPATH/standin-argv.json` records argv.
@@ -330,7 +330,9 @@ fn run(argv: Vec<String>) -> i32 {
         .build()
         .expect("tokio runtime");
     let code = rt.block_on(serve(&s, logger.clone()));
-    let _ = std::fs::remove_file(&lock_path);
+    // Emptied, not removed, as `clearPidAndUnlock` does
+    // (`storage_engine_lock_file_posix.cpp`): an empty lock file is a clean shutdown.
+    let _ = std::fs::write(&lock_path, "");
     if let Some(p) = s.args.value("pidfilepath") {
         let _ = std::fs::remove_file(p);
     }

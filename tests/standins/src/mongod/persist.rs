@@ -29,7 +29,13 @@
 //!
 //! Marker files (`WiredTiger`, `WiredTiger.wt`, `WiredTiger.turtle`,
 //! `_mdb_catalog.wt`, `storage.bson`) are written so that pitr recognises the
-//! directory by the same files as a real dbpath; they hold no data.
+//! directory by the same files as a real dbpath; they hold no data. As a real
+//! mongod, the stand-in holds its pid in `mongod.lock` while it runs and empties it
+//! at a clean shutdown (`mod.rs`), so a copy taken while it runs (or after a kill)
+//! is crash-consistent by its lock file; and it starts an
+//! FTDC archive file in `diagnostic.data/` whose metadata document names its
+//! `buildInfo.version` (`src/mongo/db/ftdc/README.md`), as a real one does at every
+//! start.
 
 use super::applyops::apply_entry;
 use super::state::State;
@@ -240,7 +246,11 @@ pub fn start(st: &mut State, dbpath: &Path, mode: StartMode) -> Result<(), i32> 
     if let Some(l) = loaded {
         restore(st, l, mode)?;
     }
-    match Persist::open(dbpath) {
+    let opened = Persist::open(dbpath).and_then(|p| {
+        ftdc_archive(dbpath, &st.version.to_string())?;
+        Ok(p)
+    });
+    match opened {
         Ok(p) => st.persist = Some(p),
         Err(e) => {
             st.logger.error(
@@ -338,7 +348,36 @@ fn restore(st: &mut State, l: Loaded, mode: StartMode) -> Result<(), i32> {
     Ok(())
 }
 
-/// At a clean shutdown: the checkpoint this kind of start leaves (see the module comment).
+/// A new `diagnostic.data/metrics.<UTC time>-00000` archive file holding the
+/// metadata document (type 0) a real mongod writes first: `buildInfo` among the
+/// rotate collectors' results.
+fn ftdc_archive(dbpath: &Path, version: &str) -> io::Result<()> {
+    let dir = dbpath.join("diagnostic.data");
+    fs::create_dir_all(&dir)?;
+    let now = bson::DateTime::now();
+    let name = now
+        .try_to_rfc3339_string()
+        .map_err(io::Error::other)?
+        .replace(':', "-");
+    let name = format!("metrics.{}Z-00000", &name[..19]);
+    let meta = doc! {
+        "_id": now,
+        "type": 0,
+        "doc": {
+            "start": now,
+            "buildInfo": {"start": now, "version": version, "gitVersion": "pitr-standin", "end": now},
+            "getCmdLineOpts": {"start": now, "argv": ["mongod"], "end": now},
+            "end": now,
+        },
+    };
+    fs::write(
+        dir.join(name),
+        bson::to_vec(&meta).map_err(io::Error::other)?,
+    )
+}
+
+/// At a clean shutdown: the checkpoint this kind of start leaves (see the module
+/// comment).
 pub fn shutdown(st: &State, mode: StartMode) {
     let Some(p) = &st.persist else { return };
     let take = match mode {
