@@ -328,6 +328,10 @@ fn dump_oplog_cluster_writes_what_plan_cluster_takes() {
         assert!(got == want, "{m}: the dump differs from the oplog served");
         assert!(out.contains(&format!("{m:<9} wrote ")), "{out}");
     }
+    assert!(
+        out.contains("together the dumps reach 1795223038:1 (2026-11-21T01:03:58Z), the last entry of `shard1`"),
+        "{out}"
+    );
     let written = dir.join("cluster.toml");
     let c = pitr::cluster::file::load(&written).unwrap();
     assert_eq!(c.shards.len(), 3);

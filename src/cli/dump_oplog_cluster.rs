@@ -73,21 +73,7 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
             .map_err(|f| f.in_context(format_args!("member `{}`", m.id)))?;
         done.push((m.id.clone(), Some(outcome)));
     }
-    for (id, outcome) in &done {
-        match outcome {
-            Some(o) => println!(
-                "{id:<9} wrote {}: {} entries ({}), {}",
-                o.path.display(),
-                o.entries,
-                human(o.file_bytes),
-                match (o.first, o.last) {
-                    (Some(f), Some(l)) => format!("ts {f} to {l} ({})", l.utc_string()),
-                    _ => "no entries in the range".to_string(),
-                }
-            ),
-            None => println!("{id:<9} kept {}", out.join(id).join("oplog.bson").display()),
-        }
-    }
+    render_done(&done, &out);
     let written = out.join("cluster.toml");
     let text = file::render(&header(path), &entries(&live_file, &out));
     super::cluster::write_new_or_replace(&written, &text)?;
@@ -105,6 +91,52 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
         println!("Next: pitr find-drop --cluster {}", written.display());
     }
     Ok(exit::OK)
+}
+
+/// One line per member, then how far the dumps reach together: a cluster limit `L`
+/// (exclusive) needs an entry at or after it on every member, so `L` can be at most
+/// the earliest of the members' last entries.
+fn render_done(done: &[(String, Option<DumpOutcome>)], out: &Path) {
+    for (id, outcome) in done {
+        match outcome {
+            Some(o) => println!(
+                "{id:<9} wrote {}: {} entries ({}), {}",
+                o.path.display(),
+                o.entries,
+                human(o.file_bytes),
+                match (o.first, o.last) {
+                    (Some(f), Some(l)) => format!("ts {f} to {l} ({})", l.utc_string()),
+                    _ => "no entries in the range".to_string(),
+                }
+            ),
+            None => println!("{id:<9} kept {}", out.join(id).join("oplog.bson").display()),
+        }
+    }
+    let fresh: Vec<(&String, Option<crate::oplog::Ts>)> = done
+        .iter()
+        .filter_map(|(id, o)| o.as_ref().map(|o| (id, o.last)))
+        .collect();
+    if fresh.len() < done.len() {
+        return;
+    }
+    match fresh.iter().map(|(_, l)| *l).collect::<Option<Vec<_>>>() {
+        Some(lasts) => {
+            if let Some((id, reach)) = fresh
+                .iter()
+                .zip(&lasts)
+                .min_by_key(|(_, l)| **l)
+                .map(|((id, _), l)| (id, l))
+            {
+                println!(
+                    "together the dumps reach {reach} ({}), the last entry of `{id}`, the earliest to end: a cluster limit can be at most that",
+                    reach.utc_string()
+                );
+            }
+        }
+        None => println!(
+            "a member's dump holds no entries: no cluster limit can be planned with these dumps alone"
+        ),
+    }
 }
 
 /// `--uri` with `--cluster` is a mistake, unless it is only `PITR_URI` from the environment.
@@ -195,4 +227,39 @@ fn absolute(p: &Path) -> PathBuf {
     p.canonicalize()
         .or_else(|_| std::path::absolute(p))
         .unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The written file's backups: as written when the input file is in DIR (its
+    /// relative paths stay right), absolute otherwise; the oplog is the dump.
+    #[test]
+    fn backups_are_relative_only_beside_the_input() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("b")).unwrap();
+        let f = d.path().join("cluster.toml");
+        let text = "[config]\nbackup = \"b\"\nuri = \"mongodb://c/\"\n\n[[shard]]\nid = \"s0\"\nuri = \"mongodb://s/\"\n";
+        let live = file::parse_live(&f, text).unwrap();
+        let here = entries(&live, d.path());
+        assert_eq!(here[0].backup.as_deref(), Some("b"));
+        assert_eq!(here[0].oplog, ["config/oplog.bson"]);
+        assert_eq!(here[1].backup, None);
+        assert_eq!(here[1].oplog, ["s0/oplog.bson"]);
+        let out = d.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let there = entries(&live, &out);
+        let abs = d.path().join("b").canonicalize().unwrap();
+        assert_eq!(there[0].backup.as_deref(), Some(abs.to_str().unwrap()));
+        assert_eq!(there[1].uri.as_deref(), Some("mongodb://s/"));
+    }
+
+    #[test]
+    fn member_ids_must_name_a_directory() {
+        for bad in ["", ".", "..", ".hidden", "a/b", "a\\b"] {
+            assert!(check_dir_name(bad).is_err(), "{bad}");
+        }
+        check_dir_name("shard-0_rs").unwrap();
+    }
 }
