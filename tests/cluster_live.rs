@@ -265,6 +265,27 @@ fn discover_refuses_what_is_not_a_mongos() {
         "{err}"
     );
 
+    // A user without clusterMonitor: told which role discover needs.
+    let denied = Mongod::start(
+        None,
+        &[
+            ("PITR_STANDIN_MODE", "mongos".into()),
+            (
+                "PITR_STANDIN_CLUSTER",
+                "config=csrs/127.0.0.1:1;shard0=shard0/127.0.0.1:2;unauthorized=serverStatus"
+                    .into(),
+            ),
+        ],
+    );
+    let duri = format!("mongodb://{}/?serverSelectionTimeoutMS=5000", denied.host());
+    let (code, _, err) = text(&pitr(&["cluster", "discover", "--uri", &duri]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("not authorized to run `serverStatus` on the mongos")
+            && err.contains("clusterMonitor"),
+        "{err}"
+    );
+
     // And a single-replica-set command given the mongos names `cluster discover`.
     let tmp = tempfile::tempdir().unwrap();
     let (code, _, err) = text(&pitr(&[

@@ -107,18 +107,35 @@ async fn discover_with(client: &ReadOnlyClient) -> Result<Discovered, MongoError
     let shards = client
         .config_shards()
         .await
-        .map_err(|e| t.error("find on `config.shards`", e))?;
+        .map_err(|e| for_discovery(t.error("find on `config.shards`", e)))?;
     let shards = shards_of(&t.display, &shards)?;
     let status = client
         .command(ReadCommand::ServerStatus)
         .await
-        .map_err(|e| t.error("run `serverStatus`", e))?;
+        .map_err(|e| for_discovery(t.error("run `serverStatus`", e)))?;
     let config = config_of(&t.display, &status)?;
     Ok(Discovered {
         mongos: t.display.clone(),
         config,
         shards,
     })
+}
+
+/// An authorization failure of discovery gets its own hint (the role discover needs,
+/// not the oplog reader's).
+fn for_discovery(e: MongoError) -> MongoError {
+    match e {
+        MongoError::Unauthorized {
+            target,
+            action,
+            source,
+        } => MongoError::DiscoveryUnauthorized {
+            target,
+            action,
+            source,
+        },
+        other => other,
+    }
 }
 
 fn discovery(target: &str, command: &str, what: String) -> MongoError {

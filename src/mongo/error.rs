@@ -197,6 +197,14 @@ pub enum MongoError {
         found: String,
     },
 
+    #[error("not authorized to {action} on the mongos `{target}`")]
+    DiscoveryUnauthorized {
+        target: String,
+        action: String,
+        #[source]
+        source: DriverError,
+    },
+
     #[error("the mongos `{target}` answered `{command}` with {what}")]
     Discovery {
         target: String,
@@ -324,6 +332,12 @@ impl Hint for MongoError {
             MongoError::WrongRole { .. } => {
                 "check the members' `uri` in the cluster file (`pitr cluster discover --uri mongodb://MONGOS` writes \
                  them): the config server's replica set goes in [config], each shard's in its [[shard]]"
+                    .into()
+            }
+            MongoError::DiscoveryUnauthorized { .. } => {
+                "`pitr cluster discover` reads `config.shards` and runs `serverStatus` through the mongos: grant the \
+                 user the `clusterMonitor` role (src/mongo/db/auth/builtin_roles.cpp: serverStatus, and find on the \
+                 config database), or write cluster.toml by hand (docs/sharded.md)"
                     .into()
             }
             MongoError::Discovery { .. } => {

@@ -196,6 +196,9 @@ pub fn dispatch(
     };
     // An oplog that keeps being written: whatever is due by now goes in first.
     super::oplog_writer::tick(st);
+    if let Some(e) = st.cluster.as_ref().and_then(|c| c.refusal(db, &name)) {
+        return Outcome::Reply(e.to_doc());
+    }
     if st.mode == Mode::Auth && !allowed_without_auth(&name) {
         return Outcome::Reply(
             CmdError::new(
