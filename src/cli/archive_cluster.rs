@@ -17,40 +17,27 @@ use crate::cluster::file;
 use crate::error::{exit, Failure};
 use crate::exec::signals::{listen_for_signals, Cancel};
 use crate::mongo::archiver::{self, ArchiveOutcome, ArchiveRequest};
-use crate::mongo::cluster::{check_role, with_credentials};
+use crate::mongo::cluster::check_role;
 use crate::mongo::{self as live};
 
 use super::archive::{render_outcome, request, stamp, ArchiveArgs, CliObserver};
-use super::dump_oplog_cluster::{check_dir_name, PASSWORD_ENV, USER_ENV};
+use super::dump_oplog_cluster::{check_dir_name, refuse_uri, with_env_credentials};
 
 pub fn run(path: &Path, a: ArchiveArgs) -> Result<u8, Failure> {
     let Some(dir) = a.dir.clone() else {
         return Err(Failure::new("`pitr archive --cluster` needs --dir"));
     };
-    if let Some(u) = &a.uri {
-        if std::env::var("PITR_URI").ok().as_deref() != Some(u.as_str()) {
-            return Err(Failure::new(
-                "--uri and --cluster together: with --cluster every member is read from its own `uri` in the file",
-            )
-            .with_hint("leave out --uri"));
-        }
-    }
+    refuse_uri(a.uri.as_deref())?;
     let dir = crate::storage::Location::of_path(&dir)?;
     let live_file = file::load_live(path)?;
     for m in &live_file.members {
         check_dir_name(&m.id)?;
     }
-    let user = std::env::var(USER_ENV).ok().filter(|v| !v.is_empty());
-    let password = std::env::var(PASSWORD_ENV).ok().filter(|v| !v.is_empty());
     let members: Vec<(String, String, bool, ArchiveRequest)> = live_file
         .members
         .iter()
         .map(|m| {
-            let uri = with_credentials(
-                m.uri.as_deref().unwrap_or_default(),
-                user.as_deref(),
-                password.as_deref(),
-            );
+            let uri = with_env_credentials(m.uri.as_deref().unwrap_or_default());
             let config = m.role == crate::cluster::Role::Config;
             (m.id.clone(), uri, config, request(&a, dir.join(&m.id)))
         })

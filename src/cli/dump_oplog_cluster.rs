@@ -27,7 +27,7 @@ pub const USER_ENV: &str = "PITR_CLUSTER_USER";
 pub const PASSWORD_ENV: &str = "PITR_CLUSTER_PASSWORD";
 
 pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
-    refuse_uri(&a)?;
+    refuse_uri(a.uri.as_deref())?;
     let out = match crate::storage::Location::of_path(&a.out)? {
         crate::storage::Location::Local(p) => p,
         url => return Err(Failure::new(format!(
@@ -41,8 +41,6 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
     for m in &live_file.members {
         check_dir_name(&m.id)?;
     }
-    let user = std::env::var(USER_ENV).ok().filter(|v| !v.is_empty());
-    let password = std::env::var(PASSWORD_ENV).ok().filter(|v| !v.is_empty());
     let mut done: Vec<(String, Option<DumpOutcome>)> = Vec::new();
     for m in &live_file.members {
         let req = DumpRequest {
@@ -64,11 +62,7 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
             done.push((m.id.clone(), None));
             continue;
         }
-        let uri = with_credentials(
-            m.uri.as_deref().unwrap_or_default(),
-            user.as_deref(),
-            password.as_deref(),
-        );
+        let uri = with_env_credentials(m.uri.as_deref().unwrap_or_default());
         let outcome = dump_member(&uri, m.role == Role::Config, req)
             .map_err(|f| f.in_context(format_args!("member `{}`", m.id)))?;
         done.push((m.id.clone(), Some(outcome)));
@@ -139,10 +133,17 @@ fn render_done(done: &[(String, Option<DumpOutcome>)], out: &Path) {
     }
 }
 
+/// A member's `uri` from the file with the password (and user) of
+/// [`PASSWORD_ENV`] ([`USER_ENV`]), if set.
+pub(crate) fn with_env_credentials(uri: &str) -> String {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    with_credentials(uri, var(USER_ENV).as_deref(), var(PASSWORD_ENV).as_deref())
+}
+
 /// `--uri` with `--cluster` is a mistake, unless it is only `PITR_URI` from the environment.
-fn refuse_uri(a: &DumpOplogArgs) -> Result<(), Failure> {
-    match &a.uri {
-        Some(u) if std::env::var("PITR_URI").ok().as_deref() != Some(u.as_str()) => Err(Failure::new(
+pub(crate) fn refuse_uri(uri: Option<&str>) -> Result<(), Failure> {
+    match uri {
+        Some(u) if std::env::var("PITR_URI").ok().as_deref() != Some(u) => Err(Failure::new(
             "--uri and --cluster together: with --cluster every member is read from its own `uri` in the file",
         )
         .with_hint("leave out --uri")),
