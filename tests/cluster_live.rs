@@ -408,7 +408,7 @@ fn member_credentials_come_from_the_environment_only() {
     let file = tmp.path().join("cluster.toml");
     let member = |user: &str| {
         format!(
-            "[config]\nuri = \"mongodb://{user}{}/?serverSelectionTimeoutMS=5000\"\n\n[[shard]]\nid = \"shard0\"\nuri = \"mongodb://127.0.0.1:1/?replicaSet=shard0\"\n",
+            "[config]\nuri = \"mongodb://{user}{}/?serverSelectionTimeoutMS=5000\"\n\n[[shard]]\nid = \"shard0\"\nuri = \"mongodb://127.0.0.1:1/?replicaSet=shard0&serverSelectionTimeoutMS=300\"\n",
             auth.host()
         )
     };
@@ -430,6 +430,8 @@ fn member_credentials_come_from_the_environment_only() {
         "{err}"
     );
     assert!(!err.contains(secret) && !out.contains(secret), "{err}");
+    // The members are dumped side by side: the unreachable shard is reported too.
+    assert!(err.contains("member `shard0`: cannot reach"), "{err}");
 
     std::fs::write(&file, member(&format!("bob:{secret}@"))).unwrap();
     let (code, _, err) = text(&pitr(&[
@@ -572,6 +574,7 @@ fn a_member_playing_another_part_is_refused() {
         .replace("CONFIG", &format!("{shard0}/?replicaSet=shard0"));
     std::fs::write(&file, swapped).unwrap();
     let dir = tmp.path().join("dump");
+    let arch = tmp.path().join("arch");
     for args in [
         vec![
             "dump-oplog",
@@ -585,7 +588,7 @@ fn a_member_playing_another_part_is_refused() {
             "--cluster",
             file.to_str().unwrap(),
             "--dir",
-            dir.to_str().unwrap(),
+            arch.to_str().unwrap(),
             "--once",
         ],
     ] {
@@ -599,4 +602,31 @@ fn a_member_playing_another_part_is_refused() {
         assert!(err.contains("hint: check the members' `uri`"), "{err}");
     }
     assert!(!dir.join("config/oplog.bson").exists());
+    assert!(!arch.join("config/manifest.json").exists());
+    // The members in their right place dumped side by side anyway; no cluster.toml
+    // until every member is complete. With the file fixed, --resume keeps those and
+    // dumps the two that were refused.
+    assert!(dir.join("shard1/oplog.bson").exists() && dir.join("shard2/oplog.bson").exists());
+    assert!(!dir.join("cluster.toml").exists());
+    std::fs::write(&file, good).unwrap();
+    let out = ok(&pitr(&[
+        "dump-oplog",
+        "--cluster",
+        file.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--resume",
+    ]));
+    assert!(
+        out.contains("shard1    kept") && out.contains("config    wrote "),
+        "{out}"
+    );
+    for m in MEMBERS {
+        let want = std::fs::read(fixture(m).join("oplog.bson")).unwrap();
+        assert!(
+            std::fs::read(dir.join(m).join("oplog.bson")).unwrap() == want,
+            "{m}"
+        );
+    }
+    assert!(dir.join("cluster.toml").exists());
 }

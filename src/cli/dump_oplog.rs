@@ -45,8 +45,8 @@ capped oplog overtakes the dump (CappedPositionLost), it stops and says where.
 Time values: T:I, T, epoch seconds, RFC 3339 with Z or an offset, oid:<hex>.
 
 Sharded cluster: --cluster FILE (a cluster.toml whose members have `uri`, as `pitr cluster \
-discover` writes it) dumps every member's oplog from its own replica set, one after the \
-other, into DIR/<member>/oplog.bson (each as above: temporary name, --resume, --since/--until \
+discover` writes it) dumps every member's oplog from its own replica set, all side by \
+side, into DIR/<member>/oplog.bson (each as above: temporary name, --resume, --since/--until \
 for all), then writes DIR/cluster.toml: the members' backups and uris as in FILE, each \
 member's oplog = [\"<member>/oplog.bson\"], ready for `plan --cluster`. With --resume, \
 members already complete are kept. Passwords: PITR_CLUSTER_PASSWORD (and PITR_CLUSTER_USER), \
@@ -224,7 +224,7 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-pub(crate) fn interrupted(req: &DumpRequest) -> Failure {
+fn interrupted(req: &DumpRequest) -> Failure {
     Failure::new(format!(
         "interrupted; the complete entries so far are in `{}`",
         dump::DumpPaths::new(&req.out_dir).partial.display()
@@ -237,9 +237,19 @@ pub(crate) fn interrupted(req: &DumpRequest) -> Failure {
 #[derive(Default)]
 pub(crate) struct CliObserver {
     bar: Option<TsProgress>,
+    /// One of several dumps sharing stderr: no bar, every line after this.
+    prefix: Option<String>,
 }
 
 impl CliObserver {
+    /// One of several dumps sharing stderr: no progress bar, each line after `prefix`.
+    pub(crate) fn prefixed(prefix: String) -> CliObserver {
+        CliObserver {
+            bar: None,
+            prefix: Some(prefix),
+        }
+    }
+
     pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish();
@@ -247,15 +257,19 @@ impl CliObserver {
     }
 
     fn say(&self, line: &str) {
-        match &self.bar {
-            Some(b) => b.println(line),
-            None => eprintln!("{line}"),
+        match (&self.bar, &self.prefix) {
+            (_, Some(p)) => eprintln!("{p}{line}"),
+            (Some(b), None) => b.println(line),
+            (None, None) => eprintln!("{line}"),
         }
     }
 }
 
 impl DumpObserver for CliObserver {
     fn planned(&mut self, plan: &DumpPlan) {
+        if self.prefix.is_some() {
+            return;
+        }
         self.bar = Some(TsProgress::new(plan.from, plan.end, true));
         if let Some(b) = &self.bar {
             b.set_prefix("dumping");

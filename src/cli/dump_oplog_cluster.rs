@@ -5,8 +5,8 @@
 //! same members with their backups and `oplog = ["<member>/oplog.bson"]`, ready for
 //! `plan --cluster` and `replay --cluster`.
 //!
-//! Members are dumped one after the other; each dump ends at the newest entry of its
-//! member when it starts, so every dump reaches past the moment the command started.
+//! Members are dumped side by side; each dump ends at the newest entry of its member
+//! when it starts, so every dump reaches past the moment the command started.
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,9 @@ use crate::mongo::oplog_source::RetryPolicy;
 use crate::mongo::{self as live};
 use crate::size::human;
 
-use super::dump_oplog::{interrupted, CliObserver, DumpOplogArgs};
+use futures_util::future::join_all;
+
+use super::dump_oplog::{CliObserver, DumpOplogArgs};
 
 /// The environment variables holding the members' credentials (never the file, never
 /// the command line).
@@ -41,32 +43,7 @@ pub fn run(path: &Path, a: DumpOplogArgs) -> Result<u8, Failure> {
     for m in &live_file.members {
         check_dir_name(&m.id)?;
     }
-    let mut done: Vec<(String, Option<DumpOutcome>)> = Vec::new();
-    for m in &live_file.members {
-        let req = DumpRequest {
-            out_dir: out.join(&m.id),
-            since: a.since.as_ref().map(|v| v.ts),
-            until: a.until.as_ref().map(|v| v.ts),
-            gzip: a.gzip,
-            resume: a.resume,
-            allow_gap: a.allow_gap,
-            batch_size: a.batch_size,
-            retry: RetryPolicy::default(),
-        };
-        if a.resume && DumpPaths::new(&req.out_dir).complete.exists() {
-            eprintln!(
-                "pitr dump-oplog: member `{}`: `{}` is complete, kept",
-                m.id,
-                DumpPaths::new(&req.out_dir).complete.display()
-            );
-            done.push((m.id.clone(), None));
-            continue;
-        }
-        let uri = with_env_credentials(m.uri.as_deref().unwrap_or_default());
-        let outcome = dump_member(&uri, m.role == Role::Config, req)
-            .map_err(|f| f.in_context(format_args!("member `{}`", m.id)))?;
-        done.push((m.id.clone(), Some(outcome)));
-    }
+    let done = dump_all(&live_file, &a, &out)?;
     render_done(&done, &out);
     let written = out.join("cluster.toml");
     let text = file::render(&header(path), &entries(&live_file, &out));
@@ -163,22 +140,102 @@ pub(crate) fn check_dir_name(id: &str) -> Result<(), Failure> {
 }
 
 /// One member's dump, as `pitr dump-oplog --uri` runs it.
-fn dump_member(uri: &str, config: bool, req: DumpRequest) -> Result<DumpOutcome, Failure> {
-    let uri = uri.to_string();
-    live::block_on(async move {
-        let (client, topology) = live::connect(&uri).await?;
-        check_role(&client, config).await?;
-        let mut obs = CliObserver::default();
-        let outcome = tokio::select! {
-            r = dump::dump(&client, &topology, &req, &mut obs) => r.map_err(Failure::from),
-            _ = tokio::signal::ctrl_c() => Err(interrupted(&req)),
+/// Every member's dump, side by side (each reads its own replica set, so the load on
+/// each server is that of one `dump-oplog`): `None` for a member kept complete under
+/// `--resume`. Ctrl-C stops them all, each keeping its complete entries for
+/// `--resume`. One member failing does not stop the others (their dumps are kept);
+/// the first failure is returned, naming its member, the others printed.
+fn dump_all(
+    f: &LiveFile,
+    a: &DumpOplogArgs,
+    out: &Path,
+) -> Result<Vec<(String, Option<DumpOutcome>)>, Failure> {
+    let mut jobs = Vec::new();
+    for m in &f.members {
+        let req = DumpRequest {
+            out_dir: out.join(&m.id),
+            since: a.since.as_ref().map(|v| v.ts),
+            until: a.until.as_ref().map(|v| v.ts),
+            gzip: a.gzip,
+            resume: a.resume,
+            allow_gap: a.allow_gap,
+            batch_size: a.batch_size,
+            retry: RetryPolicy::default(),
         };
-        obs.finish();
-        drop(obs);
-        client.close().await;
-        outcome
+        let complete = DumpPaths::new(&req.out_dir).complete;
+        if a.resume && complete.exists() {
+            eprintln!(
+                "pitr dump-oplog: member `{}`: `{}` is complete, kept",
+                m.id,
+                complete.display()
+            );
+            jobs.push((m.id.clone(), None));
+        } else {
+            let uri = with_env_credentials(m.uri.as_deref().unwrap_or_default());
+            jobs.push((m.id.clone(), Some((uri, m.role == Role::Config, req))));
+        }
+    }
+    let results = live::block_on(async {
+        let runs = jobs.iter().map(|(id, job)| async move {
+            match job {
+                None => Ok(None),
+                Some((uri, config, req)) => dump_member(id, uri, *config, req).await.map(Some),
+            }
+        });
+        tokio::select! {
+            r = join_all(runs) => Ok(r),
+            _ = tokio::signal::ctrl_c() => Err(Failure::new(format!(
+                "interrupted; each member's complete entries so far are in `{}/<member>/oplog.bson.partial`",
+                out.display()
+            ))
+            .with_hint("run the same command again with `--resume` to continue (complete members are kept)")
+            .with_exit_code(130)),
+        }
     })
-    .map_err(|e| Failure::new("cannot start the async runtime").with_cause(e))?
+    .map_err(|e| Failure::new("cannot start the async runtime").with_cause(e))??;
+    let mut done = Vec::new();
+    let mut first_error = None;
+    for ((id, _), r) in jobs.iter().zip(results) {
+        match r {
+            Ok(o) => done.push((id.clone(), o)),
+            Err(e) => {
+                let e = e.in_context(format_args!("member `{id}`"));
+                match first_error {
+                    None => first_error = Some(e),
+                    Some(_) => eprint!("{}", e.render()),
+                }
+            }
+        }
+    }
+    match first_error {
+        Some(e) => {
+            render_done(&done, out);
+            Err(e)
+        }
+        None => Ok(done),
+    }
+}
+
+/// One member's dump, as `pitr dump-oplog --uri` runs it, its lines on stderr after
+/// the member's name.
+async fn dump_member(
+    id: &str,
+    uri: &str,
+    config: bool,
+    req: &DumpRequest,
+) -> Result<DumpOutcome, Failure> {
+    let (client, topology) = live::connect(uri).await?;
+    let r = match check_role(&client, config).await {
+        Ok(()) => {
+            let mut obs = CliObserver::prefixed(format!("member `{id}`: "));
+            let r = dump::dump(&client, &topology, req, &mut obs).await;
+            obs.finish();
+            r.map_err(Failure::from)
+        }
+        Err(e) => Err(e.into()),
+    };
+    client.close().await;
+    r
 }
 
 fn header(input: &Path) -> String {
