@@ -183,10 +183,6 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 .map_err(|e| Failure::from(e).in_context("member `config`"))?;
             let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
             limit::check_shards(&rt.shards, &ids, p.limit)?;
-            // What replay --cluster would refuse, refused here first.
-            for c in rt.collections.values() {
-                c.check_supported()?;
-            }
             routing = Some(rt);
         }
         rep.plan_dir = out.join("members").join(&m.id).display().to_string();

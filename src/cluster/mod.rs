@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod file;
+pub mod hasher;
 pub mod incidents;
 pub mod limit;
 pub mod owner;

@@ -12,9 +12,11 @@
 //!   with `min <= key < max`, comparing the key's values in order (key strings,
 //!   which order as `BSONObj::woCompare` without field names: MinKey and MaxKey
 //!   bound the key space).
-//! - hashed keys (`{k: "hashed"}`) hash the value with `src/mongo/db/hasher.cpp`
-//!   (MD5 over the server's own encoding of the element, with a seed): pitr does
-//!   not reproduce it yet and refuses such a collection rather than guess.
+//! - a hashed field of the key (`{k: "hashed"}`, also in a compound key from 4.4)
+//!   stands in the key, and so in the chunks' bounds, as `NumberLong` of the value's
+//!   hash (`shard_key_pattern.cpp`, `BSONElementHasher::hash64` with the default
+//!   seed; a missing field hashes as null), computed as the server does in
+//!   [`super::hasher`].
 //! - `config.chunks` names its collection by `uuid` from 5.0, by `ns` before
 //!   (`src/mongo/s/catalog/type_chunk.cpp`); pre-5.0 `config.collections` keeps a
 //!   dropped collection with `dropped: true` (`type_collection.cpp`).
@@ -31,8 +33,6 @@ use crate::engine::replica::{Replica, ReplicaError};
 /// Why the owner of a document cannot be decided.
 #[derive(Debug, thiserror::Error)]
 pub enum OwnerError {
-    #[error("`{ns}` is sharded on a hashed key ({key}): pitr does not yet compute the server's hash (src/mongo/db/hasher.cpp), so it cannot tell which shard owns each document")]
-    Hashed { ns: String, key: String },
     #[error("the config server's `{coll}` at the limit holds a document pitr cannot read: {why}")]
     BadMetadata { coll: String, why: String },
     #[error("`{ns}`: a document with _id {id} has an array in its shard key field `{field}`; the server never stores one")]
@@ -50,14 +50,12 @@ pub enum OwnerError {
 impl crate::error::Hint for OwnerError {
     fn hint(&self) -> Option<String> {
         Some(match self {
-            OwnerError::Hashed { ns, .. } => format!(
-                "restore `{ns}` per shard with `pitr replay --backup <shard backup> --oplog <shard oplog> --until <the same limit>` \
-                 and filter it by hand, or leave it out of this restore"
-            ),
             OwnerError::BadMetadata { .. } | OwnerError::NoChunk { .. } => {
                 "check that [config] in the cluster file is this cluster's config server".into()
             }
-            OwnerError::ArrayKey { .. } => "check that the shard's backup and oplog belong to this cluster".into(),
+            OwnerError::ArrayKey { .. } => {
+                "check that the shard's backup and oplog belong to this cluster".into()
+            }
             OwnerError::Replica(e) => return crate::error::Hint::hint(e),
         })
     }
@@ -86,8 +84,6 @@ pub struct ShardedColl {
     pub unique: bool,
     /// Chunks by `min`.
     pub chunks: Vec<ChunkRange>,
-    #[serde(skip)]
-    hashed: bool,
 }
 
 /// Relaxed extended JSON of a document (MinKey as `{"$minKey":1}`).
@@ -174,7 +170,6 @@ impl Routing {
                 mine.push(chunk(&ns, c)?);
             }
             mine.sort_by(|a, b| cmp_key(&a.raw_min, &b.raw_min));
-            let hashed = key.values().any(|v| v.as_str() == Some("hashed"));
             out.collections.insert(
                 ns.clone(),
                 ShardedColl {
@@ -182,7 +177,6 @@ impl Routing {
                     unique: d.get_bool("unique").unwrap_or(false),
                     key,
                     chunks: mine,
-                    hashed,
                 },
             );
         }
@@ -260,8 +254,16 @@ impl ShardedColl {
     /// order, a missing field as null (`extractShardKeyFromDoc`).
     pub fn shard_key(&self, doc: &RawDocument) -> Result<RawDocumentBuf, OwnerError> {
         let mut key = RawDocumentBuf::new();
-        for field in self.key.keys() {
+        for (field, kind) in &self.key {
+            let hashed = kind.as_str() == Some("hashed");
             match at_path(doc, field) {
+                Ok(v) if hashed => key.append(
+                    field,
+                    bson::RawBson::Int64(super::hasher::hash64(
+                        v.unwrap_or(RawBsonRef::Null),
+                        super::hasher::DEFAULT_SEED,
+                    )),
+                ),
                 Ok(Some(v)) => key.append_ref(field, v),
                 Ok(None) => key.append(field, bson::RawBson::Null),
                 Err(()) => {
@@ -283,12 +285,6 @@ impl ShardedColl {
 
     /// The shard that owns `doc` at the limit.
     pub fn owner(&self, doc: &RawDocument) -> Result<&str, OwnerError> {
-        if self.hashed {
-            return Err(OwnerError::Hashed {
-                ns: self.ns.clone(),
-                key: self.key.to_string(),
-            });
-        }
         let key = self.shard_key(doc)?;
         // The last chunk whose min <= key, if key < its max.
         let n = self
@@ -302,17 +298,6 @@ impl ShardedColl {
                     .map_or("?".into(), |d| d.to_string()),
             }),
         }
-    }
-
-    /// Refuses a hashed key before any work.
-    pub fn check_supported(&self) -> Result<(), OwnerError> {
-        if self.hashed {
-            return Err(OwnerError::Hashed {
-                ns: self.ns.clone(),
-                key: self.key.to_string(),
-            });
-        }
-        Ok(())
     }
 
     /// `sh.shardCollection(...)` for this collection, as mongosh takes it.
@@ -346,7 +331,6 @@ mod tests {
             .collect();
         ShardedColl {
             ns: "db.c".into(),
-            hashed: key.values().any(|v| v.as_str() == Some("hashed")),
             key,
             unique: false,
             chunks,
@@ -418,17 +402,32 @@ mod tests {
         assert!(err.to_string().contains("array"), "{err}");
     }
 
+    /// A hashed key: the chunks split the hash space (as `shardCollection` with a
+    /// hashed key pre-splits it, at 0 for two shards); a document goes where the
+    /// hash of its value falls, a missing field hashing as null.
     #[test]
-    fn hashed_keys_are_refused_and_gaps_named() {
+    fn hashed_keys_place_documents_by_the_hash_and_gaps_are_named() {
         let c = coll(
             doc! { "a": "hashed" },
-            &[(Bson::MinKey, Bson::MaxKey, "s0")],
+            &[
+                (Bson::MinKey, Bson::Int64(0), "s0"),
+                (Bson::Int64(0), Bson::MaxKey, "s1"),
+            ],
         );
-        assert!(c.check_supported().is_err());
-        assert!(matches!(
-            c.owner(&raw(doc! { "a": 1 })),
-            Err(OwnerError::Hashed { .. })
-        ));
+        // hasher_test.cpp: hash(42) < 0, hash(1) > 0, hash("abc") > 0.
+        assert_eq!(c.owner(&raw(doc! { "a": 42 })).unwrap(), "s0");
+        assert_eq!(c.owner(&raw(doc! { "a": 42.9 })).unwrap(), "s0");
+        assert_eq!(c.owner(&raw(doc! { "a": 1i64 })).unwrap(), "s1");
+        assert_eq!(c.owner(&raw(doc! { "a": "abc" })).unwrap(), "s1");
+        let null_hash = super::super::hasher::hash64(RawBsonRef::Null, 0);
+        let missing = if null_hash < 0 { "s0" } else { "s1" };
+        assert_eq!(c.owner(&raw(doc! { "b": 1 })).unwrap(), missing);
+        assert_eq!(c.owner(&raw(doc! { "a": null })).unwrap(), missing);
+        let key = c.shard_key(&raw(doc! { "a": 42, "x": 1 })).unwrap();
+        assert_eq!(
+            key.get("a").unwrap(),
+            Some(RawBsonRef::Int64(-944302157085130861))
+        );
         let c = coll(doc! { "a": 1 }, &[(Bson::MinKey, Bson::Int64(0), "s0")]);
         let err = c.owner(&raw(doc! { "a": 3 })).unwrap_err();
         assert!(err.to_string().contains("no chunk"), "{err}");
