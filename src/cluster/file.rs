@@ -264,6 +264,11 @@ fn member(path: &Path, base: &Path, raw: RawEntry) -> Result<Member, ClusterErro
                 key: field,
             });
         }
+        // A bucket URL (`s3://...`, `gs://...`, `az://...`) is kept as it is and read
+        // in place by the storage layer, which names it if it is missing.
+        if crate::storage::Location::parse(value).is_ok_and(|l| !l.is_local()) {
+            return Ok(PathBuf::from(value));
+        }
         let p = base.join(value);
         if !p.exists() {
             return Err(ClusterError::MissingPath {
