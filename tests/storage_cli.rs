@@ -162,21 +162,10 @@ fn find_drop_reads_backup_and_oplog_in_a_bucket_as_local_files() {
 
 /// Every `.bson` file under `dir`, by its path below it, with its bytes.
 fn bson_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "bson") {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    files(dir)
+        .into_iter()
+        .filter(|(rel, _)| rel.ends_with(".bson"))
+        .collect()
 }
 
 /// A sharded cluster whose members' backups and oplogs are in a bucket: the

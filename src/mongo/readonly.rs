@@ -254,28 +254,11 @@ impl ReadOnlyClient {
     /// Every document of `config.shards` (through a mongos: the config server's
     /// list of shards, `{_id, host: "set/h1:p1,h2:p2", ...}`), in `_id` order.
     pub async fn config_shards(&self) -> Result<Vec<Document>, DriverError> {
-        let mut cursor: Cursor<Document> = self
-            .client
-            .database("config")
-            .collection::<Document>("shards")
-            .find(doc! {})
-            .sort(doc! {"_id": 1})
-            .selection_criteria(self.criteria.clone())
-            .await
-            .map_err(|e| self.target.driver_error(&e))?;
-        let mut out = Vec::new();
-        while cursor
-            .advance()
-            .await
-            .map_err(|e| self.target.driver_error(&e))?
-        {
-            out.push(
-                cursor
-                    .deserialize_current()
-                    .map_err(|e| self.target.driver_error(&e))?,
-            );
-        }
-        Ok(out)
+        self.all_of(
+            "config",
+            doc! {"find": "shards", "filter": {}, "sort": {"_id": 1}},
+        )
+        .await
     }
 
     /// Runs a cursor command to its end and returns every document.
