@@ -34,6 +34,7 @@ const UNEXECUTED: &[(&str, &str)] = &[
     ("docs/replay-and-verify.md", "`--engine mongod` and `pitr verify` need a mongod (tests/replay_e2e.rs runs them against the stand-in mongod and the real mongo-tools)"),
     ("docs/live-source-and-archive.md", "`status`, `dump-oplog`, `find-drop --uri` and `archive` need a replica set (tests/live_source.rs and tests/oplog_archive.rs run them against the stand-in)"),
     ("docs/object-storage.md", "commands over a user's bucket; tests/storage_cli.rs runs the same commands against an s3s-fs bucket on loopback"),
+    ("docs/sharded.md", "`cluster discover`, `dump-oplog --cluster` and `archive --cluster` need a mongos and the members' replica sets (tests/cluster_live.rs runs them against stand-ins); the find-drop, plan and replay examples run"),
     ("docs/rehearse.md", "`pitr rehearse` needs a 5.0+ replica set (tests/rehearse.rs runs it against the stand-in mongod, with backups by the real mongodump); its cron and systemd examples are configuration"),
     ("docs/testing.md", "test and script commands (`scripts/e2e-real.sh`, `cargo test`) are what the page is about, not examples to check"),
     ("docs/troubleshooting.md", "errors that need a damaged file (truncated, gzip cut short) or another replica set's oplog, quoted with the tests that pin them (cli_reader, gzip_truncated, never_silently_wrong)"),

@@ -200,6 +200,71 @@ async fn a_megabyte_on_each_stream_does_not_deadlock() {
     assert_eq!(f.stderr_tail.last().unwrap(), "last words");
 }
 
+/// `stdin_from`: the child reads every byte pitr feeds it; a feed that fails on
+/// pitr's side fails a child that exited 0 (it read a cut input); a child that
+/// stops reading early is reported by its own exit, and the feed does not hang.
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_is_fed_whole_and_a_failed_feed_fails_the_child() {
+    let d = tempfile::tempdir().unwrap();
+    let count = d.path().join("count");
+    let script = format!("wc -c > {}", count.display());
+    let block = vec![7u8; 1 << 20];
+    let b = block.clone();
+    let f = sh(&script)
+        .stdin_from(Box::new(move |w| {
+            for _ in 0..3 {
+                w.write_all(&b)?;
+            }
+            Ok(())
+        }))
+        .run(&Cancel::new())
+        .await
+        .expect("fed and counted");
+    assert!(f.is_success());
+    assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "3145728");
+
+    let b = block.clone();
+    let e = sh(&script)
+        .stdin_from(Box::new(move |w| {
+            w.write_all(&b)?;
+            Err(std::io::Error::other("the object store went away"))
+        }))
+        .run(&Cancel::new())
+        .await
+        .expect_err("a cut feed must fail the child");
+    let ChildError::Exited(f) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        matches!(&f.outcome, Outcome::InputFailed { error } if error.contains("went away")),
+        "{:?}",
+        f.outcome
+    );
+    assert!(e.to_string().contains("did not get all its input"), "{e}");
+    assert!(e.hint().unwrap().contains("incomplete"), "{:?}", e.hint());
+
+    let started = Instant::now();
+    let e = sh("exit 3")
+        .stdin_from(Box::new(move |w| {
+            for _ in 0..1000 {
+                w.write_all(&block)?;
+            }
+            Ok(())
+        }))
+        .run(&Cancel::new())
+        .await
+        .expect_err("exit 3");
+    let ChildError::Exited(f) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(f.outcome, Outcome::Failed { code: 3 });
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn timeout_sends_sigterm_then_sigkill_when_term_is_ignored() {
     let lines = Lines::default();

@@ -583,11 +583,12 @@ fn mongos_is_refused() {
         assert_eq!(code(&o), 2);
         let err = stderr(&o);
         assert!(
-            err.contains("is a mongos") && err.contains("per-shard"),
+            err.contains("is a mongos") && err.contains("each member's own replica set"),
             "{err}"
         );
+        // The hint names the command that lists the members (issue 19).
         assert!(
-            err.contains("hint:") && err.contains("shard's replica set"),
+            err.contains("hint:") && err.contains("pitr cluster discover --uri"),
             "{err}"
         );
     }

@@ -312,6 +312,81 @@ fn per_member_dumps_hold_each_members_state() {
     }
 }
 
+/// Users and roles live on the config server: the merged dump takes the config
+/// server's `admin.system.users` and `admin.system.roles` (with `system.version`)
+/// at the limit, and leaves a shard's local maintenance user out; the user data is
+/// still the truth.
+#[test]
+fn the_clusters_users_and_roles_come_from_the_config_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = edited_fixture(tmp.path(), |t| t);
+    let write = |dir: &str, coll: &str, docs: &[bson::Document]| {
+        let d = tmp.path().join(dir).join("backup/admin");
+        fs::create_dir_all(&d).unwrap();
+        let mut bytes = Vec::new();
+        for doc in docs {
+            bytes.extend(bson::to_vec(doc).unwrap());
+        }
+        fs::write(d.join(format!("{coll}.bson")), bytes).unwrap();
+    };
+    let user = |name: &str| {
+        bson::doc! {"_id": format!("admin.{name}"), "user": name, "db": "admin",
+        "credentials": {"SCRAM-SHA-256": {"iterationCount": 15000, "salt": "c2FsdA==", "storedKey": "a2V5", "serverKey": "a2V5"}},
+        "roles": [{"role": "readWrite", "db": "shop"}]}
+    };
+    write("config", "system.users", &[user("alice"), user("bob")]);
+    write(
+        "config",
+        "system.roles",
+        &[
+            bson::doc! {"_id": "admin.auditor", "role": "auditor", "db": "admin", "privileges": [], "roles": []},
+        ],
+    );
+    write("shard0", "system.users", &[user("shard0-maintenance")]);
+    let work = tmp.path().join("run");
+    fs::create_dir_all(&work).unwrap();
+    let report = replay(&work, &cluster, "auto").unwrap_or_else(|o| panic!("{}", show(&o)));
+    let got = dump_content(&work.join("out"));
+    let names = |ns: &str| -> Vec<String> {
+        got.get(ns)
+            .unwrap_or_else(|| panic!("{ns} not in the merged dump: {:?}", got.keys()))
+            .iter()
+            .map(|d| {
+                bson::from_slice::<bson::Document>(d)
+                    .unwrap()
+                    .get_str("_id")
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(names("admin.system.users"), ["admin.alice", "admin.bob"]);
+    assert_eq!(names("admin.system.roles"), ["admin.auditor"]);
+    assert!(got.contains_key("admin.system.version"), "{:?}", got.keys());
+    let row = report["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["ns"] == "admin.system.users")
+        .unwrap_or_else(|| panic!("no admin.system.users row: {report}"));
+    assert_eq!(row["documents"].as_u64(), Some(2), "{row}");
+    // Without users or roles on the config server, no admin namespace at all (the
+    // fixture's truth tests hold the rest).
+    let plain = tempfile::tempdir().unwrap();
+    let report = replay(
+        plain.path(),
+        &Path::new(FIXTURE).join("cluster.toml"),
+        "auto",
+    )
+    .unwrap_or_else(|o| panic!("{}", show(&o)));
+    assert!(
+        !dump_content(&plain.path().join("out"))
+            .keys()
+            .any(|k| k.starts_with("admin.")),
+        "{report}"
+    );
+}
+
 #[test]
 fn refusals_name_the_member_the_value_and_a_hint() {
     let cluster = Path::new(FIXTURE).join("cluster.toml");

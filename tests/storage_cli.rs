@@ -160,6 +160,86 @@ fn find_drop_reads_backup_and_oplog_in_a_bucket_as_local_files() {
     }
 }
 
+/// Every `.bson` file under `dir`, by its path below it, with its bytes.
+fn bson_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files(dir)
+        .into_iter()
+        .filter(|(rel, _)| rel.ends_with(".bson"))
+        .collect()
+}
+
+/// A sharded cluster whose members' backups and oplogs are in a bucket: the
+/// cluster file names them by URL, and find-drop, plan and the embedded replay
+/// `--cluster` give what they give on the same files read locally (the merged dump
+/// byte for byte).
+#[test]
+fn a_clusters_backups_and_oplogs_in_a_bucket_read_as_local_files() {
+    let inc = Incident::start();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cluster");
+    upload_tree(
+        &inc.server.storage(),
+        &fixture,
+        &Location::parse(&format!("s3://{BUCKET}/cluster")).unwrap(),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture.join("cluster.toml")).unwrap();
+    let prefix = format!("s3://{BUCKET}/cluster/");
+    let urls: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("backup =") || l.starts_with("oplog =") {
+                l.replace("\"", "\u{1}")
+                    .replacen('\u{1}', &format!("\"{prefix}"), 1)
+                    .replace("\u{1}, \u{1}", &format!("\", \"{prefix}"))
+                    .replace('\u{1}', "\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        urls.contains("s3://pitr-incident/cluster/shard2/oplog.bson"),
+        "{urls}"
+    );
+    std::fs::write(tmp.path().join("bucket.toml"), urls).unwrap();
+    let local_toml = fixture.join("cluster.toml").display().to_string();
+    let run = |file: &str, args: &[&str], dir: &str| {
+        let cwd = tmp.path().join(dir);
+        std::fs::create_dir_all(&cwd).unwrap();
+        let mut a = args.to_vec();
+        a.extend(["--cluster", file]);
+        let o = inc.pitr_in(&cwd, &a);
+        assert_eq!(o.status.code(), Some(0), "{args:?} {file}: {}", show(&o));
+        (o, cwd)
+    };
+    let bucket_toml = tmp.path().join("bucket.toml").display().to_string();
+    let (a, _) = run(&local_toml, &["find-drop", "--json"], "fl");
+    let (b, _) = run(&bucket_toml, &["find-drop", "--json"], "fb");
+    let limits = |o: &Output| -> Vec<Value> {
+        json(o)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["oplog_limit"].clone())
+            .collect()
+    };
+    assert!(!limits(&a).is_empty(), "{}", show(&a));
+    assert_eq!(limits(&a), limits(&b));
+    let replay = ["replay", "--until", "auto", "--out", "out", "--json"];
+    let (a, la) = run(&local_toml, &replay, "rl");
+    let (b, lb) = run(&bucket_toml, &replay, "rb");
+    assert_eq!(json(&a)["limit"], json(&b)["limit"]);
+    let (fa, fb) = (bson_files(&la.join("out")), bson_files(&lb.join("out")));
+    assert!(fa.len() >= 3, "{fa:?}");
+    assert!(
+        fa == fb,
+        "the merged dumps differ: {:?} vs {:?}",
+        fa.iter().map(|f| &f.0).collect::<Vec<_>>(),
+        fb.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn oplog_stats_and_cat_read_a_bucket_as_local_files() {
     let inc = Incident::start();

@@ -220,7 +220,8 @@ fn backup_and_oplog_in_a_bucket_replay_with_mongod_as_from_local_files() {
         assert!(!err.contains("downloading the backup"), "{err}");
         assert!(!dry.work.join("download").exists());
 
-        // A gzip archive: one object, downloaded as a file.
+        // A gzip archive: one object, streamed from the bucket into mongorestore's
+        // standard input (with the slice appended to its oplog), never downloaded.
         let archive = inc.replay(
             &format!("archive-{i}"),
             bins,
@@ -233,11 +234,29 @@ fn backup_and_oplog_in_a_bucket_replay_with_mongod_as_from_local_files() {
             want,
             "{label}: archive"
         );
-        downloaded(
-            &archive,
-            &inc.url("backup-gzip.archive"),
-            "backup-gzip.archive",
-            "1 object)",
+        assert!(
+            !stderr(&archive.out).contains("downloading the backup"),
+            "{}",
+            show(&archive.out)
+        );
+        assert!(!archive.work.join("download").exists());
+        let report = archive.report();
+        let restore = step(&report, "restore_backup");
+        let cmd = restore["commands"][0].as_str().unwrap();
+        assert!(
+            cmd.contains(" --gzip ") && cmd.ends_with(" --archive"),
+            "{cmd}"
+        );
+        let plan = read_json(&archive.work.join("plan/plan.json"));
+        assert_eq!(
+            plan["restore"]["stream"]["backup"],
+            inc.url("backup-gzip.archive"),
+            "{}",
+            plan["restore"]
+        );
+        assert!(
+            !archive.work.join("plan/restore.archive").exists(),
+            "a copy of the archive was written"
         );
     }
 }

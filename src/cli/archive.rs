@@ -61,12 +61,19 @@ DIR may be a bucket prefix (s3://bucket/prefix, gs://, az://): complete chunks a
 uploaded, then recorded in manifest.json by conditional put; a second archiver on the \
 prefix exits 2 naming the first (docs/object-storage.md).
 
+Sharded cluster: --cluster FILE (a cluster.toml whose members have `uri`, as `pitr cluster \
+discover` writes it) runs one archiver per member side by side, each following the member's \
+own replica set into DIR/<member>/ (an ordinary archive: `pitr status --archive \
+DIR/<member>`). A signal stops them all; a fatal error of one stops the others. Passwords: \
+PITR_CLUSTER_PASSWORD (and PITR_CLUSTER_USER), never in the file.
+
 Exit codes: 0 stopped cleanly (or --once complete); 1 --once recorded a gap or set a \
 rolled-back history aside; 2 error.
 
 Examples:
   PITR_URI='mongodb://archiver@db1,db2,db3/?replicaSet=rs0&authSource=admin' pitr archive --dir /backup/oplog
   pitr archive --dir /backup/oplog --once
+  pitr archive --cluster cluster.toml --dir /backup/oplog
   pitr archive prune --dir /backup/oplog --keep 7d --backup /backup/nightly
   pitr status --archive /backup/oplog"
 )]
@@ -79,9 +86,13 @@ pub struct ArchiveArgs {
         env = "PITR_URI",
         hide_env_values = true,
         value_name = "URI",
-        required = true
+        required_unless_present = "cluster"
     )]
     pub uri: Option<String>,
+    /// A sharded cluster's cluster.toml (members with `uri`): one archive per member,
+    /// each followed from the member's own replica set, in DIR/<member>/
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<PathBuf>,
     /// The archive directory (created if missing; must be empty or an archive), or a
     /// bucket prefix (s3://, gs://, az://): see docs/object-storage.md
     #[arg(long, value_name = "DIR", required = true)]
@@ -154,14 +165,9 @@ pub fn run(a: ArchiveArgs) -> Result<u8, Failure> {
     }
 }
 
-fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
-    let (Some(uri), Some(dir)) = (a.uri.clone(), a.dir.clone()) else {
-        return Err(Failure::new(
-            "`pitr archive` needs --uri (or PITR_URI) and --dir",
-        ));
-    };
-    let dir = crate::storage::Location::of_path(&dir)?;
-    let req = ArchiveRequest {
+/// What `pitr archive` asks of every archiver: chunking, --once, retries.
+pub(crate) fn request(a: &ArchiveArgs, dir: crate::storage::Location) -> ArchiveRequest {
+    ArchiveRequest {
         dir,
         chunk_bytes: a.chunk_size,
         chunk_time: a.chunk_time,
@@ -178,7 +184,20 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
                 max_delay: Duration::from_secs(10),
             }
         },
+    }
+}
+
+fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
+    if let Some(file) = a.cluster.clone() {
+        return super::archive_cluster::run(&file, a);
+    }
+    let (Some(uri), Some(dir)) = (a.uri.clone(), a.dir.clone()) else {
+        return Err(Failure::new(
+            "`pitr archive` needs --uri (or PITR_URI) and --dir",
+        ));
     };
+    let dir = crate::storage::Location::of_path(&dir)?;
+    let req = request(&a, dir);
     let log_every = a.log_every;
     let outcome = live::block_on(async move {
         let cancel = Cancel::new();
@@ -214,7 +233,7 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
     )
 }
 
-fn render_outcome(o: &ArchiveOutcome, dir: &crate::storage::Location) {
+pub(crate) fn render_outcome(o: &ArchiveOutcome, dir: &crate::storage::Location) {
     println!(
         "archived {} ({} of BSON) into {} in {}",
         crate::table::counted(o.entries, "entry", "entries"),
@@ -263,7 +282,7 @@ pub(crate) fn coverage_line(m: &Manifest) -> String {
 }
 
 /// `2026-11-21T03:12:00Z ` for log lines (none on a terminal).
-fn stamp() -> String {
+pub(crate) fn stamp() -> String {
     if std::io::stderr().is_terminal() {
         String::new()
     } else {
@@ -276,8 +295,10 @@ fn stamp() -> String {
 
 /// Progress on stderr: a status line on a terminal, a log line every `every`
 /// otherwise; warnings and chunk completions as lines.
-struct CliObserver {
+pub(crate) struct CliObserver {
     bar: Option<ProgressBar>,
+    /// `member `shard0`: ` before every line when several archivers share stderr.
+    prefix: String,
     every: Duration,
     last_line: Instant,
     since_line: (u64, Instant),
@@ -287,6 +308,16 @@ struct CliObserver {
 }
 
 impl CliObserver {
+    /// One of several archivers sharing stderr: log lines only, each after `prefix`.
+    pub(crate) fn prefixed(every: Duration, prefix: String) -> CliObserver {
+        let mut o = CliObserver::new(every);
+        if let Some(b) = o.bar.take() {
+            b.finish_and_clear();
+        }
+        o.prefix = prefix;
+        o
+    }
+
     fn new(every: Duration) -> CliObserver {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -298,6 +329,7 @@ impl CliObserver {
         });
         CliObserver {
             bar,
+            prefix: String::new(),
             every,
             last_line: Instant::now(),
             since_line: (0, Instant::now()),
@@ -310,11 +342,11 @@ impl CliObserver {
     fn say(&self, line: &str) {
         match &self.bar {
             Some(b) => b.println(line),
-            None => eprintln!("{}{line}", stamp()),
+            None => eprintln!("{}{}{line}", stamp(), self.prefix),
         }
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         } else if self.latest.entries > 0 {
@@ -345,7 +377,7 @@ impl CliObserver {
             self.status(&self.latest, rate),
             lag_text(Some(self.max_lag))
         );
-        eprintln!("{}{line}", stamp());
+        eprintln!("{}{}{line}", stamp(), self.prefix);
         self.since_line = (self.latest.entries, Instant::now());
         self.last_line = Instant::now();
         self.max_lag = Duration::ZERO;

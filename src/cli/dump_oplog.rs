@@ -44,14 +44,33 @@ capped oplog overtakes the dump (CappedPositionLost), it stops and says where.
 
 Time values: T:I, T, epoch seconds, RFC 3339 with Z or an offset, oid:<hex>.
 
+Sharded cluster: --cluster FILE (a cluster.toml whose members have `uri`, as `pitr cluster \
+discover` writes it) dumps every member's oplog from its own replica set, all side by \
+side, into DIR/<member>/oplog.bson (each as above: temporary name, --resume, --since/--until \
+for all), then writes DIR/cluster.toml: the members' backups and uris as in FILE, each \
+member's oplog = [\"<member>/oplog.bson\"], ready for `plan --cluster`. With --resume, \
+members already complete are kept. Passwords: PITR_CLUSTER_PASSWORD (and PITR_CLUSTER_USER), \
+never in the file.
+
 Examples:
   pitr dump-oplog --uri 'mongodb://backup@db1,db2,db3/?replicaSet=rs0&authSource=admin' --out dump/
   PITR_URI='mongodb://...' pitr dump-oplog --out dump/ --since 1795741200:1 --gzip
-  pitr dump-oplog --out dump/ --resume")]
+  pitr dump-oplog --out dump/ --resume
+  pitr dump-oplog --cluster cluster.toml --out dump/")]
 pub struct DumpOplogArgs {
     /// MongoDB connection string of a replica set member (password inside it, never on its own)
-    #[arg(long, env = "PITR_URI", hide_env_values = true, value_name = "URI")]
-    pub uri: String,
+    #[arg(
+        long,
+        env = "PITR_URI",
+        hide_env_values = true,
+        value_name = "URI",
+        required_unless_present = "cluster"
+    )]
+    pub uri: Option<String>,
+    /// A sharded cluster's cluster.toml (members with `uri`): dump every member's oplog
+    /// from its own replica set into DIR/<member>/ and write DIR/cluster.toml
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<PathBuf>,
     /// Directory to write oplog.bson into (created if missing)
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -108,6 +127,13 @@ fn stage(url: crate::storage::Location, resume: bool) -> Result<(Staged, PathBuf
 }
 
 pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
+    if let Some(file) = a.cluster.clone() {
+        return super::dump_oplog_cluster::run(&file, a);
+    }
+    let Some(uri) = a.uri.clone() else {
+        return Err(Failure::new("no --uri given")
+            .with_hint("pass --uri mongodb://... (or set PITR_URI), or --cluster cluster.toml for a sharded cluster"));
+    };
     let (staged, out_dir) = match crate::storage::Location::of_path(&a.out)? {
         crate::storage::Location::Local(p) => (None, p),
         url => {
@@ -125,7 +151,6 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
     };
-    let uri = a.uri.clone();
     let result = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
         let mut obs = CliObserver::default();
@@ -210,27 +235,41 @@ fn interrupted(req: &DumpRequest) -> Failure {
 
 /// Progress and warnings of a dump on stderr.
 #[derive(Default)]
-struct CliObserver {
+pub(crate) struct CliObserver {
     bar: Option<TsProgress>,
+    /// One of several dumps sharing stderr: no bar, every line after this.
+    prefix: Option<String>,
 }
 
 impl CliObserver {
-    fn finish(&mut self) {
+    /// One of several dumps sharing stderr: no progress bar, each line after `prefix`.
+    pub(crate) fn prefixed(prefix: String) -> CliObserver {
+        CliObserver {
+            bar: None,
+            prefix: Some(prefix),
+        }
+    }
+
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish();
         }
     }
 
     fn say(&self, line: &str) {
-        match &self.bar {
-            Some(b) => b.println(line),
-            None => eprintln!("{line}"),
+        match (&self.bar, &self.prefix) {
+            (_, Some(p)) => eprintln!("{p}{line}"),
+            (Some(b), None) => b.println(line),
+            (None, None) => eprintln!("{line}"),
         }
     }
 }
 
 impl DumpObserver for CliObserver {
     fn planned(&mut self, plan: &DumpPlan) {
+        if self.prefix.is_some() {
+            return;
+        }
         self.bar = Some(TsProgress::new(plan.from, plan.end, true));
         if let Some(b) = &self.bar {
             b.set_prefix("dumping");
@@ -353,6 +392,12 @@ mod tests {
             ("pitr dump-oplog --uri mongodb://h/", false),
             ("pitr dump-oplog --uri mongodb://h/ --out d --since yesterday", false),
             ("pitr dump-oplog --uri mongodb://h/ --out d --batch-size 0", false),
+            ("pitr dump-oplog --cluster c.toml --out d --gzip --resume", true),
+            ("pitr dump-oplog --cluster c.toml", false),
+            ("pitr cluster discover --uri mongodb://h/", true),
+            ("pitr cluster discover --uri mongodb://h/ --out c.toml", true),
+            ("pitr cluster discover --uri mongodb://h/ --out", false),
+            ("pitr cluster", false),
             ("pitr status --uri mongodb://h/", true),
             ("pitr status --uri mongodb://h/ --min-window 90m --json", true),
             ("pitr status --uri mongodb://h/ --min-window soon", false),

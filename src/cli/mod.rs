@@ -8,10 +8,13 @@ use clap::{Parser, Subcommand};
 use crate::error::{exit, Failure};
 
 pub mod archive;
+mod archive_cluster;
 pub mod archive_status;
+pub mod cluster;
 pub mod cluster_restore;
 pub mod docs;
 pub mod dump_oplog;
+mod dump_oplog_cluster;
 pub mod find_drop;
 pub mod find_drop_cluster;
 pub mod local_only;
@@ -82,6 +85,9 @@ pub enum Command {
     DumpOplog(dump_oplog::DumpOplogArgs),
     /// Keep the oplog beyond its window: follow it into an archive directory (read-only)
     Archive(archive::ArchiveArgs),
+    /// Sharded clusters: read the members through a mongos (`cluster discover`)
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Show a time value in every form: t:i, epoch, RFC 3339 UTC, boundary ObjectId
     Ts(ts::TsArgs),
     /// Print a shell completion script (bash, zsh, fish, ...)
@@ -154,6 +160,7 @@ pub fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Status(a) => status::run(a),
         Command::DumpOplog(a) => dump_oplog::run(a),
         Command::Archive(a) => archive::run(a),
+        Command::Cluster(c) => cluster::run(c),
         Command::Ts(a) => ts::run(a),
         Command::Completions(a) => docs::completions(a),
         Command::Man(a) => docs::man(a),

@@ -177,6 +177,7 @@ impl PlanInputArgs {
             content: None,
             mongorestore_inputs: true,
             backup_in_spare: false,
+            stream_archive: false,
         }
     }
 }
@@ -593,6 +594,13 @@ fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
             "  in {}: the embedded engine applied it; the one-run restore files the steps below read \
              were not written (`pitr plan` writes them)",
             p.slice.oplog_file
+        )?;
+    } else if let (true, Some(st)) = (p.restore.combined, &p.restore.stream) {
+        writeln!(
+            out,
+            "  in {}: pitr streams the archive {} into mongorestore's standard input with this slice appended to its \
+             oplog, so the backup and the slice are restored in ONE run (no copy of the archive on disk)",
+            p.slice.oplog_file, st.backup
         )?;
     } else if p.restore.combined {
         writeln!(

@@ -544,8 +544,11 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
             }
             None => local_out,
         };
+        // An archive in a bucket is streamed to mongorestore as it is read (see
+        // `PlanRequest::stream_archive`); a directory backup is downloaded first.
         let download = match Location::of_path(a.plan.backup_path())? {
             Location::Local(_) => None,
+            url if streamed_archive(&url)? => None,
             url => Some(download::measure(&url, &work.root)?),
         };
         if !a.dry_run && !a.no_space_check {
@@ -567,8 +570,16 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
     }
 }
 
-/// `--backup URL`: downloaded into the work dir (mongorestore reads local files
-/// only), once the programs are known to be there, and the plan then reads the local
+/// Whether the backup at `url` is an archive (then streamed, not downloaded); the
+/// backup is checked as every read of it is.
+fn streamed_archive(url: &Location) -> Result<bool, Failure> {
+    let b = crate::backup::open(&url.display_path())?;
+    Ok(b.layout == crate::backup::Layout::Archive)
+}
+
+/// Marks an archive backup for streaming (see `PlanRequest::stream_archive`), and
+/// a directory backup given as a URL: downloaded into the work dir (mongorestore
+/// restores a directory from local files only), once the programs are known to be there, and the plan then reads the local
 /// copy. A dry run and a run missing a program (which fails next, saying so) download
 /// nothing: the plan reads the backup in place and writes no one-run inputs for
 /// mongorestore (as `pitr plan` with a backup in a bucket).
@@ -578,6 +589,9 @@ fn fetch_backup(
     dry_run: bool,
     req: &mut plan::PlanRequest,
 ) -> Result<(), Failure> {
+    // An archive backup, local or in a bucket, goes to mongorestore's standard
+    // input: never downloaded, no copy of it on disk.
+    req.stream_archive = true;
     let Some(d) = d else { return Ok(()) };
     req.mongorestore_inputs = false;
     if dry_run {

@@ -33,6 +33,12 @@ pub enum ClusterError {
         first: String,
         second: String,
     },
+    #[error("`{}`: {key} has no `backup`", path.display())]
+    NoBackup { path: PathBuf, key: String },
+    #[error("`{}`: {key} has no `uri`: the live commands read each member's own replica set", path.display())]
+    NoUri { path: PathBuf, key: String },
+    #[error("`{}`: {key}.uri holds a password", path.display())]
+    PasswordInUri { path: PathBuf, key: String },
     #[error("`{}`: {key}.oplog is empty", path.display())]
     NoOplog { path: PathBuf, key: String },
     #[error("`{}`: {key} is an empty path", path.display())]
@@ -82,6 +88,19 @@ impl Hint for ClusterError {
                 "give each [[shard]] an `id` equal to its config.shards._id (`config` is the config server's)".into()
             }
             ClusterError::DuplicateId { .. } => "each shard appears once; remove or rename one of them".into(),
+            ClusterError::NoBackup { key, .. } => format!(
+                "add `backup = \"...\"` to {key}: a mongodump --oplog of that member's replica set (a file written by \
+                 `pitr cluster discover` names the members' servers only; `pitr dump-oplog --cluster` adds their oplogs)"
+            ),
+            ClusterError::NoUri { key, .. } => format!(
+                "add `uri = \"mongodb://HOST:PORT,.../?replicaSet=SET\"` to {key} (without a password), or let \
+                 `pitr cluster discover --uri mongodb://MONGOS` write the file"
+            ),
+            ClusterError::PasswordInUri { .. } => {
+                "keep passwords out of the file: remove it from the uri (keep the user if you like) and set \
+                 PITR_CLUSTER_PASSWORD in the environment (and PITR_CLUSTER_USER for members whose uri names no user)"
+                    .into()
+            }
             ClusterError::NoOplog { .. } => {
                 "list at least one oplog source of that member (a dump of local.oplog.rs, a pitr archive directory)".into()
             }

@@ -99,6 +99,7 @@ pub fn member_plan(
         }),
         mongorestore_inputs: false,
         backup_in_spare: false,
+        stream_archive: false,
     };
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;
@@ -205,16 +206,21 @@ impl crate::error::Hint for MergeError {
     }
 }
 
+/// The cluster's users, roles and authorization schema (see [`Merge::add_auth`]).
+const AUTH_NS: [&str; 3] = ["admin.system.users", "admin.system.roles", AUTH_VERSION_NS];
+const AUTH_VERSION_NS: &str = "admin.system.version";
+
 /// Databases that are each replica set's own, never the cluster's user data.
 fn skipped_db(db: &str) -> bool {
     matches!(db, "admin" | "config" | "local")
 }
 
 impl Merge {
-    /// Starts from the config server's state at the limit.
+    /// Starts from the config server's state at the limit: its routing table, and
+    /// the cluster's users and roles ([`Merge::add_auth`]).
     pub fn new(config: &Replica) -> Result<Merge, MergeError> {
         let routing = Routing::from_config(config)?;
-        Ok(Merge {
+        let mut m = Merge {
             routing,
             replica: Replica::new(ReplicaOptions {
                 content: Content::Documents,
@@ -222,7 +228,47 @@ impl Merge {
             }),
             counts: Vec::new(),
             seeded: 0,
-        })
+        };
+        m.add_auth(config)?;
+        Ok(m)
+    }
+
+    /// The cluster's users and roles: in a sharded cluster they live in the config
+    /// server's `admin` database (mongos reads and writes them there:
+    /// `src/mongo/db/auth/authz_manager_external_state_s.cpp`; a shard's own
+    /// `admin.system.users` holds only that shard's local maintenance users, left
+    /// out). The merged dump takes `admin.system.users` and `admin.system.roles` from
+    /// the config server's state at the limit, with `admin.system.version` (the
+    /// authorization schema mongorestore checks before restoring users,
+    /// mongo-tools `mongorestore/metadata.go`) when either is there, so that
+    /// `mongorestore` through mongos restores them as from a mongodump of the cluster.
+    fn add_auth(&mut self, config: &Replica) -> Result<(), MergeError> {
+        let present: Vec<String> = config
+            .namespaces()
+            .into_iter()
+            .map(|(ns, _)| ns.to_string())
+            .filter(|ns| AUTH_NS.contains(&ns.as_str()) && config.count(ns) > 0)
+            .collect();
+        if !present.iter().any(|ns| ns != AUTH_VERSION_NS) {
+            return Ok(());
+        }
+        for ns in &present {
+            if let Some((_, info)) = config
+                .namespaces()
+                .into_iter()
+                .find(|(n, _)| *n == ns.as_str())
+            {
+                let mut c = info.clone();
+                self.replica.seed_namespace(ns, |slot| {
+                    c.slot = slot;
+                    c.no_id.clear();
+                    c
+                });
+            }
+            self.count(ns, false);
+            self.take("config", ns, config, None, true)?;
+        }
+        Ok(())
     }
 
     fn count(&mut self, ns: &str, sharded: bool) -> &mut NsCount {

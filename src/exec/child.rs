@@ -54,7 +54,12 @@ pub struct Command {
     timeout: Option<Duration>,
     grace: Duration,
     tail_lines: usize,
+    stdin: Option<StdinFeed>,
 }
+
+/// What a child reads on its standard input: written by pitr on a thread of its own
+/// while the child runs (a blocking writer: the pipe's end, closed when it returns).
+pub type StdinFeed = Box<dyn FnOnce(&mut dyn io::Write) -> io::Result<()> + Send>;
 
 impl Command {
     /// `program` should be a resolved path (see [`super::binaries`]); a bare name is
@@ -71,7 +76,18 @@ impl Command {
             timeout: None,
             grace: DEFAULT_GRACE,
             tail_lines: TAIL_LINES,
+            stdin: None,
         }
+    }
+
+    /// Feeds the child's standard input with what `feed` writes (else it is null).
+    /// The child succeeds only if the feed did too: a child that read a cut input to
+    /// its end could otherwise report success on half of it. A feed cut short because
+    /// the child stopped reading (a broken pipe after it failed or was stopped) is the
+    /// child's outcome, not the feed's.
+    pub fn stdin_from(mut self, feed: StdinFeed) -> Command {
+        self.stdin = Some(feed);
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<OsString>) -> Command {
@@ -170,7 +186,11 @@ impl Command {
 
         let mut cmd = tokio::process::Command::new(&self.program);
         cmd.args(&self.args)
-            .stdin(Stdio::null())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             // Its own group: the terminal's Ctrl-C reaches pitr only, which then stops
             // children in order; and one signal reaches everything the child started.
             .process_group(0)
@@ -212,6 +232,10 @@ impl Command {
         })?;
         let started = Instant::now();
         let pid = child.id().expect("a child that was just spawned has a pid");
+        let feeder = match (self.stdin, child.stdin.take()) {
+            (Some(feed), Some(pipe)) => Some(feed_stdin(feed, pipe, &command)?),
+            _ => None,
+        };
 
         let stdout_tail = Arc::new(Mutex::new(Tail::new(self.tail_lines)));
         let stderr_tail = Arc::new(Mutex::new(Tail::new(self.tail_lines)));
@@ -255,6 +279,7 @@ impl Command {
             tail_lines: self.tail_lines,
             reaped: false,
             detached: false,
+            feeder,
         })
     }
 
@@ -283,6 +308,9 @@ pub enum Outcome {
     Cancelled,
     /// Waiting for it failed; it was killed to be sure.
     Lost { error: String },
+    /// It exited 0, but what pitr fed its standard input failed on pitr's side, so
+    /// it read less than it should have.
+    InputFailed { error: String },
 }
 
 impl Outcome {
@@ -333,6 +361,10 @@ impl std::fmt::Display for Outcome {
             }
             Outcome::Cancelled => write!(f, "was interrupted"),
             Outcome::Lost { error } => write!(f, "could not be waited for ({error})"),
+            Outcome::InputFailed { error } => write!(
+                f,
+                "exited 0 but did not get all its input: feeding its standard input failed ({error})"
+            ),
         }
     }
 }
@@ -499,6 +531,9 @@ impl Hint for ChildError {
                         "if it was making progress, give the step more time; otherwise its output shows where it stalled{log}"
                     )),
                     Outcome::Lost { .. } => Some(format!("this is unexpected; please report it{log}")),
+                    Outcome::InputFailed { .. } => Some(format!(
+                        "what it restored is incomplete: the error above says why pitr could not give it all of its input (read the source again, or check its storage){log}"
+                    )),
                     Outcome::Success | Outcome::Cancelled => None,
                 }
             }
@@ -524,6 +559,34 @@ pub struct Running {
     tail_lines: usize,
     reaped: bool,
     detached: bool,
+    /// The thread writing its standard input ([`Command::stdin_from`]).
+    feeder: Option<std::thread::JoinHandle<io::Result<()>>>,
+}
+
+/// Starts the thread that writes `feed` into the child's stdin pipe (as a blocking
+/// file: the feed reads files and object storage synchronously).
+fn feed_stdin(
+    feed: StdinFeed,
+    pipe: tokio::process::ChildStdin,
+    command: &str,
+) -> Result<std::thread::JoinHandle<io::Result<()>>, ChildError> {
+    let fd = pipe.into_owned_fd().map_err(|source| ChildError::Spawn {
+        command: command.to_string(),
+        program: PathBuf::from(command),
+        source,
+    })?;
+    std::thread::Builder::new()
+        .name("pitr-stdin".into())
+        .spawn(move || {
+            let mut w = io::BufWriter::with_capacity(1 << 20, std::fs::File::from(fd));
+            feed(&mut w)?;
+            w.flush()
+        })
+        .map_err(|source| ChildError::Spawn {
+            command: command.to_string(),
+            program: PathBuf::from(command),
+            source,
+        })
 }
 
 /// Why we are stopping a child that is still running.
@@ -683,7 +746,7 @@ impl Running {
             }
         }
         let status = r.as_ref().ok().copied();
-        let outcome = match (why, r) {
+        let mut outcome = match (why, r) {
             (Some(StopReason::Timeout), _) => Outcome::TimedOut {
                 after: self.timeout.unwrap_or_default(),
             },
@@ -693,6 +756,22 @@ impl Running {
                 error: e.to_string(),
             },
         };
+        // The child is gone, so its end of the pipe is closed: the feed ends soon (a
+        // write fails with a broken pipe), unless it is blocked reading its source;
+        // it is joined only when the child succeeded, to vouch for the input.
+        if let Some(f) = self.feeder.take() {
+            if outcome.is_success() {
+                let fed = tokio::task::spawn_blocking(move || f.join()).await;
+                let failed = match fed {
+                    Ok(Ok(Ok(()))) => None,
+                    Ok(Ok(Err(e))) => Some(e.to_string()),
+                    Ok(Err(_)) | Err(_) => Some("the thread feeding it panicked".into()),
+                };
+                if let Some(error) = failed {
+                    outcome = Outcome::InputFailed { error };
+                }
+            }
+        }
         let duration = self.started.elapsed();
         // Before the footer goes in: the tail is the child's output, not ours.
         let stderr_tail = self.stderr_tail();

@@ -6,7 +6,8 @@
 //! - The read preference comes from the URI; without one it is `secondaryPreferred`,
 //!   to keep the dump's load off the primary.
 //! - The topology is checked before anything is read: a `mongos` is refused
-//!   (per-shard restore is not supported yet), and so is a standalone without an oplog.
+//!   (its members are read one by one: `pitr cluster discover`, `--cluster`), and so
+//!   is a standalone without an oplog.
 
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ pub const REDACTED: &str = "<redacted>";
 pub const DEFAULT_SERVER_SELECTION: Duration = Duration::from_secs(15);
 
 /// Query options whose value is secret (compared case-insensitively).
-fn is_secret_option(key: &str) -> bool {
+pub(crate) fn is_secret_option(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
     k.contains("password")
         || k.contains("secret")

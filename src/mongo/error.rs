@@ -184,8 +184,33 @@ pub enum MongoError {
         source: DriverError,
     },
 
-    #[error("`{target}` is a mongos (sharded cluster): per-shard point-in-time recovery is not supported yet")]
+    #[error("`{target}` is a mongos (sharded cluster): pitr reads the oplog of each member's own replica set, not the router's")]
     Mongos { target: String },
+
+    #[error("`{target}` is {what}, not a mongos: `pitr cluster discover` reads a sharded cluster's members through its router")]
+    NotMongos { target: String, what: String },
+
+    #[error("`{target}` is {found}, but the cluster file names it as {expected}")]
+    WrongRole {
+        target: String,
+        expected: String,
+        found: String,
+    },
+
+    #[error("not authorized to {action} on the mongos `{target}`")]
+    DiscoveryUnauthorized {
+        target: String,
+        action: String,
+        #[source]
+        source: DriverError,
+    },
+
+    #[error("the mongos `{target}` answered `{command}` with {what}")]
+    Discovery {
+        target: String,
+        command: String,
+        what: String,
+    },
 
     #[error(
         "`{target}` is a standalone mongod without an oplog (`local.oplog.rs` is missing or empty)"
@@ -294,10 +319,30 @@ impl Hint for MongoError {
             MongoError::Unauthorized { .. } => format!(
                 "pitr needs only `find` on `local.oplog.rs`; create a role for it and grant it to the user: {MINIMAL_ROLE}"
             ),
-            MongoError::Mongos { .. } => {
-                "connect to each shard's replica set directly (its members, with `?replicaSet=<shard set>`) and dump \
-                 and restore shard by shard; a consistent cluster-wide restore needs a cluster backup tool \
-                 (Percona Backup for MongoDB, Ops Manager / Atlas backups)"
+            MongoError::Mongos { target } => format!(
+                "for a sharded cluster, `pitr cluster discover --uri '{target}' --out cluster.toml` writes its members \
+                 (the config server's and each shard's replica set), then `pitr dump-oplog --cluster cluster.toml --out DIR` \
+                 dumps each one's oplog; restore with `pitr replay --cluster` (docs/sharded.md)"
+            ),
+            MongoError::NotMongos { .. } => {
+                "give the URI of a mongos (the router the applications connect to); for a single replica set, use \
+                 `pitr dump-oplog --uri` and the other commands without --cluster"
+                    .into()
+            }
+            MongoError::WrongRole { .. } => {
+                "check the members' `uri` in the cluster file (`pitr cluster discover --uri mongodb://MONGOS` writes \
+                 them): the config server's replica set goes in [config], each shard's in its [[shard]]"
+                    .into()
+            }
+            MongoError::DiscoveryUnauthorized { .. } => {
+                "`pitr cluster discover` reads `config.shards` and runs `serverStatus` through the mongos: grant the \
+                 user the `clusterMonitor` role (src/mongo/db/auth/builtin_roles.cpp: serverStatus, and find on the \
+                 config database), or write cluster.toml by hand (docs/sharded.md)"
+                    .into()
+            }
+            MongoError::Discovery { .. } => {
+                "pitr reads `config.shards` and `serverStatus.sharding` through the mongos; the user needs the \
+                 `clusterMonitor` role (src/mongo/db/auth/builtin_roles.cpp: serverStatus, and find on the config database)"
                     .into()
             }
             MongoError::NoOplog { .. } => {

@@ -13,11 +13,14 @@
 //!   [`dump_file`]: the file itself (plain or gzip members) and reading a partial one back.
 //! - [`status`]: version, topology, oplog window and size.
 //! - [`archiver`]: `pitr archive`, following the oplog into an oplog archive.
+//! - [`cluster`]: `pitr cluster discover`, a sharded cluster's members read through
+//!   its mongos, and each member's own connection string.
 //!
 //! The code here is async; the CLI starts a Tokio runtime for the commands that
 //! need one ([`block_on`]).
 
 pub mod archiver;
+pub mod cluster;
 pub mod connect;
 pub mod dump;
 pub mod dump_file;

@@ -11,6 +11,8 @@
 //!   without it), `ping`, `buildInfo`,
 //!   `replSetGetStatus`, `collStats` of `local.oplog.rs`, `getParameter
 //!   minSnapshotHistoryWindowInSeconds`, `listDatabases`;
+//! - for `pitr cluster discover`, through a mongos: `serverStatus` (its `sharding`
+//!   section names the config server's replica set) and `find` on `config.shards`;
 //! - for `pitr rehearse`: the catalog as it is now (`listCollections`,
 //!   `listIndexes`), and user collections read as of a cluster time through a
 //!   [`SnapshotReader`] (`find` and `aggregate` with `readConcern: {level:
@@ -55,6 +57,10 @@ pub enum ReadCommand {
     /// The databases, by name (`listDatabases {nameOnly: true}`). Needs
     /// `listDatabases`, or lists only the databases the user may read.
     ListDatabases,
+    /// The server's status; on a mongos its `sharding.configsvrConnectionString`
+    /// names the config server's replica set (server `src/mongo/s/s_sharding_server_status.cpp`).
+    /// Needs `serverStatus` (clusterMonitor).
+    ServerStatus,
 }
 
 impl ReadCommand {
@@ -74,6 +80,7 @@ impl ReadCommand {
                 "admin",
                 doc! {"listDatabases": 1, "nameOnly": true, "authorizedDatabases": true},
             ),
+            ReadCommand::ServerStatus => ("admin", doc! {"serverStatus": 1}),
         }
     }
 
@@ -87,6 +94,7 @@ impl ReadCommand {
             ReadCommand::OplogCollStats => "collStats",
             ReadCommand::SnapshotWindow => "getParameter",
             ReadCommand::ListDatabases => "listDatabases",
+            ReadCommand::ServerStatus => "serverStatus",
         }
     }
 }
@@ -241,6 +249,16 @@ impl ReadOnlyClient {
             .selection_criteria(self.criteria.clone())
             .await
             .map_err(|e| self.target.driver_error(&e))
+    }
+
+    /// Every document of `config.shards` (through a mongos: the config server's
+    /// list of shards, `{_id, host: "set/h1:p1,h2:p2", ...}`), in `_id` order.
+    pub async fn config_shards(&self) -> Result<Vec<Document>, DriverError> {
+        self.all_of(
+            "config",
+            doc! {"find": "shards", "filter": {}, "sort": {"_id": 1}},
+        )
+        .await
     }
 
     /// Runs a cursor command to its end and returns every document.

@@ -76,6 +76,11 @@ pub struct PlanRequest {
     /// 23; `backup` is then the mongodump taken of it): the slice is replayed alone,
     /// never in one run with a restore of the backup.
     pub backup_in_spare: bool,
+    /// An archive backup is given to mongorestore on its standard input, streamed
+    /// by pitr at run time (with the slice appended to its oplog for one run),
+    /// instead of `OUT/restore.archive`, a copy of the whole backup on disk (`pitr
+    /// replay --engine mongod`; `pitr plan` writes the file for runs by hand).
+    pub stream_archive: bool,
 }
 
 /// How the plan builds the replica with whole documents.
@@ -481,6 +486,8 @@ struct Layout {
     mongorestore_inputs: bool,
     /// See [`PlanRequest::backup_in_spare`].
     backup_in_spare: bool,
+    /// See [`PlanRequest::stream_archive`]: an archive backup streamed to stdin.
+    stream: bool,
 }
 
 impl Layout {
@@ -506,6 +513,7 @@ impl Layout {
             one_run_written: false,
             mongorestore_inputs: req.mongorestore_inputs,
             backup_in_spare: req.backup_in_spare,
+            stream: req.stream_archive && is_archive,
         }
     }
 
@@ -519,7 +527,9 @@ impl Layout {
     ) -> Result<Layout, PlanError> {
         self.replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
         self.one_run = self.replays_slice && self.restore_all && !self.backup_in_spare;
-        self.one_run_written = self.one_run && self.mongorestore_inputs;
+        // A streamed archive's one run is made at run time from the backup and the
+        // slice (`OUT/oplog.bson`): nothing more is written.
+        self.one_run_written = self.one_run && self.mongorestore_inputs && !self.stream;
         if !self.one_run && slice.prefix_bytes > 0 {
             slice
                 .file
@@ -755,7 +765,7 @@ fn restore_spec(
         }
     };
     RestoreSpec {
-        backup_dir: if layout.one_run {
+        backup_dir: if layout.one_run && !layout.stream {
             Path::new(&out_dir)
                 .join(if layout.is_archive {
                     RESTORE_ARCHIVE
@@ -780,6 +790,12 @@ fn restore_spec(
         dump_namespaces: dump_namespaces(filter, expected, &point.known_ns),
         inputs_written: req.mongorestore_inputs,
         backup_in_spare: req.backup_in_spare,
+        stream: layout.stream.then(|| steps::StreamSpec {
+            backup: absolute(&req.backup),
+            slice: layout
+                .one_run
+                .then(|| Path::new(&out_dir).join("oplog.bson").display().to_string()),
+        }),
     }
 }
 

@@ -151,12 +151,6 @@ fn set_readable(dir: &Path) -> io::Result<()> {
 /// Streams the archive at `backup` into `OUT/restore.archive` (temporary name), the
 /// slice appended to its oplog.
 pub fn write_archive(out: &Path, backup: &Path, slice: &Path) -> Result<Written, PlanError> {
-    use crate::archive::{
-        self, ArchiveWriter, CollectionMetadata, Event, Namespace, WriterOptions,
-    };
-    let read_err = |e: archive::ArchiveError| {
-        PlanError::Backup(crate::backup::BackupError::Archive(Box::new(e)))
-    };
     let tmp = tempfile::Builder::new()
         .prefix(".pitr-restore-")
         .suffix(".archive.tmp")
@@ -166,43 +160,75 @@ pub fn write_archive(out: &Path, backup: &Path, slice: &Path) -> Result<Written,
             source,
         })?;
     let dest = tmp.path().to_path_buf();
-    let werr = |e: archive::WriteError| PlanError::Write {
+    let werr = |source| PlanError::Write {
         path: dest.clone(),
+        source,
+    };
+    let file = tmp.reopen().map_err(werr)?;
+    let mut buf = BufWriter::with_capacity(1 << 20, file);
+    stream_archive(
+        &backup.to_string_lossy(),
+        Some(slice),
+        &mut buf,
+        &dest.display().to_string(),
+    )?;
+    buf.flush().map_err(werr)?;
+    buf.get_ref().sync_all().map_err(werr)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&dest, fs::Permissions::from_mode(0o644)).map_err(werr)?;
+    }
+    Ok(Written::Archive(tmp))
+}
+
+/// The archive `backup` (a path or a URL, read as `archive::open` reads it)
+/// re-encoded into `out` as it is read: header, prelude and every namespace
+/// unchanged, gzip-compressed when the backup is, with the entries of `slice` (when
+/// given) appended to its oplog namespace (which mongodump and mongorestore keep
+/// last), or an oplog namespace added at the end for them. What `OUT/restore.archive`
+/// holds, and what `pitr replay --engine mongod` feeds mongorestore's standard
+/// input instead of writing that file. `dest` names `out` in errors.
+pub fn stream_archive(
+    backup: &str,
+    slice: Option<&Path>,
+    out: &mut dyn Write,
+    dest: &str,
+) -> Result<(), PlanError> {
+    use crate::archive::{
+        self, ArchiveWriter, CollectionMetadata, Event, Namespace, WriterOptions,
+    };
+    let read_err = |e: archive::ArchiveError| {
+        PlanError::Backup(crate::backup::BackupError::Archive(Box::new(e)))
+    };
+    let werr = |e: archive::WriteError| PlanError::Write {
+        path: PathBuf::from(dest),
         source: io::Error::other(e.to_string()),
     };
-    let mut r = archive::open(&backup.to_string_lossy(), archive::ReadOptions::default())
-        .map_err(read_err)?;
+    let mut r = archive::open(backup, archive::ReadOptions::default()).map_err(read_err)?;
     let header = r.header().clone();
     let mut prelude = r.prelude().to_vec();
     let oplog = Namespace::oplog();
     let had_oplog = prelude
         .iter()
         .any(|m| Namespace::new(m.db.clone(), m.collection.clone()).is_oplog());
-    if !had_oplog {
+    if !had_oplog && slice.is_some() {
         prelude.push(CollectionMetadata::oplog());
     }
-    let file = tmp.reopen().map_err(|source| PlanError::Write {
-        path: dest.clone(),
-        source,
-    })?;
-    let mut w = ArchiveWriter::new(
-        BufWriter::with_capacity(1 << 20, file),
-        &header,
-        &prelude,
-        WriterOptions { gzip: r.is_gzip() },
-    )
-    .map_err(werr)?;
-    let append_slice = |w: &mut ArchiveWriter<BufWriter<File>>| -> Result<(), PlanError> {
-        let mut s = crate::oplog::OplogReader::new(
-            slice.display().to_string(),
-            File::open(slice).map_err(|source| PlanError::Io {
-                path: slice.to_path_buf(),
-                source,
-            })?,
-            crate::oplog::ReadOptions::default(),
-        );
-        while let Some((doc, _, _)) = s.next_bytes()? {
-            w.write_document(&oplog, doc).map_err(werr)?;
+    let mut w = ArchiveWriter::new(out, &header, &prelude, WriterOptions { gzip: r.is_gzip() })
+        .map_err(werr)?;
+    let append_slice = |w: &mut ArchiveWriter<&mut dyn Write>| -> Result<(), PlanError> {
+        if let Some(slice) = slice {
+            let mut s = crate::oplog::OplogReader::new(
+                slice.display().to_string(),
+                File::open(slice).map_err(|source| PlanError::Io {
+                    path: slice.to_path_buf(),
+                    source,
+                })?,
+                crate::oplog::ReadOptions::default(),
+            );
+            while let Some((doc, _, _)) = s.next_bytes()? {
+                w.write_document(&oplog, doc).map_err(werr)?;
+            }
         }
         w.end_namespace(&oplog).map_err(werr)
     };
@@ -213,30 +239,14 @@ pub fn write_archive(out: &Path, backup: &Path, slice: &Path) -> Result<Written,
             Event::End(e) => w.end_namespace(e.namespace).map_err(werr)?,
         }
     }
-    if !had_oplog {
+    if !had_oplog && slice.is_some() {
         append_slice(&mut w)?;
     }
-    let mut buf = w.finish().map_err(werr)?;
-    buf.flush().map_err(|source| PlanError::Write {
-        path: dest.clone(),
+    let out = w.finish().map_err(werr)?;
+    out.flush().map_err(|source| PlanError::Write {
+        path: PathBuf::from(dest),
         source,
-    })?;
-    buf.get_ref()
-        .sync_all()
-        .map_err(|source| PlanError::Write {
-            path: dest.clone(),
-            source,
-        })?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&dest, fs::Permissions::from_mode(0o644)).map_err(|source| {
-            PlanError::Write {
-                path: dest.clone(),
-                source,
-            }
-        })?;
-    }
-    Ok(Written::Archive(tmp))
+    })
 }
 
 /// Moves what was written into place (`OUT/restore/` or `OUT/restore.archive`),

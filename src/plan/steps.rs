@@ -65,6 +65,20 @@ pub struct RestoreSpec {
     /// alone; `pitr plan` writes them.
     #[serde(default = "written_by_default")]
     pub inputs_written: bool,
+    /// The archive backup is fed to mongorestore's standard input by pitr (`--archive`
+    /// without a file), not read from a file: see [`StreamSpec`].
+    #[serde(default)]
+    pub stream: Option<StreamSpec>,
+}
+
+/// What pitr streams into the restore step's `mongorestore --archive` (standard
+/// input): the archive `backup` (a path or a URL) re-encoded as it is read, with the
+/// slice file appended to its oplog namespace when `slice` is set (the one run:
+/// what `OUT/restore.archive` would hold, never written to disk).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamSpec {
+    pub backup: String,
+    pub slice: Option<String>,
 }
 
 fn written_by_default() -> bool {
@@ -175,7 +189,12 @@ pub fn restore_backup_argv(r: &RestoreSpec, v: &CommandValues) -> Vec<String> {
         a.push(s("--nsInclude"));
         a.push(ns.clone());
     }
-    if r.archive {
+    if r.stream.is_some() {
+        // `--archive` without a value: the archive on standard input (mongo-tools
+        // `mongorestore/options.go`: `Archive string` with `optional:"true"
+        // optional-value:"-"`), fed by pitr.
+        a.push(s("--archive"));
+    } else if r.archive {
         // mongorestore reads the whole archive, its oplog included, from --archive.
         a.push(format!("--archive={}", r.backup_dir));
     } else {
@@ -266,7 +285,22 @@ pub fn steps(r: &RestoreSpec, v: &CommandValues) -> Vec<Step> {
             v.dbpath
         )),
     );
+    let streamed = r.stream.as_ref().map(|st| match &st.slice {
+        Some(slice) => format!(
+            "Standard input: pitr streams the archive {} with the slice {slice} appended to its oplog (no copy on disk). \
+             By hand, `pitr plan` writes that archive as OUT/restore.archive: give it with --archive=FILE. ",
+            st.backup
+        ),
+        None => format!(
+            "Standard input: pitr streams the archive {} (no copy on disk). By hand: --archive=FILE. ",
+            st.backup
+        ),
+    });
     let restore_note = match (r.backup_oplog_replay, r.backup_oplog_limit) {
+        (true, Some(l)) if r.combined && r.stream.is_some() => Some(format!(
+            "One run: the backup's own oplog followed by the slice; --oplogLimit {l} is exclusive: \
+             the entry at {l} and everything after it are not applied."
+        )),
         (true, Some(l)) if r.combined => Some(format!(
             "One run: {} links the backup's database directories and holds its own oplog followed by the slice; \
              --oplogLimit {l} is exclusive: the entry at {l} and everything after it are not applied.",
@@ -286,7 +320,11 @@ pub fn steps(r: &RestoreSpec, v: &CommandValues) -> Vec<Step> {
             "Restore the backup"
         },
         vec![restore_backup_argv(r, v)],
-        restore_note,
+        match (streamed, restore_note) {
+            (Some(s), Some(n)) => Some(format!("{s}{n}")),
+            (Some(s), None) => Some(s.trim_end().to_string()),
+            (None, n) => n,
+        },
     );
     if let Some(a) = replay_slice_argv(r, v) {
         add(
@@ -354,6 +392,7 @@ mod tests {
             dump_namespaces: vec![],
             inputs_written: true,
             backup_in_spare: false,
+            stream: None,
         }
     }
 

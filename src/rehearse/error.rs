@@ -158,8 +158,9 @@ fn ns_nothing_message(globs: &[String], in_production: &[String]) -> String {
 impl Hint for RehearseError {
     fn hint(&self) -> Option<String> {
         Some(match self {
-            RehearseError::Mongos { .. } => "rehearse each shard's replica set on its own (`--uri` naming the shard's members); \
-                a rehearsal of the whole cluster at one cluster time comes with sharded-cluster support".into(),
+            RehearseError::Mongos { .. } => "rehearse each shard's replica set on its own (`--uri` naming the shard's members: \
+                `pitr cluster discover --uri MONGOS` lists them with their URIs); a rehearsal of the whole cluster at one \
+                cluster time is not there yet".into(),
             RehearseError::Standalone { .. } => "point --uri at a replica set member (a secondary is best: secondaryPreferred is the default)".into(),
             RehearseError::TooOld { .. } => "upgrade to MongoDB 5.0 or later; meanwhile `pitr replay --engine mongod` restores \
                 the chain onto a spare mongod and `pitr verify` checks it".into(),

@@ -581,6 +581,7 @@ fn with_client(
         }),
         mongorestore_inputs: false,
         backup_in_spare: false,
+        stream_archive: false,
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
         Ok(x) => x,

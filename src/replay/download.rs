@@ -1,15 +1,10 @@
-//! `replay --engine mongod --backup s3://...`: mongorestore reads local files only,
-//! so the backup is downloaded into the work dir before the spare starts, and the
-//! replay then runs exactly as from a local backup. The oplog is not downloaded: the
-//! plan reads it in place and writes the slice (all mongorestore reads of it) into
-//! the work dir, as for a local oplog.
-//!
-//! Why a download and not mongorestore's standard input: the plan gives mongorestore
-//! one run over `restore/` (links to the backup's files beside an `oplog.bson` that
-//! holds the backup's own entries then the slice) or `restore.archive` (the archive
-//! with the slice appended to its oplog), and with `--ns` or a restore point inside
-//! the backup's own oplog, the backup itself; a directory cannot be streamed, and an
-//! archive read from stdin would need the plan's archive copy to be streamed too.
+//! `replay --engine mongod --backup s3://...` with a directory backup: mongorestore
+//! restores a directory from local files only, so the backup is downloaded into the
+//! work dir before the spare starts, and the replay then runs exactly as from a local
+//! backup. The oplog is not downloaded: the plan reads it in place and writes the
+//! slice (all mongorestore reads of it) into the work dir, as for a local oplog. An
+//! archive backup is never downloaded: the restore step streams it into
+//! mongorestore's standard input (`plan::steps::StreamSpec`).
 //!
 //! The backup is checked first as any read of it is (a `pitr replay --out` upload
 //! still in progress or cut, or objects that do not match its manifest, are refused),

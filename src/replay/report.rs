@@ -305,6 +305,7 @@ mod tests {
                 content: None,
                 mongorestore_inputs: true,
                 backup_in_spare: false,
+                stream_archive: false,
             },
             &Quiet,
         )

@@ -443,6 +443,11 @@ impl Runner<'_> {
             if let Some(t) = self.s.step_timeout {
                 cmd = cmd.timeout(t);
             }
+            if kind == StepKind::RestoreBackup {
+                if let Some(st) = self.plan.restore.stream.clone() {
+                    cmd = cmd.stdin_from(stdin_feed(st));
+                }
+            }
             self.ex.steps[i].commands.push(cmd.command_line());
             let name = Path::new(program)
                 .file_name()
@@ -745,4 +750,16 @@ fn tree_size(dir: &Path) -> (u64, u64) {
         }
     }
     (files, bytes)
+}
+
+/// The restore step's standard input for a streamed archive backup
+/// ([`steps::StreamSpec`]): the archive re-encoded as it is read, the slice appended
+/// for one run. Its errors end the feed, which fails the step
+/// ([`crate::exec::child::Outcome::InputFailed`]).
+fn stdin_feed(st: steps::StreamSpec) -> crate::exec::child::StdinFeed {
+    Box::new(move |w| {
+        let slice = st.slice.as_deref().map(Path::new);
+        crate::plan::onerun::stream_archive(&st.backup, slice, w, "mongorestore's standard input")
+            .map_err(|e| std::io::Error::other(format!("streaming the archive {}: {e}", st.backup)))
+    })
 }

@@ -196,6 +196,9 @@ pub fn dispatch(
     };
     // An oplog that keeps being written: whatever is due by now goes in first.
     super::oplog_writer::tick(st);
+    if let Some(e) = st.cluster.as_ref().and_then(|c| c.refusal(db, &name)) {
+        return Outcome::Reply(e.to_doc());
+    }
     if st.mode == Mode::Auth && !allowed_without_auth(&name) {
         return Outcome::Reply(
             CmdError::new(
@@ -758,6 +761,11 @@ fn hello(st: &mut State, conn: &Conn, cmd: &Document, new_name: bool) -> Documen
             }
             d.insert("me", st.me.clone());
             d.insert("secondary", !is_primary);
+            // A config server's member says so (server
+            // `src/mongo/db/repl/replication_info.cpp`: `configsvr: 2`).
+            if st.argv.iter().any(|a| a == "--configsvr") {
+                d.insert("configsvr", 2);
+            }
             // A new primary's electionId is greater than the old one's (the driver
             // ignores a primary whose electionId went backwards).
             d.insert(
@@ -856,6 +864,9 @@ fn server_status(st: &State) -> Document {
         "connections": {"current": 1, "available": 1000, "totalCreated": st.next_conn_id - 1},
         "storageEngine": {"name": "wiredTiger", "readOnly": st.read_only, "persistent": st.persist.is_some()},
     };
+    if let Some(c) = &st.cluster {
+        d.insert("sharding", c.server_status_section());
+    }
     if st.mode == Mode::Replset {
         d.insert("repl", doc! {"setName": st.set_name.clone(), "isWritablePrimary": true, "hosts": [st.me.clone()], "primary": st.me.clone(), "me": st.me.clone()});
     }

@@ -18,6 +18,7 @@ pub mod log;
 pub mod members;
 pub mod oplog_writer;
 pub mod persist;
+pub mod router;
 pub mod server;
 pub mod snapshot;
 pub mod state;
@@ -524,6 +525,25 @@ async fn serve(s: &Setup, logger: Arc<Logger>) -> i32 {
             Ok(n) => st.oplog_max_entries = Some(n),
             Err(e) => {
                 eprintln!("pitr stand-in mongod: PITR_STANDIN_OPLOG_MAX_ENTRIES: {e}");
+                return 2;
+            }
+        }
+    }
+    // A mongos's cluster (router.rs).
+    if let Ok(v) = std::env::var("PITR_STANDIN_CLUSTER") {
+        match router::Cluster::parse(&v) {
+            Ok(c) if s.mode == Mode::Mongos => {
+                st.store.put("config", "shards", c.shards_collection());
+                st.cluster = Some(c);
+            }
+            Ok(_) => {
+                eprintln!(
+                    "pitr stand-in mongod: PITR_STANDIN_CLUSTER needs PITR_STANDIN_MODE=mongos"
+                );
+                return 2;
+            }
+            Err(e) => {
+                eprintln!("pitr stand-in mongod: PITR_STANDIN_CLUSTER: {e}");
                 return 2;
             }
         }

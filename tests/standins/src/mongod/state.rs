@@ -144,6 +144,8 @@ pub struct State {
     pub last_checkpoint: Option<(Timestamp, bool)>,
     /// Started with `recoverFromOplogAsStandalone`: user writes refused.
     pub read_only: bool,
+    /// `PITR_STANDIN_CLUSTER`: the sharded cluster a mongos routes to (router.rs).
+    pub cluster: Option<super::router::Cluster>,
 }
 
 impl State {
@@ -201,6 +203,7 @@ impl State {
             persist: None,
             last_checkpoint: None,
             read_only: false,
+            cluster: None,
         };
         // What a fresh server has.
         let mut sysver = Collection::new(Document::new());

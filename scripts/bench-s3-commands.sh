@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The commands an on-call engineer runs, with their inputs in a bucket against the
+# same inputs read locally (issue 20's targets): `pitr find-drop` over a ~1 GiB oplog
+# object (target: within 1.3x of the local file), and the embedded restore
+# `pitr replay --backup --oplog ... --out` with both in the bucket (target: within
+# 1.5x of the local one), with each run's peak RSS.
+#
+#   scripts/bench-s3-commands.sh [SIZE_BYTES]      RUNS=3 (paired: local then bucket)
+#
+# Release builds of pitr, pitr-gen and the storage_bench example (whose `serve` runs
+# s3s-fs in its own process on loopback, with its files on the same disk). The bench
+# scenario is generated once into bench-data/engine-SIZE (shared with
+# bench-engine.sh). Needs about 3 x SIZE of free disk. Prints one line per run and the
+# medians with their ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size=${1:-1073741824}
+runs=${RUNS:-3}
+seed=${SEED:-1}
+
+cargo build --release --quiet --bin pitr --example storage_bench
+cargo build --release --quiet -p pitr-fixturegen --bin pitr-gen
+PITR=$PWD/target/release/pitr
+BENCH=$PWD/target/release/examples/storage_bench
+
+dir=bench-data/engine-$size
+if [ ! -f "$dir/oplog.bson" ]; then
+  echo "generating a ~$size bench scenario in $dir (once)..." >&2
+  rm -rf "$dir"
+  target/release/pitr-gen --scenario bench --target-bytes "$size" --out "$dir" --seed "$seed" >&2
+fi
+mkdir -p bench-data
+work=$(mktemp -d "$PWD/bench-data/run-s3.XXXXXX")
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  exec 3>&- 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The server serves until its stdin (fd 3) closes.
+mkfifo "$work/server.in"
+"$BENCH" serve "$work/root" bench < "$work/server.in" > "$work/server.out" &
+server_pid=$!
+exec 3> "$work/server.in"
+for _ in $(seq 100); do
+  grep -q '^endpoint ' "$work/server.out" 2>/dev/null && break
+  sleep 0.1
+done
+endpoint=$(awk '/^endpoint / {print $2}' "$work/server.out")
+[ -n "$endpoint" ] || { echo "error: the s3s-fs server did not start" >&2; exit 2; }
+
+echo "uploading $dir to s3://bench/ ($endpoint)" >&2
+"$BENCH" put "$endpoint" "$dir/oplog.bson" s3://bench/oplog.bson >&2
+while IFS= read -r f; do
+  rel=${f#"$dir/"}
+  "$BENCH" put "$endpoint" "$f" "s3://bench/$rel" > /dev/null
+done < <(find "$dir/backup" -type f | sort)
+
+export AWS_ACCESS_KEY_ID=AKIAPITRBENCH AWS_SECRET_ACCESS_KEY=pitr-bench-secret \
+  AWS_REGION=us-east-1 AWS_ENDPOINT_URL="$endpoint" AWS_ALLOW_HTTP=true
+load() { cut -d' ' -f1 /proc/loadavg; }
+# timed NAME CMD...: "name wall_s peak_rss_kib load" appended to $work/results
+timed() {
+  local name=$1 l
+  shift
+  l=$(load)
+  /usr/bin/time -f '%e %M' -o "$work/time" "$@" > "$work/stdout" 2> "$work/stderr" || {
+    local rc=$?
+    # find-drop exits 1 when it finds nothing: not a failure of the run.
+    if [ "$rc" -ne 1 ]; then echo "FAILED ($rc): $*" >&2; tail -20 "$work/stderr" >&2; exit 1; fi; }
+  read -r e m < "$work/time"
+  echo "$name $e $m $l" | tee -a "$work/results"
+}
+
+cat "$dir/oplog.bson" "$work"/root/bench/oplog.bson > /dev/null  # warm the page cache
+bytes=$(stat -c %s "$dir/oplog.bson")
+echo "== find-drop and the embedded replay: $bytes bytes of oplog, local vs s3s-fs on loopback, $runs paired runs" >&2
+echo "name wall_s peak_rss_kib load"
+for r in $(seq "$runs"); do
+  timed find-drop-local "$PITR" find-drop "$dir/oplog.bson" --json
+  timed find-drop-s3 "$PITR" find-drop s3://bench/oplog.bson --json
+  rm -rf "$work/out-local" "$work/out-s3"
+  timed replay-local "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
+    --until end --accept-incidents --out "$work/out-local" --workdir "$work/wl" --json
+  timed replay-s3 "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
+    --until end --accept-incidents --out "$work/out-s3" --workdir "$work/ws" --json
+  rm -rf "$work/wl" "$work/ws"
+done
+echo "== medians (ratio bucket/local; targets: find-drop <= 1.3, replay <= 1.5)"
+python3 - "$work/results" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+by = {}
+for name, wall, rss, load in rows:
+    by.setdefault(name, []).append((float(wall), int(rss), float(load)))
+def med(n, i): return statistics.median(x[i] for x in by[n])
+for cmd, target in (("find-drop", 1.3), ("replay", 1.5)):
+    l, s = med(f"{cmd}-local", 0), med(f"{cmd}-s3", 0)
+    print(f"{cmd}: local {l:.2f} s ({med(f'{cmd}-local', 1)//1024} MiB), bucket {s:.2f} s "
+          f"({med(f'{cmd}-s3', 1)//1024} MiB): ratio {s / l:.2f} (target {target}) "
+          f"{'met' if s / l <= target else 'NOT met'}; load {min(x[2] for x in by[f'{cmd}-s3']):.1f}-"
+          f"{max(x[2] for x in by[f'{cmd}-s3']):.1f}")
+PY
