@@ -161,23 +161,21 @@ impl PlanInputArgs {
         versions: VersionHints,
     ) -> PlanRequest {
         PlanRequest {
-            backup: self.backup.unwrap_or_default(),
-            oplog: self.oplog.unwrap_or_default(),
-            until: self.until,
             backup_end: self.backup_end,
             ns: self.ns,
             skip: self.skip,
             out,
-            cwd,
             allow_truncated: self.allow_truncated,
             expect: !self.no_expect,
             id_cap: self.expect_max_ids,
             sort_memory: (self.sort_memory as usize).saturating_mul(1 << 20),
             versions,
-            content: None,
-            mongorestore_inputs: true,
-            backup_in_spare: false,
-            stream_archive: false,
+            ..PlanRequest::new(
+                self.backup.unwrap_or_default(),
+                self.oplog.unwrap_or_default(),
+                self.until,
+                cwd,
+            )
         }
     }
 }

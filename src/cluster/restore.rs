@@ -18,8 +18,7 @@ use crate::engine::replica::dump::{self, DumpFormat};
 use crate::engine::replica::{Content, Replica, ReplicaOptions};
 use crate::error::Failure;
 use crate::oplog::Ts;
-use crate::plan::expect::{Model, DEFAULT_ID_CAP};
-use crate::plan::versions::VersionHints;
+use crate::plan::expect::Model;
 use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan, UntilSpec};
 use crate::time::parse_time;
 
@@ -77,19 +76,9 @@ pub fn member_plan(
         .map_err(|e| Failure::from(e).in_context(&context))?;
     let config_server = job.member.role == Role::Config;
     let req = PlanRequest {
-        backup: job.member.backup.clone(),
-        oplog: job.range.oplog.clone(),
-        until: UntilSpec::Time(until),
-        backup_end: None,
-        ns: Vec::new(),
-        skip: Vec::new(),
         out: Some(job.dir.clone()),
-        cwd: job.cwd,
         allow_truncated: job.allow_truncated,
         expect: job.content.is_none(),
-        id_cap: DEFAULT_ID_CAP,
-        sort_memory: 256 << 20,
-        versions: VersionHints::default(),
         content: job.content.map(|(memory, spill_dir)| ContentOptions {
             memory,
             spill_dir,
@@ -98,8 +87,12 @@ pub fn member_plan(
             config_server,
         }),
         mongorestore_inputs: false,
-        backup_in_spare: false,
-        stream_archive: false,
+        ..PlanRequest::new(
+            job.member.backup.clone(),
+            job.range.oplog.clone(),
+            UntilSpec::Time(until),
+            job.cwd,
+        )
     };
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;

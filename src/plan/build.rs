@@ -83,6 +83,34 @@ pub struct PlanRequest {
     pub stream_archive: bool,
 }
 
+impl PlanRequest {
+    /// A request for `backup`, `oplog` and `until` with everything else as `pitr
+    /// plan` has it by default (counts expected, one-run inputs written, no `--ns`,
+    /// no `--skip`, the output named after the limit in `cwd`); callers change what
+    /// differs with struct update syntax.
+    pub fn new(backup: PathBuf, oplog: String, until: UntilSpec, cwd: PathBuf) -> PlanRequest {
+        PlanRequest {
+            backup,
+            oplog,
+            until,
+            backup_end: None,
+            ns: Vec::new(),
+            skip: Vec::new(),
+            out: None,
+            cwd,
+            allow_truncated: false,
+            expect: true,
+            id_cap: super::expect::DEFAULT_ID_CAP,
+            sort_memory: 256 << 20,
+            versions: VersionHints::default(),
+            content: None,
+            mongorestore_inputs: true,
+            backup_in_spare: false,
+            stream_archive: false,
+        }
+    }
+}
+
 /// How the plan builds the replica with whole documents.
 #[derive(Clone, Debug)]
 pub struct ContentOptions {

@@ -552,26 +552,19 @@ fn with_client(
         source,
     })?;
     let limit = limit_after(at);
+    let until = UntilSpec::Time(TimeValue {
+        ts: limit,
+        form: TimeForm::OplogTs {
+            ordinal_given: true,
+        },
+        input: limit.to_string(),
+    });
     let preq = PlanRequest {
-        backup: req.backup.clone(),
-        oplog: oplog_spec,
-        until: UntilSpec::Time(TimeValue {
-            ts: limit,
-            form: TimeForm::OplogTs {
-                ordinal_given: true,
-            },
-            input: limit.to_string(),
-        }),
         backup_end: req.backup_end.clone(),
         ns: req.ns.clone(),
-        skip: Vec::new(),
         out: Some(work.join("plan")),
-        cwd: work.to_path_buf(),
-        allow_truncated: false,
         expect: false,
         id_cap: 0,
-        sort_memory: 256 << 20,
-        versions: Default::default(),
         content: Some(ContentOptions {
             memory: req.memory,
             spill_dir: spill,
@@ -580,8 +573,7 @@ fn with_client(
             config_server: false,
         }),
         mongorestore_inputs: false,
-        backup_in_spare: false,
-        stream_archive: false,
+        ..PlanRequest::new(req.backup.clone(), oplog_spec, until, work.to_path_buf())
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
         Ok(x) => x,

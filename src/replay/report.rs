@@ -289,23 +289,15 @@ mod tests {
         let work = WorkDir::create(Some(&tmp.path().join("w")), tmp.path()).unwrap();
         let plan = plan::build(
             &PlanRequest {
-                backup: fixture.join("backup"),
-                oplog: fixture.join("oplog.bson").display().to_string(),
-                until: UntilSpec::Auto,
-                backup_end: None,
-                ns: vec![],
-                skip: vec![],
                 out: Some(work.plan_dir()),
-                cwd: tmp.path().to_path_buf(),
-                allow_truncated: false,
-                expect: true,
                 id_cap: 1_000_000,
                 sort_memory: 1 << 20,
-                versions: Default::default(),
-                content: None,
-                mongorestore_inputs: true,
-                backup_in_spare: false,
-                stream_archive: false,
+                ..PlanRequest::new(
+                    fixture.join("backup"),
+                    fixture.join("oplog.bson").display().to_string(),
+                    UntilSpec::Auto,
+                    tmp.path().to_path_buf(),
+                )
             },
             &Quiet,
         )
