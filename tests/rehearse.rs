@@ -46,6 +46,22 @@ impl Mongod {
     fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("mongod.log")).unwrap_or_default()
     }
+
+    /// The JSON lines of the log from byte `from` on, whole lines only: the server may
+    /// be writing the last one as it is read.
+    fn log_entries(&self, from: usize) -> Vec<(String, Value)> {
+        let log = self.log();
+        let text = &log[from..];
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        whole
+            .lines()
+            .map(|l| {
+                let v = serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {l}"));
+                (l.to_string(), v)
+            })
+            .collect()
+    }
 }
 
 fn free_port() -> u16 {
@@ -848,10 +864,8 @@ fn no_write_command_reaches_the_server() {
         let o = rehearse(&m, &b, extra);
         assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     }
-    let log = m.log();
     let mut seen = std::collections::BTreeSet::new();
-    for line in log[before..].lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
+    for (line, v) in m.log_entries(before) {
         if v["id"] != 51803 {
             continue;
         }
@@ -1167,8 +1181,7 @@ fn a_rehearsal_that_would_outlive_the_history_window_says_so_before_it_starts() 
     let r = report(&o);
     assert_eq!(r["result"], "error");
     assert_eq!(r["timing"]["rebuild_secs"], 0.0, "{}", show(&o));
-    for line in m.log()[before..].lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
+    for (line, v) in m.log_entries(before) {
         if v["id"] != 51803 {
             continue;
         }
@@ -1448,10 +1461,8 @@ fn a_view_definition_that_differs_is_caught() {
 
 /// The commands of the stand-in's log since `from`, as (db, command name, command).
 fn commands_since(m: &Mongod, from: usize) -> Vec<(String, String, Value)> {
-    let log = m.log();
     let mut out = Vec::new();
-    for line in log[from..].lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
+    for (_, v) in m.log_entries(from) {
         if v["id"] != 51803 {
             continue;
         }
