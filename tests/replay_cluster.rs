@@ -538,6 +538,52 @@ fn real_mongorestore_restores_the_merged_dump() {
                 b.label
             );
         }
+        // `pitr verify --cluster`: the restored data against the merged dump, counts
+        // and content (here on the server the dump was restored to; in production,
+        // the new cluster's mongos).
+        let verify = |what: &str| {
+            let o = run_pitr(
+                tmp.path(),
+                &[
+                    "verify",
+                    "--uri",
+                    &mongod.uri(),
+                    "--cluster",
+                    "out",
+                    "--json",
+                ],
+                &[],
+            );
+            let v: Value = serde_json::from_slice(&o.stdout)
+                .unwrap_or_else(|e| panic!("{what}: {e}: {}", show(&o)));
+            (code(&o), v)
+        };
+        let (c, v) = verify("restored");
+        assert_eq!(c, 0, "{}: {v}", b.label);
+        assert_eq!(
+            v["checked"].as_u64(),
+            Some(report["namespaces"].as_array().unwrap().len() as u64),
+            "{v}"
+        );
+        assert!(
+            v["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["note"].as_str().unwrap().contains("content = the dump's")),
+            "{v}"
+        );
+        mongod.delete_one("shop", "orders", bson::doc! {});
+        let (c, v) = verify("one order deleted");
+        assert_eq!(c, 1, "{}: {v}", b.label);
+        let failed: Vec<&str> = v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "fail")
+            .map(|r| r["ns"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed, ["shop.orders"], "{v}");
     }
 }
 
@@ -606,8 +652,31 @@ mod standin {
             o
         }
 
+        pub fn uri(&self) -> String {
+            format!("mongodb://127.0.0.1:{}/", self.port)
+        }
+
+        /// Deletes one document of `db.coll` matching `filter` (to break a restore).
+        pub fn delete_one(&self, db: &str, coll: &str, filter: bson::Document) {
+            let uri = self.uri();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+                let r = client
+                    .database(db)
+                    .collection::<bson::Document>(coll)
+                    .delete_one(filter)
+                    .await
+                    .unwrap();
+                assert_eq!(r.deleted_count, 1);
+            })
+        }
+
         pub fn count(&self, db: &str, coll: &str) -> u64 {
-            let uri = format!("mongodb://127.0.0.1:{}/", self.port);
+            let uri = self.uri();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()

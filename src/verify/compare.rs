@@ -157,8 +157,14 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
     if let (Some(want), Some(got)) = (&e.md5, &md5) {
         if want != got {
             status = Status::Fail;
+            let (theirs, ours) = match seen.content {
+                super::observe::ContentKind::DbHash => ("dbHash", "the engine predicts"),
+                super::observe::ContentKind::DocumentsInIdOrder => {
+                    ("md5 of its documents in _id order", "the dump's is")
+                }
+            };
             let why = format!(
-                "content differs: dbHash {got}, the engine predicts {want}{}",
+                "content differs: {theirs} {got}, {ours} {want}{}",
                 seen.first_difference
                     .get(&e.ns)
                     .map(|d| format!(" ({d})"))
@@ -170,10 +176,14 @@ fn row(e: &Expectation, seen: &Observed) -> Row {
                 format!("{note}; {why}")
             };
         } else if status == Status::Pass {
+            let same = match seen.content {
+                super::observe::ContentKind::DbHash => "content = the engine's dbHash",
+                super::observe::ContentKind::DocumentsInIdOrder => "content = the dump's",
+            };
             note = if note.is_empty() {
-                "content = the engine's dbHash".into()
+                same.into()
             } else {
-                format!("{note}; content = the engine's dbHash")
+                format!("{note}; {same}")
             };
         }
     }
@@ -277,6 +287,7 @@ mod tests {
             hashes: BTreeMap::new(),
             first_difference: BTreeMap::new(),
             server: Default::default(),
+            content: Default::default(),
         }
     }
 

@@ -18,6 +18,7 @@
 //! readiness probe), [`mod@observe`] (what the server holds), [`mod@compare`] (pure),
 //! [`render`] (the pass/fail table), [`error`].
 
+pub mod cluster;
 pub mod compare;
 pub mod connect;
 pub mod error;

@@ -24,6 +24,18 @@ pub struct Observed {
     /// when it has a dump to compare with).
     pub first_difference: BTreeMap<String, String>,
     pub server: ServerInfo,
+    /// What `hashes` are: the server's `dbHash` (default), or pitr's md5 of the
+    /// documents read in `_id` order (`verify --cluster`, through mongos, which has no
+    /// `dbHash`).
+    pub content: ContentKind,
+}
+
+/// How a collection's content was hashed (see [`Observed::content`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ContentKind {
+    #[default]
+    DbHash,
+    DocumentsInIdOrder,
 }
 
 /// Lists every user namespace and counts the `wanted` ones. `uri` is only used to
@@ -117,5 +129,6 @@ pub async fn observe(
         hashes,
         first_difference: BTreeMap::new(),
         server,
+        content: ContentKind::DbHash,
     })
 }

@@ -41,8 +41,14 @@ pub fn text(v: &VerifyReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Verify    {} against the plan's counts at limit {} (exclusive)",
-        v.target, v.limit
+        "Verify    {} against the {} at limit {} (exclusive)",
+        v.target,
+        if v.plan_file.as_deref().is_some_and(|f| f.ends_with("sharding.json")) {
+            "merged dump"
+        } else {
+            "plan's counts"
+        },
+        v.limit
     );
     if v.server.standin {
         let _ = writeln!(
