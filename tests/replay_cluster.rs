@@ -584,6 +584,18 @@ fn real_mongorestore_restores_the_merged_dump() {
             .map(|r| r["ns"].as_str().unwrap())
             .collect();
         assert_eq!(failed, ["shop.orders"], "{v}");
+        // A directory that is not the merged dump is refused before the server is read.
+        let o = run_pitr(
+            tmp.path(),
+            &["verify", "--uri", &mongod.uri(), "--cluster", "out/shop"],
+            &[],
+        );
+        assert_eq!(code(&o), 2, "{}", show(&o));
+        assert!(
+            stderr(&o).contains("is not the merged dump of `pitr replay --cluster`"),
+            "{}",
+            show(&o)
+        );
     }
 }
 

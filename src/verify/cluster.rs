@@ -24,15 +24,12 @@ use crate::oplog::Ts;
 
 /// What the merged dump holds: per namespace, its count and content md5.
 pub fn expectations_from_dump(dir: &Path) -> Result<(Vec<Expectation>, Ts), VerifyError> {
-    let bad = |path: &Path, why: String| VerifyError::ReadPlan {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(why),
+    let bad = |path: &Path, why: String| VerifyError::NotAMergedDump {
+        dir: dir.to_path_buf(),
+        why: format!("`{}`: {why}", path.display()),
     };
     let sharding = dir.join(crate::cluster::restore::SHARDING_FILE);
-    let text = std::fs::read_to_string(&sharding).map_err(|source| VerifyError::ReadPlan {
-        path: sharding.clone(),
-        source,
-    })?;
+    let text = std::fs::read_to_string(&sharding).map_err(|e| bad(&sharding, e.to_string()))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         bad(
             &sharding,

@@ -37,6 +37,9 @@ pub enum VerifyError {
     #[error("the plan is inconsistent: {detail}")]
     BadPlan { detail: String },
 
+    #[error("`{}` is not the merged dump of `pitr replay --cluster`: {why}", dir.display())]
+    NotAMergedDump { dir: PathBuf, why: String },
+
     #[error("verification did not finish within {}", humantime::format_duration(*.0))]
     TimedOut(std::time::Duration),
 
@@ -65,6 +68,10 @@ impl Hint for VerifyError {
             VerifyError::ReadPlan { .. } | VerifyError::ParsePlan { .. } | VerifyError::BadPlan { .. } => Some(
                 "pass the plan.json written by `pitr plan` (in its --out directory) or by `pitr replay` \
                  (in its work directory, under plan/)"
+                    .into(),
+            ),
+            VerifyError::NotAMergedDump { .. } => Some(
+                "pass the --out directory of `pitr replay --cluster` (it holds sharding.json and a directory per database)"
                     .into(),
             ),
             VerifyError::TimedOut(_) => {

@@ -43,7 +43,10 @@ pub fn text(v: &VerifyReport) -> String {
         s,
         "Verify    {} against the {} at limit {} (exclusive)",
         v.target,
-        if v.plan_file.as_deref().is_some_and(|f| f.ends_with("sharding.json")) {
+        if v.plan_file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("sharding.json"))
+        {
             "merged dump"
         } else {
             "plan's counts"
