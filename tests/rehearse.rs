@@ -1329,6 +1329,13 @@ fn rewrite_metadata(file: &Path, f: impl Fn(&mut Value)) {
 }
 
 /// The paths of the one difference of `kind` in `ns`.
+/// The paths of the one difference of `ns`, which must be of `kind` (and no other
+/// difference of `ns`).
+fn only_difference(r: &Value, ns: &str, kind: &str) -> Value {
+    assert_eq!(diffs(r, ns), vec![(kind.to_string(), None)], "{r}");
+    diff_paths(r, ns, kind)
+}
+
 fn diff_paths(r: &Value, ns: &str, kind: &str) -> Value {
     let found: Vec<&Value> = r["differences"]
         .as_array()
@@ -1394,23 +1401,11 @@ fn collection_options_that_differ_are_named_with_the_namespace() {
     let r = report(&o);
     assert_eq!(r["result"], "differences");
     assert_eq!(
-        diffs(&r, "shop.customers"),
-        vec![("options".to_string(), None)],
-        "{}",
-        show(&o)
-    );
-    assert_eq!(
-        diff_paths(&r, "shop.customers", "options"),
+        only_difference(&r, "shop.customers", "options"),
         serde_json::json!(["validator"])
     );
     assert_eq!(
-        diffs(&r, "app.log"),
-        vec![("options".to_string(), None)],
-        "{}",
-        show(&o)
-    );
-    assert_eq!(
-        diff_paths(&r, "app.log", "options"),
+        only_difference(&r, "app.log", "options"),
         serde_json::json!(["size"])
     );
     let o = rehearse(&m, &b, &["--show-values"]);
@@ -1444,13 +1439,7 @@ fn a_view_definition_that_differs_is_caught() {
     assert_eq!(o.status.code(), Some(1), "{}", show(&o));
     let r = report(&o);
     assert_eq!(
-        diffs(&r, "shop.open_orders"),
-        vec![("view_definition".to_string(), None)],
-        "{}",
-        show(&o)
-    );
-    assert_eq!(
-        diff_paths(&r, "shop.open_orders", "view_definition"),
+        only_difference(&r, "shop.open_orders", "view_definition"),
         serde_json::json!(["pipeline"])
     );
     assert_eq!(r["differences_total"], 1, "{}", show(&o));
