@@ -15,11 +15,11 @@ use bson::{doc, RawDocumentBuf};
 use futures_util::TryStreamExt;
 use md5::{Digest, Md5};
 
-use super::compare::{compare, Check, Expectation, Status};
+use super::compare::{compare, Check, Expectation};
 use super::connect::{connect, driver_message};
 use super::error::VerifyError;
 use super::observe::{observe, ContentKind};
-use super::{redact_uri, VerifyReport, FORMAT};
+use super::{redact_uri, VerifyReport};
 use crate::oplog::Ts;
 
 /// What the merged dump holds: per namespace, its count and content md5.
@@ -154,28 +154,18 @@ pub async fn verify_cluster(
         observed.hashes.insert(ns.clone(), hex(&h.finalize()));
     }
     let outcome = compare(&exps, &observed);
-    let failed = outcome
-        .rows
-        .iter()
-        .filter(|r| r.status == Status::Fail)
-        .count();
-    Ok(VerifyReport {
-        format: FORMAT,
-        target: redact_uri(uri),
-        server: observed.server.clone(),
-        plan_file: Some(dir.join(crate::cluster::restore::SHARDING_FILE).display().to_string()),
+    Ok(VerifyReport::of(
+        uri,
+        observed.server.clone(),
+        Some(dir.join(crate::cluster::restore::SHARDING_FILE).display().to_string()),
         limit,
-        passed: failed == 0,
-        checked: outcome.rows.len(),
-        failed,
-        rows: outcome.rows,
-        extra_namespaces: outcome.extra,
-        note: Some(
+        outcome,
+        Some(
             "checked against the merged dump of `pitr replay --cluster`: counts, and each collection's documents in _id order \
              (md5) read through the server; the admin database (users, roles) is not compared"
                 .into(),
         ),
-    })
+    ))
 }
 
 #[cfg(test)]

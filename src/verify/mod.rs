@@ -94,22 +94,43 @@ pub async fn verify(
             plan.expected_note.as_deref().unwrap_or("not computed")
         )
     });
-    let failed = outcome
-        .rows
-        .iter()
-        .filter(|r| r.status == Status::Fail)
-        .count();
-    Ok(VerifyReport {
-        format: FORMAT,
-        target: redact_uri(uri),
-        server: observed.server.clone(),
-        plan_file: plan_file.map(str::to_string),
-        limit: plan.limit(),
-        passed: failed == 0,
-        checked: outcome.rows.len(),
-        failed,
-        rows: outcome.rows,
-        extra_namespaces: outcome.extra,
+    Ok(VerifyReport::of(
+        uri,
+        observed.server.clone(),
+        plan_file.map(str::to_string),
+        plan.limit(),
+        outcome,
         note,
-    })
+    ))
+}
+
+impl VerifyReport {
+    /// The report of `outcome` (failed rows counted).
+    pub fn of(
+        uri: &str,
+        server: ServerInfo,
+        plan_file: Option<String>,
+        limit: Ts,
+        outcome: compare::Outcome,
+        note: Option<String>,
+    ) -> VerifyReport {
+        let failed = outcome
+            .rows
+            .iter()
+            .filter(|r| r.status == Status::Fail)
+            .count();
+        VerifyReport {
+            format: FORMAT,
+            target: redact_uri(uri),
+            server,
+            plan_file,
+            limit,
+            passed: failed == 0,
+            checked: outcome.rows.len(),
+            failed,
+            rows: outcome.rows,
+            extra_namespaces: outcome.extra,
+            note,
+        }
+    }
 }
