@@ -8,7 +8,7 @@ mod common;
 mod replay_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use replay_common::{code, read_json, run_pitr, show, stdout, tool_sets, FIXTURE};
@@ -157,77 +157,7 @@ fn restores_shop_orders_with_its_113_documents_and_names_the_engine() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// A stand-in mongod on a free loopback port; killed on drop.
-struct Mongod {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Mongod {
-    fn start(bin: &Path) -> Mongod {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("db")).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind_ip",
-                "127.0.0.1",
-                "--dbpath",
-            ])
-            .arg(dir.path().join("db"))
-            .arg("--logpath")
-            .arg(dir.path().join("mongod.log"))
-            .env_remove("PITR_STANDIN_FAULT")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the stand-in mongod");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "mongod did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Mongod {
-            child,
-            port,
-            _dir: dir,
-        }
-    }
-
-    fn restore(&self, mongorestore: &Path, args: &[&str]) -> Output {
-        let o = Command::new(mongorestore)
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run mongorestore");
-        assert!(
-            o.status.success(),
-            "mongorestore {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o
-    }
-
-    fn uri(&self) -> String {
-        format!("mongodb://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for Mongod {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::spare::Mongod;
 
 /// `pitr verify --json` of the spare `mongod` against the plan `plan_file`.
 fn verify_json(cwd: &Path, mongod: &Mongod, plan_file: &Path) -> Output {
@@ -246,33 +176,6 @@ fn verify_json(cwd: &Path, mongod: &Mongod, plan_file: &Path) -> Output {
 }
 
 /// `dbHash` of `db.coll` and its count, through the driver.
-fn server_hash(uri: &str, db: &str, coll: &str) -> (String, u64) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let client = mongodb::Client::with_uri_str(uri).await.unwrap();
-        let d = client.database(db);
-        let reply = d
-            .run_command(bson::doc! { "dbHash": 1, "collections": [coll] })
-            .await
-            .unwrap();
-        let h = reply
-            .get_document("collections")
-            .unwrap()
-            .get_str(coll)
-            .unwrap()
-            .to_string();
-        let n = d
-            .collection::<bson::Document>(coll)
-            .count_documents(bson::doc! {})
-            .await
-            .unwrap();
-        (h, n)
-    })
-}
-
 #[test]
 fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
     let test = "real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash";
@@ -332,7 +235,7 @@ fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
                 "{form}: only {hashed} collections hashed: {vj}"
             );
             // And the engine's report agrees with the server's dbHash of shop.orders.
-            let (h, n) = server_hash(&mongod.uri(), "shop", "orders");
+            let (h, n) = mongod.hash_and_count("shop", "orders");
             let row = report["namespaces"]
                 .as_array()
                 .unwrap()
@@ -380,7 +283,7 @@ fn real_mongorestore_renames_with_ns_from_ns_to() {
                 tmp.path().join("out").to_str().unwrap(),
             ],
         );
-        let (h, n) = server_hash(&mongod.uri(), "recovered", "orders_before_drop");
+        let (h, n) = mongod.hash_and_count("recovered", "orders_before_drop");
         assert_eq!((h.as_str(), n), (want.as_str(), 113), "{}", b.label);
     }
 }

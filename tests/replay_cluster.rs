@@ -511,7 +511,7 @@ fn real_mongorestore_restores_the_merged_dump() {
     let report = replay_with(tmp.path(), &cluster, "auto", &["--per-member"])
         .unwrap_or_else(|o| panic!("{}", show(&o)));
     for b in &sets {
-        let mongod = standin::Mongod::start(&b.dir.join("mongod"));
+        let mongod = common::spare::Mongod::start(&b.dir.join("mongod"));
         let out = tmp.path().join("out");
         let o = mongod.restore(&b.dir.join("mongorestore"), &[out.to_str().unwrap()]);
         let log = String::from_utf8_lossy(&o.stderr);
@@ -596,124 +596,6 @@ fn real_mongorestore_restores_the_merged_dump() {
             "{}",
             show(&o)
         );
-    }
-}
-
-mod standin {
-    use std::path::Path;
-    use std::process::{Child, Command, Output, Stdio};
-    use std::time::{Duration, Instant};
-
-    /// A stand-in mongod on a free loopback port; killed on drop.
-    pub struct Mongod {
-        child: Child,
-        port: u16,
-        _dir: tempfile::TempDir,
-    }
-
-    impl Mongod {
-        pub fn start(bin: &Path) -> Mongod {
-            let dir = tempfile::tempdir().unwrap();
-            fs_err(std::fs::create_dir(dir.path().join("db")));
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let child = Command::new(bin)
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind_ip",
-                    "127.0.0.1",
-                    "--dbpath",
-                ])
-                .arg(dir.path().join("db"))
-                .arg("--logpath")
-                .arg(dir.path().join("mongod.log"))
-                .env_remove("PITR_STANDIN_FAULT")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start the stand-in mongod");
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(Instant::now() < deadline, "mongod did not listen on {port}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Mongod {
-                child,
-                port,
-                _dir: dir,
-            }
-        }
-
-        pub fn restore(&self, mongorestore: &Path, args: &[&str]) -> Output {
-            let o = Command::new(mongorestore)
-                .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-                .args(args)
-                .stdin(Stdio::null())
-                .output()
-                .expect("run mongorestore");
-            assert!(
-                o.status.success(),
-                "mongorestore {args:?}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            o
-        }
-
-        pub fn uri(&self) -> String {
-            format!("mongodb://127.0.0.1:{}/", self.port)
-        }
-
-        /// Deletes one document of `db.coll` matching `filter` (to break a restore).
-        pub fn delete_one(&self, db: &str, coll: &str, filter: bson::Document) {
-            let uri = self.uri();
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
-                let r = client
-                    .database(db)
-                    .collection::<bson::Document>(coll)
-                    .delete_one(filter)
-                    .await
-                    .unwrap();
-                assert_eq!(r.deleted_count, 1);
-            })
-        }
-
-        pub fn count(&self, db: &str, coll: &str) -> u64 {
-            let uri = self.uri();
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
-                client
-                    .database(db)
-                    .collection::<bson::Document>(coll)
-                    .count_documents(bson::doc! {})
-                    .await
-                    .unwrap()
-            })
-        }
-    }
-
-    fn fs_err(r: std::io::Result<()>) {
-        r.unwrap()
-    }
-
-    impl Drop for Mongod {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! peer data, make temp dirs.
 #![allow(dead_code)]
 
+pub mod spare;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
