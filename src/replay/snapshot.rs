@@ -474,7 +474,9 @@ fn copy_cost(s: &Snapshot, dest: &Path) -> String {
         ),
         Packaging::Directory => {
             let probe = dest.with_extension("reflink-probe");
-            let reflinks = reflink_copy::reflink(s.path.join("storage.bson"), &probe).is_ok();
+            // One of the marker files that made it a snapshot: small, and there.
+            let marker = s.markers.first().map_or("storage.bson", String::as_str);
+            let reflinks = reflink_copy::reflink(s.path.join(marker), &probe).is_ok();
             let _ = fs::remove_file(&probe);
             let files = s.files.unwrap_or(0);
             if reflinks {
