@@ -222,6 +222,22 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The writes the files hold only in their oplog: `app.c` gets 4 and 5, loses 2.
+async fn writes_after_the_checkpoint(c: &mongodb::Client) {
+    run(
+        c,
+        "app",
+        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
+    )
+    .await;
+    run(
+        c,
+        "app",
+        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]},
+    )
+    .await;
+}
+
 /// A member with writes before and after its checkpoint, snapshotted while it runs.
 /// Returns (snapshot dir, the checkpoint's ts, the top of its oplog).
 async fn member_snapshot(root: &Path, initial_sync: bool) -> (PathBuf, Ts, Ts) {
@@ -250,18 +266,7 @@ async fn member_snapshot_of(version: &str, root: &Path, initial_sync: bool) -> (
     }
     run(&c, "admin", doc! {"fsync": 1}).await;
     let checkpoint = newest(&c).await;
-    run(
-        &c,
-        "app",
-        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
-    )
-    .await;
-    run(
-        &c,
-        "app",
-        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]},
-    )
-    .await;
+    writes_after_the_checkpoint(&c).await;
     let top = newest(&c).await;
     let snap = root.join("snap");
     m.snapshot_to(&live, &snap).await;
@@ -385,18 +390,7 @@ async fn replay_with_a_snapshot_backup_restores_to_just_before_the_drop() {
     .await;
     run(&c, "admin", doc! {"fsync": 1}).await;
     // After the checkpoint, before the snapshot: only the oplog of the files has these.
-    run(
-        &c,
-        "app",
-        doc! {"insert": "c", "documents": [{"_id": 4}, {"_id": 5}]},
-    )
-    .await;
-    run(
-        &c,
-        "app",
-        doc! {"delete": "c", "deletes": [{"q": {"_id": 2}, "limit": 1}]},
-    )
-    .await;
+    writes_after_the_checkpoint(&c).await;
     run(
         &c,
         "shop",
