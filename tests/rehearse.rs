@@ -293,12 +293,18 @@ fn backup(tool: &Path, m: &Mongod, out: &Path, archive: bool) {
 fn production(test: &str, dir: &Path) -> Option<(Mongod, Driver, PathBuf)> {
     let tool = mongodump(test)?;
     let m = mongod(&[], &[]);
-    let d = Driver::new(&m);
-    before_backup(&d);
-    let b = dir.join("backup");
-    backup(&tool, &m, &b, false);
-    after_backup(&d);
+    let (d, b) = chain(&tool, &m, &dir.join("backup"));
     Some((m, d, b))
+}
+
+/// The usual history on `m`: the writes before the backup, a mongodump of them into
+/// `b` (a directory), the writes after it.
+fn chain(tool: &Path, m: &Mongod, b: &Path) -> (Driver, PathBuf) {
+    let d = Driver::new(m);
+    before_backup(&d);
+    backup(tool, m, b, false);
+    after_backup(&d);
+    (d, b.to_path_buf())
 }
 
 // ---------------------------------------------------------------------------------
@@ -942,11 +948,7 @@ fn a_point_the_server_no_longer_holds_is_refused() {
 
     // During it: the server drops its history (the fault), and answers SnapshotTooOld.
     let m = mongod(&[], &[("PITR_STANDIN_FAULT", "history-lost-after-reads=0")]);
-    let d = Driver::new(&m);
-    before_backup(&d);
-    let b = dir.path().join("backup2");
-    backup(&tool, &m, &b, false);
-    after_backup(&d);
+    let (d, b) = chain(&tool, &m, &dir.path().join("backup2"));
     d.run("shop", doc! {"insert": "late", "documents": [{"_id": 1}]});
     let newest = newest_ts(&d);
     let at = pitr::oplog::Ts::new(newest.t, newest.i - 1);
@@ -1133,11 +1135,7 @@ fn a_rehearsal_that_would_outlive_the_history_window_says_so_before_it_starts() 
         &["--setParameter", "minSnapshotHistoryWindowInSeconds=3"],
         &[],
     );
-    let d = Driver::new(&m);
-    before_backup(&d);
-    let b = dir.path().join("backup");
-    backup(&tool, &m, &b, false);
-    after_backup(&d);
+    let (_, b) = chain(&tool, &m, &dir.path().join("backup"));
     let before = m.log().len();
     // --full at one document a second: the backup's KiBs are as many documents
     // estimated (1 KiB each), more than the 3 s the point stays readable.
@@ -1604,11 +1602,7 @@ fn a_rebuild_past_memory_moves_to_disk_and_still_passes() {
 fn production_failing_reads(test: &str, dir: &Path, fault: &str) -> Option<(Mongod, PathBuf)> {
     let tool = mongodump(test)?;
     let m = mongod(&[], &[("PITR_STANDIN_MONGOD_FAULT", fault)]);
-    let d = Driver::new(&m);
-    before_backup(&d);
-    let b = dir.join("backup");
-    backup(&tool, &m, &b, false);
-    after_backup(&d);
+    let (_, b) = chain(&tool, &m, &dir.join("backup"));
     Some((m, b))
 }
 
