@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::cluster::limit::{self, Asked, LimitError, MemberRange};
 use crate::cluster::restore::{self, MemberJob, MemberReport, Merge, NsCount};
+use crate::cluster::txns::{CrossShardTxn, TxnTable};
 use crate::cluster::{self, ClusterFile};
 use crate::error::Failure;
 use crate::oplog::{ReadOptions, Ts};
@@ -24,6 +25,8 @@ use super::replay::{Engine, ReplayArgs};
 struct Prepared {
     file: ClusterFile,
     ranges: Vec<MemberRange>,
+    /// Every member's decisions of prepared transactions (rule R2).
+    txns: TxnTable,
     limit: Ts,
     explanation: String,
     /// Critical and high cluster incidents after every backup's end and before the
@@ -63,6 +66,10 @@ fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
         .members()
         .map(|m| limit::member_range(m, target, opts))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut txns = TxnTable::default();
+    for r in &ranges {
+        txns.add(&r.member, &r.decisions)?;
+    }
     let findings = super::find_drop_cluster::cluster_findings(&path, input.allow_truncated)?;
     let limit = limit::resolve(&asked, &ranges, &findings)?;
     limit::check_coverage(&ranges, limit)?;
@@ -101,6 +108,7 @@ fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
     Ok(Prepared {
         file,
         ranges,
+        txns,
         limit,
         explanation,
         replayed,
@@ -118,6 +126,9 @@ struct ClusterPlan {
     explanation: String,
     incidents_replayed: Vec<Replayed>,
     members: Vec<MemberReport>,
+    /// Cross-shard transactions open at the limit on some member, and whether the
+    /// restore holds each (on every participant, or on none).
+    transactions_at_limit: Vec<CrossShardTxn>,
     shards_at_limit: Vec<String>,
     sharded_collections: Vec<ShardedBrief>,
     out: String,
@@ -175,6 +186,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 cwd: cwd.clone(),
                 allow_truncated: a.input.allow_truncated,
                 content: is_config.then(|| (budget.bytes as usize, spill.path().to_path_buf())),
+                txns: &p.txns,
             },
             &Quiet,
         )?;
@@ -189,6 +201,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
         members.push(rep);
     }
     let routing = routing.unwrap_or_default();
+    let transactions_at_limit = p.txns.at_limit(&prepared_of(&members));
     let plan = ClusterPlan {
         format: "pitr-cluster-plan/1",
         cluster: p.file.path.display().to_string(),
@@ -198,6 +211,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
         explanation: p.explanation,
         incidents_replayed: p.replayed,
         members,
+        transactions_at_limit,
         shards_at_limit: routing.shards.clone(),
         sharded_collections: routing
             .collections
@@ -224,6 +238,42 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
     }
     w.flush()?;
     Ok(0)
+}
+
+/// Each member's prepared transactions open at the limit.
+fn prepared_of(members: &[MemberReport]) -> Vec<(String, Vec<crate::plan::PreparedAtLimit>)> {
+    members
+        .iter()
+        .map(|m| (m.member.clone(), m.prepared_at_limit.clone()))
+        .collect()
+}
+
+/// One line per cross-shard transaction the limit cuts through.
+fn txn_lines(w: &mut impl Write, txns: &[CrossShardTxn]) -> io::Result<()> {
+    for t in txns {
+        let what = match (t.included, t.commit_timestamp) {
+            (true, Some(ct)) => {
+                format!("commitTimestamp {ct} is before the limit: in, on every participant")
+            }
+            (false, Some(ct)) => {
+                format!("commitTimestamp {ct} is at or after the limit: out, on every participant")
+            }
+            _ => "aborted: out, on every participant".to_string(),
+        };
+        let entries: Vec<String> = t
+            .decision_entries
+            .iter()
+            .map(|d| format!("{} at {}", d.member, d.ts))
+            .collect();
+        writeln!(
+            w,
+            "CROSS-SHARD TRANSACTION {}: open at the limit on {} (prepared before it, its decision entry after it); decision entries: {}; {what}",
+            t.txn,
+            t.open_on.join(", "),
+            entries.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 fn member_lines(w: &mut impl Write, members: &[MemberReport], applied: bool) -> io::Result<()> {
@@ -282,6 +332,7 @@ fn render_plan(w: &mut impl Write, p: &ClusterPlan) -> io::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     )?;
+    txn_lines(w, &p.transactions_at_limit)?;
     for c in &p.sharded_collections {
         writeln!(
             w,
@@ -318,6 +369,7 @@ struct ClusterReplay {
     out: String,
     sharding_file: String,
     members: Vec<MemberReport>,
+    transactions_at_limit: Vec<CrossShardTxn>,
     namespaces: Vec<NsCount>,
     seconds: f64,
 }
@@ -381,6 +433,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         explanation: p.explanation,
         out: out.display().to_string(),
         sharding_file: out.join(restore::SHARDING_FILE).display().to_string(),
+        transactions_at_limit: p.txns.at_limit(&prepared_of(&members)),
         members,
         namespaces: counts,
         seconds: started.elapsed().as_secs_f64(),
@@ -427,6 +480,7 @@ fn replay_members(
                 cwd: cwd.to_path_buf(),
                 allow_truncated: a.plan.allow_truncated,
                 content: Some((memory, spill.path().to_path_buf())),
+                txns: &p.txns,
             },
             &Quiet,
         )?;
@@ -480,6 +534,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
     )?;
     writeln!(w)?;
     member_lines(w, &r.members, true)?;
+    txn_lines(w, &r.transactions_at_limit)?;
     writeln!(w)?;
     writeln!(
         w,

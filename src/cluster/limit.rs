@@ -23,6 +23,7 @@ use crate::oplog::{self, ReadOptions, Ts};
 
 use super::file::Member;
 use super::incidents::ClusterFinding;
+use super::txns::DecisionEntry;
 
 /// What a member's backup and oplog hold, read from their entries' `ts`.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -39,6 +40,10 @@ pub struct MemberRange {
     /// The oplog source the member's plan replays (its one `oplog` entry).
     #[serde(skip)]
     pub oplog: String,
+    /// Its `commitTransaction` and `abortTransaction` entries (backup oplog and
+    /// oplog): the decisions of prepared transactions ([`super::txns`]).
+    #[serde(skip)]
+    pub decisions: Vec<DecisionEntry>,
 }
 
 /// Why a cluster cannot be restored at `L`; each names the member and says what to do.
@@ -78,13 +83,19 @@ pub enum LimitError {
     },
     #[error("the config server's config.shards at the limit {limit} lists shard{} {} that the cluster file does not", if missing.len() == 1 { "" } else { "s" }, missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "))]
     ShardMissing { limit: Ts, missing: Vec<String> },
-    #[error("member `{member}`: a prepared (cross-shard) transaction is open at the limit {limit} (its first entry at {first}): {message}")]
+    #[error("member `{member}`: a prepared (cross-shard) transaction is open at the limit {limit} (prepared at {first}) and undecided: {message}; whether it is in the restore depends on its commitTimestamp")]
     PreparedOpen {
         member: String,
         limit: Ts,
         first: Ts,
+        /// The member's oplog's last entry.
+        last: Ts,
         message: String,
     },
+    #[error(
+        "member `{member}`: {message}; the other participants would hold it and this member not"
+    )]
+    CommitWithoutParts { member: String, message: String },
     #[error("member `{member}` is not a shard of the config server's config.shards at the limit {limit} ({})", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))]
     NotAShard {
         limit: Ts,
@@ -125,10 +136,16 @@ impl crate::error::Hint for LimitError {
             LimitError::ShardMissing { .. } => {
                 "add a [[shard]] for each to the cluster file: a shard left out would lose its documents".into()
             }
-            LimitError::PreparedOpen { first, .. } => format!(
-                "pitr does not yet decide cross-shard transactions by their commitTimestamp on every participant \
-                 (docs/sharded.md): choose a limit at or before {first}, or after its commit on every member"
+            LimitError::PreparedOpen { first, last, .. } => format!(
+                "dump more oplog of the transaction's participants, past this member's last entry {last}, until one \
+                 of them holds its commitTransaction or abortTransaction (a prepared transaction waits for its \
+                 coordinator's decision; docs/sharded.md); or choose a limit at or before {first}"
             ),
+            LimitError::CommitWithoutParts { .. } => {
+                "give that member's oplog from before the transaction's prepare (its backup's oplog starts after it), or \
+                 choose a limit before that commit"
+                    .into()
+            }
             LimitError::NotAShard { .. } => {
                 "check the shard's id (config.shards._id) in the cluster file; a shard removed before the limit \
                  has nothing to restore there: take it out of the file"
@@ -173,10 +190,18 @@ pub fn member_range(
         }
     };
     let mut at_or_after: Option<Ts> = None;
+    let mut decisions: Vec<DecisionEntry> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut pass = |spec: &str| -> Result<(Option<Ts>, Option<Ts>), LimitError> {
         let mut r = oplog::open(spec, opts).map_err(|x| e(x.to_string()))?;
         let (mut first, mut last) = (None, None);
         while let Some(en) = r.next_entry().map_err(|x| e(x.to_string()))? {
+            if let Some(d) = DecisionEntry::of(&en).map_err(|x| e(format!("`{spec}`: {x}")))? {
+                // The backup's oplog and the oplog overlap: one entry per ts.
+                if seen.insert(d.ts) {
+                    decisions.push(d);
+                }
+            }
             first.get_or_insert(en.ts);
             last = Some(last.map_or(en.ts, |l: Ts| l.max(en.ts)));
             if target.is_some_and(|t| en.ts >= t) && at_or_after.is_none_or(|a| en.ts < a) {
@@ -195,6 +220,7 @@ pub fn member_range(
         oplog_last,
         at_or_after,
         oplog,
+        decisions,
     })
 }
 
@@ -353,6 +379,7 @@ mod tests {
             oplog_last: Some(Ts::new(last, 1)),
             at_or_after: None,
             oplog: String::new(),
+            decisions: Vec::new(),
         }
     }
 

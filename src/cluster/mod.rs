@@ -8,8 +8,8 @@
 //! ([`limit`]: coverage, no cut inside a cluster DDL, every shard present), which
 //! shard owns a document at the limit ([`owner`]), and each member's own plan and
 //! state at the limit merged into one logical dump ([`restore`]).
-//! Not yet: cross-shard prepared transactions decided by `commitTimestamp`
-//! (shared/reference/sharded-pitr.md R2).
+//! Cross-shard prepared transactions are decided by their `commitTimestamp` on every
+//! participant at once ([`txns`], rule R2 of shared/reference/sharded-pitr.md).
 
 pub mod error;
 pub mod file;
@@ -19,6 +19,7 @@ pub mod limit;
 pub mod owner;
 pub mod restore;
 pub mod topology;
+pub mod txns;
 
 pub use error::ClusterError;
 pub use file::{ClusterFile, Member, Role};

@@ -19,12 +19,15 @@ use crate::engine::replica::{Content, Replica, ReplicaOptions};
 use crate::error::Failure;
 use crate::oplog::Ts;
 use crate::plan::expect::Model;
-use crate::plan::{self, ContentOptions, PlanRequest, Progress, RestorePlan, UntilSpec};
+use crate::plan::{
+    self, ContentOptions, PlanRequest, PreparedAtLimit, Progress, RestorePlan, UntilSpec,
+};
 use crate::time::parse_time;
 
 use super::file::{ClusterFile, Member, Role};
 use super::limit::{LimitError, MemberRange};
 use super::owner::{OwnerError, Routing, ShardedColl};
+use super::txns::TxnTable;
 
 /// One member in the plan and the report.
 #[derive(Clone, Debug, Serialize)]
@@ -49,6 +52,10 @@ pub struct MemberReport {
     pub dump: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dump_documents: Option<u64>,
+    /// Prepared (cross-shard) transactions open at the limit on this member, and
+    /// whether the restore holds each (by its commitTimestamp, rule R2).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prepared_at_limit: Vec<PreparedAtLimit>,
 }
 
 /// What the plan asked of one member.
@@ -63,6 +70,8 @@ pub struct MemberJob<'a> {
     /// Whole documents (a replay, or the config server's routing): memory and
     /// spill directory.
     pub content: Option<(usize, PathBuf)>,
+    /// Every member's decisions of prepared transactions (rule R2).
+    pub txns: &'a TxnTable,
 }
 
 /// Runs the single-replica-set plan of one member at the limit.
@@ -87,6 +96,7 @@ pub fn member_plan(
             config_server,
         }),
         mongorestore_inputs: false,
+        decided: Some(job.txns.decisions()),
         ..PlanRequest::new(
             job.member.backup.clone(),
             job.range.oplog.clone(),
@@ -97,6 +107,8 @@ pub fn member_plan(
     let (p, model) = plan::build_with_model(&req, progress)
         .map_err(|e| Failure::from(e).in_context(&context))?;
     refuse_open_prepared(&job.member.id, &p, limit)?;
+    job.txns
+        .check_member(&job.member.id, &p.prepared_at_limit, limit)?;
     let report = MemberReport {
         member: job.member.id.clone(),
         role: job.member.role,
@@ -114,25 +126,39 @@ pub fn member_plan(
         entries_applied: None,
         dump: None,
         dump_documents: None,
+        prepared_at_limit: p.prepared_at_limit.clone(),
     };
     Ok((p, model, report))
 }
 
-/// A prepared transaction with parts before the limit and no commit before it on
-/// this member (the member's plan lints it, `txn-open-at-limit`): whether it is in
-/// the cluster at `L` depends on its `commitTimestamp` on every participant (rule R2
-/// of shared/reference/sharded-pitr.md), which pitr does not decide yet, so it is
-/// refused rather than left out on some members and not others.
+/// A prepared transaction with parts before the limit that no member's oplog
+/// decides (the member's plan leaves it open and lints it, `txn-open-at-limit`):
+/// whether it is in the cluster at `L` depends on its `commitTimestamp` (rule R2 of
+/// shared/reference/sharded-pitr.md), which only a later decision entry tells, so it
+/// is refused rather than guessed. A `commitTransaction` of this member with none of
+/// its parts replayed (`txn-commit-without-parts`) would leave the transaction out
+/// here and in on the other participants: refused too.
 fn refuse_open_prepared(member: &str, p: &RestorePlan, limit: Ts) -> Result<(), LimitError> {
-    match p
-        .lint
+    let undecided = p
+        .prepared_at_limit
         .iter()
-        .find(|l| l.code == "txn-open-at-limit" && l.message.starts_with("a prepared transaction"))
-    {
-        Some(l) => Err(LimitError::PreparedOpen {
+        .find(|t| t.decision == "undecided");
+    if let Some(t) = undecided {
+        return Err(LimitError::PreparedOpen {
             member: member.to_string(),
             limit,
-            first: l.ts.unwrap_or(limit),
+            first: t.first,
+            last: p.oplog.last_ts.unwrap_or(limit),
+            message: format!(
+                "{} (writing {}) has no commitTransaction or abortTransaction in any member's oplog",
+                t.txn,
+                t.namespaces.join(", ")
+            ),
+        });
+    }
+    match p.lint.iter().find(|l| l.code == "txn-commit-without-parts") {
+        Some(l) => Err(LimitError::CommitWithoutParts {
+            member: member.to_string(),
             message: l.message.clone(),
         }),
         None => Ok(()),

@@ -63,6 +63,11 @@ pub enum Ignored {
 /// A transaction that never committed before the end of the input.
 #[derive(Clone, Debug)]
 pub struct OpenTxn {
+    /// Its [`txn_key`]: the same on every participant of a cross-shard transaction
+    /// (the router sends each shard the client's `lsid` and `txnNumber`).
+    pub key: Vec<u8>,
+    /// `lsid.id` and `txnNumber`, for people.
+    pub label: String,
     pub first: Ts,
     pub last: Ts,
     pub parts: usize,
@@ -79,6 +84,20 @@ pub trait Visitor {
     fn ignored(&mut self, _op: &Entry<'_>, _why: Ignored, _src: Source) {}
     /// A transaction committed at `at`; `parts_from` lists where its parts came from.
     fn committed(&mut self, _at: Ts, _first: Ts, _parts_from: &[Source], _src: Source) {}
+    /// A `commitTransaction` whose transaction has no part in the input (its prepare
+    /// came before the first entry walked): nothing is applied, as mongorestore
+    /// applies nothing (mongo-tools `common/txn/buffer.go`).
+    fn commit_without_parts(&mut self, _commit: &Entry<'_>, _src: Source) {}
+}
+
+/// How a cross-shard (prepared) transaction was decided, from any participant's
+/// `commitTransaction` or `abortTransaction` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnDecision {
+    /// Committed at this `commitTimestamp` (the same on every participant: the
+    /// coordinator chooses it, server `transaction_coordinator_util.cpp`).
+    Commit(Ts),
+    Abort,
 }
 
 struct Buffered {
@@ -111,6 +130,21 @@ impl Walker {
             _ => e.transaction_key(),
         }
     }
+}
+
+/// `lsid <id as hex>, txnNumber N` of a transaction entry.
+pub fn txn_label(e: &Entry<'_>) -> String {
+    let id = e
+        .lsid
+        .and_then(|l| l.get_binary("id").ok())
+        .map(|b| {
+            b.bytes
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<String>()
+        })
+        .unwrap_or_else(|| "?".into());
+    format!("lsid {id}, txnNumber {}", e.txn_number.unwrap_or(-1))
 }
 
 impl Walker {
@@ -217,14 +251,30 @@ impl Walker {
         if !commit {
             return Ok(());
         }
-        let Some(buf) = self.txns.remove(&key) else {
-            return Ok(());
-        };
+        match self.txns.remove(&key) {
+            Some(buf) if !buf.parts.is_empty() => self.apply_buffer(buf, e.ts, src, v),
+            _ => {
+                if name == "commitTransaction" {
+                    v.commit_without_parts(e, src);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Applies a committed transaction's parts at `at`.
+    fn apply_buffer(
+        &mut self,
+        buf: Buffered,
+        at: Ts,
+        src: Source,
+        v: &mut impl Visitor,
+    ) -> Result<(), EntryError> {
         let first = buf
             .parts
             .first()
             .and_then(|(raw, _)| Entry::parse(raw).ok())
-            .map_or(e.ts, |p| p.ts);
+            .map_or(at, |p| p.ts);
         let sources: Vec<Source> = buf.parts.iter().map(|(_, s)| *s).collect();
         for (raw, psrc) in &buf.parts {
             let part = Entry::parse(raw)?;
@@ -236,21 +286,57 @@ impl Walker {
                         v.ignored(&inner, Ignored::Namespace, *psrc);
                         continue;
                     }
-                    self.non_txn(&inner, *psrc, Some(e.ts), v)?;
+                    self.non_txn(&inner, *psrc, Some(at), v)?;
                 }
             }
         }
-        v.committed(e.ts, first, &sources, src);
+        v.committed(at, first, &sources, src);
         Ok(())
+    }
+
+    /// Decides the prepared transactions still open at the end of the walk (a
+    /// cluster restore at one limit `L`, rule R2 of shared/reference/sharded-pitr.md):
+    /// one whose `commitTimestamp` is before `limit` is applied at it, although this
+    /// member's own `commitTransaction` entry is at or after `limit`; one aborted, or
+    /// committed at or after `limit`, is let go (in on no participant). One with no
+    /// decision in `decided` stays open ([`Walker::open_transactions`]). Returns the
+    /// outcome of each prepared transaction that was open.
+    pub fn decide_prepared(
+        &mut self,
+        decided: &HashMap<Vec<u8>, TxnDecision>,
+        limit: Ts,
+        v: &mut impl Visitor,
+    ) -> Result<Vec<(OpenTxn, Option<TxnDecision>)>, EntryError> {
+        let open: Vec<OpenTxn> = self
+            .open_transactions()
+            .into_iter()
+            .filter(|t| t.prepared)
+            .collect();
+        let mut out = Vec::new();
+        for t in open {
+            let d = decided.get(&t.key).copied();
+            match d {
+                Some(TxnDecision::Commit(ct)) if ct < limit => {
+                    let buf = self.txns.remove(&t.key).expect("listed as open");
+                    self.apply_buffer(buf, ct, Source::Slice, v)?;
+                }
+                Some(_) => {
+                    self.txns.remove(&t.key);
+                }
+                None => {}
+            }
+            out.push((t, d));
+        }
+        Ok(out)
     }
 
     /// Transactions still buffered (never committed), oldest first.
     pub fn open_transactions(&self) -> Vec<OpenTxn> {
         let mut out: Vec<OpenTxn> = self
             .txns
-            .values()
-            .filter(|b| !b.parts.is_empty())
-            .map(|b| {
+            .iter()
+            .filter(|(_, b)| !b.parts.is_empty())
+            .map(|(key, b)| {
                 let mut namespaces = Vec::new();
                 let mut ts = Vec::new();
                 for (raw, _) in &b.parts {
@@ -266,6 +352,12 @@ impl Walker {
                 }
                 namespaces.sort();
                 OpenTxn {
+                    key: key.clone(),
+                    label: b
+                        .parts
+                        .first()
+                        .and_then(|(raw, _)| Entry::parse(raw).ok())
+                        .map_or_else(String::new, |p| txn_label(&p)),
                     first: ts.iter().copied().min().unwrap_or(Ts::ZERO),
                     last: ts.iter().copied().max().unwrap_or(Ts::ZERO),
                     parts: b.parts.len(),
@@ -289,6 +381,7 @@ mod tests {
         applied: Vec<(String, String, Ts, bool)>,
         ignored: Vec<(String, Ignored)>,
         commits: Vec<(Ts, Ts, Vec<Source>)>,
+        without_parts: Vec<Ts>,
     }
 
     impl Visitor for Log {
@@ -301,6 +394,9 @@ mod tests {
         }
         fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], _src: Source) {
             self.commits.push((at, first, parts_from.to_vec()));
+        }
+        fn commit_without_parts(&mut self, commit: &Entry<'_>, _src: Source) {
+            self.without_parts.push(commit.ts);
         }
     }
 
@@ -418,6 +514,67 @@ mod tests {
         assert_eq!(
             log.applied,
             vec![("i".into(), "shop.p".into(), Ts::new(21, 1), true)]
+        );
+    }
+
+    fn commit(t: u32, txn: i64, ct: (u32, u32)) -> Document {
+        doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } }, "txnNumber": txn, "o": { "commitTransaction": 1, "commitTimestamp": ts(ct.0, ct.1) } }
+    }
+
+    /// A commit whose prepare was never walked applies nothing, and says so.
+    #[test]
+    fn a_commit_without_parts_is_reported() {
+        let (log, _) = run(&[commit(21, 5, (20, 9))]);
+        assert!(log.applied.is_empty());
+        assert!(log.commits.is_empty());
+        assert_eq!(log.without_parts, vec![Ts::new(21, 1)]);
+    }
+
+    /// Prepared transactions open at the end of the walk, decided by a cluster's
+    /// table: committed before the limit -> applied at the commitTimestamp;
+    /// committed at or after it, or aborted -> let go; undecided -> still open.
+    #[test]
+    fn prepared_transactions_are_decided_by_commit_timestamp() {
+        let (mut log, mut a) = run(&[
+            part(20, 5, "shop.in", doc! { "prepare": true }),
+            part(21, 6, "shop.late", doc! { "prepare": true }),
+            part(22, 7, "shop.aborted", doc! { "prepare": true }),
+            part(23, 8, "shop.open", doc! { "prepare": true }),
+            part(24, 9, "shop.unprepared", doc! { "partialTxn": true }),
+        ]);
+        let key = |txn: i64| {
+            let raw = bson::RawDocumentBuf::from_document(&part(1, txn, "x.y", doc! {})).unwrap();
+            txn_key(&Entry::parse(&raw).unwrap()).unwrap()
+        };
+        let decided: HashMap<Vec<u8>, TxnDecision> = [
+            (key(5), TxnDecision::Commit(Ts::new(29, 1))),
+            (key(6), TxnDecision::Commit(Ts::new(30, 0))),
+            (key(7), TxnDecision::Abort),
+        ]
+        .into_iter()
+        .collect();
+        let out = a
+            .decide_prepared(&decided, Ts::new(30, 0), &mut log)
+            .unwrap();
+        assert_eq!(
+            log.applied,
+            vec![("i".into(), "shop.in".into(), Ts::new(29, 1), true)]
+        );
+        let got: Vec<(Vec<String>, Option<TxnDecision>)> =
+            out.into_iter().map(|(t, d)| (t.namespaces, d)).collect();
+        assert_eq!(got.len(), 4, "the unprepared chain is not decided here");
+        assert_eq!(got[3], (vec!["shop.open".to_string()], None));
+        let open: Vec<Vec<String>> = a
+            .open_transactions()
+            .into_iter()
+            .map(|t| t.namespaces)
+            .collect();
+        assert_eq!(
+            open,
+            vec![
+                vec!["shop.open".to_string()],
+                vec!["shop.unprepared".to_string()]
+            ]
         );
     }
 }

@@ -6,7 +6,7 @@
 //! under temporary names and renamed into place only at the very end.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -31,8 +31,11 @@ use super::stake::{self, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
-use super::{BackupSection, OplogRange, Progress, RestorePlan, SkipOutcome, SliceSection, FORMAT};
-use crate::engine::walk::{Ignored, Source, Visitor, Walker};
+use super::{
+    BackupSection, OplogRange, PreparedAtLimit, Progress, RestorePlan, SkipOutcome, SliceSection,
+    FORMAT,
+};
+use crate::engine::walk::{Ignored, Source, TxnDecision, Visitor, Walker};
 
 /// The files `pitr plan` writes into its output directory.
 pub const OUT_FILES: [&str; 4] = ["oplog.bson", "plan.json", RESTORE_DIR, RESTORE_ARCHIVE];
@@ -81,6 +84,13 @@ pub struct PlanRequest {
     /// instead of `OUT/restore.archive`, a copy of the whole backup on disk (`pitr
     /// replay --engine mongod`; `pitr plan` writes the file for runs by hand).
     pub stream_archive: bool,
+    /// A cluster member's plan at the cluster's limit: the decisions of prepared
+    /// (cross-shard) transactions read from every member's oplog, by transaction key
+    /// ([`crate::engine::walk::txn_key`]). A prepared transaction still open at the
+    /// limit is applied when its `commitTimestamp` is before it, wherever this
+    /// member's own commit entry falls ([`Walker::decide_prepared`]). None: a replica
+    /// set's plan, where mongorestore's limit alone decides.
+    pub decided: Option<std::sync::Arc<HashMap<Vec<u8>, TxnDecision>>>,
 }
 
 impl PlanRequest {
@@ -107,6 +117,7 @@ impl PlanRequest {
             mongorestore_inputs: true,
             backup_in_spare: false,
             stream_archive: false,
+            decided: None,
         }
     }
 }
@@ -196,8 +207,8 @@ pub fn build_with_model(
     timer.mark("replica seeded");
     let mut linter = Linter::new(&backup.rules);
     linter.set_second_run(layout.replays_slice && !layout.one_run);
-    replay_both(
-        opts,
+    let prepared_at_limit = replay_both(
+        req,
         (&backup, &oplog_scan),
         &mut point,
         &slice,
@@ -259,6 +270,7 @@ pub fn build_with_model(
         stake,
         versions: Some(backup.rules.versions.clone()),
         restore,
+        prepared_at_limit,
     };
     let restore_dir = write_one_run(req, &backup, &layout, &slice, &out)?;
     timer.mark(if restore_dir.is_some() {
@@ -706,14 +718,17 @@ fn seed_model(
 /// backup's own oplog, then the slice. The restore point's explanation then names
 /// the first entry not applied.
 fn replay_both(
-    opts: ReadOptions,
+    req: &PlanRequest,
     (backup, oplog): (&BackupRead, &OplogScan),
     point: &mut Point,
     slice: &SliceOutcome,
     linter: &mut Linter,
     model: &mut Model,
     progress: &dyn Progress,
-) -> Result<(), PlanError> {
+) -> Result<Vec<PreparedAtLimit>, PlanError> {
+    let opts = ReadOptions {
+        allow_truncated: req.allow_truncated,
+    };
     let limit = point.until.limit;
     let mut walker = Walker::new(backup.rules.mongorestore.clone());
     let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
@@ -732,6 +747,10 @@ fn replay_both(
         model,
         progress,
     )?;
+    let prepared = match &req.decided {
+        Some(d) => decide_prepared(&mut walker, d, limit, linter, model)?,
+        None => Vec::new(),
+    };
     linter.open_at_end(&walker.open_transactions(), limit);
     let union_last = backup.end.max(oplog.last_ts.unwrap_or(backup.end));
     let first_not_applied = at_or_after
@@ -739,7 +758,56 @@ fn replay_both(
         .filter(|e| e.ts >= limit)
         .min_by_key(|e| e.ts);
     until::explain(&mut point.until, first_not_applied, union_last);
-    Ok(())
+    Ok(prepared)
+}
+
+/// A cluster member's prepared transactions open at the limit, decided by the
+/// cluster's table ([`PlanRequest::decided`]; rule R2): applied, let go, or left
+/// open (undecided: the lint's `txn-open-at-limit`, which a cluster restore refuses).
+fn decide_prepared(
+    walker: &mut Walker,
+    decided: &HashMap<Vec<u8>, TxnDecision>,
+    limit: Ts,
+    linter: &mut Linter,
+    model: &mut Model,
+) -> Result<Vec<PreparedAtLimit>, PlanError> {
+    let outcomes = walker
+        .decide_prepared(
+            decided,
+            limit,
+            &mut Both {
+                lint: linter,
+                model,
+            },
+        )
+        .map_err(|e| PlanError::Changed {
+            name: "a prepared transaction".into(),
+            what: format!("its parts cannot be read again: {e}"),
+        })?;
+    if let Some(err) = model.take_error() {
+        return Err(err.into());
+    }
+    let mut out = Vec::new();
+    for (t, d) in outcomes {
+        let (decision, ct) = match d {
+            Some(TxnDecision::Commit(ct)) => ("commit", Some(ct)),
+            Some(TxnDecision::Abort) => ("abort", None),
+            None => ("undecided", None),
+        };
+        let included = ct.is_some_and(|c| c < limit);
+        if d.is_some() {
+            linter.prepared_decided(&t, d, limit);
+        }
+        out.push(PreparedAtLimit {
+            txn: t.label,
+            first: t.first,
+            namespaces: t.namespaces,
+            decision: decision.into(),
+            commit_timestamp: ct,
+            included,
+        });
+    }
+    Ok(out)
 }
 
 /// The expected counts (and hashes), or why there are none.
@@ -1247,6 +1315,9 @@ impl Visitor for Both<'_> {
     }
     fn committed(&mut self, at: Ts, first: Ts, parts_from: &[Source], src: Source) {
         self.lint.committed(at, first, parts_from, src);
+    }
+    fn commit_without_parts(&mut self, commit: &Entry<'_>, src: Source) {
+        self.lint.commit_without_parts(commit, src);
     }
 }
 

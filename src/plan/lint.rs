@@ -19,7 +19,7 @@ use crate::oplog::{Entry, Op, Ts};
 use super::expect::Model;
 use super::ts_json;
 use super::versions::{RestoreRules, Rules, ServerRules};
-use crate::engine::walk::{Ignored, OpenTxn, Source};
+use crate::engine::walk::{Ignored, OpenTxn, Source, TxnDecision};
 
 /// How serious a lint item is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -431,6 +431,58 @@ impl Linter {
             }
             _ => {}
         }
+    }
+
+    /// A `commitTransaction` with none of its transaction's parts walked before it:
+    /// its prepare is older than the first entry replayed (mongo-tools
+    /// `mongodump/oplog_dump.go` starts the backup's oplog at the oldest open
+    /// transaction; a backup made otherwise, or an oplog given without it, misses
+    /// it), so its writes are in neither the backup's data nor the replay. mongorestore applies nothing for it and says
+    /// nothing (mongo-tools `common/txn/buffer.go`).
+    pub fn commit_without_parts(&mut self, commit: &Entry<'_>, _src: Source) {
+        self.push(
+            LintSeverity::Warning,
+            "txn-commit-without-parts",
+            Some(commit.ts),
+            "",
+            format!(
+                "the transaction committed at {} ({}) has none of its parts in the backup's oplog or the slice: it was \
+                 prepared before the backup's oplog begins, and its writes are not restored",
+                commit.ts,
+                crate::engine::walk::txn_label(commit)
+            ),
+        );
+    }
+
+    /// A prepared transaction open at a cluster's limit, decided by another entry
+    /// (this member's own commit entry at or after the limit, or another
+    /// participant's): rule R2 of shared/reference/sharded-pitr.md.
+    pub fn prepared_decided(&mut self, t: &OpenTxn, d: Option<TxnDecision>, limit: Ts) {
+        let (code, what) = match d {
+            Some(TxnDecision::Commit(ct)) if ct < limit => (
+                "txn-prepared-included",
+                format!("its commitTimestamp {ct} is before the limit: applied, as on every participant"),
+            ),
+            Some(TxnDecision::Commit(ct)) => (
+                "txn-prepared-excluded",
+                format!("its commitTimestamp {ct} is at or after the limit: left out, as on every participant"),
+            ),
+            Some(TxnDecision::Abort) => ("txn-prepared-excluded", "it was aborted: left out".to_string()),
+            None => return,
+        };
+        self.push(
+            LintSeverity::Info,
+            code,
+            Some(t.first),
+            &t.namespaces.join(","),
+            format!(
+                "a prepared (cross-shard) transaction ({}, prepared at {}, writing {}) commits on this member at or after \
+                 the limit {limit}; {what}",
+                t.label,
+                t.first,
+                if t.namespaces.is_empty() { "nothing".to_string() } else { t.namespaces.join(", ") }
+            ),
+        );
     }
 
     /// Transactions with parts before the limit and no commit before it.

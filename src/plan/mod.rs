@@ -162,6 +162,30 @@ pub struct RestorePlan {
     pub versions: Option<versions::Versions>,
     pub restore: RestoreSpec,
     pub steps: Vec<Step>,
+    /// A cluster member's plan ([`PlanRequest::decided`]): the prepared (cross-shard)
+    /// transactions open at the limit on this member, and how each was decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prepared_at_limit: Vec<PreparedAtLimit>,
+}
+
+/// A prepared transaction with parts before the limit and its `commitTransaction`
+/// entry on this member at or after it (or none): in the restore iff its
+/// `commitTimestamp` is before the limit (rule R2 of shared/reference/sharded-pitr.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreparedAtLimit {
+    /// `lsid <id>, txnNumber N`.
+    pub txn: String,
+    /// Its first part on this member (the prepare, or the first `partialTxn`).
+    #[serde(deserialize_with = "ts_json::de")]
+    pub first: Ts,
+    /// Namespaces it writes on this member.
+    pub namespaces: Vec<String>,
+    /// `commit`, `abort`, or `undecided` (no participant's oplog holds a decision).
+    pub decision: String,
+    #[serde(default, deserialize_with = "ts_json::de_opt")]
+    pub commit_timestamp: Option<Ts>,
+    /// Applied by this restore (its commitTimestamp is before the limit).
+    pub included: bool,
 }
 
 impl RestorePlan {

@@ -27,6 +27,7 @@ pub mod member;
 pub mod output;
 pub mod sim;
 pub mod truth;
+pub mod txn;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -85,6 +86,14 @@ const AT_MIGRATION: i64 = 40;
 const AT_RANGE_DELETION: i64 = 70;
 const AT_FAN_OUT: i64 = 120;
 const AT_DROP: i64 = 200;
+/// Cross-shard transactions on `shop.events` ([`txn`]): committed at 100 s (the
+/// second participant's commit entry about 2 s after the first's), aborted at 150 s,
+/// committed at 160 s (the first participant's commit entry late).
+const AT_TXNS: [(i64, bool, [i64; 2]); 3] = [
+    (100, true, [50, 1900]),
+    (150, false, [80, 1500]),
+    (160, true, [1700, 30]),
+];
 const END: i64 = 240;
 
 /// Writes the cluster into `opts.out`.
@@ -212,6 +221,7 @@ fn setup(opts: &ClusterOptions) -> Cluster {
         next_order: 0,
         next_event: Vec::new(),
         logical: Default::default(),
+        txns: Vec::new(),
     };
     for k in 0..opts.shards {
         let orders_uuid = c.sharded[0].uuid;
@@ -271,6 +281,7 @@ fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape) -> Vec<Incident> {
     }
     let mut incidents = Vec::new();
     let mut range_deletion = None;
+    let mut decisions: Vec<txn::PendingDecision> = Vec::new();
     let last = c.members().map(|m| m.oplog.end_ms).max().unwrap_or(0) / 1000;
     for sec in t0..=last {
         let now = sec * 1000;
@@ -311,9 +322,41 @@ fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape) -> Vec<Incident> {
             AT_DROP => incidents.push(ddl::drop_sharded(c, now + 600, "shop.orders", shape)),
             _ => {}
         }
+        if let Some(k) = AT_TXNS.iter().position(|(at, _, _)| *at == rel) {
+            let (_, commit, delays) = AT_TXNS[k];
+            decisions.extend(cross_shard_txn(c, now + 300, k, commit, &delays));
+        }
+        decisions.sort_by_key(|d| d.at_ms);
+        while decisions.first().is_some_and(|d| d.at_ms < now + 1000) {
+            c.deliver(decisions.remove(0));
+        }
         c.noops(sec, 10);
     }
     incidents
+}
+
+/// The `k`th cross-shard transaction: one event on each data shard gets a new `n`
+/// (events `k * 10 + 250` of each shard's own range, which no migration moves).
+fn cross_shard_txn(
+    c: &mut Cluster,
+    now: i64,
+    k: usize,
+    commit: bool,
+    delays: &[i64],
+) -> Vec<txn::PendingDecision> {
+    let writes: Vec<txn::TxnWrite> = (0..c.data_shards as i64)
+        .map(|s| txn::TxnWrite {
+            ns: "shop.events",
+            id: s * RANGE + 250 + k as i64 * 10,
+            field: "n",
+            value: Bson::Int32(1000 + k as i32),
+        })
+        .collect();
+    let mut lsid = [0x7c; 16];
+    lsid[15] = k as u8;
+    let mut delays = delays.to_vec();
+    delays.resize(writes.len(), 400);
+    c.cross_shard_txn(now, lsid, 1 + k as i64, &writes, commit, &delays)
 }
 
 /// Per member (config first), the backup's `[start, end)` in seconds after t0: they

@@ -183,6 +183,7 @@ pub fn write(
         members,
         incidents,
         decoys: c.decoys.clone(),
+        transactions: c.txns.clone(),
         logical_content: None,
     };
     let truth_path = opts.out.join("truth.json");

@@ -83,6 +83,8 @@ pub struct Cluster {
     pub next_event: Vec<i64>,
     /// The logical content's writes (the truth of a restore at any limit).
     pub logical: Logical,
+    /// Cross-shard transactions, for `truth.json` ([`super::txn`]).
+    pub txns: Vec<super::txn::TxnTruth>,
 }
 
 pub fn uuid_bson(u: &[u8; 16]) -> Bson {

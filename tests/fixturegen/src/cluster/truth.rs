@@ -22,6 +22,10 @@
 //!   } ],
 //!   "decoys": [ { "what": "...", "member": "shard1", "ns": "shop.events",
 //!                 "first_ts": "t:i", "last_ts": "t:i", "count": 200, "why_silent": "..." } ],
+//!   "transactions": [ { "txn": "lsid <hex>, txnNumber 1", "decision": "commit" | "abort",
+//!                       "commit_timestamp": "t:i" | null,
+//!                       "participants": [ { "member": "shard0", "prepare_ts": "t:i",
+//!                                           "decision_ts": "t:i" } ] } ],
 //!   "logical_content": null
 //! }
 //! ```
@@ -46,6 +50,9 @@ pub struct ClusterTruth {
     pub members: Vec<MemberTruth>,
     pub incidents: Vec<Incident>,
     pub decoys: Vec<Decoy>,
+    /// Cross-shard transactions: each participant's prepare and decision entry, the
+    /// commitTimestamp (in the content at a limit iff it is before the limit).
+    pub transactions: Vec<super::txn::TxnTruth>,
     pub logical_content: Option<()>,
 }
 
