@@ -604,8 +604,10 @@ proptest! {
 
     /// Small generated clusters (2 or 3 data shards, with or without an idle one, in
     /// either DDL shape) restored at a random wall second between every backup's end
-    /// and every oplog's end: the merged dump is the truth at the limit pitr chose,
-    /// or (only when that limit falls inside the drop) a refusal saying so.
+    /// and every oplog's end, or (half the cases) just after the first participant's
+    /// decision entry of one of the cross-shard transactions: the merged dump is the
+    /// truth at the limit pitr chose, or (only when that limit falls inside the drop)
+    /// a refusal saying so.
     #[test]
     fn random_limits_equal_the_truth(
         seed in 1u64..10_000,
@@ -613,6 +615,7 @@ proptest! {
         idle in 0usize..=1,
         v5 in any::<bool>(),
         pick in 0.0f64..1.0,
+        across_txn in 0usize..6,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let shape = if v5 { DdlShape::V5 } else { DdlShape::V7 };
@@ -630,8 +633,19 @@ proptest! {
         let from = members.iter().filter_map(|m| ts(m, "backup_end_ts")).map(|t| t.t).max().unwrap() + 1;
         let to = members.iter().filter_map(|m| ts(m, "oplog_last_ts")).map(|t| t.t).min().unwrap() - 1;
         let sec = from + ((to - from) as f64 * pick) as u32;
+        // Half the cases cut through a cross-shard transaction instead: one tick
+        // after its first participant's decision entry (its other participants'
+        // entries are later), where a per-shard limit would tear it.
+        let until = match truth["transactions"].as_array().unwrap().get(across_txn) {
+            Some(t) => {
+                let first = t["participants"].as_array().unwrap().iter()
+                    .map(|p| parse_ts(&p["decision_ts"])).min().unwrap();
+                format!("{}:{}", first.t, first.i + 1)
+            }
+            None => sec.to_string(),
+        };
         let tmp = tempfile::tempdir().unwrap();
-        let result = replay(tmp.path(), &dir.path().join("cluster.toml"), &sec.to_string());
+        let result = replay(tmp.path(), &dir.path().join("cluster.toml"), &until);
         // The generator dumps a member's oplog from 3 s after its backup starts: a
         // member that wrote nothing between then and its backup's end has an oplog
         // dump starting after its backup's end, and nothing proves no entry is
@@ -657,7 +671,7 @@ proptest! {
             }
             Err(o) => {
                 let e = stderr(&o);
-                prop_assert!(code(&o) == 2 && e.contains("inside the drop"), "seed {seed} at {sec}: {}", show(&o));
+                prop_assert!(code(&o) == 2 && e.contains("inside the drop"), "seed {seed} at {until}: {}", show(&o));
             }
         }
     }
