@@ -676,3 +676,83 @@ proptest! {
         }
     }
 }
+
+/// The fixture's `movePrimary` of `shop` (shard0 to shard1, after the drop): restored
+/// during the clone, just before the commit, between the commit and the old
+/// primary's drop of its stale copy, and after the end, `shop.customers` is the
+/// truth's every time (taken from the primary at the limit: shard0's copy before the
+/// commit, shard1's after), and `find-drop --cluster` lists the old primary's drop
+/// only as routine (`movePrimaryCleanup`).
+#[test]
+fn move_primary_at_every_cut_equals_the_truth_and_its_drop_is_routine() {
+    let model = fixture_model();
+    let cfg = fs::read(Path::new(FIXTURE).join("config/oplog.bson")).unwrap();
+    let (mut at, mut marks) = (0, BTreeMap::new());
+    while at < cfg.len() {
+        let n = i32::from_le_bytes(cfg[at..at + 4].try_into().unwrap()) as usize;
+        let d: bson::Document = bson::from_slice(&cfg[at..at + n]).unwrap();
+        if let Ok(what) = d.get_document("o").and_then(|o| o.get_str("what")) {
+            if let Some(p) = what.strip_prefix("movePrimary.") {
+                let t = d.get_timestamp("ts").unwrap();
+                marks.insert(p.to_string(), Ts::new(t.time, t.increment));
+            }
+        }
+        at += n;
+    }
+    assert_eq!(marks.len(), 3, "{marks:?}");
+    let truth: Value =
+        serde_json::from_slice(&fs::read(Path::new(FIXTURE).join("truth.json")).unwrap()).unwrap();
+    let decoy = truth["decoys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["what"].as_str().unwrap().starts_with("movePrimary"))
+        .unwrap();
+    let drop = parse_ts(&decoy["first_ts"]);
+    let next = |t: Ts| format!("{}:{}", t.t, t.i + 1);
+    let cluster = Path::new(FIXTURE).join("cluster.toml");
+    for until in [
+        next(marks["start"]),
+        format!("{}:{}", marks["commit"].t, marks["commit"].i),
+        next(marks["commit"]),
+        format!("{}:{}", drop.t, drop.i),
+        next(marks["end"]),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let report = replay(tmp.path(), &cluster, &until)
+            .unwrap_or_else(|o| panic!("--until {until}: {}", show(&o)));
+        check_equals_truth(&until, tmp.path(), &report, &model);
+        let customers = report["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["ns"] == "shop.customers")
+            .unwrap()
+            .clone();
+        assert_eq!(customers["documents"], 80, "--until {until}: {customers}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (args, listed) in [(vec![], false), (vec!["--include-routine"], true)] {
+        let mut a = vec![
+            "find-drop",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--json",
+        ];
+        a.extend(args);
+        let o = run_pitr(tmp.path(), &a, &[]);
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let hit: Vec<&Value> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["ns"] == "shop.customers")
+            .collect();
+        assert_eq!(hit.len(), usize::from(listed), "{v}");
+        if listed {
+            assert_eq!(hit[0]["routine"], "movePrimaryCleanup", "{}", hit[0]);
+            assert_eq!(hit[0]["severity"], "info");
+        }
+    }
+}

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use crate::backup::{self, Layout};
+use crate::cluster::incidents::MovePrimary;
 use crate::cluster::{self, ClusterFile, ClusterFinding, Member, MemberScan};
 use crate::error::Failure;
 use crate::forensics::seen::Seen;
@@ -120,9 +121,14 @@ fn scan_members(
         let b = backup::open(&m.backup).map_err(|e| Failure::from(e).in_context(&context))?;
         let mut scanner = Scanner::with_catalog(rule, Catalog::from_backup(&b)).cluster_member();
         let sources = member_sources(m, &b);
+        let mut moves = Vec::new();
+        let is_config = m.role == cluster::Role::Config;
         let summary = scan_sources_in(&sources, opts, !a.json, &archive_range(a), |doc| {
             if let Some(s) = seen.as_mut() {
                 s.feed(doc)?;
+            }
+            if is_config {
+                MovePrimary::feed(&mut moves, doc);
             }
             scanner.feed_bytes(doc)
         })
@@ -143,6 +149,7 @@ fn scan_members(
             role: m.role,
             findings,
             metadata: stats.sharding_metadata,
+            moves,
         });
     }
     Ok(out)

@@ -46,6 +46,102 @@ pub struct MemberScan {
     pub role: Role,
     pub findings: Vec<Finding>,
     pub metadata: Vec<MetadataDelete>,
+    /// The config server's `movePrimary` changelog entries ([`MovePrimary`]).
+    pub moves: Vec<MovePrimary>,
+}
+
+/// One `movePrimary` of a database, from the config server's `config.changelog`
+/// entries (`what: "movePrimary.<phase>"`, `ns` the database, `details.from` and
+/// `details.to` the shards: server `move_primary_coordinator.cpp` `logChange`; the
+/// 4.x-6.x source manager logs `start` and `commit` only).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MovePrimary {
+    pub db: String,
+    pub from: String,
+    pub to: String,
+    pub start: Option<Ts>,
+    pub commit: Option<Ts>,
+    pub end: Option<Ts>,
+}
+
+impl MovePrimary {
+    /// Adds one changelog entry (`what`, database, from, to, its ts) to `moves`: a
+    /// `start` opens a move, `commit` and `end` complete the last open one of the
+    /// database.
+    pub fn record(
+        moves: &mut Vec<MovePrimary>,
+        what: &str,
+        db: &str,
+        from: &str,
+        to: &str,
+        ts: Ts,
+    ) {
+        let open = moves
+            .iter_mut()
+            .rev()
+            .find(|m| m.db == db && m.end.is_none() && (what != "commit" || m.commit.is_none()));
+        match (what, open) {
+            ("start", _) | (_, None) => {
+                moves.push(MovePrimary {
+                    db: db.into(),
+                    from: from.into(),
+                    to: to.into(),
+                    ..MovePrimary::default()
+                });
+                let m = moves.last_mut().expect("pushed");
+                match what {
+                    "start" => m.start = Some(ts),
+                    "commit" => m.commit = Some(ts),
+                    _ => m.end = Some(ts),
+                }
+            }
+            ("commit", Some(m)) => m.commit = Some(ts),
+            ("end", Some(m)) => m.end = Some(ts),
+            _ => {}
+        }
+    }
+
+    /// Reads one config server oplog entry (framed BSON): a `config.changelog`
+    /// insert of a `movePrimary.<phase>` is recorded ([`MovePrimary::record`]).
+    pub fn feed(moves: &mut Vec<MovePrimary>, doc: &[u8]) {
+        let Ok(raw) = bson::RawDocument::from_bytes(doc) else {
+            return;
+        };
+        if raw.get_str("ns") != Ok("config.changelog") || raw.get_str("op") != Ok("i") {
+            return;
+        }
+        let (Ok(o), Ok(ts)) = (raw.get_document("o"), raw.get_timestamp("ts")) else {
+            return;
+        };
+        let Some(phase) = o
+            .get_str("what")
+            .ok()
+            .and_then(|w| w.strip_prefix("movePrimary."))
+        else {
+            return;
+        };
+        let details = o.get_document("details").ok();
+        let field = |k: &str| details.and_then(|d| d.get_str(k).ok()).unwrap_or("");
+        MovePrimary::record(
+            moves,
+            phase,
+            o.get_str("ns").unwrap_or(""),
+            field("from"),
+            field("to"),
+            Ts::new(ts.time, ts.increment),
+        );
+    }
+
+    /// When the old primary drops its stale copies: from the commit to the `end`
+    /// entry (7.0+: `dropStaleDataOnDonor` runs between them), or, with no `end`
+    /// (older releases clean up after logging `commit`), within the DDL window.
+    fn cleanup_window(&self) -> Option<(Ts, Ts)> {
+        let commit = self.commit?;
+        let end = self
+            .end
+            .unwrap_or(Ts::new(commit.t.saturating_add(DDL_WINDOW_SECS), u32::MAX));
+        Some((commit, end))
+    }
 }
 
 /// One member's part of an incident.
@@ -162,9 +258,11 @@ pub fn merge(
 ) -> (Vec<ClusterFinding>, Vec<MetadataDelete>) {
     let mut groups: Vec<Group> = Vec::new();
     let mut metadata: Vec<MetadataDelete> = Vec::new();
+    let mut moves: Vec<MovePrimary> = Vec::new();
     let mut all: Vec<(String, Role, Finding)> = Vec::new();
     for s in scans {
         metadata.extend(s.metadata);
+        moves.extend(s.moves);
         all.extend(
             s.findings
                 .into_iter()
@@ -200,6 +298,9 @@ pub fn merge(
         }
     }
     let unexplained = attach_metadata(&mut groups, metadata);
+    for g in &mut groups {
+        move_primary_cleanup(g, &moves);
+    }
     let mut out: Vec<ClusterFinding> = groups.into_iter().map(finish).collect();
     out.sort_by(|a, b| {
         (a.finding.ts, a.finding.kind, &a.finding.ns).cmp(&(
@@ -246,6 +347,27 @@ fn attach_metadata(groups: &mut [Group], metadata: Vec<MetadataDelete>) -> Vec<M
         }
     }
     unexplained
+}
+
+/// A drop on one shard alone, of a collection of a database that shard stopped
+/// being the primary of (`movePrimary` committed), with no sharding metadata
+/// deleted for it, inside the move's cleanup: the old primary dropping its stale
+/// copy of an unsharded collection (`dropStaleDataOnDonor`, not marked
+/// `fromMigrate`: percona-clustersync-mongodb PR #222). Routine, never an incident.
+fn move_primary_cleanup(g: &mut Group, moves: &[MovePrimary]) {
+    if g.kind != Kind::Drop || g.items.len() != 1 || !g.metadata.is_empty() {
+        return;
+    }
+    let (member, _, f) = &mut g.items[0];
+    let hit = moves.iter().any(|m| {
+        m.from == *member
+            && m.db == db_of(&f.ns)
+            && m.cleanup_window()
+                .is_some_and(|(from, to)| f.ts >= from && f.ts <= to)
+    });
+    if hit {
+        f.make_routine(crate::forensics::Routine::MovePrimaryCleanup);
+    }
 }
 
 fn near_ts(g: &Group, ts: Ts) -> bool {
@@ -401,6 +523,7 @@ mod tests {
             role: Role::Shard,
             findings,
             metadata: Vec::new(),
+            moves: Vec::new(),
         }
     }
 
@@ -421,6 +544,7 @@ mod tests {
             role: Role::Config,
             findings: Vec::new(),
             metadata,
+            moves: Vec::new(),
         }
     }
 
@@ -471,6 +595,106 @@ mod tests {
                 ("rs0", "drop")
             ]
         );
+    }
+
+    fn changelog(what: &str, db: &str, ts: Ts) -> Vec<u8> {
+        bson::to_vec(&bson::doc! {
+            "op": "i", "ns": "config.changelog",
+            "o": { "_id": format!("cfg-{}", ts.i), "what": what, "ns": db, "details": { "from": "shard0", "to": "shard1" } },
+            "ts": bson::Timestamp { time: ts.t, increment: ts.i }, "t": 1i64,
+        })
+        .unwrap()
+    }
+
+    /// The old primary's drops of its stale copies after a movePrimary are routine;
+    /// a drop of the same collection on the new primary, one before the commit, one
+    /// on another database or after the end stay incidents.
+    #[test]
+    fn move_primary_cleanup_drops_are_routine() {
+        let mut moves = Vec::new();
+        for (what, ts) in [
+            ("movePrimary.start", Ts::new(100, 1)),
+            ("movePrimary.commit", Ts::new(105, 1)),
+            ("movePrimary.end", Ts::new(107, 1)),
+        ] {
+            MovePrimary::feed(&mut moves, &changelog(what, "shop", ts));
+        }
+        // Other changelog entries and other ops are not moves.
+        MovePrimary::feed(
+            &mut moves,
+            &changelog("moveChunk.commit", "shop.events", Ts::new(101, 1)),
+        );
+        assert_eq!(moves.len(), 1);
+        assert_eq!(
+            (moves[0].start, moves[0].commit, moves[0].end),
+            (
+                Some(Ts::new(100, 1)),
+                Some(Ts::new(105, 1)),
+                Some(Ts::new(107, 1))
+            )
+        );
+        assert_eq!(
+            (moves[0].from.as_str(), moves[0].to.as_str()),
+            ("shard0", "shard1")
+        );
+        let mut cfg = config(Vec::new());
+        cfg.moves = moves;
+        let (found, _) = merge(
+            vec![
+                cfg,
+                shard(
+                    "shard0",
+                    vec![
+                        drop("shop.before", Ts::new(104, 1), "u1", 5, false),
+                        drop("shop.customers", Ts::new(106, 2), "u2", 80, false),
+                        drop("other.customers", Ts::new(106, 3), "u3", 8, false),
+                        drop("shop.after", Ts::new(108, 1), "u4", 8, false),
+                    ],
+                ),
+                shard(
+                    "shard1",
+                    vec![drop("shop.mine", Ts::new(106, 4), "u5", 3, false)],
+                ),
+            ],
+            60,
+        );
+        let routine: Vec<(&str, bool)> = found
+            .iter()
+            .map(|f| (f.finding.ns.as_str(), f.finding.is_routine()))
+            .collect();
+        assert_eq!(
+            routine,
+            vec![
+                ("shop.before", false),
+                ("shop.customers", true),
+                ("other.customers", false),
+                ("shop.mine", false),
+                ("shop.after", false),
+            ]
+        );
+        // A release that logs no `end`: the window after the commit.
+        let mut legacy = Vec::new();
+        MovePrimary::feed(
+            &mut legacy,
+            &changelog("movePrimary.start", "shop", Ts::new(100, 1)),
+        );
+        MovePrimary::feed(
+            &mut legacy,
+            &changelog("movePrimary.commit", "shop", Ts::new(105, 1)),
+        );
+        let mut cfg = config(Vec::new());
+        cfg.moves = legacy;
+        let (found, _) = merge(
+            vec![
+                cfg,
+                shard(
+                    "shard0",
+                    vec![drop("shop.customers", Ts::new(130, 1), "u2", 80, false)],
+                ),
+            ],
+            60,
+        );
+        assert!(found[0].finding.is_routine());
     }
 
     #[test]

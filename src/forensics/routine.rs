@@ -28,6 +28,10 @@ pub enum Routine {
     /// Inserts into a capped collection pushed its oldest documents out (replicated as
     /// deletes from 5.0).
     CappedRollover,
+    /// A sharded cluster's old primary shard dropped its copy of an unsharded
+    /// collection after `movePrimary` moved the database to another shard (found by
+    /// `find-drop --cluster` from the config server's changelog).
+    MovePrimaryCleanup,
 }
 
 impl Routine {
@@ -38,6 +42,7 @@ impl Routine {
             Routine::TtlExpiry => "ttlExpiry",
             Routine::TimeseriesExpiry => "timeseriesExpiry",
             Routine::CappedRollover => "cappedRollover",
+            Routine::MovePrimaryCleanup => "movePrimaryCleanup",
         }
     }
 
@@ -62,6 +67,11 @@ impl Routine {
             Routine::CappedRollover => {
                 "a capped collection drops its oldest documents as new ones are inserted; from 5.0 the \
                  primary replicates those deletes"
+            }
+            Routine::MovePrimaryCleanup => {
+                "movePrimary cloned the database's unsharded collections to its new primary shard, committed \
+                 the move on the config server, then dropped the old primary's stale copies (not marked \
+                 fromMigrate); the data lives on the new primary"
             }
         }
     }
@@ -226,6 +236,7 @@ mod tests {
             Routine::TtlExpiry,
             Routine::TimeseriesExpiry,
             Routine::CappedRollover,
+            Routine::MovePrimaryCleanup,
         ] {
             assert_eq!(
                 serde_json::to_value(r).unwrap(),

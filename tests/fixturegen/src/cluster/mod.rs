@@ -24,6 +24,7 @@
 
 pub mod ddl;
 pub mod member;
+pub mod move_primary;
 pub mod output;
 pub mod sim;
 pub mod truth;
@@ -89,6 +90,8 @@ const AT_DROP: i64 = 200;
 /// Cross-shard transactions on `shop.events` ([`txn`]): committed at 100 s (the
 /// second participant's commit entry about 2 s after the first's), aborted at 150 s,
 /// committed at 160 s (the first participant's commit entry late).
+/// `movePrimary` of `shop` to shard1, after the drop ([`move_primary`]).
+const AT_MOVE_PRIMARY: i64 = 215;
 const AT_TXNS: [(i64, bool, [i64; 2]); 3] = [
     (100, true, [50, 1900]),
     (150, false, [80, 1500]),
@@ -320,6 +323,7 @@ fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape) -> Vec<Incident> {
                 });
             }
             AT_DROP => incidents.push(ddl::drop_sharded(c, now + 600, "shop.orders", shape)),
+            AT_MOVE_PRIMARY => c.move_primary(now + 200, 1),
             _ => {}
         }
         if let Some(k) = AT_TXNS.iter().position(|(at, _, _)| *at == rel) {
