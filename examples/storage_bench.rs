@@ -10,8 +10,10 @@
 //! ```
 //!
 //! Each client step prints one line: `<step> <bytes> bytes <seconds> s <MB/s> MB/s
-//! peak_rss <KiB> KiB`, the peak being this process's VmHWM (the server runs in its own
-//! process so that its memory is not counted).
+//! peak_rss <KiB> KiB cpu <user+sys> s`, the peak being this process's VmHWM and the
+//! CPU all its threads' (the server runs in its own process so that neither counts it).
+//! The storage tuning comes from the environment as pitr's (`PITR_STORAGE_READ_RANGES`,
+//! `PITR_STORAGE_READ_RANGE_MIB`: see docs/testing.md).
 
 use std::io::{Read, Write};
 use std::time::Instant;
@@ -70,7 +72,7 @@ fn storage(endpoint: &str) -> Storage {
         ("AWS_ENDPOINT_URL", endpoint),
         ("AWS_ALLOW_HTTP", "true"),
     ]);
-    Storage::new(settings, Tuning::default())
+    Storage::new(settings, Tuning::from_env())
 }
 
 fn drain(mut r: impl Read) -> u64 {
@@ -87,10 +89,22 @@ fn drain(mut r: impl Read) -> u64 {
 fn report(step: &str, bytes: u64, t: Instant) {
     let s = t.elapsed().as_secs_f64();
     println!(
-        "{step} {bytes} bytes {s:.2} s {:.0} MB/s peak_rss {} KiB",
+        "{step} {bytes} bytes {s:.2} s {:.0} MB/s peak_rss {} KiB cpu {:.2} s",
         bytes as f64 / s / 1e6,
-        peak_rss_kib()
+        peak_rss_kib(),
+        cpu_seconds()
     );
+}
+
+/// User and system CPU time of this process so far (all threads).
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
 }
 
 fn peak_rss_kib() -> u64 {

@@ -6,6 +6,9 @@
 # 1.5x of the local one), with each run's peak RSS.
 #
 #   scripts/bench-s3-commands.sh [SIZE_BYTES]      RUNS=3 (paired: local then bucket)
+#   OLD_READS=1   as before the ranged reads and the oplog copy: one streamed GET per
+#                 object (PITR_STORAGE_READ_RANGES=1) and `replay --no-space-check`
+#                 (which turns the copy of an oplog object in the work dir off)
 #
 # Release builds of pitr, pitr-gen and the storage_bench example (whose `serve` runs
 # s3s-fs in its own process on loopback, with its files on the same disk). The bench
@@ -60,32 +63,38 @@ done < <(find "$dir/backup" -type f | sort)
 
 export AWS_ACCESS_KEY_ID=AKIAPITRBENCH AWS_SECRET_ACCESS_KEY=pitr-bench-secret \
   AWS_REGION=us-east-1 AWS_ENDPOINT_URL="$endpoint" AWS_ALLOW_HTTP=true
+replay_flags=()
+if [ "${OLD_READS:-0}" = 1 ]; then
+  export PITR_STORAGE_READ_RANGES=1
+  replay_flags=(--no-space-check)
+  echo "OLD_READS=1: one streamed GET per object, no copy of the oplog" >&2
+fi
 load() { cut -d' ' -f1 /proc/loadavg; }
-# timed NAME CMD...: "name wall_s peak_rss_kib load" appended to $work/results
+# timed NAME CMD...: "name wall_s peak_rss_kib load cpu_s" appended to $work/results
 timed() {
   local name=$1 l
   shift
   l=$(load)
-  /usr/bin/time -f '%e %M' -o "$work/time" "$@" > "$work/stdout" 2> "$work/stderr" || {
+  /usr/bin/time -f '%e %M %U %S' -o "$work/time" "$@" > "$work/stdout" 2> "$work/stderr" || {
     local rc=$?
     # find-drop exits 1 when it finds nothing: not a failure of the run.
     if [ "$rc" -ne 1 ]; then echo "FAILED ($rc): $*" >&2; tail -20 "$work/stderr" >&2; exit 1; fi; }
-  read -r e m < "$work/time"
-  echo "$name $e $m $l" | tee -a "$work/results"
+  read -r e m u sy < "$work/time"
+  echo "$name $e $m $l $(echo "$u + $sy" | bc)" | tee -a "$work/results"
 }
 
 cat "$dir/oplog.bson" "$work"/root/bench/oplog.bson > /dev/null  # warm the page cache
 bytes=$(stat -c %s "$dir/oplog.bson")
 echo "== find-drop and the embedded replay: $bytes bytes of oplog, local vs s3s-fs on loopback, $runs paired runs" >&2
-echo "name wall_s peak_rss_kib load"
+echo "name wall_s peak_rss_kib load cpu_s"
 for r in $(seq "$runs"); do
   timed find-drop-local "$PITR" find-drop "$dir/oplog.bson" --json
   timed find-drop-s3 "$PITR" find-drop s3://bench/oplog.bson --json
   rm -rf "$work/out-local" "$work/out-s3"
   timed replay-local "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
-    --until end --accept-incidents --out "$work/out-local" --workdir "$work/wl" --json
+    --until end --accept-incidents --out "$work/out-local" --workdir "$work/wl" --json "${replay_flags[@]}"
   timed replay-s3 "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
-    --until end --accept-incidents --out "$work/out-s3" --workdir "$work/ws" --json
+    --until end --accept-incidents --out "$work/out-s3" --workdir "$work/ws" --json "${replay_flags[@]}"
   rm -rf "$work/wl" "$work/ws"
 done
 echo "== medians (ratio bucket/local; targets: find-drop <= 1.3, replay <= 1.5)"
@@ -93,13 +102,14 @@ python3 - "$work/results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}
-for name, wall, rss, load in rows:
-    by.setdefault(name, []).append((float(wall), int(rss), float(load)))
+for name, wall, rss, load, cpu in rows:
+    by.setdefault(name, []).append((float(wall), int(rss), float(load), float(cpu)))
 def med(n, i): return statistics.median(x[i] for x in by[n])
 for cmd, target in (("find-drop", 1.3), ("replay", 1.5)):
     l, s = med(f"{cmd}-local", 0), med(f"{cmd}-s3", 0)
-    print(f"{cmd}: local {l:.2f} s ({med(f'{cmd}-local', 1)//1024} MiB), bucket {s:.2f} s "
-          f"({med(f'{cmd}-s3', 1)//1024} MiB): ratio {s / l:.2f} (target {target}) "
+    print(f"{cmd}: local {l:.2f} s (cpu {med(f'{cmd}-local', 3):.2f} s, {med(f'{cmd}-local', 1)//1024} MiB), "
+          f"bucket {s:.2f} s (cpu {med(f'{cmd}-s3', 3):.2f} s, {med(f'{cmd}-s3', 1)//1024} MiB): "
+          f"ratio {s / l:.2f} (target {target}) "
           f"{'met' if s / l <= target else 'NOT met'}; load {min(x[2] for x in by[f'{cmd}-s3']):.1f}-"
           f"{max(x[2] for x in by[f'{cmd}-s3']):.1f}")
 PY

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Object storage on loopback: reading a 1 GiB object from s3s-fs through pitr's storage
 # layer against reading the same bytes from a local file, and writing it (multipart).
-# Prints one line per step (bytes, seconds, MB/s, the client's peak RSS).
+# Prints one line per step (bytes, seconds, MB/s, the client's peak RSS and CPU), and
+# for each read the CPU the server spent serving it.
 #
 #   scripts/bench-storage.sh [SIZE_MIB]      (default 1024)
+#   PROFILE=release    release builds of the client and the server (default: debug,
+#                      as the tests use, deps at opt-level 1)
+#   RANGES="1 4"       the reads to time: ranged GETs in flight per read (1: one
+#                      streamed GET), each as PITR_STORAGE_READ_RANGES
+#   GETS=3             reads of each
 #
 # Needs 2 x SIZE of free disk in $TMPDIR (the file and the server's copy); both are
-# deleted at the end. Debug build, as the tests use (deps at opt-level 1).
+# deleted at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mib="${1:-1024}"
@@ -27,8 +33,15 @@ if [ "$avail_kib" -lt "$need_kib" ]; then
     exit 2
 fi
 
-cargo build -q --example storage_bench
-bin=target/debug/examples/storage_bench
+profile="${PROFILE:-debug}"
+ranges="${RANGES:-1 4}"
+gets="${GETS:-3}"
+if [ "$profile" = release ]; then
+    cargo build -q --release --example storage_bench
+else
+    cargo build -q --example storage_bench
+fi
+bin=target/$profile/examples/storage_bench
 
 echo "generating ${size_mib} MiB of random bytes" >&2
 head -c "$((size_mib * 1024 * 1024))" /dev/urandom > "$work/object.bin"
@@ -53,5 +66,16 @@ url="s3://bench/object.bin"
 "$bin" local "$work/object.bin" > /dev/null
 "$bin" local "$work/root/bench/object.bin" > /dev/null
 "$bin" local "$work/object.bin"
+# The server's CPU (user+sys, seconds) from /proc/PID/stat.
+server_cpu() {
+    awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$server_pid/stat"
+}
 "$bin" get "$endpoint" "$url" > /dev/null
-"$bin" get "$endpoint" "$url"
+for n in $ranges; do
+    for _ in $(seq "$gets"); do
+        before=$(server_cpu)
+        line=$(PITR_STORAGE_READ_RANGES=$n "$bin" get "$endpoint" "$url")
+        after=$(server_cpu)
+        echo "$line ranges $n server_cpu $(echo "$after - $before" | bc) s load $(cut -d' ' -f1 /proc/loadavg)"
+    done
+done

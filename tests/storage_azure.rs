@@ -262,7 +262,9 @@ fn azure_a_server_killed_mid_read_and_restarted_gives_the_same_bytes() {
         az.settings_with_key(KEY),
         Tuning {
             retries: 0,
-            read_ahead_chunks: 2,
+            read_ranges: 3,
+            read_range_size: 16 * MIB,
+            read_ahead_bytes: 64 * 1024,
             resume_backoff: Duration::from_millis(500),
             read_resumes: 20,
             ..quick_tuning()

@@ -321,6 +321,63 @@ fn the_embedded_replay_restores_from_a_bucket_what_it_restores_from_files() {
     }
 }
 
+/// The replay's passes over an oplog object (the plan's scan, the slice) GET it once:
+/// the first pass copies it into the work dir for the others (`oplog::spool`), the copy
+/// is gone after the run, and the result is the same. Without the copy
+/// (`--no-space-check` turns it off) every pass GETs the object.
+#[test]
+fn the_embedded_replay_gets_an_oplog_object_once() {
+    let inc = Incident::start();
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(FIXTURE).join("truth.json")).unwrap(),
+    )
+    .unwrap();
+    let limit = truth["incidents"][0]["oplog_limit"].as_str().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let key = "incident/oplog.bson.gz";
+    let cwd = tmp.path().join("once");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let before = inc.server.gets_of(BUCKET, key);
+    let got = replay(
+        &inc,
+        &cwd,
+        &inc.url("backup"),
+        &inc.url("oplog.bson.gz"),
+        limit,
+    );
+    // The fixture's oplog is smaller than one range: one GET in all, for every pass.
+    assert_eq!(inc.server.gets_of(BUCKET, key) - before, 1);
+    assert!(!cwd.join("work/oplog-copy").exists(), "the copy is left");
+
+    let cwd = tmp.path().join("every-pass");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let before = inc.server.gets_of(BUCKET, key);
+    let o = inc.pitr_in(
+        &cwd,
+        &[
+            "replay",
+            "--backup",
+            &inc.url("backup"),
+            "--oplog",
+            &inc.url("oplog.bson.gz"),
+            "--until",
+            limit,
+            "--workdir",
+            "work",
+            "--out",
+            "out",
+            "--accept-incidents",
+            "--no-space-check",
+        ],
+    );
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let passes = inc.server.gets_of(BUCKET, key) - before;
+    assert!(passes >= 2, "{passes} GETs without the copy");
+    let text = std::fs::read_to_string(cwd.join("work/report.json")).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(restored(&report), got);
+}
+
 #[test]
 fn plan_reads_a_bucket_and_says_what_mongorestore_would_need() {
     let inc = Incident::start();
@@ -548,10 +605,26 @@ fn an_oplog_archive_in_a_bucket_reads_as_the_local_directory() {
         std::fs::create_dir_all(&cwd).unwrap();
         replay(&inc, &cwd, &inc.url("backup"), oplog, limit)
     };
+    let chunk_keys: Vec<String> = storage
+        .list(&at.join("chunks"))
+        .unwrap()
+        .into_iter()
+        .map(|o| o.location.to_string())
+        .map(|u| u.trim_start_matches(&format!("s3://{BUCKET}/")).to_string())
+        .collect();
+    let gets = |k: &String| inc.server.gets_of(BUCKET, k);
+    let before: Vec<usize> = chunk_keys.iter().map(gets).collect();
     assert_eq!(
         run("s3", &inc.url("arch")),
         run("local", arch.to_str().unwrap())
     );
+    // Each chunk the replay's passes read came from the bucket once (the copy in the
+    // work dir served the other passes).
+    let after: Vec<usize> = chunk_keys.iter().map(gets).collect();
+    for ((k, b), a) in chunk_keys.iter().zip(&before).zip(&after) {
+        assert!(a - b <= 1, "{k}: {} GETs", a - b);
+    }
+    assert!(after.iter().sum::<usize>() > before.iter().sum::<usize>());
 
     // Chunk 2 holds entries the replay needs: deleted from the bucket, it is named.
     let chunks: Vec<_> = storage

@@ -151,39 +151,86 @@ fn a_write_whose_server_dies_fails_and_leaves_nothing_visible() {
     assert!(matches!(e, StorageError::NotFound { .. }), "{e:?}");
 }
 
+/// Tuning for the read tests: no retries inside object_store (this layer's resume must
+/// do it), and ranges that hold little ahead of the reader, so that a kill finds GETs
+/// in the middle of their bodies.
+fn read_tuning(ranges: usize, range_size: u64) -> Tuning {
+    Tuning {
+        retries: 0,
+        read_ranges: ranges,
+        read_range_size: range_size,
+        read_ahead_bytes: 64 * 1024,
+        ..quick_tuning()
+    }
+}
+
+#[test]
+fn a_large_object_read_by_ranges_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let at = loc("s3://bkt/oplog.bson");
+    let len = 40 * MIB + 4321;
+    write_pattern(&server.storage(), &at, 3, len);
+    // Ranges that do not divide the object, a last range of a few bytes, one range
+    // in flight up to more than there are ranges, one stream, and ranges longer than
+    // the object.
+    for (ranges, size) in [(4, 3 * MIB + 17), (3, 40 * MIB), (1, MIB), (2, 64 * MIB)] {
+        let storage = Storage::new(server.settings(), read_tuning(ranges, size));
+        let r = storage.open_read(&at).unwrap();
+        assert_eq!(r.size(), len);
+        let (diff, got, want) = first_difference(r, Pattern::new(3, len));
+        assert_eq!((diff, got), (None, want), "{ranges} ranges of {size} bytes");
+    }
+    // Dropped midway with ranges in flight: nothing hangs, the next read is whole.
+    let storage = Storage::new(server.settings(), read_tuning(4, MIB));
+    let mut r = storage.open_read(&at).unwrap();
+    let mut head = vec![0u8; 3 * MIB as usize];
+    r.read_exact(&mut head).unwrap();
+    drop(r);
+    let (diff, got, want) = first_difference(storage.open_read(&at).unwrap(), Pattern::new(3, len));
+    assert_eq!((diff, got), (None, want));
+}
+
+/// Reads `at` (`len` bytes of pattern `seed`) with `tuning`, killing the server after
+/// the first MiB and restarting it 300 ms later while the reader goes on: the bytes
+/// must be the same and the read resumed at least once.
+fn read_across_a_restart(
+    server: &mut S3Server,
+    at: &Location,
+    seed: u64,
+    len: u64,
+    tuning: Tuning,
+) {
+    let storage = Storage::new(server.settings(), tuning);
+    let mut r = storage.open_read(at).unwrap();
+    let mut head = vec![0u8; MIB as usize];
+    r.read_exact(&mut head).unwrap();
+    server.kill();
+    let mut rest = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            server.restart();
+        });
+        r.read_to_end(&mut rest).unwrap();
+    });
+    assert!(r.resumes() >= 1, "the read should have been resumed");
+    let all = std::io::Read::chain(&head[..], &rest[..]);
+    let (diff, got, want) = first_difference(all, Pattern::new(seed, len));
+    assert_eq!((diff, got), (None, want));
+}
+
 #[test]
 fn a_server_killed_mid_read_and_restarted_gives_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = S3Server::start(dir.path(), &["bkt"]);
     let at = loc("s3://bkt/oplog.bson");
-    let len = 64 * MIB;
+    let len = 64 * MIB + 99;
     write_pattern(&server.storage(), &at, 11, len);
-    // object_store's own retries off: this layer's resume must do it.
-    let tuning = Tuning {
-        retries: 0,
-        read_ahead_chunks: 2,
-        ..quick_tuning()
-    };
-    let storage = Storage::new(server.settings(), tuning);
-    let mut r = storage.open_read(&at).unwrap();
-    let mut head = vec![0u8; MIB as usize];
-    r.read_exact(&mut head).unwrap();
-    server.kill();
-    std::thread::sleep(Duration::from_millis(300));
-    server.restart();
-    let rest = std::io::Read::chain(&head[..], r);
-    let (diff, got, want) = first_difference(rest, Pattern::new(11, len));
-    assert_eq!((diff, got), (None, want));
-    // first_difference consumed the reader; the resume count is checked on a second run
-    // below, where the reader stays reachable.
-    let mut r = storage.open_read(&at).unwrap();
-    r.read_exact(&mut head).unwrap();
-    server.kill();
-    std::thread::sleep(Duration::from_millis(300));
-    server.restart();
-    let n = std::io::copy(&mut r, &mut std::io::sink()).unwrap();
-    assert_eq!(n + MIB, len);
-    assert!(r.resumes() >= 1, "the read should have been resumed");
+    // Several ranges in flight when the server dies (their bodies cut, or the next
+    // ones refused while it is down), then one stream.
+    read_across_a_restart(&mut server, &at, 11, len, read_tuning(4, 8 * MIB));
+    read_across_a_restart(&mut server, &at, 11, len, read_tuning(1, MIB));
 }
 
 #[test]
@@ -192,22 +239,49 @@ fn an_object_replaced_while_it_is_read_is_an_error_not_a_splice() {
     let mut server = S3Server::start(dir.path(), &["bkt"]);
     let at = loc("s3://bkt/chunk");
     let len = 64 * MIB;
+    for ranges in [4, 1] {
+        write_pattern(&server.storage(), &at, 5, len);
+        let tuning = Tuning {
+            resume_backoff: Duration::from_millis(1500),
+            ..read_tuning(ranges, 8 * MIB)
+        };
+        let storage = Storage::new(server.settings(), tuning);
+        let mut r = storage.open_read(&at).unwrap();
+        let mut head = vec![0u8; MIB as usize];
+        r.read_exact(&mut head).unwrap();
+        server.kill();
+        server.restart();
+        // Same length, other bytes, written before the reader's first resume.
+        write_pattern(&server.storage(), &at, 6, len);
+        let e = std::io::copy(&mut r, &mut std::io::sink()).unwrap_err();
+        let e = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<StorageError>())
+            .expect("a StorageError inside the io::Error");
+        assert!(
+            matches!(e, StorageError::ChangedWhileReading { .. }),
+            "{ranges} ranges: {e:?}"
+        );
+        assert!(e.to_string().contains("s3://bkt/chunk"), "{e}");
+    }
+}
+
+#[test]
+fn an_object_replaced_between_two_ranges_is_an_error_without_any_break() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let at = loc("s3://bkt/chunk");
+    let len = 64 * MIB;
     write_pattern(&server.storage(), &at, 5, len);
-    let tuning = Tuning {
-        retries: 0,
-        read_ahead_chunks: 2,
-        resume_backoff: Duration::from_millis(1500),
-        ..quick_tuning()
-    };
-    let storage = Storage::new(server.settings(), tuning);
+    // Two ranges of 8 MiB in flight: the third is asked for after the replacement,
+    // and its ETag tells.
+    let storage = Storage::new(server.settings(), read_tuning(2, 8 * MIB));
     let mut r = storage.open_read(&at).unwrap();
     let mut head = vec![0u8; MIB as usize];
     r.read_exact(&mut head).unwrap();
-    server.kill();
-    server.restart();
-    // Same length, other bytes, written before the reader's first resume.
     write_pattern(&server.storage(), &at, 6, len);
-    let e = std::io::copy(&mut r, &mut std::io::sink()).unwrap_err();
+    let mut rest = Vec::new();
+    let e = r.read_to_end(&mut rest).unwrap_err();
     let e = e
         .get_ref()
         .and_then(|e| e.downcast_ref::<StorageError>())
@@ -216,7 +290,13 @@ fn an_object_replaced_while_it_is_read_is_an_error_not_a_splice() {
         matches!(e, StorageError::ChangedWhileReading { .. }),
         "{e:?}"
     );
-    assert!(e.to_string().contains("s3://bkt/chunk"), "{e}");
+    // What was handed out before the error is the first version's, never the second's.
+    let got = MIB + rest.len() as u64;
+    assert!(got < len, "{got}");
+    let all = std::io::Read::chain(&head[..], &rest[..]);
+    let (diff, _, _) = first_difference(all, Pattern::new(5, len).take(got));
+    assert_eq!(diff, None, "bytes of the new version were handed out");
+    assert_eq!(r.resumes(), 0);
 }
 
 #[test]

@@ -231,6 +231,57 @@ fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     )
 }
 
+/// The embedded run's space check (unless `--dry-run` or `--no-space-check`): the
+/// slice, the engine's on-disk store past the memory budget, the dump beside `--out`,
+/// and, when it fits too, a copy of an oplog object that the run's later passes read
+/// instead of the bucket (`oplog::spool`, on for as long as the guard returned lives).
+fn embedded_space(
+    a: &ReplayArgs,
+    work: &WorkDir,
+    out: &Path,
+    budget: u64,
+) -> Result<Option<crate::oplog::spool::SpoolGuard>, Failure> {
+    if a.dry_run || a.no_space_check {
+        return Ok(None);
+    }
+    let (backup, oplog) = input_sizes(a);
+    // The slice, and past --memory the on-disk store of the documents.
+    let store = if backup > budget { backup } else { 0 };
+    let needs = |copy: u64, what: &str| {
+        [
+            Need {
+                dir: work.root.clone(),
+                bytes: oplog + store + copy,
+                what: what.into(),
+            },
+            out_need(out, backup + oplog),
+        ]
+    };
+    let plain = "the slice and the engine's on-disk store";
+    let spoolable = spoolable_oplog(a.plan.oplog_spec());
+    if spoolable
+        && preflight::check_space(&needs(oplog, &format!("{plain}, and a copy of the oplog")))
+            .is_ok()
+    {
+        let guard = crate::oplog::spool::enable(&work.root.join("oplog-copy"))?;
+        return Ok(Some(guard));
+    }
+    preflight::check_space(&needs(0, plain))?;
+    if spoolable {
+        eprintln!(
+            "note: no room in the work dir for a copy of the oplog ({}): each pass over it reads the bucket",
+            crate::size::human(oplog)
+        );
+    }
+    Ok(None)
+}
+
+/// Whether the oplog is in a bucket (an object, a dump prefix, an oplog archive), whose
+/// passes would each GET what they read: what `oplog::spool` copies.
+fn spoolable_oplog(spec: &str) -> bool {
+    matches!(Location::parse(spec), Ok(loc) if loc.local_path().is_none())
+}
+
 /// The dump (and the dump of what the incident destroys) beside `out`.
 fn out_need(out: &Path, bytes: u64) -> Need {
     Need {
@@ -811,23 +862,13 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     };
     // Measured once, at the start: what the engine may keep in memory.
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
-    if !a.dry_run && !a.no_space_check {
-        let (backup, oplog) = input_sizes(&a);
-        // The slice, and past --memory the on-disk store of the documents.
-        let store = if backup > budget.bytes { backup } else { 0 };
-        let needs = [
-            Need {
-                dir: work.root.clone(),
-                bytes: oplog + store,
-                what: "the slice and the engine's on-disk store".into(),
-            },
-            out_need(&out, backup + oplog),
-        ];
-        if let Err(e) = preflight::check_space(&needs) {
+    let spool = match embedded_space(&a, &work, &out, budget.bytes) {
+        Ok(s) => s,
+        Err(e) => {
             work.discard_if_unused();
-            return Err(e.into());
+            return Err(e);
         }
-    }
+    };
     let format = if a.archive {
         DumpFormat::Archive { gzip: a.gzip }
     } else {
@@ -909,6 +950,8 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         },
         &super::progress::PhaseProgress::for_stderr(a.json),
     );
+    // The copy of the oplog goes before the work dir is looked at.
+    drop(spool);
     let Some(report) = report else {
         work.discard_if_unused();
         return result.map(|()| exit::OK);

@@ -8,6 +8,7 @@ pub mod error;
 pub mod oplog_archive;
 pub mod reader;
 pub mod source;
+pub mod spool;
 pub mod timestamp;
 pub mod ts_json;
 

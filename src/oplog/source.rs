@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use super::error::ReadError;
 use super::oplog_archive::{self, is_oplog_archive, ChunkRange, GapRecord};
 use super::reader::{OplogReader, ReadOptions};
+use super::spool;
 use crate::storage::{self, Found, Location};
 use crate::stream::gzip;
 use crate::stream::{ByteCounter, CountingRead};
@@ -126,10 +127,15 @@ pub fn open_location(
         return match resolve_object(loc)? {
             Resolved::Archive(dir) => oplog_archive::read::open_at(&dir, opts, range),
             Resolved::File(file) => {
+                let counter = ByteCounter::default();
+                // A copy made by an earlier pass of this run (see `spool`).
+                if let Some((copy, len)) = spool::open_copy(&file) {
+                    let counted = CountingRead::new(copy, counter.clone());
+                    return open_stream(file.to_string(), counted, opts, counter, Some(len));
+                }
                 let r = storage::global().open_read(&file)?;
                 let len = Some(r.size());
-                let counter = ByteCounter::default();
-                let counted = CountingRead::new(r, counter.clone());
+                let counted = CountingRead::new(spool::tee(&file, r), counter.clone());
                 open_stream(file.to_string(), counted, opts, counter, len)
             }
         };

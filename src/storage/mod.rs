@@ -307,7 +307,19 @@ impl Storage {
         };
         let store = Arc::clone(&clients.stream);
         let p = path.clone();
-        let first = runtime::block_on(async move { store.get(&p).await }).map_err(|e| {
+        let range = ObjectReader::first_range(&ctx);
+        let first = runtime::block_on(async move {
+            let opts = object_store::GetOptions {
+                range,
+                ..Default::default()
+            };
+            match store.get_opts(&p, opts).await {
+                // An empty object has no byte 0 to serve (416): ask for all of it.
+                Err(e) if is_range_not_satisfiable(&e) => store.get(&p).await,
+                r => r,
+            }
+        })
+        .map_err(|e| {
             self.not_found_or_no_bucket(
                 ctx.classify(e, Op::Read),
                 Op::Read,

@@ -256,8 +256,13 @@ pub struct Tuning {
     pub part_size: usize,
     /// Parts uploading at once.
     pub parts_in_flight: usize,
-    /// Chunks a reader holds ahead of its consumer.
-    pub read_ahead_chunks: usize,
+    /// Ranged GETs in flight for one object read (1: the object is one GET, streamed).
+    pub read_ranges: usize,
+    /// The length of each ranged GET.
+    pub read_range_size: u64,
+    /// The bytes each range in flight may hold ahead of the reader (plus one HTTP
+    /// chunk): a read takes at most `read_ranges` times this, whatever the object's size.
+    pub read_ahead_bytes: usize,
 }
 
 impl Default for Tuning {
@@ -273,7 +278,9 @@ impl Default for Tuning {
             resume_backoff: Duration::from_millis(500),
             part_size: 8 * 1024 * 1024,
             parts_in_flight: 3,
-            read_ahead_chunks: 16,
+            read_ranges: 4,
+            read_range_size: 8 * 1024 * 1024,
+            read_ahead_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -284,7 +291,10 @@ impl Tuning {
     /// `PITR_STORAGE_RESUMES` and `PITR_STORAGE_RESUME_MS` (resuming a broken read),
     /// `PITR_STORAGE_PART_MIB` (multipart part size): the CLI tests use them so that
     /// an unreachable endpoint fails in seconds rather than minutes, and small
-    /// objects take the multipart path. docs/testing.md lists them.
+    /// objects take the multipart path. `PITR_STORAGE_READ_RANGES` and
+    /// `PITR_STORAGE_READ_RANGE_MIB` (ranged GETs in flight per read, and their
+    /// length and read-ahead) are for benchmarks (`scripts/bench-storage.sh`).
+    /// docs/testing.md lists them.
     pub fn from_env() -> Tuning {
         let num = |name: &str| -> Option<u64> {
             std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
@@ -301,6 +311,13 @@ impl Tuning {
         }
         if let Some(n) = num("PITR_STORAGE_RESUME_MS") {
             t.resume_backoff = Duration::from_millis(n);
+        }
+        if let Some(n) = num("PITR_STORAGE_READ_RANGES") {
+            t.read_ranges = (n as usize).max(1);
+        }
+        if let Some(n) = num("PITR_STORAGE_READ_RANGE_MIB") {
+            t.read_range_size = n.max(1) << 20;
+            t.read_ahead_bytes = (n.max(1) as usize) << 20;
         }
         if let Some(n) = num("PITR_STORAGE_PART_MIB") {
             // S3 refuses parts under 5 MiB (but the last).

@@ -4,10 +4,13 @@
 //! connection dropped mid-body) and restart on the same port.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use hyper::body::Incoming;
+use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
 use pitr::storage::{Location, Settings, Storage, Tuning};
@@ -23,6 +26,8 @@ pub const SECRET_KEY: &str = "pitr-test-secret-key";
 pub struct S3Server {
     pub addr: SocketAddr,
     pub root: PathBuf,
+    /// GET requests answered, by request path (`/bucket/key`).
+    gets: Arc<Mutex<HashMap<String, usize>>>,
     service: S3Service,
     rt: tokio::runtime::Runtime,
     accept: Option<tokio::task::JoinHandle<()>>,
@@ -50,6 +55,7 @@ impl S3Server {
         let mut s = S3Server {
             addr,
             root: root.to_path_buf(),
+            gets: Arc::default(),
             service,
             rt,
             accept: None,
@@ -60,6 +66,7 @@ impl S3Server {
 
     fn serve(&mut self, listener: TcpListener) {
         let service = self.service.clone();
+        let gets = Arc::clone(&self.gets);
         self.accept = Some(self.rt.spawn(async move {
             // Connections live in this set: aborting the accept task drops it, which
             // aborts every connection, as a killed server would.
@@ -71,8 +78,17 @@ impl S3Server {
                 };
                 let http = Arc::clone(&http);
                 let service = service.clone();
+                let gets = Arc::clone(&gets);
+                let counted = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    if req.method() == hyper::Method::GET {
+                        let mut g = gets.lock().unwrap();
+                        *g.entry(req.uri().path().to_string()).or_default() += 1;
+                    }
+                    let service = service.clone();
+                    async move { service.call(req.map(s3s::Body::from)).await }
+                });
                 conns.spawn(async move {
-                    let _ = http.serve_connection(TokioIo::new(socket), service).await;
+                    let _ = http.serve_connection(TokioIo::new(socket), counted).await;
                 });
                 while conns.try_join_next().is_some() {}
             }
@@ -94,6 +110,13 @@ impl S3Server {
             .block_on(TcpListener::bind(self.addr))
             .expect("bind the same port again");
         self.serve(listener);
+    }
+
+    /// How many GET requests for `s3://bucket/key` the server has answered (each
+    /// ranged GET counts; listings are GETs of the bucket and are not counted here).
+    pub fn gets_of(&self, bucket: &str, key: &str) -> usize {
+        let g = self.gets.lock().unwrap();
+        g.get(&format!("/{bucket}/{key}")).copied().unwrap_or(0)
     }
 
     pub fn endpoint(&self) -> String {

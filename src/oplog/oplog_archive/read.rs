@@ -18,7 +18,7 @@ use super::manifest::{ChunkRecord, GapRecord, Manifest, OplogArchiveError, FORMA
 use super::MANIFEST_FILE;
 use crate::oplog::source::decompressed;
 use crate::oplog::{OplogReader, ReadError, ReadOptions, Ts};
-use crate::storage::{self, Location, StorageError, StorageReader};
+use crate::storage::{self, Location, StorageError};
 use crate::stream::{ByteCounter, CountingRead};
 
 /// Whether the head of a `manifest.json` says it is pitr's.
@@ -170,19 +170,12 @@ impl Chain {
         self.next += 1;
         let loc = self.dir.join(&c.file);
         let path = loc.display_path();
-        let file = storage::global().open_read(&loc).map_err(|e| match e {
-            StorageError::NotFound { .. } => io::Error::new(
-                io::ErrorKind::NotFound,
-                OplogArchiveError::ChunkMissing {
-                    dir: self.dir.display_path(),
-                    seq: c.seq,
-                    file: c.file.clone(),
-                    first: c.first,
-                    last: c.last,
-                },
-            ),
-            e => io::Error::other(e),
-        })?;
+        // A copy made by an earlier pass of this run, or the chunk itself (copied
+        // as it is read while the spool is on: `oplog::spool`).
+        let file: Box<dyn Read + Send> = match crate::oplog::spool::open_copy(&loc) {
+            Some((copy, _)) => Box::new(copy),
+            None => self.open_chunk(&loc, &c)?,
+        };
         let expected_crc = u64::from_str_radix(&c.crc64, 16).map_err(|_| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -208,6 +201,23 @@ impl Chain {
             decompressed(&path.display().to_string(), counted).map_err(io::Error::other)?;
         self.current = Some(src);
         Ok(true)
+    }
+
+    fn open_chunk(&self, loc: &Location, c: &ChunkRecord) -> io::Result<Box<dyn Read + Send>> {
+        let file = storage::global().open_read(loc).map_err(|e| match e {
+            StorageError::NotFound { .. } => io::Error::new(
+                io::ErrorKind::NotFound,
+                OplogArchiveError::ChunkMissing {
+                    dir: self.dir.display_path(),
+                    seq: c.seq,
+                    file: c.file.clone(),
+                    first: c.first,
+                    last: c.last,
+                },
+            ),
+            e => io::Error::other(e),
+        })?;
+        Ok(crate::oplog::spool::tee(loc, file))
     }
 }
 
@@ -258,7 +268,7 @@ impl Read for Chain {
 
 /// A chunk file, checked against the manifest when its end is reached.
 struct Verified {
-    inner: StorageReader,
+    inner: Box<dyn Read + Send>,
     checked: Arc<AtomicBool>,
     path: PathBuf,
     expected_bytes: u64,
