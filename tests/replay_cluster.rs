@@ -10,6 +10,7 @@
 //! it, a limit inside the sharded drop, `--engine mongod`. The dump is restored by
 //! the real mongorestore into the stand-in mongod.
 
+mod cluster_common;
 mod common;
 mod replay_common;
 
@@ -17,78 +18,14 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use cluster_common::{fixture_model, options, parse_ts, replay, replay_with, FIXTURE};
 use pitr::oplog::Ts;
 use pitr_fixturegen::cluster::ddl::DdlShape;
+use pitr_fixturegen::cluster::generate;
 use pitr_fixturegen::cluster::truth::Logical;
-use pitr_fixturegen::cluster::{generate, ClusterOptions};
 use proptest::prelude::*;
 use replay_common::{code, run_pitr, show, stderr, tool_sets};
 use serde_json::Value;
-
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cluster");
-/// `scripts/gen-fixtures.sh`: SEED=7, START=2026-11-21T01:00:00Z.
-const FIXTURE_START: u32 = 1_795_222_800;
-
-fn options(dir: &Path, seed: u64, shards: usize, idle: usize, shape: DdlShape) -> ClusterOptions {
-    ClusterOptions {
-        out: dir.to_path_buf(),
-        seed,
-        start: FIXTURE_START,
-        shards,
-        idle_shards: idle,
-        shape,
-    }
-}
-
-/// The fixture's logical model: the fixture regenerated (its truth.json must be the
-/// committed one, so the model is the fixture's).
-fn fixture_model() -> Logical {
-    let dir = tempfile::tempdir().unwrap();
-    let s = generate(&options(dir.path(), 7, 2, 1, DdlShape::V7)).unwrap();
-    assert_eq!(
-        fs::read(dir.path().join("truth.json")).unwrap(),
-        fs::read(Path::new(FIXTURE).join("truth.json")).unwrap(),
-        "the fixture is not what the generator writes with seed 7: run scripts/gen-fixtures.sh"
-    );
-    s.logical
-}
-
-fn parse_ts(v: &Value) -> Ts {
-    let (t, i) = v.as_str().unwrap().split_once(':').unwrap();
-    Ts::new(t.parse().unwrap(), i.parse().unwrap())
-}
-
-/// `pitr replay --cluster` into `cwd/out`; the report.
-/// The limits here are past earlier incidents on purpose (the fan-out delete):
-/// these tests check the state at each limit; the verdict on replayed incidents is
-/// `incidents_replayed_exit_1_unless_accepted`'s.
-fn replay(cwd: &Path, cluster: &Path, until: &str) -> Result<Value, std::process::Output> {
-    replay_with(cwd, cluster, until, &["--accept-incidents"])
-}
-
-fn replay_with(
-    cwd: &Path,
-    cluster: &Path,
-    until: &str,
-    extra: &[&str],
-) -> Result<Value, std::process::Output> {
-    let mut args = vec![
-        "replay",
-        "--cluster",
-        cluster.to_str().unwrap(),
-        "--until",
-        until,
-        "--out",
-        "out",
-        "--json",
-    ];
-    args.extend_from_slice(extra);
-    let o = run_pitr(cwd, &args, &[]);
-    if code(&o) != 0 {
-        return Err(o);
-    }
-    Ok(serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o))))
-}
 
 /// The documents of a dump directory, per namespace, as BSON bytes sorted by `_id`.
 fn dump_content(out: &Path) -> BTreeMap<String, Vec<Vec<u8>>> {

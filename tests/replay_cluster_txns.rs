@@ -13,71 +13,21 @@
 //! commitTimestamp). A transaction whose decision no oplog holds is refused, and so is
 //! a participant whose prepare is missing.
 
+mod cluster_common;
 mod common;
 mod replay_common;
 
 use std::fs;
 use std::path::Path;
 
+use cluster_common::{generated_fixture as generated, parse_ts as ts, replay, FIXTURE};
 use pitr::oplog::Ts;
-use pitr_fixturegen::cluster::ddl::DdlShape;
 use pitr_fixturegen::cluster::truth::Logical;
-use pitr_fixturegen::cluster::{generate, ClusterOptions};
 use replay_common::{code, run_pitr, show, stderr};
 use serde_json::Value;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cluster");
-/// `scripts/gen-fixtures.sh`: SEED=7, START=2026-11-21T01:00:00Z.
-const FIXTURE_START: u32 = 1_795_222_800;
-
-fn generated(dir: &Path) -> Logical {
-    let s = generate(&ClusterOptions {
-        out: dir.to_path_buf(),
-        seed: 7,
-        start: FIXTURE_START,
-        shards: 2,
-        idle_shards: 1,
-        shape: DdlShape::V7,
-    })
-    .unwrap();
-    assert_eq!(
-        fs::read(dir.join("truth.json")).unwrap(),
-        fs::read(Path::new(FIXTURE).join("truth.json")).unwrap(),
-        "the fixture is not what the generator writes with seed 7: run scripts/gen-fixtures.sh"
-    );
-    s.logical
-}
-
-fn ts(v: &Value) -> Ts {
-    let (t, i) = v.as_str().unwrap().split_once(':').unwrap();
-    Ts::new(t.parse().unwrap(), i.parse().unwrap())
-}
-
 fn ts_arg(t: Ts) -> String {
     format!("{}:{}", t.t, t.i)
-}
-
-/// `pitr replay --cluster --json` at `until` into `cwd/out`.
-fn replay(cwd: &Path, cluster: &Path, until: &str) -> Result<Value, std::process::Output> {
-    let o = run_pitr(
-        cwd,
-        &[
-            "replay",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--until",
-            until,
-            "--out",
-            "out",
-            "--json",
-            "--accept-incidents",
-        ],
-        &[],
-    );
-    if code(&o) != 0 {
-        return Err(o);
-    }
-    Ok(serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&o))))
 }
 
 /// `shop.events` of the merged dump: `_id` -> `n`.
