@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use cluster_common::{fixture_model, options, parse_ts, replay, replay_with, FIXTURE};
+use cluster_common::{
+    fixture_model, options, parse_ts, replay, replay_with, FIXTURE, FIXTURE_START,
+};
 use pitr::oplog::Ts;
 use pitr_fixturegen::cluster::ddl::DdlShape;
 use pitr_fixturegen::cluster::generate;
@@ -692,4 +694,58 @@ fn move_primary_at_every_cut_equals_the_truth_and_its_drop_is_routine() {
             assert_eq!(hit[0]["severity"], "info");
         }
     }
+}
+
+/// A resharding logged by the config server (two `resharding.coordinator.transition`
+/// changelog entries spliced into its oplog at 130 s and 135 s): a limit inside it or
+/// after it is refused (the backups are older), one before it restores.
+#[test]
+fn a_limit_after_a_resharding_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(&options(dir.path(), 7, 2, 1, DdlShape::V7)).unwrap();
+    let path = dir.path().join("config/oplog.bson");
+    let bytes = fs::read(&path).unwrap();
+    let mut docs: Vec<(Ts, Vec<u8>)> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let d: bson::Document = bson::from_slice(&bytes[at..at + n]).unwrap();
+        let t = d.get_timestamp("ts").unwrap();
+        docs.push((Ts::new(t.time, t.increment), bytes[at..at + n].to_vec()));
+        at += n;
+    }
+    for (sec, state) in [(130u32, "preparing-to-donate"), (135, "done")] {
+        let t = FIXTURE_START + sec;
+        let d = bson::doc! {
+            "op": "i", "ns": "config.changelog",
+            "o": { "_id": format!("reshard-{sec}"), "what": "resharding.coordinator.transition", "ns": "shop.events",
+                   "details": { "newState": state, "namespace": "shop.events", "reshardingUUID": "0f1e2d3c" } },
+            "ts": bson::Timestamp { time: t, increment: 900 }, "t": 1i64, "v": 2i64,
+            "wall": bson::DateTime::from_millis(t as i64 * 1000),
+        };
+        docs.push((Ts::new(t, 900), bson::to_vec(&d).unwrap()));
+    }
+    docs.sort_by_key(|(ts, _)| *ts);
+    fs::write(
+        &path,
+        docs.into_iter().flat_map(|(_, b)| b).collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    let cluster = dir.path().join("cluster.toml");
+    for until in [
+        format!("{}:0", FIXTURE_START + 133),
+        format!("{}", FIXTURE_START + 150),
+    ] {
+        refused(
+            &cluster,
+            &["--until", &until],
+            &[
+                "`shop.events` was resharded from",
+                "cannot be replayed from the oplog",
+            ],
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    replay(tmp.path(), &cluster, &format!("{}", FIXTURE_START + 128))
+        .unwrap_or_else(|o| panic!("{}", show(&o)));
 }

@@ -70,10 +70,12 @@ fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
     for r in &ranges {
         txns.add(&r.member, &r.decisions)?;
     }
-    let findings = super::find_drop_cluster::cluster_findings(&path, input.allow_truncated)?;
+    let (findings, reshards) =
+        super::find_drop_cluster::cluster_findings(&path, input.allow_truncated)?;
     let limit = limit::resolve(&asked, &ranges, &findings)?;
     limit::check_coverage(&ranges, limit)?;
     limit::check_ddl(&findings, limit)?;
+    limit::check_resharding(&reshards, &ranges, limit)?;
     let explanation = match &asked {
         Asked::Exact(_) => "the exact position given".to_string(),
         Asked::Time { input, .. } => {

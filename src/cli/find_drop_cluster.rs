@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::backup::{self, Layout};
-use crate::cluster::incidents::MovePrimary;
+use crate::cluster::incidents::{Changelog, Reshard};
 use crate::cluster::{self, ClusterFile, ClusterFinding, Member, MemberScan};
 use crate::error::Failure;
 use crate::forensics::seen::Seen;
@@ -121,14 +121,14 @@ fn scan_members(
         let b = backup::open(&m.backup).map_err(|e| Failure::from(e).in_context(&context))?;
         let mut scanner = Scanner::with_catalog(rule, Catalog::from_backup(&b)).cluster_member();
         let sources = member_sources(m, &b);
-        let mut moves = Vec::new();
+        let mut changelog = Changelog::default();
         let is_config = m.role == cluster::Role::Config;
         let summary = scan_sources_in(&sources, opts, !a.json, &archive_range(a), |doc| {
             if let Some(s) = seen.as_mut() {
                 s.feed(doc)?;
             }
             if is_config {
-                MovePrimary::feed(&mut moves, doc);
+                changelog.feed(doc);
             }
             scanner.feed_bytes(doc)
         })
@@ -149,19 +149,20 @@ fn scan_members(
             role: m.role,
             findings,
             metadata: stats.sharding_metadata,
-            moves,
+            changelog,
         });
     }
     Ok(out)
 }
 
 /// The cluster incidents of every member as `pitr find-drop --cluster FILE --json`
-/// finds them with its default rule: what `plan`/`replay --cluster` take for
-/// `--until auto` and for the check that the limit is not inside a cluster DDL.
+/// finds them with its default rule, and the reshardings the config server logged:
+/// what `plan`/`replay --cluster` take for `--until auto` and for the checks that the
+/// limit is not inside a cluster DDL or after a resharding.
 pub(super) fn cluster_findings(
     path: &std::path::Path,
     allow_truncated: bool,
-) -> Result<Vec<ClusterFinding>, Failure> {
+) -> Result<(Vec<ClusterFinding>, Vec<Reshard>), Failure> {
     #[derive(clap::Parser)]
     struct Wrap {
         #[command(flatten)]
@@ -184,7 +185,12 @@ pub(super) fn cluster_findings(
         window_secs: w.a.window,
     };
     let scanned = scan_members(&w.a, &file, rule, &mut None)?;
-    Ok(cluster::merge(scanned.scans, rule.window_secs).0)
+    let reshards: Vec<Reshard> = scanned
+        .scans
+        .iter()
+        .flat_map(|s| s.changelog.reshards.iter().cloned())
+        .collect();
+    Ok((cluster::merge(scanned.scans, rule.window_secs).0, reshards))
 }
 
 fn unexplained_note(m: &MetadataDelete) -> String {

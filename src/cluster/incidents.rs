@@ -46,8 +46,76 @@ pub struct MemberScan {
     pub role: Role,
     pub findings: Vec<Finding>,
     pub metadata: Vec<MetadataDelete>,
-    /// The config server's `movePrimary` changelog entries ([`MovePrimary`]).
+    /// The config server's `movePrimary` and resharding changelog entries.
+    pub changelog: Changelog,
+}
+
+/// What the config server's `config.changelog` says of operations that move data
+/// between shards without a user asking for data to go.
+#[derive(Clone, Debug, Default)]
+pub struct Changelog {
     pub moves: Vec<MovePrimary>,
+    pub reshards: Vec<Reshard>,
+}
+
+/// One resharding of a collection (`reshardCollection`, `moveCollection`,
+/// `unshardCollection`), from the coordinator's `resharding.coordinator.transition`
+/// changelog entries (server `resharding_coordinator_service.cpp`
+/// `_updateCoordinatorDocStateAndCatalogEntries`: `ns` the collection, `details` with
+/// `newState`, `oldState` and `reshardingUUID`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Reshard {
+    pub ns: String,
+    pub resharding_uuid: String,
+    /// Its first and last transition entries.
+    pub first: Ts,
+    pub last: Ts,
+    /// The last `newState` seen (`done` or `quiesced` when it finished).
+    pub state: String,
+}
+
+impl Changelog {
+    /// Reads one config server oplog entry (framed BSON): a `config.changelog` insert
+    /// of a `movePrimary.<phase>` ([`MovePrimary::record`]) or of a resharding
+    /// coordinator's state transition is recorded.
+    pub fn feed(&mut self, doc: &[u8]) {
+        let Ok(raw) = bson::RawDocument::from_bytes(doc) else {
+            return;
+        };
+        if raw.get_str("ns") != Ok("config.changelog") || raw.get_str("op") != Ok("i") {
+            return;
+        }
+        let (Ok(o), Ok(ts)) = (raw.get_document("o"), raw.get_timestamp("ts")) else {
+            return;
+        };
+        let ts = Ts::new(ts.time, ts.increment);
+        let what = o.get_str("what").unwrap_or("");
+        let details = o.get_document("details").ok();
+        let field = |k: &str| details.and_then(|d| d.get_str(k).ok()).unwrap_or("");
+        let ns = o.get_str("ns").unwrap_or("");
+        if let Some(phase) = what.strip_prefix("movePrimary.") {
+            MovePrimary::record(&mut self.moves, phase, ns, field("from"), field("to"), ts);
+        } else if what == "resharding.coordinator.transition" {
+            let uuid = field("reshardingUUID");
+            match self
+                .reshards
+                .iter_mut()
+                .find(|r| r.resharding_uuid == uuid && r.ns == ns)
+            {
+                Some(r) => {
+                    r.last = ts;
+                    r.state = field("newState").to_string();
+                }
+                None => self.reshards.push(Reshard {
+                    ns: ns.to_string(),
+                    resharding_uuid: uuid.to_string(),
+                    first: ts,
+                    last: ts,
+                    state: field("newState").to_string(),
+                }),
+            }
+        }
+    }
 }
 
 /// One `movePrimary` of a database, from the config server's `config.changelog`
@@ -99,37 +167,6 @@ impl MovePrimary {
             ("end", Some(m)) => m.end = Some(ts),
             _ => {}
         }
-    }
-
-    /// Reads one config server oplog entry (framed BSON): a `config.changelog`
-    /// insert of a `movePrimary.<phase>` is recorded ([`MovePrimary::record`]).
-    pub fn feed(moves: &mut Vec<MovePrimary>, doc: &[u8]) {
-        let Ok(raw) = bson::RawDocument::from_bytes(doc) else {
-            return;
-        };
-        if raw.get_str("ns") != Ok("config.changelog") || raw.get_str("op") != Ok("i") {
-            return;
-        }
-        let (Ok(o), Ok(ts)) = (raw.get_document("o"), raw.get_timestamp("ts")) else {
-            return;
-        };
-        let Some(phase) = o
-            .get_str("what")
-            .ok()
-            .and_then(|w| w.strip_prefix("movePrimary."))
-        else {
-            return;
-        };
-        let details = o.get_document("details").ok();
-        let field = |k: &str| details.and_then(|d| d.get_str(k).ok()).unwrap_or("");
-        MovePrimary::record(
-            moves,
-            phase,
-            o.get_str("ns").unwrap_or(""),
-            field("from"),
-            field("to"),
-            Ts::new(ts.time, ts.increment),
-        );
     }
 
     /// When the old primary drops its stale copies: from the commit to the `end`
@@ -262,7 +299,7 @@ pub fn merge(
     let mut all: Vec<(String, Role, Finding)> = Vec::new();
     for s in scans {
         metadata.extend(s.metadata);
-        moves.extend(s.moves);
+        moves.extend(s.changelog.moves);
         all.extend(
             s.findings
                 .into_iter()
@@ -523,7 +560,7 @@ mod tests {
             role: Role::Shard,
             findings,
             metadata: Vec::new(),
-            moves: Vec::new(),
+            changelog: Changelog::default(),
         }
     }
 
@@ -544,7 +581,7 @@ mod tests {
             role: Role::Config,
             findings: Vec::new(),
             metadata,
-            moves: Vec::new(),
+            changelog: Changelog::default(),
         }
     }
 
@@ -611,19 +648,21 @@ mod tests {
     /// on another database or after the end stay incidents.
     #[test]
     fn move_primary_cleanup_drops_are_routine() {
-        let mut moves = Vec::new();
+        let mut log = Changelog::default();
         for (what, ts) in [
             ("movePrimary.start", Ts::new(100, 1)),
             ("movePrimary.commit", Ts::new(105, 1)),
             ("movePrimary.end", Ts::new(107, 1)),
         ] {
-            MovePrimary::feed(&mut moves, &changelog(what, "shop", ts));
+            log.feed(&changelog(what, "shop", ts));
         }
         // Other changelog entries and other ops are not moves.
-        MovePrimary::feed(
-            &mut moves,
-            &changelog("moveChunk.commit", "shop.events", Ts::new(101, 1)),
-        );
+        log.feed(&changelog(
+            "moveChunk.commit",
+            "shop.events",
+            Ts::new(101, 1),
+        ));
+        let moves = log.moves.clone();
         assert_eq!(moves.len(), 1);
         assert_eq!(
             (moves[0].start, moves[0].commit, moves[0].end),
@@ -638,7 +677,7 @@ mod tests {
             ("shard0", "shard1")
         );
         let mut cfg = config(Vec::new());
-        cfg.moves = moves;
+        cfg.changelog = log;
         let (found, _) = merge(
             vec![
                 cfg,
@@ -673,17 +712,11 @@ mod tests {
             ]
         );
         // A release that logs no `end`: the window after the commit.
-        let mut legacy = Vec::new();
-        MovePrimary::feed(
-            &mut legacy,
-            &changelog("movePrimary.start", "shop", Ts::new(100, 1)),
-        );
-        MovePrimary::feed(
-            &mut legacy,
-            &changelog("movePrimary.commit", "shop", Ts::new(105, 1)),
-        );
+        let mut legacy = Changelog::default();
+        legacy.feed(&changelog("movePrimary.start", "shop", Ts::new(100, 1)));
+        legacy.feed(&changelog("movePrimary.commit", "shop", Ts::new(105, 1)));
         let mut cfg = config(Vec::new());
-        cfg.moves = legacy;
+        cfg.changelog = legacy;
         let (found, _) = merge(
             vec![
                 cfg,

@@ -22,7 +22,7 @@ use crate::forensics::Kind;
 use crate::oplog::{self, ReadOptions, Ts};
 
 use super::file::Member;
-use super::incidents::ClusterFinding;
+use super::incidents::{ClusterFinding, Reshard};
 use super::txns::DecisionEntry;
 
 /// What a member's backup and oplog hold, read from their entries' `ts`.
@@ -102,6 +102,16 @@ pub enum LimitError {
         member: String,
         known: Vec<String>,
     },
+    #[error("`{ns}` was resharded from {first} to {last} (resharding {uuid}, last state `{state}`), between the members' backups (the latest ends at {backup_end}) and the limit {limit}: a resharding cannot be replayed from the oplog")]
+    Resharding {
+        ns: String,
+        uuid: String,
+        state: String,
+        first: Ts,
+        last: Ts,
+        backup_end: Ts,
+        limit: Ts,
+    },
     #[error("--until end is not defined for a cluster: each member's oplog ends at its own time")]
     End,
     #[error("no critical or high-severity incident after every member's backup end (the latest is {backup_end}) for --until auto")]
@@ -151,6 +161,10 @@ impl crate::error::Hint for LimitError {
                  has nothing to restore there: take it out of the file"
                     .into()
             }
+            LimitError::Resharding { first, .. } => format!(
+                "restore to before it (--until {first} or earlier), or from backups of every member taken after it \
+                 ended (the recipients clone and rename outside what the oplog replays; PBM refuses the same)"
+            ),
             LimitError::End => "give a time or an exact t:i, or `auto`".into(),
             LimitError::NoIncident { .. } => "give a time or an exact t:i".into(),
         })
@@ -346,6 +360,40 @@ pub fn check_ddl(findings: &[ClusterFinding], limit: Ts) -> Result<(), LimitErro
     Ok(())
 }
 
+/// R4 for resharding (`reshardCollection`, `moveCollection`, `unshardCollection`):
+/// no resharding may run between the members' backups and the limit. Its recipients
+/// clone the collection into `system.resharding.*` and rename it over the original
+/// at commit, while the config server swaps the routing table; what a replay of the
+/// oplog would make of that is neither the old collection nor the new one (mongodump
+/// itself refuses `--oplog` during a resharding, mongo-tools `mongodump/prepare.go`;
+/// PBM's known limitations say the same of its point-in-time restore).
+pub fn check_resharding(
+    reshards: &[Reshard],
+    ranges: &[MemberRange],
+    limit: Ts,
+) -> Result<(), LimitError> {
+    let backup_end = ranges
+        .iter()
+        .filter_map(|r| r.backup_end)
+        .max()
+        .unwrap_or(Ts::ZERO);
+    match reshards
+        .iter()
+        .find(|r| r.first < limit && r.last > backup_end)
+    {
+        Some(r) => Err(LimitError::Resharding {
+            ns: r.ns.clone(),
+            uuid: r.resharding_uuid.clone(),
+            state: r.state.clone(),
+            first: r.first,
+            last: r.last,
+            backup_end,
+            limit,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Every shard of `config.shards` at the limit is a member, and every member is one
 /// of them.
 pub fn check_shards(known: &[String], members: &[&str], limit: Ts) -> Result<(), LimitError> {
@@ -419,6 +467,31 @@ mod tests {
             Ts::new(7, 1)
         );
         assert!(resolve(&asked, &[c], &[]).is_err());
+    }
+
+    #[test]
+    fn no_resharding_between_the_backups_and_the_limit() {
+        let rs = vec![range("config", 10, 8, 100), range("s0", 12, 11, 100)];
+        let r = Reshard {
+            ns: "shop.events".into(),
+            resharding_uuid: "u".into(),
+            first: Ts::new(30, 1),
+            last: Ts::new(40, 1),
+            state: "done".into(),
+        };
+        // Before it, or with backups taken after it: fine.
+        check_resharding(std::slice::from_ref(&r), &rs, Ts::new(30, 1)).unwrap();
+        let later = vec![range("config", 41, 8, 100), range("s0", 45, 11, 100)];
+        check_resharding(std::slice::from_ref(&r), &later, Ts::new(60, 1)).unwrap();
+        // Inside it, or after it with backups from before it: refused.
+        for limit in [Ts::new(35, 1), Ts::new(60, 1)] {
+            let e = check_resharding(std::slice::from_ref(&r), &rs, limit).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("`shop.events` was resharded from 30:1 to 40:1"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
