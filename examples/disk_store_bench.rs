@@ -111,7 +111,7 @@ impl Value for DocKey {
 
 impl Key for DocKey {
     fn compare(a: &[u8], b: &[u8]) -> Ordering {
-        pitr::engine::cmp_key_bytes(a, b)
+        pitr::engine::compare::cmp_key_bytes(a, b)
     }
 }
 
