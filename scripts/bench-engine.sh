@@ -13,7 +13,7 @@
 #                          file of the dump, on every core (xargs -P nproc)
 #   default       pitr replay --engine embedded --until end (the default --memory)
 #   small         the same with --memory $SMALL (default 64MiB: documents move to
-#                 the on-disk store, LMDB, in the work dir)
+#                 the on-disk store, redb, in the work dir)
 #   unbounded     the same with --memory $BIG (default 1024GiB: every document in memory)
 #
 # Each round measures the floor and the three runs one after the other (paired:

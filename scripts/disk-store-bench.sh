@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Measures the embedded engine's on-disk document store (the path past --memory)
-# with the engine's access pattern: LMDB (pitr's store) against redb (the store
-# before it), examples/disk_store_bench.rs. Each round runs every store once, one
+# with the engine's access pattern: redb (pitr's store) against LMDB (heed, the
+# candidate measured and not chosen), examples/disk_store_bench/. Each round runs every store once, one
 # after the other (paired: other tenants' load hits both); the table shows the
 # median per store and phase of wall and CPU seconds, the phase's peak RSS, the
 # bytes written and the store's file size at the end of the phase.
 #
 # Usage: scripts/disk-store-bench.sh [SCALE]   (1.0: the 1 GiB bench's documents,
 #                                               about 3 GB of disk per run)
-# Env:   RUNS=3  STORES="lmdb redb lmdb-keep"
+# Env:   RUNS=3  STORES="lmdb redb lmdb-keep"  (lmdb-keep: LMDB without giving the map's pages back)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${1:-1.0}

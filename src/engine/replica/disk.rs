@@ -1,54 +1,49 @@
-//! Documents past the memory budget, in [LMDB](http://www.lmdb.tech/doc/) through
-//! [heed](https://docs.rs/heed): an embedded copy-on-write B-tree in one
-//! memory-mapped file of the work dir.
+//! Documents past the memory budget, in [redb](https://docs.rs/redb): an embedded,
+//! pure-Rust, copy-on-write B-tree store (one file, no C/C++ to compile).
 //!
-//! Why LMDB (measured with the engine's own access pattern, `examples/disk_store_bench.rs`,
-//! docs/engine.md "Storage"): on the sorted seed, the random updates, the ordered
-//! scan and the drop of a collection it was several times faster than redb, which
-//! pitr used before, at the same peak memory. Like redb it takes a key comparison
-//! function, so documents are stored under (collection slot, `_id`) in the server's
-//! `_id` order ([`IdKey`]'s `Ord`, numbers by value across types, through
-//! [`cmp_key_bytes`]) and read back in exactly the order `dbHash` hashes and the dump
-//! writes, without an order-preserving encoding of every BSON type.
+//! Why redb (measured, see docs/engine.md, "Storage"): its keys can carry their
+//! own comparison function, so documents are stored under (collection slot, `_id`)
+//! in the server's `_id` order ([`IdKey`]'s `Ord`, numbers by value across types)
+//! and read back in exactly the order `dbHash` hashes and the dump writes, without
+//! inventing an order-preserving encoding of every BSON type. LSM stores (fjall)
+//! and SQLite or LMDB only order raw bytes.
 //!
-//! Keys are the slot (4 bytes, big-endian) followed by the `{_id: v}` bytes, in one
-//! database; a drop deletes the slot's key range.
+//! Each collection slot is its own redb table (`docs-<slot>`, keys the `{_id: v}`
+//! bytes), so that dropping a collection is `delete_table`: its pages are freed in
+//! one pass, without a write. (One shared table cleared with `retain_in` deleted
+//! key by key in a single transaction that, by redb's design, copies the leaf and
+//! its path for every key and frees nothing until the end: a drop of a large
+//! collection wrote gigabytes, grew the file by as much and held a page set in
+//! memory proportional to it, which is what broke the memory budget.)
 //!
 //! Writes are buffered in memory in key order (a `BTreeMap`, at most half the
-//! budget) and written when the buffer is full, sorted, so that neighbouring keys
-//! share a page; a write transaction holds the pages it changes in the heap until
-//! it commits, so the sorted buffer goes in transactions of at most
-//! [`DiskStore::txn_entries`] writes each, which bounds that memory (an eighth of the
-//! budget). Commits are not synced (`MDB_NOSYNC`): nothing needs to survive a crash
-//! (the file lives in a temporary directory of the work dir, removed with it), and
-//! LMDB reuses freed pages whether or not a commit was synced.
-//!
-//! Reads go through LMDB's read-only memory map, and the pages a process touches in
-//! a file mapping count in its RSS until the kernel reclaims them, which with free
-//! memory it does not: a scan of a 2 GB store would show 2 GB of RSS. So every
-//! eighth of the budget read, the store gives the map's pages back
-//! (`madvise(MADV_DONTNEED)`: the mapping is shared and read-only, the pages stay in
-//! the page cache and a later access maps them again; any pointer into the map stays
-//! valid). Reads merge the last commit with the buffer.
-//!
-//! LMDB's keys are at most 511 bytes: a document whose `_id` is longer (rare: an
-//! `_id` over 500 bytes) stays in the write buffer, in memory, and is counted there.
+//! budget) and written to redb in one write transaction when the buffer is full:
+//! sorted writes touch each leaf page once instead of dirtying a page per random
+//! write. Each commit is durable (`Durability::Immediate`) because redb only
+//! reuses the pages freed by a durable commit, and a chain of non-durable commits
+//! would grow the file without bound. Reads go through a snapshot of the last
+//! commit merged with the buffer. The file lives in a temporary directory of the
+//! work dir and is removed with it; nothing needs to survive a crash.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use heed::types::Bytes;
-use heed::{Comparator, Database, Env, EnvFlags, EnvOpenOptions, RoTxn, WithoutTls};
-use smallvec::SmallVec;
+use redb::{
+    Database, Durability, Key, ReadOnlyTable, ReadTransaction, ReadableTable, TableDefinition,
+    TableError, TypeName, Value,
+};
 
 use super::store::Slot;
-use crate::engine::compare::cmp_key_bytes;
 use crate::engine::IdKey;
 use crate::error::Hint;
+
+/// A bulk load (the spill of the in-memory maps) commits after this many bytes.
+pub const BATCH_BYTES: usize = 32 << 20;
+
+/// redb's page cache.
+pub const CACHE_BYTES: usize = 64 << 20;
 
 /// A callback over documents in `_id` order: the key and the document's bytes.
 pub type DocVisitor<'a> = dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError> + 'a;
@@ -72,36 +67,54 @@ impl Hint for DiskError {
     }
 }
 
-/// The order of stored keys: the slot's 4 bytes, then the `_id` in the server's order.
-/// A key of the slot alone (a range bound) sorts before the slot's documents.
-enum SlotIdOrder {}
+/// Keys: the `{_id: value}` bytes of an [`IdKey`] (the table names the slot).
+#[derive(Debug)]
+struct DocKey;
 
-impl Comparator for SlotIdOrder {
-    fn compare(a: &[u8], b: &[u8]) -> Ordering {
-        if a.len() < 4 || b.len() < 4 {
-            // Never written by the store; heed asks the comparator not to panic.
-            return a.cmp(b);
-        }
-        a[..4]
-            .cmp(&b[..4])
-            .then_with(|| match (a.len() > 4, b.len() > 4) {
-                // Keys are written only from an `IdKey`: a framed `{_id: v}`.
-                (true, true) => cmp_key_bytes(&a[4..], &b[4..]),
-                (x, y) => x.cmp(&y),
-            })
+impl Value for DocKey {
+    type SelfType<'a> = &'a [u8];
+    type AsBytes<'a> = &'a [u8];
+
+    fn fixed_width() -> Option<usize> {
+        None
+    }
+
+    fn from_bytes<'a>(data: &'a [u8]) -> &'a [u8]
+    where
+        Self: 'a,
+    {
+        data
+    }
+
+    fn as_bytes<'a, 'b: 'a>(value: &'a &'b [u8]) -> &'a [u8]
+    where
+        Self: 'b,
+    {
+        value
+    }
+
+    fn type_name() -> TypeName {
+        TypeName::new("pitr::DocKey(_id in server order)")
     }
 }
 
-type Docs = Database<Bytes, Bytes, SlotIdOrder>;
+impl Key for DocKey {
+    fn compare(a: &[u8], b: &[u8]) -> Ordering {
+        // Keys are written only from an `IdKey`: a framed `{_id: v}`.
+        crate::engine::compare::id_key::cmp_key_bytes(a, b)
+    }
+}
 
-/// A stored key: the slot then the `{_id: v}` bytes (inline up to 64 bytes).
-type StoredKey = SmallVec<[u8; 64]>;
+type ReadDocs = ReadOnlyTable<DocKey, &'static [u8]>;
 
-fn stored_key(slot: Slot, key: &IdKey) -> StoredKey {
-    let mut k = StoredKey::new();
-    k.extend_from_slice(&slot.to_be_bytes());
-    k.extend_from_slice(key.document_bytes());
-    k
+/// The name of `slot`'s table.
+fn table_name(slot: Slot) -> String {
+    format!("docs-{slot}")
+}
+
+/// `slot`'s table; `name` is [`table_name`]'s.
+fn docs(name: &str) -> TableDefinition<'_, DocKey, &'static [u8]> {
+    TableDefinition::new(name)
 }
 
 /// The lowest key of `slot` in the write buffer (`{_id: MinKey}` sorts before every
@@ -113,155 +126,72 @@ fn slot_start(slot: Slot) -> (Slot, IdKey) {
 /// Memory a buffered write costs besides the document (map node, key, allocation).
 const DIRTY_OVERHEAD: usize = 96;
 
-/// The size of the map reserved (address space only; the file grows as written).
-const MAP_BYTES: usize = 1 << 40;
-
-/// LMDB's page size on this platform (4 KiB on x86-64 and aarch64 Linux).
-const PAGE: usize = 4096;
-
-/// What one page read through the map can add to RSS: Linux maps the cached pages
-/// around a faulting one too (`fault_around_bytes`, 64 KiB by default). Measured:
-/// counting 4 KiB per page touched let the map reach 150 MB between trims.
-const FAULT_AROUND: usize = 64 << 10;
+/// A snapshot of what redb holds, with the tables opened in it so far (`None`: the
+/// slot has no table, no document).
+struct Snapshot {
+    txn: ReadTransaction,
+    tables: Mutex<HashMap<Slot, Option<Arc<ReadDocs>>>>,
+}
 
 /// The on-disk document store; see the module documentation.
 pub struct DiskStore {
     path: PathBuf,
-    env: Env<WithoutTls>,
-    db: Docs,
-    /// Writes not yet in LMDB, in key order: a document, or `None` for a delete.
-    /// Also the documents whose key is too long for LMDB, for good.
+    db: Database,
+    /// Writes not yet in redb, in key order: a document, or `None` for a delete.
     dirty: BTreeMap<(Slot, IdKey), Option<Box<[u8]>>>,
     dirty_bytes: usize,
-    /// Of `dirty_bytes`: the documents kept in the buffer for good (long keys).
-    pinned_bytes: usize,
     dirty_limit: usize,
-    /// The longest stored key LMDB takes.
-    max_key: usize,
-    /// Writes per write transaction (each may change a page held in the heap).
-    txn_entries: usize,
-    /// The last commit, for point reads (None only while writing).
-    read: Option<Mutex<RoTxn<'static, WithoutTls>>>,
-    /// Bytes of the map read since its pages were last given back, and the limit.
-    mapped: AtomicUsize,
-    trim_after: usize,
-    trim: bool,
-    /// LMDB's map of the file (address, length), from /proc/self/maps: LMDB does
-    /// not tell it (`mdb_env_info`'s address is only set for a fixed map). None:
-    /// not found, the pages are left to the kernel.
-    map: Option<(usize, usize)>,
-}
-
-/// The mapping of `file` in this process (start, length), from /proc/self/maps.
-fn find_map(file: &Path) -> Option<(usize, usize)> {
-    let file = std::fs::canonicalize(file).ok()?;
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().find_map(|l| {
-        // "start-end perms offset dev inode   path"
-        let mut f = l.splitn(6, ' ');
-        let range = f.next()?;
-        let path = f.nth(4)?.trim_start();
-        if Path::new(path) != file {
-            return None;
-        }
-        let (a, b) = range.split_once('-')?;
-        let (a, b) = (
-            usize::from_str_radix(a, 16).ok()?,
-            usize::from_str_radix(b, 16).ok()?,
-        );
-        Some((a, b.checked_sub(a)?))
-    })
+    /// What redb holds (renewed after every commit; None only while writing).
+    read: Option<Snapshot>,
 }
 
 impl DiskStore {
     /// Creates the store in `dir` (which must exist). `budget`: the memory the store
-    /// may use: its write buffer (half), LMDB's pages of a write transaction (an
-    /// eighth), pages of the map read since they were last given back (an eighth).
+    /// may use: its write buffer (half), redb's page cache (a quarter, at most
+    /// [`CACHE_BYTES`]).
     pub fn create(dir: &Path, budget: usize) -> Result<DiskStore, DiskError> {
-        let path = dir.join("data.mdb");
-        let e = |e: heed::Error| err(&path, e);
-        let mut opts = EnvOpenOptions::new().read_txn_without_tls();
-        opts.map_size(MAP_BYTES).max_dbs(0).max_readers(126);
-        // SAFETY: the flags only drop durability (nothing needs to survive a crash)
-        // and read-ahead (reads are mostly random); the directory is this store's
-        // own (a fresh temporary directory of the work dir), opened once, by this
-        // process only, so no other mapping of the file can change it under us.
-        let env = unsafe {
-            opts.flags(
-                EnvFlags::NO_SYNC
-                    | EnvFlags::NO_META_SYNC
-                    | EnvFlags::NO_READ_AHEAD
-                    | EnvFlags::NO_LOCK,
-            );
-            opts.open(dir)
-        }
-        .map_err(e)?;
-        let mut w = env.write_txn().map_err(e)?;
-        let db: Docs = env
-            .database_options()
-            .types::<Bytes, Bytes>()
-            .key_comparator::<SlotIdOrder>()
-            .create(&mut w)
-            .map_err(e)?;
-        w.commit().map_err(e)?;
-        let max_key = env.max_key_size();
+        let path = dir.join("documents.redb");
+        let db = Database::builder()
+            .set_cache_size((budget / 4).clamp(1 << 20, CACHE_BYTES))
+            .create(&path)
+            .map_err(|e| err(&path, e))?;
         let mut store = DiskStore {
             path,
-            env,
             db,
             dirty: BTreeMap::new(),
             dirty_bytes: 0,
-            pinned_bytes: 0,
             dirty_limit: (budget / 2).max(1 << 20),
-            max_key,
-            txn_entries: (budget / 8 / PAGE).max(64),
             read: None,
-            mapped: AtomicUsize::new(0),
-            trim_after: (budget / 8).max(1 << 20),
-            trim: true,
-            map: None,
         };
-        store.map = find_map(&store.path);
         store.renew_snapshot()?;
         Ok(store)
     }
 
-    /// Keeps the map's pages mapped (the benchmark's view of what they cost in RSS).
-    #[doc(hidden)]
-    pub fn keep_mapped_pages(&mut self) {
-        self.trim = false;
-    }
-
     fn renew_snapshot(&mut self) -> Result<(), DiskError> {
-        let t = self
-            .env
-            .clone()
-            .static_read_txn()
-            .map_err(|e| err(&self.path, e))?;
-        self.read = Some(Mutex::new(t));
+        self.read = Some(Snapshot {
+            txn: self.db.begin_read().map_err(|e| err(&self.path, e))?,
+            tables: Mutex::new(HashMap::new()),
+        });
         Ok(())
     }
 
-    /// Counts `bytes` read through the map; past the limit, gives its pages back.
-    fn touched(&self, bytes: usize) {
-        if !self.trim {
-            return;
+    /// `slot`'s table in the snapshot (None: no document was ever committed there).
+    fn committed_table(&self, slot: Slot) -> Result<Option<Arc<ReadDocs>>, DiskError> {
+        let r = self
+            .read
+            .as_ref()
+            .expect("a snapshot is open outside writes");
+        let mut tables = r.tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = tables.get(&slot) {
+            return Ok(t.clone());
         }
-        let m = self.mapped.fetch_add(bytes, AtomicOrdering::Relaxed) + bytes;
-        if m >= self.trim_after {
-            self.mapped.store(0, AtomicOrdering::Relaxed);
-            let Some((addr, size)) = self.map else {
-                return;
-            };
-            let len = ((self.env.info().last_page_number + 1) * PAGE).min(size);
-            // SAFETY: the range is (part of) LMDB's read-only MAP_SHARED mapping of
-            // its data file. MADV_DONTNEED on a shared file mapping drops only the
-            // page table entries: the data stays in the page cache (or the file) and
-            // the next access maps it again, so every pointer into the map, LMDB's
-            // or a caller's, stays valid and reads the same bytes. An error (none is
-            // expected) only leaves the pages mapped.
-            unsafe { libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED) };
-        }
+        let t = match r.txn.open_table(docs(&table_name(slot))) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(TableError::TableDoesNotExist(_)) => None,
+            Err(e) => return Err(err(&self.path, e)),
+        };
+        tables.insert(slot, t.clone());
+        Ok(t)
     }
 
     fn committed_get(
@@ -270,71 +200,50 @@ impl DiskStore {
         key: &IdKey,
         out: Option<&mut Vec<u8>>,
     ) -> Result<bool, DiskError> {
-        let k = stored_key(slot, key);
-        if k.len() > self.max_key {
+        let Some(table) = self.committed_table(slot)? else {
             return Ok(false);
-        }
-        let txn = self
-            .read
-            .as_ref()
-            .expect("a snapshot is open outside writes")
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let v = self.db.get(&txn, &k).map_err(|e| err(&self.path, e))?;
-        // The leaf page and the path to it, each with its fault-around.
-        self.touched(2 * FAULT_AROUND);
+        };
+        let v = table
+            .get(key.document_bytes())
+            .map_err(|e| err(&self.path, e))?;
         Ok(match (v, out) {
-            (Some(d), Some(out)) => {
-                out.extend_from_slice(d);
+            (Some(g), Some(out)) => {
+                out.extend_from_slice(g.value());
                 true
             }
             (v, _) => v.is_some(),
         })
     }
 
-    /// Writes the buffered writes in key order, in transactions of at most
-    /// `txn_entries` writes, then renews the snapshot. Documents whose key is too
-    /// long for LMDB stay in the buffer.
+    /// Writes the buffered writes in key order in one durable transaction (redb
+    /// reuses pages only after a durable commit), then renews the snapshot.
     pub fn flush(&mut self) -> Result<(), DiskError> {
-        if self.dirty_bytes == self.pinned_bytes {
+        if self.dirty.is_empty() {
             return Ok(());
         }
-        // A snapshot would keep the pages this write frees from being reused.
         self.read = None;
-        let e = |e: heed::Error| err(&self.path, e);
-        let mut keep = BTreeMap::new();
-        let mut pinned = 0;
+        let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+        t.set_durability(Durability::Immediate);
         let mut pending = std::mem::take(&mut self.dirty).into_iter().peekable();
-        while pending.peek().is_some() {
-            let mut t = self.env.write_txn().map_err(e)?;
-            let mut n = 0;
-            for ((slot, key), v) in pending.by_ref() {
-                let k = stored_key(slot, &key);
-                if k.len() > self.max_key {
-                    if let Some(d) = v {
-                        pinned += DIRTY_OVERHEAD + d.len();
-                        keep.insert((slot, key), Some(d));
-                    }
-                    continue;
-                }
+        while let Some(((slot, _), _)) = pending.peek() {
+            let slot = *slot;
+            let name = table_name(slot);
+            let mut table = t.open_table(docs(&name)).map_err(|e| err(&self.path, e))?;
+            while let Some(((_, key), v)) = pending.next_if(|((s, _), _)| *s == slot) {
+                let k = key.document_bytes();
                 match v {
-                    Some(doc) => self.db.put(&mut t, &k, &doc).map_err(e)?,
-                    None => {
-                        self.db.delete(&mut t, &k).map_err(e)?;
+                    Some(doc) => {
+                        table.insert(k, &doc[..]).map_err(|e| err(&self.path, e))?;
                     }
-                }
-                // The write read its leaf and the path to it through the map.
-                self.touched(2 * FAULT_AROUND);
-                n += 1;
-                if n >= self.txn_entries {
-                    break;
+                    None => {
+                        table.remove(k).map_err(|e| err(&self.path, e))?;
+                    }
                 }
             }
-            t.commit().map_err(e)?;
+            drop(table);
         }
-        self.dirty = keep;
-        self.dirty_bytes = pinned;
-        self.pinned_bytes = pinned;
+        t.commit().map_err(|e| err(&self.path, e))?;
+        self.dirty_bytes = 0;
         self.renew_snapshot()
     }
 
@@ -357,27 +266,12 @@ impl DiskStore {
     }
 
     fn buffer(&mut self, slot: Slot, key: IdKey, v: Option<Box<[u8]>>) -> Result<(), DiskError> {
-        let long = stored_key(slot, &key).len() > self.max_key;
         let add = DIRTY_OVERHEAD + v.as_ref().map_or(0, |d| d.len());
-        let old = if long && v.is_none() {
-            // Never in LMDB: forgetting it is the delete.
-            self.dirty.remove(&(slot, key))
-        } else {
-            let old = self.dirty.insert((slot, key), v);
-            self.dirty_bytes += add;
-            if long {
-                self.pinned_bytes += add;
-            }
-            old
-        };
-        if let Some(old) = old {
-            let was = DIRTY_OVERHEAD + old.map_or(0, |d| d.len());
-            self.dirty_bytes -= was;
-            if long {
-                self.pinned_bytes -= was;
-            }
+        if let Some(old) = self.dirty.insert((slot, key), v) {
+            self.dirty_bytes -= DIRTY_OVERHEAD + old.map_or(0, |d| d.len());
         }
-        if self.dirty_bytes - self.pinned_bytes > self.dirty_limit {
+        self.dirty_bytes += add;
+        if self.dirty_bytes > self.dirty_limit {
             self.flush()?;
         }
         Ok(())
@@ -410,115 +304,85 @@ impl DiskStore {
     }
 
     /// Removes every document of `slot`: its buffered writes are dropped and its
-    /// key range deleted, in transactions of at most `txn_entries` deletes.
+    /// table deleted (redb frees the table's pages without rewriting any).
     pub fn clear(&mut self, slot: Slot) -> Result<(), DiskError> {
         let mut of_slot = self.dirty.split_off(&slot_start(slot));
         let mut after = of_slot.split_off(&slot_start(slot + 1));
         self.dirty.append(&mut after);
-        for ((s, k), v) in of_slot {
-            let n = DIRTY_OVERHEAD + v.map_or(0, |d| d.len());
-            self.dirty_bytes -= n;
-            if stored_key(s, &k).len() > self.max_key {
-                self.pinned_bytes -= n;
-            }
+        for (_, v) in of_slot {
+            self.dirty_bytes -= DIRTY_OVERHEAD + v.map_or(0, |d| d.len());
         }
         self.read = None;
-        let e = |e: heed::Error| err(&self.path, e);
-        let (lo, hi) = (slot.to_be_bytes(), slot.wrapping_add(1).to_be_bytes());
-        let range = (
-            Bound::Included(&lo[..]),
-            if slot == Slot::MAX {
-                Bound::Unbounded
-            } else {
-                Bound::Excluded(&hi[..])
-            },
-        );
-        loop {
-            let mut t = self.env.write_txn().map_err(e)?;
-            let mut n = 0;
-            {
-                let mut it = self.db.range_mut(&mut t, &range).map_err(e)?;
-                while n < self.txn_entries {
-                    match it.next() {
-                        Some(r) => {
-                            let (k, v) = r.map_err(e)?;
-                            self.touched(k.len() + v.len() + 16);
-                            // SAFETY: nothing read from the database is kept while
-                            // deleting (heed's own `delete_range` does the same).
-                            unsafe { it.del_current() }.map_err(e)?;
-                            n += 1;
-                        }
-                        None => break,
-                    }
-                }
-            }
-            t.commit().map_err(e)?;
-            if n < self.txn_entries {
-                break;
-            }
-        }
+        let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+        t.set_durability(Durability::Immediate);
+        t.delete_table(docs(&table_name(slot)))
+            .map_err(|e| err(&self.path, e))?;
+        t.commit().map_err(|e| err(&self.path, e))?;
         self.renew_snapshot()
     }
 
     /// Loads documents already in `_id` order (the spill of the in-memory maps),
-    /// through the write buffer's transactions.
+    /// straight into redb, [`BATCH_BYTES`] per transaction.
     pub fn load(
         &mut self,
         slot: Slot,
         docs_in_order: impl Iterator<Item = (IdKey, Box<[u8]>)>,
     ) -> Result<(), DiskError> {
-        for (k, d) in docs_in_order {
-            self.buffer(slot, k, Some(d))?;
+        self.flush()?;
+        self.read = None;
+        let name = table_name(slot);
+        let mut it = docs_in_order.peekable();
+        while it.peek().is_some() {
+            let mut t = self.db.begin_write().map_err(|e| err(&self.path, e))?;
+            t.set_durability(Durability::Immediate);
+            {
+                let mut table = t.open_table(docs(&name)).map_err(|e| err(&self.path, e))?;
+                let mut bytes = 0;
+                for (k, d) in it.by_ref() {
+                    table
+                        .insert(k.document_bytes(), &d[..])
+                        .map_err(|e| err(&self.path, e))?;
+                    bytes += d.len();
+                    if bytes >= BATCH_BYTES {
+                        break;
+                    }
+                }
+            }
+            t.commit().map_err(|e| err(&self.path, e))?;
         }
-        self.flush()
+        self.renew_snapshot()
     }
 
-    /// Every document of `slot` in `_id` order: the last commit merged with the
-    /// buffered writes. Its own read transaction, so that scans can run on several
-    /// threads at once.
+    /// Every document of `slot` in `_id` order: redb's snapshot merged with the
+    /// buffered writes.
     pub fn for_each(&self, slot: Slot, f: &mut DocVisitor<'_>) -> Result<(), DiskError> {
-        let e = |e: heed::Error| err(&self.path, e);
         let mut pending = self
             .dirty
             .range(slot_start(slot)..slot_start(slot + 1))
             .peekable();
-        let txn = self.env.read_txn().map_err(e)?;
-        let (lo, hi) = (slot.to_be_bytes(), slot.wrapping_add(1).to_be_bytes());
-        let range = (
-            Bound::Included(&lo[..]),
-            if slot == Slot::MAX {
-                Bound::Unbounded
-            } else {
-                Bound::Excluded(&hi[..])
-            },
-        );
-        let mut page = usize::MAX;
-        for item in self.db.range(&txn, &range).map_err(e)? {
-            let (k, v) = item.map_err(e)?;
-            // A new page of the map: what it maps, with its fault-around.
-            if v.as_ptr() as usize / PAGE != page {
-                page = v.as_ptr() as usize / PAGE;
-                self.touched(FAULT_AROUND);
-            }
-            let key = IdKey::from_document_bytes(&k[4..]).map_err(|x| err(&self.path, x))?;
-            // Buffered writes before this key: new documents.
-            while let Some(((_, dk), dv)) = pending.peek() {
-                if *dk >= key {
-                    break;
-                }
-                if let Some(d) = dv {
-                    f(dk, d)?;
-                }
-                pending.next();
-            }
-            match pending.peek() {
-                Some(((_, dk), dv)) if *dk == key => {
+        if let Some(table) = self.committed_table(slot)? {
+            for item in table.iter().map_err(|e| err(&self.path, e))? {
+                let (k, v) = item.map_err(|e| err(&self.path, e))?;
+                let key = IdKey::from_document_bytes(k.value()).map_err(|e| err(&self.path, e))?;
+                // Buffered writes before this key: new documents.
+                while let Some(((_, dk), dv)) = pending.peek() {
+                    if *dk >= key {
+                        break;
+                    }
                     if let Some(d) = dv {
                         f(dk, d)?;
                     }
                     pending.next();
                 }
-                _ => f(&key, v)?,
+                match pending.peek() {
+                    Some(((_, dk), dv)) if *dk == key => {
+                        if let Some(d) = dv {
+                            f(dk, d)?;
+                        }
+                        pending.next();
+                    }
+                    _ => f(&key, v.value())?,
+                }
             }
         }
         for ((_, dk), dv) in pending {
@@ -563,9 +427,10 @@ mod tests {
         v
     }
 
-    /// Regression (with redb, before LMDB): dropping a large collection key by key in
-    /// one transaction grew the file by gigabytes on the 1 GiB bench. A drop frees
-    /// pages, it does not grow the file.
+    /// Regression: dropping a large collection used `retain_in` on one shared table,
+    /// which copied a leaf and its path per deleted key and freed nothing before the
+    /// commit: the file grew by gigabytes and redb's page set by hundreds of MB on the
+    /// 1 GiB bench. A drop must free pages, not write them.
     #[test]
     fn clear_drops_one_collection_without_growing_the_file() {
         let dir = tempfile::tempdir().unwrap();
@@ -581,11 +446,11 @@ mod tests {
             (0..100).map(|i| (key(i), doc.clone().into_boxed_slice())),
         )
         .unwrap();
-        // Buffered writes of both slots, not yet in LMDB.
+        // Buffered writes of both slots, not yet in redb.
         s.put(1, &key(-1), &doc, None).unwrap();
         s.put(2, &key(-1), &doc, None).unwrap();
         assert!(s.remove(1, &key(5)).unwrap());
-        let file = dir.path().join("data.mdb");
+        let file = dir.path().join("documents.redb");
         let before = std::fs::metadata(&file).unwrap().len();
 
         s.clear(1).unwrap();
@@ -638,57 +503,5 @@ mod tests {
         out.clear();
         assert!(s.get(3, &key(2), &mut out).unwrap());
         assert_eq!(out, [42]);
-    }
-
-    /// The map's pages count in RSS once read; the store gives them back every
-    /// eighth of the budget (at least 1 MiB), so a scan of a store far larger than
-    /// the budget keeps few of them mapped (regression: LMDB's `mdb_env_info` has
-    /// no map address unless the map is fixed, and nothing was given back).
-    #[test]
-    fn a_scan_keeps_few_pages_of_the_map() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut s = DiskStore::create(dir.path(), 64 << 10).unwrap();
-        let (start, _) = s.map.expect("LMDB's map is found in /proc/self/maps");
-        let doc = vec![7u8; 1000];
-        s.load(
-            1,
-            (0..20_000).map(|i| (key(i), doc.clone().into_boxed_slice())),
-        )
-        .unwrap();
-        let mapped_kib = || {
-            let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let at = format!("{start:x}-");
-            let entry = smaps.split_once(&at).unwrap().1;
-            entry
-                .lines()
-                .find_map(|l| l.strip_prefix("Rss:"))
-                .unwrap()
-                .trim()
-                .trim_end_matches(" kB")
-                .parse::<usize>()
-                .unwrap()
-        };
-        let mut n = 0;
-        s.for_each(1, &mut |_, d| {
-            n += d.len();
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(n, 20_000 * 1000);
-        assert!(
-            mapped_kib() < 4 << 10,
-            "{} KiB of the map mapped after a 20 MB scan",
-            mapped_kib()
-        );
-        // Point reads of every key: the same bound.
-        let mut out = Vec::new();
-        for i in 0..20_000 {
-            out.clear();
-            assert!(s.get(1, &key(i), &mut out).unwrap());
-        }
-        assert!(mapped_kib() < 4 << 10, "{} KiB mapped", mapped_kib());
-        s.keep_mapped_pages();
-        s.for_each(1, &mut |_, _| Ok(())).unwrap();
-        assert!(mapped_kib() > 16 << 10, "the pages are kept when asked");
     }
 }

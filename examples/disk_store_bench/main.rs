@@ -5,8 +5,9 @@
 //!
 //! Run: `scripts/disk-store-bench.sh` (release; both stores, alternated, medians), or
 //! one run: `cargo run --release --example disk_store_bench -- STORE DIR [SCALE]`
-//! with STORE `redb` (the redb store this file keeps for comparison), `lmdb`
-//! (pitr's store, [`pitr::engine::replica::disk::DiskStore`]) or `lmdb-keep` (the
+//! with STORE `redb` (the store of src/engine/replica/disk.rs, copied here), `lmdb`
+//! (`lmdb.rs` beside this file, the LMDB candidate with the interface of
+//! src/engine/replica/disk.rs) or `lmdb-keep` (the
 //! same without giving the map's pages back: shows what the mmap costs in RSS).
 //!
 //! The pattern, at the scale of the 1 GiB bench (`scripts/bench-engine.sh`; SCALE
@@ -38,7 +39,9 @@ use std::time::Instant;
 
 use bson::oid::ObjectId;
 use bson::RawBsonRef;
-use pitr::engine::replica::disk::{DiskError, DiskStore};
+mod lmdb;
+
+use lmdb::{DiskError, DiskStore};
 use pitr::engine::replica::Slot;
 use pitr::engine::IdKey;
 use redb::{Database, Durability, Key, ReadableTable, TableDefinition, TypeName, Value};
