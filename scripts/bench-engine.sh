@@ -33,6 +33,7 @@
 #                                          kept for the next run; about 2x SIZE, plus
 #                                          about 3x SIZE while a run writes)
 # Env:   RUNS=1  SMALL=64MiB  BIG=1024GiB  SEED=1  ONLY="unbounded default small"
+#        PITR_BIN=path (another pitr binary to measure, e.g. a build of an older commit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,7 @@ seed=${SEED:-1}
 only=${ONLY:-unbounded default small}
 cargo build --release --quiet --bin pitr
 cargo build --release --quiet -p pitr-fixturegen --bin pitr-gen
-PITR=target/release/pitr
+PITR=${PITR_BIN:-target/release/pitr}
 
 dir=bench-data/engine-$size
 if [ ! -f "$dir/oplog.bson" ]; then

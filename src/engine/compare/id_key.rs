@@ -264,7 +264,7 @@ impl IdKey {
 /// Compares two [`IdKey::document_bytes`] encodings as their keys compare, without
 /// building the keys (the on-disk store's comparator). Both must be well-formed
 /// keys, as the store writes them.
-pub(crate) fn cmp_key_bytes(a: &[u8], b: &[u8]) -> Ordering {
+pub fn cmp_key_bytes(a: &[u8], b: &[u8]) -> Ordering {
     fn val(k: &[u8]) -> (u8, &[u8]) {
         (k[4], &k[VALUE_AT..k.len() - 1])
     }

@@ -35,7 +35,7 @@ use std::hash::Hasher;
 
 use bson::{RawBsonRef, RawDocument};
 
-pub use id_key::{IdKey, IdKeyError};
+pub use id_key::{cmp_key_bytes, IdKey, IdKeyError};
 use numeric::{cmp_num, num_key, Num};
 
 use super::raw::{self, fields, read_f64, read_i32, read_i64};

@@ -1,0 +1,448 @@
+//! The embedded engine's on-disk document store (the path past `--memory`), measured
+//! with the engine's own access pattern, for redb (the store pitr used first) and
+//! LMDB through heed (issue 22: "measure again with this project's real access
+//! pattern and choose by the numbers").
+//!
+//! Run: `scripts/disk-store-bench.sh` (release; both stores, alternated, medians), or
+//! one run: `cargo run --release --example disk_store_bench -- STORE DIR [SCALE]`
+//! with STORE `redb` (the store of src/engine/replica/disk.rs, copied here), `lmdb`
+//! (`lmdb.rs` beside this file, the LMDB candidate with the interface of
+//! src/engine/replica/disk.rs) or `lmdb-keep` (the
+//! same without giving the map's pages back: shows what the mmap costs in RSS).
+//!
+//! The pattern, at the scale of the 1 GiB bench (`scripts/bench-engine.sh`; SCALE
+//! 1.0), with the engine's `--memory 64MiB` write buffer (half the budget):
+//!
+//! - *seed*: the backup, in `_id` order, as the replica seeds it past the budget
+//!   (`Store::put`: a lookup, then a buffered write): 1,050,000 filler documents
+//!   of 1,030 bytes under int32 `_id`s (the bench's `bench.filler`) and 300,000
+//!   documents of 300 bytes under ObjectIds.
+//! - *apply*: 3,000,000 oplog entries on the ObjectId collection, the bench's mix:
+//!   57% inserts of new (increasing) ObjectIds, 38% updates of a random live
+//!   document (read it, write it back changed, as `$set` does), 5% deletes of a
+//!   random live document; the buffer is flushed whenever it is full, as the
+//!   engine does.
+//! - *scan*: every document of both collections in `_id` order (the dbHash and
+//!   the dump read them this way).
+//! - *drop*: the ObjectId collection dropped whole.
+//!
+//! Printed per phase: wall and CPU (user + sys) seconds, peak RSS of the phase
+//! (VmHWM, reset before each phase through /proc/self/clear_refs), bytes the
+//! process caused to be written (/proc/self/io `write_bytes`), and the file size.
+
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Instant;
+
+use bson::oid::ObjectId;
+use bson::RawBsonRef;
+mod lmdb;
+
+use lmdb::{DiskError, DiskStore};
+use pitr::engine::replica::Slot;
+use pitr::engine::IdKey;
+use redb::{Database, Durability, Key, ReadableTable, TableDefinition, TypeName, Value};
+
+const BUDGET: usize = 64 << 20;
+
+/// The engine's store interface (disk.rs), for both candidates.
+trait Bench {
+    fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool;
+    fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool;
+    fn remove(&mut self, slot: Slot, key: &IdKey) -> bool;
+    fn clear(&mut self, slot: Slot);
+    fn flush(&mut self);
+    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8]));
+}
+
+impl Bench for DiskStore {
+    fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool {
+        DiskStore::get(self, slot, key, out).unwrap()
+    }
+    fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool {
+        DiskStore::put(self, slot, key, doc, exists).unwrap()
+    }
+    fn remove(&mut self, slot: Slot, key: &IdKey) -> bool {
+        DiskStore::remove(self, slot, key).unwrap()
+    }
+    fn clear(&mut self, slot: Slot) {
+        DiskStore::clear(self, slot).unwrap()
+    }
+    fn flush(&mut self) {
+        DiskStore::flush(self).unwrap()
+    }
+    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
+        DiskStore::for_each(self, slot, &mut |k, d| {
+            f(k, d);
+            Ok::<(), DiskError>(())
+        })
+        .unwrap()
+    }
+}
+
+// ---- redb: the store disk.rs had before (one table per slot, sorted write buffer,
+// durable commits so that freed pages are reused), kept here to compare. ----
+
+#[derive(Debug)]
+struct DocKey;
+
+impl Value for DocKey {
+    type SelfType<'a> = &'a [u8];
+    type AsBytes<'a> = &'a [u8];
+    fn fixed_width() -> Option<usize> {
+        None
+    }
+    fn from_bytes<'a>(data: &'a [u8]) -> &'a [u8]
+    where
+        Self: 'a,
+    {
+        data
+    }
+    fn as_bytes<'a, 'b: 'a>(value: &'a &'b [u8]) -> &'a [u8]
+    where
+        Self: 'b,
+    {
+        value
+    }
+    fn type_name() -> TypeName {
+        TypeName::new("pitr::DocKey(_id in server order)")
+    }
+}
+
+impl Key for DocKey {
+    fn compare(a: &[u8], b: &[u8]) -> Ordering {
+        pitr::engine::compare::cmp_key_bytes(a, b)
+    }
+}
+
+fn docs(name: &str) -> TableDefinition<'_, DocKey, &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+type ReadDocs = redb::ReadOnlyTable<DocKey, &'static [u8]>;
+
+struct Redb {
+    db: Database,
+    dirty: BTreeMap<(Slot, IdKey), Option<Box<[u8]>>>,
+    dirty_bytes: usize,
+    read: Option<redb::ReadTransaction>,
+    /// The tables opened in `read` so far (None: the slot has no table).
+    tables: RefCell<HashMap<Slot, Option<Rc<ReadDocs>>>>,
+}
+
+impl Redb {
+    fn create(dir: &Path) -> Redb {
+        let db = Database::builder()
+            .set_cache_size((BUDGET / 4).clamp(1 << 20, 64 << 20))
+            .create(dir.join("documents.redb"))
+            .unwrap();
+        let read = Some(db.begin_read().unwrap());
+        Redb {
+            db,
+            dirty: BTreeMap::new(),
+            dirty_bytes: 0,
+            read,
+            tables: RefCell::default(),
+        }
+    }
+
+    fn renew(&mut self) {
+        self.tables.borrow_mut().clear();
+        self.read = Some(self.db.begin_read().unwrap());
+    }
+
+    fn table(&self, slot: Slot) -> Option<Rc<ReadDocs>> {
+        self.tables
+            .borrow_mut()
+            .entry(slot)
+            .or_insert_with(|| {
+                let txn = self.read.as_ref().unwrap();
+                txn.open_table(docs(&format!("docs-{slot}")))
+                    .ok()
+                    .map(Rc::new)
+            })
+            .clone()
+    }
+
+    fn committed(&self, slot: Slot, key: &IdKey, out: Option<&mut Vec<u8>>) -> bool {
+        let Some(t) = self.table(slot) else {
+            return false;
+        };
+        match (t.get(key.document_bytes()).unwrap(), out) {
+            (Some(g), Some(out)) => {
+                out.extend_from_slice(g.value());
+                true
+            }
+            (v, _) => v.is_some(),
+        }
+    }
+
+    fn contains(&self, slot: Slot, key: &IdKey) -> bool {
+        match self.dirty.get(&(slot, key.clone())) {
+            Some(v) => v.is_some(),
+            None => self.committed(slot, key, None),
+        }
+    }
+
+    fn buffer(&mut self, slot: Slot, key: IdKey, v: Option<Box<[u8]>>) {
+        let add = 96 + v.as_ref().map_or(0, |d| d.len());
+        if let Some(old) = self.dirty.insert((slot, key), v) {
+            self.dirty_bytes -= 96 + old.map_or(0, |d| d.len());
+        }
+        self.dirty_bytes += add;
+        if self.dirty_bytes > BUDGET / 2 {
+            Bench::flush(self);
+        }
+    }
+}
+
+impl Bench for Redb {
+    fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool {
+        match self.dirty.get(&(slot, key.clone())) {
+            Some(Some(d)) => {
+                out.extend_from_slice(d);
+                true
+            }
+            Some(None) => false,
+            None => self.committed(slot, key, Some(out)),
+        }
+    }
+    fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool {
+        let e = exists.unwrap_or_else(|| self.contains(slot, key));
+        self.buffer(slot, key.clone(), Some(doc.into()));
+        e
+    }
+    fn remove(&mut self, slot: Slot, key: &IdKey) -> bool {
+        if !self.contains(slot, key) {
+            return false;
+        }
+        self.buffer(slot, key.clone(), None);
+        true
+    }
+    fn clear(&mut self, slot: Slot) {
+        self.dirty.retain(|(s, _), _| *s != slot);
+        self.tables.borrow_mut().clear();
+        self.read = None;
+        let mut t = self.db.begin_write().unwrap();
+        t.set_durability(Durability::Immediate);
+        t.delete_table(docs(&format!("docs-{slot}"))).unwrap();
+        t.commit().unwrap();
+        self.renew();
+    }
+    fn flush(&mut self) {
+        self.tables.borrow_mut().clear();
+        self.read = None;
+        let mut t = self.db.begin_write().unwrap();
+        t.set_durability(Durability::Immediate);
+        let mut pending = std::mem::take(&mut self.dirty).into_iter().peekable();
+        while let Some(((slot, _), _)) = pending.peek() {
+            let slot = *slot;
+            let name = format!("docs-{slot}");
+            let mut table = t.open_table(docs(&name)).unwrap();
+            while let Some(((_, k), v)) = pending.next_if(|((s, _), _)| *s == slot) {
+                match v {
+                    Some(d) => drop(table.insert(k.document_bytes(), &d[..]).unwrap()),
+                    None => drop(table.remove(k.document_bytes()).unwrap()),
+                }
+            }
+        }
+        t.commit().unwrap();
+        self.dirty_bytes = 0;
+        self.renew();
+    }
+    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
+        // Called after a flush: the buffer is empty.
+        assert!(self.dirty.is_empty());
+        let Some(t) = self.table(slot) else {
+            return;
+        };
+        for item in t.iter().unwrap() {
+            let (k, v) = item.unwrap();
+            f(&IdKey::from_document_bytes(k.value()).unwrap(), v.value());
+        }
+    }
+}
+
+// ---- the measurement ----
+
+fn cpu_s() -> f64 {
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `r` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(r.ru_utime) + tv(r.ru_stime)
+}
+
+fn proc_field(file: &str, name: &str) -> u64 {
+    let s = std::fs::read_to_string(file).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+struct Phase {
+    wall: Instant,
+    cpu: f64,
+    written: u64,
+}
+
+fn start() -> Phase {
+    // Resets VmHWM to the current RSS (proc(5), clear_refs "5").
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    Phase {
+        wall: Instant::now(),
+        cpu: cpu_s(),
+        written: proc_field("/proc/self/io", "write_bytes:"),
+    }
+}
+
+fn report(store: &str, name: &str, p: Phase, dir: &Path) {
+    println!(
+        "{store}\t{name}\t{:.2}\t{:.2}\t{}\t{}\t{}",
+        p.wall.elapsed().as_secs_f64(),
+        cpu_s() - p.cpu,
+        proc_field("/proc/self/status", "VmHWM:") / 1024,
+        (proc_field("/proc/self/io", "write_bytes:") - p.written) >> 20,
+        dir_bytes(dir) >> 20,
+    );
+}
+
+/// splitmix64: a deterministic stream for the bench's choices.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn oid(i: u64) -> IdKey {
+    let mut b = [0u8; 12];
+    b[..4].copy_from_slice(&(1_700_000_000 + (i / 1000) as u32).to_be_bytes());
+    b[4..9].copy_from_slice(&[7, 1, 2, 3, 4]);
+    b[9..].copy_from_slice(&(i as u32).to_be_bytes()[1..]);
+    IdKey::from_value(RawBsonRef::ObjectId(ObjectId::from_bytes(b)))
+}
+
+fn doc(len: usize, seed: u64) -> Vec<u8> {
+    let mut d = vec![b'x'; len];
+    d[..8].copy_from_slice(&seed.to_le_bytes());
+    d
+}
+
+const FILLER: Slot = 1;
+const ORDERS: Slot = 2;
+
+fn run(store: &str, s: &mut dyn Bench, dir: &Path, scale: f64) {
+    let n_filler = (1_050_000.0 * scale) as u64;
+    let n_seed = (300_000.0 * scale) as u64;
+    let n_ops = (3_000_000.0 * scale) as u64;
+
+    let p = start();
+    for i in 0..n_filler {
+        let k = IdKey::from_value(RawBsonRef::Int32(i as i32));
+        s.put(FILLER, &k, &doc(1030, i), None);
+    }
+    for i in 0..n_seed {
+        s.put(ORDERS, &oid(i), &doc(300, i), None);
+    }
+    s.flush();
+    report(store, "seed", p, dir);
+
+    // Live ObjectId documents by sequence number (swap-remove on delete).
+    let mut live: Vec<u64> = (0..n_seed).collect();
+    let mut next = n_seed;
+    let mut rng = Rng(42);
+    let mut buf = Vec::new();
+    let p = start();
+    for _ in 0..n_ops {
+        let r = rng.next() % 100;
+        if r < 57 {
+            s.put(ORDERS, &oid(next), &doc(300, next), None);
+            live.push(next);
+            next += 1;
+        } else {
+            let at = (rng.next() % live.len() as u64) as usize;
+            let k = oid(live[at]);
+            if r < 95 {
+                buf.clear();
+                assert!(s.get(ORDERS, &k, &mut buf));
+                buf[8] = buf[8].wrapping_add(1);
+                s.put(ORDERS, &k, &buf, Some(true));
+            } else {
+                assert!(s.remove(ORDERS, &k));
+                live.swap_remove(at);
+            }
+        }
+    }
+    s.flush();
+    report(store, "apply", p, dir);
+
+    let p = start();
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for slot in [FILLER, ORDERS] {
+        let mut prev: Option<IdKey> = None;
+        s.for_each(slot, &mut |k, d| {
+            if let Some(p) = &prev {
+                assert!(p < k, "keys out of order");
+            }
+            prev = Some(k.clone());
+            n += 1;
+            bytes += d.len() as u64 + d[d.len() / 2] as u64;
+        });
+    }
+    assert_eq!(n, n_filler + live.len() as u64);
+    std::hint::black_box(bytes);
+    report(store, "scan", p, dir);
+
+    let p = start();
+    s.clear(ORDERS);
+    report(store, "drop", p, dir);
+    let mut any = false;
+    s.for_each(ORDERS, &mut |_, _| any = true);
+    assert!(!any);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: disk_store_bench redb|lmdb|lmdb-keep DIR [SCALE]");
+        std::process::exit(2);
+    }
+    let dir = PathBuf::from(&args[2]);
+    let scale: f64 = args
+        .get(3)
+        .map_or(1.0, |s| s.parse().expect("SCALE: a number"));
+    std::fs::create_dir_all(&dir).unwrap();
+    match args[1].as_str() {
+        "redb" => run("redb", &mut Redb::create(&dir), &dir, scale),
+        "lmdb" => run(
+            "lmdb",
+            &mut DiskStore::create(&dir, BUDGET).unwrap(),
+            &dir,
+            scale,
+        ),
+        "lmdb-keep" => {
+            let mut s = DiskStore::create(&dir, BUDGET).unwrap();
+            s.keep_mapped_pages();
+            run("lmdb-keep", &mut s, &dir, scale)
+        }
+        other => panic!("unknown store {other}"),
+    }
+}
