@@ -5,7 +5,7 @@
 //!
 //! Run: `scripts/disk-store-bench.sh` (release; both stores, alternated, medians), or
 //! one run: `cargo run --release --example disk_store_bench -- STORE DIR [SCALE]`
-//! with STORE `redb` (the store of src/engine/replica/disk.rs, copied here), `lmdb`
+//! with STORE `redb` (the engine's own store, src/engine/replica/disk.rs), `lmdb`
 //! (`lmdb.rs` beside this file, the LMDB candidate with the interface of
 //! src/engine/replica/disk.rs) or `lmdb-keep` (the
 //! same without giving the map's pages back: shows what the mmap costs in RSS).
@@ -30,11 +30,7 @@
 //! (VmHWM, reset before each phase through /proc/self/clear_refs), bytes the
 //! process caused to be written (/proc/self/io `write_bytes`), and the file size.
 
-use std::cell::RefCell;
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::time::Instant;
 
 use bson::oid::ObjectId;
@@ -42,9 +38,9 @@ use bson::RawBsonRef;
 mod lmdb;
 
 use lmdb::{DiskError, DiskStore};
+use pitr::engine::replica::disk::DiskStore as RedbStore;
 use pitr::engine::replica::Slot;
 use pitr::engine::IdKey;
-use redb::{Database, Durability, Key, ReadableTable, TableDefinition, TypeName, Value};
 
 const BUDGET: usize = 64 << 20;
 
@@ -58,213 +54,41 @@ trait Bench {
     fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8]));
 }
 
-impl Bench for DiskStore {
-    fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool {
-        DiskStore::get(self, slot, key, out).unwrap()
-    }
-    fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool {
-        DiskStore::put(self, slot, key, doc, exists).unwrap()
-    }
-    fn remove(&mut self, slot: Slot, key: &IdKey) -> bool {
-        DiskStore::remove(self, slot, key).unwrap()
-    }
-    fn clear(&mut self, slot: Slot) {
-        DiskStore::clear(self, slot).unwrap()
-    }
-    fn flush(&mut self) {
-        DiskStore::flush(self).unwrap()
-    }
-    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
-        DiskStore::for_each(self, slot, &mut |k, d| {
-            f(k, d);
-            Ok::<(), DiskError>(())
-        })
-        .unwrap()
-    }
-}
-
-// ---- redb: the store disk.rs had before (one table per slot, sorted write buffer,
-// durable commits so that freed pages are reused), kept here to compare. ----
-
-#[derive(Debug)]
-struct DocKey;
-
-impl Value for DocKey {
-    type SelfType<'a> = &'a [u8];
-    type AsBytes<'a> = &'a [u8];
-    fn fixed_width() -> Option<usize> {
-        None
-    }
-    fn from_bytes<'a>(data: &'a [u8]) -> &'a [u8]
-    where
-        Self: 'a,
-    {
-        data
-    }
-    fn as_bytes<'a, 'b: 'a>(value: &'a &'b [u8]) -> &'a [u8]
-    where
-        Self: 'b,
-    {
-        value
-    }
-    fn type_name() -> TypeName {
-        TypeName::new("pitr::DocKey(_id in server order)")
-    }
-}
-
-impl Key for DocKey {
-    fn compare(a: &[u8], b: &[u8]) -> Ordering {
-        pitr::engine::compare::cmp_key_bytes(a, b)
-    }
-}
-
-fn docs(name: &str) -> TableDefinition<'_, DocKey, &'static [u8]> {
-    TableDefinition::new(name)
-}
-
-type ReadDocs = redb::ReadOnlyTable<DocKey, &'static [u8]>;
-
-struct Redb {
-    db: Database,
-    dirty: BTreeMap<(Slot, IdKey), Option<Box<[u8]>>>,
-    dirty_bytes: usize,
-    read: Option<redb::ReadTransaction>,
-    /// The tables opened in `read` so far (None: the slot has no table).
-    tables: RefCell<HashMap<Slot, Option<Rc<ReadDocs>>>>,
-}
-
-impl Redb {
-    fn create(dir: &Path) -> Redb {
-        let db = Database::builder()
-            .set_cache_size((BUDGET / 4).clamp(1 << 20, 64 << 20))
-            .create(dir.join("documents.redb"))
-            .unwrap();
-        let read = Some(db.begin_read().unwrap());
-        Redb {
-            db,
-            dirty: BTreeMap::new(),
-            dirty_bytes: 0,
-            read,
-            tables: RefCell::default(),
-        }
-    }
-
-    fn renew(&mut self) {
-        self.tables.borrow_mut().clear();
-        self.read = Some(self.db.begin_read().unwrap());
-    }
-
-    fn table(&self, slot: Slot) -> Option<Rc<ReadDocs>> {
-        self.tables
-            .borrow_mut()
-            .entry(slot)
-            .or_insert_with(|| {
-                let txn = self.read.as_ref().unwrap();
-                txn.open_table(docs(&format!("docs-{slot}")))
-                    .ok()
-                    .map(Rc::new)
-            })
-            .clone()
-    }
-
-    fn committed(&self, slot: Slot, key: &IdKey, out: Option<&mut Vec<u8>>) -> bool {
-        let Some(t) = self.table(slot) else {
-            return false;
-        };
-        match (t.get(key.document_bytes()).unwrap(), out) {
-            (Some(g), Some(out)) => {
-                out.extend_from_slice(g.value());
-                true
+/// [`Bench`] for a store with disk.rs's interface and error type `$err`.
+macro_rules! bench_store {
+    ($store:ty, $err:ty) => {
+        impl Bench for $store {
+            fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool {
+                <$store>::get(self, slot, key, out).unwrap()
             }
-            (v, _) => v.is_some(),
-        }
-    }
-
-    fn contains(&self, slot: Slot, key: &IdKey) -> bool {
-        match self.dirty.get(&(slot, key.clone())) {
-            Some(v) => v.is_some(),
-            None => self.committed(slot, key, None),
-        }
-    }
-
-    fn buffer(&mut self, slot: Slot, key: IdKey, v: Option<Box<[u8]>>) {
-        let add = 96 + v.as_ref().map_or(0, |d| d.len());
-        if let Some(old) = self.dirty.insert((slot, key), v) {
-            self.dirty_bytes -= 96 + old.map_or(0, |d| d.len());
-        }
-        self.dirty_bytes += add;
-        if self.dirty_bytes > BUDGET / 2 {
-            Bench::flush(self);
-        }
-    }
-}
-
-impl Bench for Redb {
-    fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> bool {
-        match self.dirty.get(&(slot, key.clone())) {
-            Some(Some(d)) => {
-                out.extend_from_slice(d);
-                true
+            fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool {
+                <$store>::put(self, slot, key, doc, exists).unwrap()
             }
-            Some(None) => false,
-            None => self.committed(slot, key, Some(out)),
-        }
-    }
-    fn put(&mut self, slot: Slot, key: &IdKey, doc: &[u8], exists: Option<bool>) -> bool {
-        let e = exists.unwrap_or_else(|| self.contains(slot, key));
-        self.buffer(slot, key.clone(), Some(doc.into()));
-        e
-    }
-    fn remove(&mut self, slot: Slot, key: &IdKey) -> bool {
-        if !self.contains(slot, key) {
-            return false;
-        }
-        self.buffer(slot, key.clone(), None);
-        true
-    }
-    fn clear(&mut self, slot: Slot) {
-        self.dirty.retain(|(s, _), _| *s != slot);
-        self.tables.borrow_mut().clear();
-        self.read = None;
-        let mut t = self.db.begin_write().unwrap();
-        t.set_durability(Durability::Immediate);
-        t.delete_table(docs(&format!("docs-{slot}"))).unwrap();
-        t.commit().unwrap();
-        self.renew();
-    }
-    fn flush(&mut self) {
-        self.tables.borrow_mut().clear();
-        self.read = None;
-        let mut t = self.db.begin_write().unwrap();
-        t.set_durability(Durability::Immediate);
-        let mut pending = std::mem::take(&mut self.dirty).into_iter().peekable();
-        while let Some(((slot, _), _)) = pending.peek() {
-            let slot = *slot;
-            let name = format!("docs-{slot}");
-            let mut table = t.open_table(docs(&name)).unwrap();
-            while let Some(((_, k), v)) = pending.next_if(|((s, _), _)| *s == slot) {
-                match v {
-                    Some(d) => drop(table.insert(k.document_bytes(), &d[..]).unwrap()),
-                    None => drop(table.remove(k.document_bytes()).unwrap()),
-                }
+            fn remove(&mut self, slot: Slot, key: &IdKey) -> bool {
+                <$store>::remove(self, slot, key).unwrap()
+            }
+            fn clear(&mut self, slot: Slot) {
+                <$store>::clear(self, slot).unwrap()
+            }
+            fn flush(&mut self) {
+                <$store>::flush(self).unwrap()
+            }
+            fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
+                <$store>::for_each(self, slot, &mut |k, d| {
+                    f(k, d);
+                    Ok::<(), $err>(())
+                })
+                .unwrap()
             }
         }
-        t.commit().unwrap();
-        self.dirty_bytes = 0;
-        self.renew();
-    }
-    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
-        // Called after a flush: the buffer is empty.
-        assert!(self.dirty.is_empty());
-        let Some(t) = self.table(slot) else {
-            return;
-        };
-        for item in t.iter().unwrap() {
-            let (k, v) = item.unwrap();
-            f(&IdKey::from_document_bytes(k.value()).unwrap(), v.value());
-        }
-    }
+    };
 }
+
+// The LMDB candidate (lmdb.rs) and the engine's own store (src/engine/replica/disk.rs,
+// redb: one table per slot, a sorted write buffer, durable commits so that freed pages
+// are reused), driven through the same calls.
+bench_store!(DiskStore, DiskError);
+bench_store!(RedbStore, pitr::engine::replica::disk::DiskError);
 
 // ---- the measurement ----
 
@@ -431,7 +255,12 @@ fn main() {
         .map_or(1.0, |s| s.parse().expect("SCALE: a number"));
     std::fs::create_dir_all(&dir).unwrap();
     match args[1].as_str() {
-        "redb" => run("redb", &mut Redb::create(&dir), &dir, scale),
+        "redb" => run(
+            "redb",
+            &mut RedbStore::create(&dir, BUDGET).unwrap(),
+            &dir,
+            scale,
+        ),
         "lmdb" => run(
             "lmdb",
             &mut DiskStore::create(&dir, BUDGET).unwrap(),
