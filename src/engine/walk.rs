@@ -132,19 +132,23 @@ impl Walker {
     }
 }
 
-/// `lsid <id as hex>, txnNumber N` of a transaction entry.
+/// `lsid <id as hex>, txnNumber N` of a transaction entry, with `, txnUUID <hex>`
+/// for an internal transaction (6.0+ retryable writes and sharding DDL run as
+/// transactions on a child session that shares its parent's `lsid.id` and differs
+/// by `lsid.txnUUID`): the cluster matches members' transactions by this label, so
+/// two such children must not read as one.
 pub fn txn_label(e: &Entry<'_>) -> String {
-    let id = e
-        .lsid
-        .and_then(|l| l.get_binary("id").ok())
-        .map(|b| {
+    let hex = |field: &str| {
+        e.lsid.and_then(|l| l.get_binary(field).ok()).map(|b| {
             b.bytes
                 .iter()
                 .map(|x| format!("{x:02x}"))
                 .collect::<String>()
         })
-        .unwrap_or_else(|| "?".into());
-    format!("lsid {id}, txnNumber {}", e.txn_number.unwrap_or(-1))
+    };
+    let id = hex("id").unwrap_or_else(|| "?".into());
+    let child = hex("txnUUID").map_or_else(String::new, |u| format!(", txnUUID {u}"));
+    format!("lsid {id}{child}, txnNumber {}", e.txn_number.unwrap_or(-1))
 }
 
 impl Walker {
@@ -519,6 +523,36 @@ mod tests {
 
     fn commit(t: u32, txn: i64, ct: (u32, u32)) -> Document {
         doc! { "ts": ts(t, 1), "op": "c", "ns": "admin.$cmd", "lsid": { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } }, "txnNumber": txn, "o": { "commitTransaction": 1, "commitTimestamp": ts(ct.0, ct.1) } }
+    }
+
+    /// Internal transactions of one parent session differ by `lsid.txnUUID`: their
+    /// labels (what the cluster matches members' transactions by) differ too.
+    #[test]
+    fn child_sessions_have_their_own_label() {
+        let label = |child: Option<u8>| {
+            let mut lsid =
+                doc! { "id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![1; 16] } };
+            if let Some(c) = child {
+                lsid.insert(
+                    "txnUUID",
+                    Binary {
+                        subtype: BinarySubtype::Uuid,
+                        bytes: vec![c; 16],
+                    },
+                );
+            }
+            let raw = bson::RawDocumentBuf::from_document(&doc! {
+            "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "lsid": lsid, "txnNumber": 0i64,
+            "o": { "commitTransaction": 1, "commitTimestamp": ts(1, 0) } })
+            .unwrap();
+            txn_label(&Entry::parse(&raw).unwrap())
+        };
+        assert_eq!(
+            label(None),
+            format!("lsid {}, txnNumber 0", "01".repeat(16))
+        );
+        assert_ne!(label(Some(2)), label(Some(3)));
+        assert!(label(Some(2)).contains(&format!("txnUUID {}", "02".repeat(16))));
     }
 
     /// A commit whose prepare was never walked applies nothing, and says so.
