@@ -350,7 +350,7 @@ fn dump_oplog_cluster_writes_what_plan_cluster_takes() {
         assert!(out.contains(&format!("{m:<9} wrote ")), "{out}");
     }
     assert!(
-        out.contains("together the dumps reach 1795223038:1 (2026-11-21T01:03:58Z), the last entry of `shard1`"),
+        out.contains("together the dumps reach 1795223034:1 (2026-11-21T01:03:54Z), the last entry of `shard1`"),
         "{out}"
     );
     let written = dir.join("cluster.toml");

@@ -12,10 +12,22 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
-use pitr_fixturegen::cluster::{ddl::DdlShape, generate, ClusterOptions};
+use pitr_fixturegen::cluster::{
+    ddl::{Ddl, DdlShape},
+    generate, ClusterOptions,
+};
 use serde_json::Value;
 
+fn parse_ts(v: &Value) -> pitr::oplog::Ts {
+    let (t, i) = v.as_str().unwrap().split_once(':').unwrap();
+    pitr::oplog::Ts::new(t.parse().unwrap(), i.parse().unwrap())
+}
+
 fn cluster(dir: &Path, shape: DdlShape) -> Value {
+    cluster_with(dir, shape, Ddl::Drop)
+}
+
+fn cluster_with(dir: &Path, shape: DdlShape, ddl: Ddl) -> Value {
     generate(&ClusterOptions {
         out: dir.to_path_buf(),
         seed: 11,
@@ -23,6 +35,7 @@ fn cluster(dir: &Path, shape: DdlShape) -> Value {
         shards: 2,
         idle_shards: 1,
         shape,
+        ddl,
     })
     .unwrap();
     serde_json::from_slice(&fs::read(dir.join("truth.json")).unwrap()).unwrap()
@@ -122,6 +135,58 @@ fn sharded_drop_7x_is_one_incident_at_the_cluster_limit() {
 #[test]
 fn sharded_drop_5_0_is_one_incident_at_the_cluster_limit() {
     check_shape(DdlShape::V5);
+}
+
+/// `dropDatabase` of `shop` through mongos, in both shapes: three sharded
+/// collections dropped on every shard (their metadata off the config server first),
+/// the unsharded one on the primary, each data shard's `dropDatabase`, and the config
+/// server's `config.databases` delete: one incident, at the first metadata delete,
+/// lasting until the last destructive entry on any member.
+#[test]
+fn sharded_drop_database_is_one_incident_at_the_cluster_limit() {
+    for shape in [DdlShape::V7, DdlShape::V5] {
+        let dir = tempfile::tempdir().unwrap();
+        let truth = cluster_with(dir.path(), shape, Ddl::DropDatabase);
+        let o = pitr_in(
+            dir.path(),
+            &["find-drop", "--cluster", "cluster.toml", "--json"],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let found = json(&o);
+        let found = found.as_array().unwrap();
+        assert_eq!(found.len(), 2, "{shape:?}: {found:#?}");
+        let (f, t) = (&found[1], &truth["incidents"][1]);
+        assert_eq!(f["kind"], "dropDatabase", "{shape:?}");
+        assert_eq!(f["ns"], "shop");
+        assert_eq!(f["oplog_limit"], t["cluster_limit"], "{shape:?}");
+        assert_eq!(f["last_ts"], t["last_ts"], "{shape:?}");
+        // Each member's part spans its first to its last destructive entry (pitr
+        // may list a member's metadata deletes one by one).
+        for m in t["members"].as_array().unwrap() {
+            let id = m["member"].as_str().unwrap();
+            let mine: Vec<&Value> = f["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["member"] == id)
+                .collect();
+            let first = mine.iter().map(|p| parse_ts(&p["ts"])).min();
+            let last = mine.iter().map(|p| parse_ts(&p["last_ts"])).max();
+            assert_eq!(first, Some(parse_ts(&m["ts"])), "{shape:?} {id}: {mine:?}");
+            assert_eq!(
+                last,
+                Some(parse_ts(&m["last_ts"])),
+                "{shape:?} {id}: {mine:?}"
+            );
+        }
+        let members: BTreeSet<&str> = f["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["member"].as_str().unwrap())
+            .collect();
+        assert_eq!(members, BTreeSet::from(["config", "shard0", "shard1"]));
+    }
 }
 
 /// Regression guard for the cluster path's change to fromMigrate (research note §8

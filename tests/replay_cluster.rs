@@ -22,9 +22,9 @@ use cluster_common::{
     fixture_model, options, parse_ts, replay, replay_with, FIXTURE, FIXTURE_START,
 };
 use pitr::oplog::Ts;
-use pitr_fixturegen::cluster::ddl::DdlShape;
-use pitr_fixturegen::cluster::generate;
+use pitr_fixturegen::cluster::ddl::{Ddl, DdlShape};
 use pitr_fixturegen::cluster::truth::Logical;
+use pitr_fixturegen::cluster::{generate, ClusterOptions};
 use proptest::prelude::*;
 use replay_common::{code, run_pitr, show, stderr, tool_sets};
 use serde_json::Value;
@@ -329,17 +329,17 @@ fn the_clusters_users_and_roles_come_from_the_config_server() {
 #[test]
 fn refusals_name_the_member_the_value_and_a_hint() {
     let cluster = Path::new(FIXTURE).join("cluster.toml");
-    // shard1's oplog ends at 1795223038:1; config and shard0 reach 1795223039:1.
+    // shard1's oplog ends at 1795223034:1; the other members reach 1795223038:1.
     refused(
         &cluster,
-        &["--until", "1795223039:1"],
-        &["member `shard1`", "ends at 1795223038:1", "1795223039:1"],
+        &["--until", "1795223034:2"],
+        &["member `shard1`", "ends at 1795223034:1", "1795223034:2"],
     );
-    // shard1's backup ends at 1795222807:1 (config's at 1795222805:1).
+    // shard0's backup ends at 1795222807:1 (config's at 1795222805:1).
     refused(
         &cluster,
         &["--until", "1795222806:1"],
-        &["member `shard1`", "backup ends at 1795222807:1"],
+        &["member `shard0`", "backup ends at 1795222807:1"],
     );
     // Inside the sharded drop: after the config server's metadata delete, before the
     // shards' drops.
@@ -542,11 +542,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 8, .. ProptestConfig::default() })]
 
     /// Small generated clusters (2 or 3 data shards, with or without an idle one, in
-    /// either DDL shape) restored at a random wall second between every backup's end
+    /// either DDL shape, dropping a sharded collection or the whole database) restored at a random wall second between every backup's end
     /// and every oplog's end, or (half the cases) just after the first participant's
     /// decision entry of one of the cross-shard transactions: the merged dump is the
-    /// truth at the limit pitr chose, or (only when that limit falls inside the drop)
-    /// a refusal saying so.
+    /// truth at the limit pitr chose, or (only when that limit falls inside the drop or
+    /// dropDatabase) a refusal saying so.
     #[test]
     fn random_limits_equal_the_truth(
         seed in 1u64..10_000,
@@ -555,6 +555,7 @@ proptest! {
         v5 in any::<bool>(),
         pick in 0.0f64..1.0,
         across_txn in 0usize..6,
+        drop_db in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let shape = if v5 { DdlShape::V5 } else { DdlShape::V7 };
@@ -564,7 +565,8 @@ proptest! {
         // end and nothing proves no entry is missing between them (a refusal, tested
         // as such on the fixture).
         let idle = if shards == 2 { idle } else { 0 };
-        let s = generate(&options(dir.path(), seed, shards, idle, shape)).unwrap();
+        let ddl = if drop_db { Ddl::DropDatabase } else { Ddl::Drop };
+        let s = generate(&ClusterOptions { ddl, ..options(dir.path(), seed, shards, idle, shape) }).unwrap();
         let truth: Value =
             serde_json::from_slice(&fs::read(dir.path().join("truth.json")).unwrap()).unwrap();
         let members = truth["members"].as_array().unwrap();
@@ -606,12 +608,70 @@ proptest! {
         match result {
             Ok(report) => {
                 let l = check_equals_truth(&format!("seed {seed}"), tmp.path(), &report, &s.logical);
-                eprintln!("seed {seed} ({shards}+{idle} shards, {shape:?}): equals the truth at {l}");
+                eprintln!("seed {seed} ({shards}+{idle} shards, {shape:?}, {ddl:?}): equals the truth at {l}");
             }
             Err(o) => {
                 let e = stderr(&o);
                 prop_assert!(code(&o) == 2 && e.contains("inside the drop"), "seed {seed} at {until}: {}", show(&o));
             }
+        }
+    }
+}
+
+/// `dropDatabase` of `shop` through mongos, in both shapes: restored at its limit
+/// (the first metadata delete on the config server) and one tick after its last
+/// destructive entry, the merged dump is the truth there; a
+/// limit inside it (between the first sharded collection's drop and the last
+/// shard's `dropDatabase`) is refused, naming the operation and both ends.
+#[test]
+fn drop_database_restores_before_and_after_and_refuses_inside() {
+    for shape in [DdlShape::V7, DdlShape::V5] {
+        let dir = tempfile::tempdir().unwrap();
+        let s = generate(&ClusterOptions {
+            ddl: Ddl::DropDatabase,
+            ..options(dir.path(), 7, 2, 1, shape)
+        })
+        .unwrap();
+        let truth: Value =
+            serde_json::from_slice(&fs::read(dir.path().join("truth.json")).unwrap()).unwrap();
+        let inc = &truth["incidents"][1];
+        assert_eq!(inc["kind"], "dropDatabase");
+        let (first, last) = (parse_ts(&inc["cluster_limit"]), parse_ts(&inc["last_ts"]));
+        let cluster = dir.path().join("cluster.toml");
+        let after = format!("{}:{}", last.t, last.i + 1);
+        for until in [first.to_string(), after] {
+            let tmp = tempfile::tempdir().unwrap();
+            let report = replay(tmp.path(), &cluster, &until)
+                .unwrap_or_else(|o| panic!("{shape:?} at {until}: {}", show(&o)));
+            let l = check_equals_truth(
+                &format!("{shape:?} dropDatabase"),
+                tmp.path(),
+                &report,
+                &s.logical,
+            );
+            if l == first {
+                assert!(report["namespaces"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|n| n["ns"] == "shop.customers"));
+            } else {
+                assert!(
+                    report["namespaces"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|n| !n["ns"].as_str().unwrap().starts_with("shop.")),
+                    "{shape:?}: the database is gone after its last entry"
+                );
+            }
+        }
+        for inside in [Ts::new(first.t, first.i + 1), last] {
+            refused(
+                &cluster,
+                &["--until", &format!("{}:{}", inside.t, inside.i)],
+                &["inside", "`shop`", &first.to_string()],
+            );
         }
     }
 }

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use pitr::oplog::Ts;
-use pitr_fixturegen::cluster::ddl::DdlShape;
+use pitr_fixturegen::cluster::ddl::{Ddl, DdlShape};
 use pitr_fixturegen::cluster::truth::Logical;
 use pitr_fixturegen::cluster::{generate, ClusterOptions};
 use serde_json::Value;
@@ -31,6 +31,7 @@ pub fn options(
         shards,
         idle_shards: idle,
         shape,
+        ddl: Ddl::Drop,
     }
 }
 

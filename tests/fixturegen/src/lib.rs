@@ -154,6 +154,7 @@ pub fn generate(opts: &Options) -> Result<Summary, GenError> {
             shards: 2,
             idle_shards: 1,
             shape: cluster::ddl::DdlShape::V7,
+            ddl: cluster::ddl::Ddl::Drop,
         })?;
         return Ok(Summary {
             out: s.out,

@@ -9,7 +9,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use pitr::error::Failure;
 use pitr::size::parse_size;
-use pitr_fixturegen::cluster::{self, ddl::DdlShape, ClusterOptions};
+use pitr_fixturegen::cluster::{
+    self,
+    ddl::{Ddl, DdlShape},
+    ClusterOptions,
+};
 use pitr_fixturegen::layout::{self, Layout};
 use pitr_fixturegen::mix::Mix;
 use pitr_fixturegen::{
@@ -65,6 +69,10 @@ pub struct GenArgs {
     /// fromMigrate; v5: plain drops everywhere)
     #[arg(long, value_enum, value_name = "SHAPE")]
     pub ddl_shape: Option<DdlShape>,
+    /// Cluster only: the destructive DDL at 200 s (drop: `shop.orders`;
+    /// drop-database: `shop`, and no movePrimary after it)
+    #[arg(long, value_enum, value_name = "DDL")]
+    pub ddl: Option<Ddl>,
 }
 
 fn parse_start(s: &str) -> Result<u32, Failure> {
@@ -116,7 +124,8 @@ fn run(a: GenArgs) -> Result<(), Failure> {
         }
         (None, _) => DEFAULT_BENCH_BYTES,
     };
-    let cluster_flags = a.shards.is_some() || a.idle_shards.is_some() || a.ddl_shape.is_some();
+    let cluster_flags =
+        a.shards.is_some() || a.idle_shards.is_some() || a.ddl_shape.is_some() || a.ddl.is_some();
     if a.scenario == Scenario::Cluster {
         if !a.layouts.is_empty() || a.mix != Mix::Current {
             return Err(
@@ -128,7 +137,7 @@ fn run(a: GenArgs) -> Result<(), Failure> {
     }
     if cluster_flags {
         return Err(Failure::new(
-            "--shards, --idle-shards and --ddl-shape only apply to --scenario cluster",
+            "--shards, --idle-shards, --ddl-shape and --ddl only apply to --scenario cluster",
         )
         .with_hint("drop them, or add --scenario cluster"));
     }
@@ -195,6 +204,7 @@ fn run_cluster(a: &GenArgs) -> Result<(), Failure> {
         shards: a.shards.unwrap_or(2) as usize,
         idle_shards: a.idle_shards.unwrap_or(1) as usize,
         shape: a.ddl_shape.unwrap_or(DdlShape::V7),
+        ddl: a.ddl.unwrap_or_default(),
     };
     let s = cluster::generate(&opts)?;
     println!(

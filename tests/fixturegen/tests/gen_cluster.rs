@@ -9,12 +9,19 @@ use std::fs;
 use std::path::Path;
 
 use pitr::oplog::{self, Entry, ReadOptions, Ts};
-use pitr_fixturegen::cluster::{ddl::DdlShape, generate, ClusterOptions};
+use pitr_fixturegen::cluster::{
+    ddl::{Ddl, DdlShape},
+    generate, ClusterOptions,
+};
 use serde_json::Value;
 
 const START: u32 = 1_795_222_800;
 
 fn gen(dir: &Path, shape: DdlShape, seed: u64) -> Value {
+    gen_ddl(dir, shape, seed, Ddl::Drop)
+}
+
+fn gen_ddl(dir: &Path, shape: DdlShape, seed: u64, ddl: Ddl) -> Value {
     generate(&ClusterOptions {
         out: dir.to_path_buf(),
         seed,
@@ -22,6 +29,7 @@ fn gen(dir: &Path, shape: DdlShape, seed: u64) -> Value {
         shards: 2,
         idle_shards: 1,
         shape,
+        ddl,
     })
     .unwrap();
     serde_json::from_slice(&fs::read(dir.join("truth.json")).unwrap()).unwrap()
@@ -204,6 +212,86 @@ fn sharded_drop_5_0_shape_is_plain_everywhere() {
     }
 }
 
+/// `dropDatabase` of `shop` through mongos (`drop_database_coordinator.cpp`): each
+/// sharded collection dropped as a sharded drop, then the database on its primary
+/// (shard0: its unsharded collection's drop, then `dropDatabase`), then on the other
+/// data shard; the config server's `config.databases` delete last in 7.x, before the
+/// shards' `dropDatabase`s in 5.0; the idle shard logs nothing, and no movePrimary
+/// follows.
+#[test]
+fn drop_database_shape_on_every_member() {
+    for shape in [DdlShape::V7, DdlShape::V5] {
+        let dir = tempfile::tempdir().unwrap();
+        let truth = gen_ddl(dir.path(), shape, 7, Ddl::DropDatabase);
+        let inc = &truth["incidents"][1];
+        assert_eq!(
+            (inc["kind"].as_str(), inc["ns"].as_str()),
+            (Some("dropDatabase"), Some("shop"))
+        );
+        assert!(move_primary_drops(&truth).is_empty(), "{shape:?}");
+        let limit = ts_of(&inc["cluster_limit"]);
+        let config = rows(&dir.path().join("config/oplog.bson"));
+        let deleted = |ns: &str| config.iter().filter(|r| r.1 == "d" && r.2 == ns).count();
+        // Three sharded collections: three config.collections deletes (in an
+        // applyOps in 7.x) and their chunks.
+        let colls = match shape {
+            DdlShape::V7 => config
+                .iter()
+                .filter(|r| r.0 >= limit && r.3.as_deref() == Some("applyOps"))
+                .count(),
+            DdlShape::V5 => deleted("config.collections"),
+        };
+        assert_eq!(colls, 3, "{shape:?}");
+        assert!(deleted("config.chunks") >= 6, "{shape:?}");
+        let db_delete = config
+            .iter()
+            .find(|r| r.1 == "d" && r.2 == "config.databases")
+            .unwrap()
+            .0;
+        let mut db_drops = Vec::new();
+        for (k, shard) in ["shard0", "shard1"].iter().enumerate() {
+            let r = rows(&dir.path().join(format!("{shard}/oplog.bson")));
+            let drops: Vec<&Row> = r
+                .iter()
+                .filter(|r| r.3.as_deref() == Some("drop"))
+                .collect();
+            let db: Vec<&Row> = r
+                .iter()
+                .filter(|r| r.3.as_deref() == Some("dropDatabase"))
+                .collect();
+            assert_eq!(db.len(), 1, "{shard} {shape:?}");
+            assert!(!db[0].4, "dropDatabase is plain on {shard}");
+            assert!(
+                drops.iter().all(|d| d.0 > limit && d.0 < db[0].0),
+                "{shard}"
+            );
+            // shard0, the primary, also drops the unsharded shop.customers.
+            let want = if k == 0 { 4 } else { 3 };
+            assert_eq!(drops.len(), want, "{shard} {shape:?}");
+            let marked = drops.iter().filter(|d| d.4).count();
+            match (shape, k) {
+                (DdlShape::V7, 1) => {
+                    assert_eq!(marked, 3, "non-primary sharded drops are fromMigrate")
+                }
+                _ => assert_eq!(marked, 0, "{shard} {shape:?}"),
+            }
+            db_drops.push(db[0].0);
+        }
+        assert!(
+            db_drops[0] < db_drops[1],
+            "the primary drops the database first"
+        );
+        match shape {
+            DdlShape::V7 => assert!(db_delete > db_drops[1]),
+            DdlShape::V5 => assert!(db_delete < db_drops[0]),
+        }
+        assert_eq!(ts_of(&inc["last_ts"]), db_delete.max(db_drops[1]));
+        assert!(rows(&dir.path().join("shard2/oplog.bson"))
+            .iter()
+            .all(|r| r.1 == "n"));
+    }
+}
+
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
     let (a, b, c) = (
@@ -238,6 +326,7 @@ fn refuses_a_foreign_directory() {
         shards: 2,
         idle_shards: 1,
         shape: DdlShape::V7,
+        ddl: Ddl::Drop,
     })
     .unwrap_err();
     assert!(err.to_string().contains("notes.txt"), "{err}");

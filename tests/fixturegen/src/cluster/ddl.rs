@@ -41,6 +41,16 @@ impl DdlShape {
     }
 }
 
+/// The destructive DDL the timeline plants at 200 s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Ddl {
+    /// `db.orders.drop()` of the sharded `shop.orders` ([`drop_sharded`]).
+    #[default]
+    Drop,
+    /// `db.dropDatabase()` of `shop` ([`drop_database`]); no `movePrimary` after it.
+    DropDatabase,
+}
+
 const CONFIG: usize = usize::MAX;
 
 /// Drops the sharded collection `ns` through mongos at `now_ms`; returns the incident.
@@ -209,4 +219,149 @@ pub fn drop_sharded(c: &mut Cluster, now_ms: i64, ns: &str, shape: DdlShape) -> 
         num_records: Some(num_records),
         members,
     }
+}
+
+/// Drops the database `db` through mongos at `now_ms`; returns the incident.
+///
+/// The coordinator (server `src/mongo/db/s/drop_database_coordinator.cpp`; the early
+/// 5.0 one at commit 011dba7c, and the 7.x-era order in
+/// shared/reference/sharded-pitr.md §1): each sharded collection of the database
+/// dropped as [`drop_sharded`] drops it (metadata off the config server, then every
+/// shard's drop), then the database on its primary shard (a replica set's
+/// `dropDatabase`: one `drop` per remaining collection, then `{dropDatabase: 1}`,
+/// shared/reference/oplog-format.md), then on every other shard that has it (plain in
+/// both shapes; an idle shard never had it and logs nothing). The config server's
+/// `config.databases` delete comes before the shards' `dropDatabase`s in 5.0
+/// (`removeDatabaseMetadataFromConfig` first) and after them in 7.x.
+pub fn drop_database(c: &mut Cluster, now_ms: i64, db: &str, shape: DdlShape) -> Incident {
+    let prefix = format!("{db}.");
+    let mut sharded: Vec<String> = c
+        .sharded
+        .iter()
+        .filter(|s| s.ns.starts_with(&prefix))
+        .map(|s| s.ns.clone())
+        .collect();
+    sharded.sort();
+    let mut at = now_ms;
+    let mut members: Vec<MemberEntry> = Vec::new();
+    let mut first = None;
+    let mut num_records = 0;
+    for ns in &sharded {
+        let inc = drop_sharded(c, at, ns, shape);
+        first.get_or_insert(inc.cluster_limit);
+        num_records += inc.num_records.unwrap_or(0);
+        members.extend(inc.members);
+        at += 60;
+    }
+    let first = first.expect("the database has a sharded collection");
+    let cmd_ns = format!("{db}.$cmd");
+    let mut ct = c.router;
+    let databases_delete = |c: &mut Cluster,
+                            at: i64,
+                            ct: &mut Ts,
+                            members: &mut Vec<MemberEntry>| {
+        let ts = c.config.log(
+            at,
+            *ct,
+            doc! { "op": "d", "ns": "config.databases", "ui": uuid_bson(&[4; 16]), "o": { "_id": db } },
+        );
+        *ct = (*ct).max(ts);
+        members.push(MemberEntry::new(
+            "config",
+            ts,
+            ts,
+            "config.databases delete",
+        ));
+        ts
+    };
+    if shape == DdlShape::V5 {
+        at += 5;
+        databases_delete(c, at, &mut ct, &mut members);
+    }
+    // The primary first, then the other shards holding the database.
+    let order: Vec<usize> = std::iter::once(c.primary)
+        .chain((0..c.data_shards).filter(|&k| k != c.primary))
+        .collect();
+    let mut last = first;
+    for shard in order {
+        let mut local: Vec<String> = c.shards[shard]
+            .colls
+            .keys()
+            .filter(|ns| ns.starts_with(&prefix))
+            .cloned()
+            .collect();
+        local.sort();
+        let mut part_first = None;
+        for ns in &local {
+            let (_, coll) = ns.split_once('.').expect("db.coll");
+            let n = c.shards[shard].count(ns);
+            let uuid = c.shards[shard].colls[ns].uuid;
+            at += 4;
+            let ts = c.shards[shard].log(
+                at,
+                ct,
+                doc! { "op": "c", "ns": &cmd_ns, "ui": uuid_bson(&uuid), "o": { "drop": coll }, "o2": { "numRecords": n as i64 } },
+            );
+            ct = ct.max(ts);
+            part_first.get_or_insert(ts);
+            num_records += n as u64;
+            c.shards[shard].colls.remove(ns);
+            c.logical
+                .ops
+                .push((first, super::truth::LogicalOp::Drop { ns: ns.clone() }));
+        }
+        at += 4;
+        let ts = c.shards[shard].log(
+            at,
+            ct,
+            doc! { "op": "c", "ns": &cmd_ns, "o": { "dropDatabase": 1 } },
+        );
+        ct = ct.max(ts);
+        last = ts;
+        let id = c.shards[shard].id.clone();
+        members.push(MemberEntry::new(
+            &id,
+            part_first.unwrap_or(ts),
+            ts,
+            "dropDatabase",
+        ));
+    }
+    if shape == DdlShape::V7 {
+        at += 5;
+        last = databases_delete(c, at, &mut ct, &mut members);
+    }
+    c.router = c.router.max(ct);
+    c.unsharded.retain(|(ns, _)| !ns.starts_with(&prefix));
+    Incident {
+        kind: "dropDatabase",
+        ns: db.to_string(),
+        cluster_limit: first,
+        last_ts: last,
+        count: 1,
+        num_records: Some(num_records),
+        members: per_member(members),
+    }
+}
+
+/// One part per member: its first and last destructive entry of the operation.
+fn per_member(parts: Vec<MemberEntry>) -> Vec<MemberEntry> {
+    let mut out: Vec<MemberEntry> = Vec::new();
+    for p in parts {
+        match out.iter_mut().find(|o| o.member == p.member) {
+            Some(o) => {
+                o.ts = o.ts.min(p.ts);
+                o.last_ts = o.last_ts.max(p.last_ts);
+                o.from_migrate |= p.from_migrate;
+                o.num_records = match (o.num_records, p.num_records) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+                if !o.what.contains(&p.what) {
+                    o.what = format!("{}, {}", o.what, p.what);
+                }
+            }
+            None => out.push(p),
+        }
+    }
+    out
 }

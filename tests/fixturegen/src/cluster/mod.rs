@@ -36,7 +36,7 @@ use std::time::Instant;
 use bson::{doc, oid::ObjectId, Bson, Document};
 use rand::{Rng, RngCore, SeedableRng};
 
-use self::ddl::DdlShape;
+use self::ddl::{Ddl, DdlShape};
 use self::member::{doc_key, Member, Role, Window};
 use self::sim::{Bound, Chunk, Cluster, Sharded};
 use self::truth::Incident;
@@ -55,6 +55,8 @@ pub struct ClusterOptions {
     /// Shards that own nothing (only periodic no-ops).
     pub idle_shards: usize,
     pub shape: DdlShape,
+    /// The destructive DDL at 200 s.
+    pub ddl: Ddl,
 }
 
 /// What a run wrote.
@@ -98,6 +100,9 @@ const AT_TXNS: [(i64, bool, [i64; 2]); 3] = [
     (160, true, [1700, 30]),
 ];
 const END: i64 = 240;
+/// `shop.sessions` (hashed shard key): users with a session before the first backup.
+const SESSIONS: i64 = 150;
+const SESSIONS_NS: &str = "shop.sessions";
 
 /// Writes the cluster into `opts.out`.
 pub fn generate(opts: &ClusterOptions) -> Result<ClusterSummary, GenError> {
@@ -116,7 +121,7 @@ pub fn generate(opts: &ClusterOptions) -> Result<ClusterSummary, GenError> {
             docs.extend(coll.docs.iter().map(|(k, d)| (k.clone(), d.clone())));
         }
     }
-    let incidents = timeline(&mut c, opts.start as i64, opts.shape);
+    let incidents = timeline(&mut c, opts.start as i64, opts.shape, opts.ddl);
     let written = output::write(&c, opts, incidents)?;
     Ok(ClusterSummary {
         out: opts.out.clone(),
@@ -133,6 +138,64 @@ pub fn generate(opts: &ClusterOptions) -> Result<ClusterSummary, GenError> {
 fn order(id: i64, customer: i64, status: &str, born_ms: i64) -> Document {
     doc! { "_id": id, "customerId": customer, "status": status, "total": (id % 97) as f64 * 3.5 + 10.0,
     "items": (id % 5 + 1) as i32, "createdAt": bson::DateTime::from_millis(born_ms) }
+}
+
+/// A `shop.sessions` document: an ObjectId `_id`, sharded on `{userId: "hashed"}`.
+fn session(rng: &mut MainRng, user: i64, born_ms: i64) -> Document {
+    let mut b = [0u8; 12];
+    rng.fill_bytes(&mut b);
+    b[..4].copy_from_slice(&((born_ms / 1000) as u32).to_be_bytes());
+    doc! { "_id": ObjectId::from_bytes(b), "userId": user, "started": bson::DateTime::from_millis(born_ms), "pages": (user % 7) as i32 }
+}
+
+/// `shop.sessions`, sharded on `{userId: "hashed"}` with one initial chunk per data
+/// shard (the idle shards were added later), split where the server splits the hash
+/// space (`src/mongo/db/s/config/initial_split_policy.cpp`
+/// `calculateHashedSplitPoints`: intervals of `(LLONG_MAX / n) * 2`, symmetric around
+/// 0; chunk `i` on shard `i`, `generateShardCollectionInitialChunks`).
+fn hashed_sessions(
+    rng: &mut MainRng,
+    shards: usize,
+    oid: impl Fn(&mut MainRng) -> ObjectId,
+) -> Sharded {
+    let n = shards as i64;
+    let interval = (i64::MAX / n) * 2;
+    let mut points = Vec::new();
+    let mut current = 0i64;
+    if n % 2 == 0 {
+        points.push(current);
+        current += interval;
+    } else {
+        current += interval / 2;
+    }
+    for _ in 0..(n - 1) / 2 {
+        points.push(current);
+        points.push(-current);
+        current += interval;
+    }
+    points.sort_unstable();
+    let bounds: Vec<Bound> = std::iter::once(Bound::Min)
+        .chain(points.into_iter().map(Bound::At))
+        .chain(std::iter::once(Bound::Max))
+        .collect();
+    let chunks = bounds
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| Chunk {
+            id: oid(rng),
+            min: w[0],
+            max: w[1],
+            shard: k,
+        })
+        .collect();
+    Sharded {
+        ns: SESSIONS_NS.to_string(),
+        key: "userId",
+        hashed: true,
+        uuid: uuid(rng),
+        epoch: oid(rng),
+        chunks,
+    }
 }
 
 fn event(id: i64, born_ms: i64) -> Document {
@@ -205,11 +268,13 @@ fn setup(opts: &ClusterOptions) -> Cluster {
         sharded.push(Sharded {
             ns: ns.to_string(),
             key,
+            hashed: false,
             uuid: uuid(&mut rng),
             epoch: oid(&mut rng),
             chunks,
         });
     }
+    sharded.push(hashed_sessions(&mut rng, opts.shards, oid));
     let customers_uuid = uuid(&mut rng);
     let mut c = Cluster {
         rng,
@@ -252,6 +317,14 @@ fn setup(opts: &ClusterOptions) -> Cluster {
         c.next_event.push(k as i64 * RANGE + EVENTS_PER_SHARD);
     }
     c.next_order = 500_000;
+    for u in 0..SESSIONS {
+        let d = session(&mut c.rng, u, t0_ms - 7_200_000 + u * 1000);
+        let s = &c.sharded[2];
+        let (owner, uuid) = (s.owner_of(d.get("userId").expect("set")), s.uuid);
+        let coll = c.shards[owner].coll(SESSIONS_NS);
+        coll.uuid = uuid;
+        coll.docs.insert(doc_key(d.get("_id").expect("set")), d);
+    }
     let customers = c.shards[0].coll("shop.customers");
     customers.uuid = customers_uuid;
     for j in 0..80i64 {
@@ -266,7 +339,7 @@ fn setup(opts: &ClusterOptions) -> Cluster {
 }
 
 /// Everything after the setup, second by second. Returns the planted incidents.
-fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape) -> Vec<Incident> {
+fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape, ddl: Ddl) -> Vec<Incident> {
     let backups = backup_windows(c.shards.len());
     for (k, m) in std::iter::once(&mut c.config)
         .chain(c.shards.iter_mut())
@@ -322,8 +395,11 @@ fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape) -> Vec<Incident> {
                     members,
                 });
             }
-            AT_DROP => incidents.push(ddl::drop_sharded(c, now + 600, "shop.orders", shape)),
-            AT_MOVE_PRIMARY => c.move_primary(now + 200, 1),
+            AT_DROP => incidents.push(match ddl {
+                Ddl::Drop => ddl::drop_sharded(c, now + 600, "shop.orders", shape),
+                Ddl::DropDatabase => ddl::drop_database(c, now + 600, "shop", shape),
+            }),
+            AT_MOVE_PRIMARY if ddl == Ddl::Drop => c.move_primary(now + 200, 1),
             _ => {}
         }
         if let Some(k) = AT_TXNS.iter().position(|(at, _, _)| *at == rel) {
@@ -376,8 +452,10 @@ fn backup_windows(shards: usize) -> Vec<(i64, i64)> {
 /// About one routed write a second: new orders, paid orders shipped, new events.
 fn background(c: &mut Cluster, now: i64) {
     let at = now + c.rng.random_range(0..900);
-    // After the drop, the application's writes to shop.orders fail (not modelled).
-    let orders = c.sharded.iter().any(|s| s.ns == "shop.orders");
+    // After the drop, the application's writes to a dropped collection fail (not
+    // modelled).
+    let live = |ns: &str| c.sharded.iter().any(|s| s.ns == ns);
+    let (orders, events, sessions) = (live("shop.orders"), live("shop.events"), live(SESSIONS_NS));
     match c.rng.random_range(0..10) {
         0..=3 if orders => {
             let id = c.next_order;
@@ -399,11 +477,17 @@ fn background(c: &mut Cluster, now: i64) {
                 c.update(at, "shop.orders", shard, &id, "status", "shipped".into());
             }
         }
-        6..=8 => {
+        6..=8 if events => {
             let shard = c.rng.random_range(0..c.data_shards);
             let id = c.next_event[shard];
             c.next_event[shard] += 1;
             c.insert(at, "shop.events", event(id, at));
+        }
+        9 if sessions => {
+            // A new session, placed by the hash of its user.
+            let user = c.rng.random_range(0..SESSIONS * 2);
+            let d = session(&mut c.rng, user, at);
+            c.insert(at, SESSIONS_NS, d);
         }
         _ => {}
     }

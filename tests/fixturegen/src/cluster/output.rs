@@ -36,7 +36,7 @@ pub fn config_metadata(c: &mut Cluster) {
     for s in &c.sharded {
         colls.push(
             doc! { "_id": &s.ns, "lastmodEpoch": s.epoch, "uuid": uuid_bson(&s.uuid),
-            "key": { s.key: 1 }, "unique": false, "noBalance": false },
+            "key": { s.key: if s.hashed { Bson::from("hashed") } else { Bson::Int32(1) } }, "unique": false, "noBalance": false },
         );
         for (k, ch) in s.chunks.iter().enumerate() {
             chunks.push(doc! { "_id": ch.id, "uuid": uuid_bson(&s.uuid),

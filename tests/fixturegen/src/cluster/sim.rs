@@ -43,11 +43,16 @@ pub struct Chunk {
     pub shard: usize,
 }
 
-/// A sharded collection: its key field and chunks (range sharding on one field).
+/// A sharded collection: its key field and chunks (sharding on one field, by range
+/// of its value or, when `hashed`, of the server's hash of it).
 #[derive(Clone, Debug)]
 pub struct Sharded {
     pub ns: String,
     pub key: &'static str,
+    /// `{key: "hashed"}`: chunk bounds are hashes (`BSONElementHasher::hash64`, seed
+    /// 0, server `src/mongo/db/hasher.cpp`; pitr's own, checked there against the
+    /// server's values, is `pitr::cluster::hasher`).
+    pub hashed: bool,
     pub uuid: [u8; 16],
     pub epoch: bson::oid::ObjectId,
     pub chunks: Vec<Chunk>,
@@ -56,12 +61,29 @@ pub struct Sharded {
 impl Sharded {
     /// The shard owning shard-key value `v` now.
     pub fn owner(&self, v: i64) -> usize {
-        let b = Bound::At(v);
+        self.owner_of(&Bson::Int64(v))
+    }
+
+    /// The shard owning the document whose shard-key field is `v` now.
+    pub fn owner_of(&self, v: &Bson) -> usize {
+        let b = Bound::At(self.point(v));
         self.chunks
             .iter()
             .find(|c| c.min <= b && b < c.max)
             .map(|c| c.shard)
             .expect("chunks cover the key space")
+    }
+
+    /// Where `v` falls among the chunk bounds: the value, or its hash.
+    pub fn point(&self, v: &Bson) -> i64 {
+        if self.hashed {
+            let d = bson::RawDocumentBuf::from_document(&doc! { "v": v.clone() })
+                .expect("a one-field document");
+            let raw = d.get("v").expect("built above").expect("present");
+            pitr::cluster::hasher::hash64(raw, pitr::cluster::hasher::DEFAULT_SEED)
+        } else {
+            v.as_i64().expect("range keys here are int64")
+        }
     }
 }
 
@@ -123,7 +145,7 @@ impl Cluster {
     pub fn insert(&mut self, now_ms: i64, ns: &str, o: Document) -> Ts {
         let s = &self.sharded[self.sharded(ns)];
         let (uuid, key) = (s.uuid, s.key);
-        let shard = s.owner(o.get_i64(key).expect("shard key present"));
+        let shard = s.owner_of(o.get(key).expect("shard key present"));
         let k = doc_key(o.get("_id").expect("_id present"));
         let ts = self.routed(
             now_ms,
