@@ -144,20 +144,39 @@ fn sharded_drop_5_0_is_one_incident_at_the_cluster_limit() {
 /// lasting until the last destructive entry on any member.
 #[test]
 fn sharded_drop_database_is_one_incident_at_the_cluster_limit() {
+    check_cluster_ddl(Ddl::DropDatabase, "dropDatabase", "shop");
+}
+
+/// `shop.events` renamed over `shop.orders` (both sharded) through mongos, in both
+/// shapes: every shard's rename (the non-primary ones `fromMigrate` in 7.x), the
+/// config server's delete of the target's metadata and re-key of the source's: one
+/// incident at the first shard's rename, whose span includes the re-key (no note
+/// about an unexplained metadata delete).
+#[test]
+fn sharded_rename_over_a_sharded_target_is_one_incident() {
+    check_cluster_ddl(Ddl::RenameOver, "renameDropTarget", "shop.orders");
+}
+
+fn check_cluster_ddl(ddl: Ddl, kind: &str, ns: &str) {
     for shape in [DdlShape::V7, DdlShape::V5] {
         let dir = tempfile::tempdir().unwrap();
-        let truth = cluster_with(dir.path(), shape, Ddl::DropDatabase);
+        let truth = cluster_with(dir.path(), shape, ddl);
         let o = pitr_in(
             dir.path(),
             &["find-drop", "--cluster", "cluster.toml", "--json"],
         );
         assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("no shard's oplog shows"),
+            "{shape:?}: {}",
+            stderr(&o)
+        );
         let found = json(&o);
         let found = found.as_array().unwrap();
         assert_eq!(found.len(), 2, "{shape:?}: {found:#?}");
         let (f, t) = (&found[1], &truth["incidents"][1]);
-        assert_eq!(f["kind"], "dropDatabase", "{shape:?}");
-        assert_eq!(f["ns"], "shop");
+        assert_eq!(f["kind"], kind, "{shape:?}");
+        assert_eq!(f["ns"], ns);
         assert_eq!(f["oplog_limit"], t["cluster_limit"], "{shape:?}");
         assert_eq!(f["last_ts"], t["last_ts"], "{shape:?}");
         // Each member's part spans its first to its last destructive entry (pitr

@@ -542,11 +542,12 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 8, .. ProptestConfig::default() })]
 
     /// Small generated clusters (2 or 3 data shards, with or without an idle one, in
-    /// either DDL shape, dropping a sharded collection or the whole database) restored at a random wall second between every backup's end
+    /// either DDL shape, dropping a sharded collection or the whole database, or
+    /// renaming one sharded collection over another) restored at a random wall second between every backup's end
     /// and every oplog's end, or (half the cases) just after the first participant's
     /// decision entry of one of the cross-shard transactions: the merged dump is the
-    /// truth at the limit pitr chose, or (only when that limit falls inside the drop or
-    /// dropDatabase) a refusal saying so.
+    /// truth at the limit pitr chose, or (only when that limit falls inside the DDL)
+    /// a refusal saying so.
     #[test]
     fn random_limits_equal_the_truth(
         seed in 1u64..10_000,
@@ -555,7 +556,7 @@ proptest! {
         v5 in any::<bool>(),
         pick in 0.0f64..1.0,
         across_txn in 0usize..6,
-        drop_db in any::<bool>(),
+        which_ddl in 0usize..3,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let shape = if v5 { DdlShape::V5 } else { DdlShape::V7 };
@@ -565,7 +566,7 @@ proptest! {
         // end and nothing proves no entry is missing between them (a refusal, tested
         // as such on the fixture).
         let idle = if shards == 2 { idle } else { 0 };
-        let ddl = if drop_db { Ddl::DropDatabase } else { Ddl::Drop };
+        let ddl = [Ddl::Drop, Ddl::DropDatabase, Ddl::RenameOver][which_ddl];
         let s = generate(&ClusterOptions { ddl, ..options(dir.path(), seed, shards, idle, shape) }).unwrap();
         let truth: Value =
             serde_json::from_slice(&fs::read(dir.path().join("truth.json")).unwrap()).unwrap();
@@ -612,7 +613,7 @@ proptest! {
             }
             Err(o) => {
                 let e = stderr(&o);
-                prop_assert!(code(&o) == 2 && e.contains("inside the drop"), "seed {seed} at {until}: {}", show(&o));
+                prop_assert!(code(&o) == 2 && e.contains("falls inside the"), "seed {seed} at {until}: {}", show(&o));
             }
         }
     }
@@ -625,17 +626,29 @@ proptest! {
 /// shard's `dropDatabase`) is refused, naming the operation and both ends.
 #[test]
 fn drop_database_restores_before_and_after_and_refuses_inside() {
+    cluster_ddl_restores_before_and_after(Ddl::DropDatabase, "`shop`");
+}
+
+/// `shop.events` renamed over `shop.orders` (both sharded), in both shapes: at the
+/// first shard's rename `shop.orders` is still the orders; one tick after the
+/// config server's re-key it holds the events (and the orders written to it after),
+/// routed by the source's chunks under the target's name; inside: refused.
+#[test]
+fn rename_over_restores_before_and_after_and_refuses_inside() {
+    cluster_ddl_restores_before_and_after(Ddl::RenameOver, "`shop.orders`");
+}
+
+fn cluster_ddl_restores_before_and_after(ddl: Ddl, named: &str) {
     for shape in [DdlShape::V7, DdlShape::V5] {
         let dir = tempfile::tempdir().unwrap();
         let s = generate(&ClusterOptions {
-            ddl: Ddl::DropDatabase,
+            ddl,
             ..options(dir.path(), 7, 2, 1, shape)
         })
         .unwrap();
         let truth: Value =
             serde_json::from_slice(&fs::read(dir.path().join("truth.json")).unwrap()).unwrap();
         let inc = &truth["incidents"][1];
-        assert_eq!(inc["kind"], "dropDatabase");
         let (first, last) = (parse_ts(&inc["cluster_limit"]), parse_ts(&inc["last_ts"]));
         let cluster = dir.path().join("cluster.toml");
         let after = format!("{}:{}", last.t, last.i + 1);
@@ -644,33 +657,34 @@ fn drop_database_restores_before_and_after_and_refuses_inside() {
             let report = replay(tmp.path(), &cluster, &until)
                 .unwrap_or_else(|o| panic!("{shape:?} at {until}: {}", show(&o)));
             let l = check_equals_truth(
-                &format!("{shape:?} dropDatabase"),
+                &format!("{shape:?} {ddl:?}"),
                 tmp.path(),
                 &report,
                 &s.logical,
             );
-            if l == first {
-                assert!(report["namespaces"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|n| n["ns"] == "shop.customers"));
-            } else {
-                assert!(
-                    report["namespaces"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .all(|n| !n["ns"].as_str().unwrap().starts_with("shop.")),
-                    "{shape:?}: the database is gone after its last entry"
-                );
+            let names: Vec<&str> = report["namespaces"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["ns"].as_str().unwrap())
+                .collect();
+            match (ddl, l == first) {
+                (_, true) => assert!(names.contains(&"shop.events"), "{names:?}"),
+                (Ddl::DropDatabase, false) => assert!(
+                    names.iter().all(|n| !n.starts_with("shop.")),
+                    "{shape:?}: the database is gone after its last entry: {names:?}"
+                ),
+                (_, false) => assert!(
+                    !names.contains(&"shop.events") && names.contains(&"shop.orders"),
+                    "{shape:?}: {names:?}"
+                ),
             }
         }
         for inside in [Ts::new(first.t, first.i + 1), last] {
             refused(
                 &cluster,
                 &["--until", &format!("{}:{}", inside.t, inside.i)],
-                &["inside", "`shop`", &first.to_string()],
+                &["inside", named, &first.to_string()],
             );
         }
     }

@@ -375,10 +375,28 @@ fn attach_metadata(groups: &mut [Group], metadata: Vec<MetadataDelete>) -> Vec<M
             // config.chunks: the run right after the collection's metadata delete.
             _ => owner.filter(|&k| near_ts(&groups[k], m.ts)),
         };
-        if m.ns == "config.collections" {
+        // A rename's re-key: the config server deletes the renamed collection's
+        // document as it inserts it under the target's name (7.x: in the same
+        // transaction as the target's delete, `rename_collection_coordinator.cpp`
+        // `renameCollectionMetadataInTransaction`; 5.0: after it,
+        // `sharding_ddl_util.cpp` `shardedRenameMetadata`). Part of the rename (a
+        // limit must not cut between it and the rest); the chunk run that follows
+        // still belongs to the dropped target.
+        let rekey = if m.ns == "config.collections" && hit.is_none() {
+            groups.iter().position(|g| {
+                g.kind == Kind::RenameDropTarget
+                    && g.items.iter().any(|(_, _, f)| {
+                        f.renamed_from.is_some() && f.renamed_from.as_deref() == named
+                    })
+                    && near_ts(g, m.ts)
+            })
+        } else {
+            None
+        };
+        if m.ns == "config.collections" && rekey.is_none() {
             owner = hit;
         }
-        match hit {
+        match hit.or(rekey) {
             Some(k) => groups[k].metadata.push(m),
             None => unexplained.push(m),
         }

@@ -106,6 +106,11 @@ pub struct Finding {
     /// same on every shard for one sharded collection, so it ties their drops together.
     #[serde(skip)]
     pub uuid: Option<String>,
+    /// A rename over a target: the collection renamed (`o.renameCollection`). A
+    /// cluster's config server deletes that name's `config.collections` document as
+    /// it re-keys it under the target's name: the rename's metadata, not a drop.
+    #[serde(skip)]
+    pub renamed_from: Option<String>,
 }
 
 impl Finding {
@@ -128,6 +133,7 @@ impl Finding {
             routine: None,
             from_migrate: false,
             uuid: None,
+            renamed_from: None,
         }
     }
 

@@ -705,6 +705,7 @@ impl Scanner {
         let mut f = Finding::new(Kind::RenameDropTarget, to, e.ts, e.wall_ms);
         f.num_records = num_records(e);
         f.uuid = e.ui_string();
+        f.renamed_from = Some(from.to_string());
         f.details = if is_convert_to_capped(from_coll) {
             "convertToCapped: collection replaced by a capped copy; documents that did not fit are lost".into()
         } else if from_coll.starts_with("tmp") && from_coll.contains(".renameCollection") {

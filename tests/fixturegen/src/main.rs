@@ -70,7 +70,8 @@ pub struct GenArgs {
     #[arg(long, value_enum, value_name = "SHAPE")]
     pub ddl_shape: Option<DdlShape>,
     /// Cluster only: the destructive DDL at 200 s (drop: `shop.orders`;
-    /// drop-database: `shop`, and no movePrimary after it)
+    /// drop-database: `shop`, and no movePrimary after it; rename-over: `shop.events`
+    /// renamed over `shop.orders`)
     #[arg(long, value_enum, value_name = "DDL")]
     pub ddl: Option<Ddl>,
 }

@@ -292,6 +292,53 @@ fn drop_database_shape_on_every_member() {
     }
 }
 
+/// `shop.events` renamed over `shop.orders` (`rename_collection_coordinator.cpp`):
+/// one rename per data shard with the source's `ui` and the target's uuid as
+/// `dropTarget`; in 7.x the non-primary shard first and `fromMigrate`, then the
+/// config server's one transaction; in 5.0 the primary first, all plain, then the
+/// config server's separate deletes.
+#[test]
+fn rename_over_shape_on_every_member() {
+    for shape in [DdlShape::V7, DdlShape::V5] {
+        let dir = tempfile::tempdir().unwrap();
+        let truth = gen_ddl(dir.path(), shape, 7, Ddl::RenameOver);
+        let inc = &truth["incidents"][1];
+        assert_eq!(inc["kind"], "renameDropTarget");
+        let limit = ts_of(&inc["cluster_limit"]);
+        let mut renames = Vec::new();
+        for shard in ["shard0", "shard1"] {
+            let r = rows(&dir.path().join(format!("{shard}/oplog.bson")));
+            let mine: Vec<&Row> = r
+                .iter()
+                .filter(|r| r.3.as_deref() == Some("renameCollection"))
+                .collect();
+            assert_eq!(mine.len(), 1, "{shard} {shape:?}");
+            renames.push((mine[0].0, mine[0].4, mine[0].5.clone()));
+        }
+        assert_eq!(
+            renames[0].2, renames[1].2,
+            "the source's uuid on every shard"
+        );
+        assert_eq!(limit, renames.iter().map(|r| r.0).min().unwrap());
+        let config = rows(&dir.path().join("config/oplog.bson"));
+        let after: Vec<&Row> = config.iter().filter(|r| r.0 > limit).collect();
+        match shape {
+            DdlShape::V7 => {
+                // shard0 is the primary: it renames last, plain.
+                assert!(renames[1].0 < renames[0].0 && renames[1].1 && !renames[0].1);
+                assert_eq!(after[0].3.as_deref(), Some("applyOps"));
+            }
+            DdlShape::V5 => {
+                assert!(renames[0].0 < renames[1].0 && !renames[0].1 && !renames[1].1);
+                assert_eq!(
+                    (after[0].1.as_str(), after[0].2.as_str()),
+                    ("d", "config.collections")
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
     let (a, b, c) = (

@@ -49,6 +49,9 @@ pub enum Ddl {
     Drop,
     /// `db.dropDatabase()` of `shop` ([`drop_database`]); no `movePrimary` after it.
     DropDatabase,
+    /// `shop.events` renamed over `shop.orders` with `dropTarget` ([`rename_over`]):
+    /// both sharded; the application then writes its orders to the renamed collection.
+    RenameOver,
 }
 
 const CONFIG: usize = usize::MAX;
@@ -364,4 +367,244 @@ fn per_member(parts: Vec<MemberEntry>) -> Vec<MemberEntry> {
         }
     }
     out
+}
+
+/// Renames the sharded collection `from` over the sharded `to` (`dropTarget: true`)
+/// through mongos at `now_ms`; returns the incident.
+///
+/// 7.x shape (server `src/mongo/db/s/rename_collection_coordinator.cpp`, phases
+/// `kBlockCrudAndRename` then `kRenameMetadata`): the coordinator (on the database's
+/// primary shard) persists its state document and takes the critical sections, each
+/// shard renames locally, the other shards first, marked `fromMigrate`
+/// (`rename_collection_participant_service.cpp`: `markFromMigrate = thisShardId !=
+/// primaryShardId`), the primary last; then the config server, in one internal
+/// transaction (`renameCollectionMetadataInTransaction`): the target's
+/// `config.collections` document deleted, the source's deleted, the source's
+/// re-inserted under the target's name (its uuid and key kept), each with a
+/// `config.placementHistory` insert; then the dropped target's `config.chunks`
+/// deleted by uuid, as a drop deletes them. The first destructive entry is the first
+/// shard's rename.
+///
+/// 5.0 shape (the early 5.0 coordinator, commit 011dba7c): the primary renames first,
+/// then the other shards (plain), then `shardedRenameMetadata`: the target's
+/// `config.collections` document and chunks deleted, the source's document inserted
+/// under the target's name, the source's deleted, as separate entries.
+///
+/// Every shard's rename carries the source's uuid as `ui`, the target's as
+/// `dropTarget`, and the target's document count as `o2.numRecords`
+/// (`op_observer_impl.cpp` `onRenameCollection`).
+// Long: one DDL across every member, step by step as the coordinator runs it.
+pub fn rename_over(
+    c: &mut Cluster,
+    now_ms: i64,
+    from: &str,
+    to: &str,
+    shape: DdlShape,
+) -> Incident {
+    let (fi, ti) = (c.sharded(from), c.sharded(to));
+    let (src, dst) = (c.sharded[fi].clone(), c.sharded[ti].clone());
+    let (db, _) = from.split_once('.').expect("db.coll");
+    let cmd_ns = format!("{db}.$cmd");
+    let primary = c.primary;
+    let mut at = now_ms;
+    let mut ct = c.router;
+    let mut members = Vec::new();
+    let log = |c: &mut Cluster, m: usize, at: &mut i64, ms: i64, ct: &mut Ts, d: bson::Document| {
+        *at += ms;
+        let ts = c.member(m).log(*at, *ct, d);
+        *ct = (*ct).max(ts);
+        ts
+    };
+    let coordinator = doc! { "namespace": from, "operationType": "renameCollection" };
+    log(
+        c,
+        primary,
+        &mut at,
+        2,
+        &mut ct,
+        doc! { "op": "i", "ns": "config.system.sharding_ddl_coordinators",
+        "ui": uuid_bson(&[10; 16]), "o": { "_id": coordinator.clone(), "phase": "unset", "to": to } },
+    );
+    let holders: Vec<usize> = (0..c.data_shards).collect();
+    if shape == DdlShape::V7 {
+        for &k in &holders {
+            log(
+                c,
+                k,
+                &mut at,
+                2,
+                &mut ct,
+                doc! { "op": "i", "ns": "config.collection_critical_sections",
+                "ui": uuid_bson(&[11; 16]), "o": { "_id": from, "reason": { "command": "rename", "from": from, "to": to } } },
+            );
+        }
+    }
+    let order: Vec<usize> = match shape {
+        DdlShape::V7 => holders
+            .iter()
+            .copied()
+            .filter(|&k| k != primary)
+            .chain([primary])
+            .collect(),
+        DdlShape::V5 => std::iter::once(primary)
+            .chain(holders.iter().copied().filter(|&k| k != primary))
+            .collect(),
+    };
+    let (_, from_coll) = from.split_once('.').expect("db.coll");
+    let mut first = None;
+    let mut last = Ts::ZERO;
+    let mut num_records = 0;
+    for shard in order {
+        let n = c.shards[shard].count(to);
+        let mut d = doc! { "op": "c", "ns": &cmd_ns, "ui": uuid_bson(&src.uuid),
+        "o": { "renameCollection": from, "to": to, "stayTemp": false, "dropTarget": uuid_bson(&dst.uuid) },
+        "o2": { "numRecords": n as i64 } };
+        let from_migrate = shape == DdlShape::V7 && shard != primary;
+        if from_migrate {
+            d.insert("fromMigrate", true);
+        }
+        let ts = log(c, shard, &mut at, 4, &mut ct, d);
+        first.get_or_insert(ts);
+        last = ts;
+        num_records += n as u64;
+        let moved = c.shards[shard].colls.remove(from).unwrap_or_default();
+        c.shards[shard].colls.insert(to.to_string(), moved);
+        let id = c.shards[shard].id.clone();
+        let mut e = MemberEntry::new(
+            &id,
+            ts,
+            ts,
+            format!("renameCollection {from_coll} over {to}"),
+        );
+        e.from_migrate = from_migrate;
+        e.num_records = Some(n as u64);
+        members.push(e);
+    }
+    let first = first.expect("data shards hold the collection");
+    c.logical.ops.push((
+        first,
+        super::truth::LogicalOp::Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+        },
+    ));
+    // The source's config.collections document under the target's name.
+    let renamed = doc! { "_id": to, "lastmodEpoch": src.epoch, "uuid": uuid_bson(&src.uuid),
+    "key": { src.key: if src.hashed { bson::Bson::from("hashed") } else { bson::Bson::Int32(1) } },
+    "unique": false, "noBalance": false };
+    let history = |ns: &str, uuid: &[u8; 16], n: u8| {
+        doc! { "op": "i", "ns": "config.placementHistory",
+        "ui": uuid_bson(&[14; 16]), "o": { "_id": bson::oid::ObjectId::from_bytes([n; 12]), "nss": ns, "uuid": uuid_bson(uuid), "shards": [] } }
+    };
+    let mut config_last = Ts::ZERO;
+    let config_first = match shape {
+        DdlShape::V7 => log(
+            c,
+            CONFIG,
+            &mut at,
+            3,
+            &mut ct,
+            doc! {
+            "lsid": { "id": uuid_bson(&[15; 16]), "uid": Bson::Binary(bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![0; 32] }), "txnUUID": uuid_bson(&[16; 16]) },
+            "txnNumber": 0i64, "op": "c", "ns": "admin.$cmd",
+            "o": { "applyOps": [
+                { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": to } },
+                history(to, &dst.uuid, 2),
+                { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": from } },
+                history(from, &src.uuid, 3),
+                { "op": "i", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": renamed },
+                history(to, &src.uuid, 4) ] } },
+        ),
+        DdlShape::V5 => {
+            let ts = log(
+                c,
+                CONFIG,
+                &mut at,
+                3,
+                &mut ct,
+                doc! { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": to } },
+            );
+            for ch in &dst.chunks {
+                log(
+                    c,
+                    CONFIG,
+                    &mut at,
+                    1,
+                    &mut ct,
+                    doc! { "op": "d", "ns": "config.chunks", "ui": uuid_bson(&[7; 16]), "o": { "_id": ch.id } },
+                );
+            }
+            log(
+                c,
+                CONFIG,
+                &mut at,
+                2,
+                &mut ct,
+                doc! { "op": "i", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": renamed },
+            );
+            // The source's document re-keyed: part of the rename's span.
+            config_last = log(
+                c,
+                CONFIG,
+                &mut at,
+                2,
+                &mut ct,
+                doc! { "op": "d", "ns": "config.collections", "ui": uuid_bson(&[6; 16]), "o": { "_id": from } },
+            );
+            ts
+        }
+    };
+    config_last = config_last.max(config_first);
+    if shape == DdlShape::V7 {
+        for ch in &dst.chunks {
+            config_last = log(
+                c,
+                CONFIG,
+                &mut at,
+                1,
+                &mut ct,
+                doc! { "op": "d", "ns": "config.chunks", "ui": uuid_bson(&[7; 16]), "o": { "_id": ch.id } },
+            );
+        }
+        for &k in &holders {
+            log(
+                c,
+                k,
+                &mut at,
+                1,
+                &mut ct,
+                doc! { "op": "d", "ns": "config.collection_critical_sections",
+                "ui": uuid_bson(&[11; 16]), "o": { "_id": from } },
+            );
+        }
+    }
+    members.push(MemberEntry::new(
+        "config",
+        config_first,
+        config_last,
+        "config.collections and config.chunks of the target deleted",
+    ));
+    log(
+        c,
+        primary,
+        &mut at,
+        2,
+        &mut ct,
+        doc! { "op": "d", "ns": "config.system.sharding_ddl_coordinators",
+        "ui": uuid_bson(&[10; 16]), "o": { "_id": coordinator } },
+    );
+    c.router = c.router.max(ct);
+    // The source's routing, under the target's name.
+    c.sharded.retain(|s| s.ns != to);
+    let si = c.sharded(from);
+    c.sharded[si].ns = to.to_string();
+    Incident {
+        kind: "renameDropTarget",
+        ns: to.to_string(),
+        cluster_limit: first.min(config_first),
+        last_ts: last.max(config_last),
+        count: 1,
+        num_records: Some(num_records),
+        members,
+    }
 }

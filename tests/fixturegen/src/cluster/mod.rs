@@ -398,8 +398,11 @@ fn timeline(c: &mut Cluster, t0: i64, shape: DdlShape, ddl: Ddl) -> Vec<Incident
             AT_DROP => incidents.push(match ddl {
                 Ddl::Drop => ddl::drop_sharded(c, now + 600, "shop.orders", shape),
                 Ddl::DropDatabase => ddl::drop_database(c, now + 600, "shop", shape),
+                Ddl::RenameOver => {
+                    ddl::rename_over(c, now + 600, "shop.events", "shop.orders", shape)
+                }
             }),
-            AT_MOVE_PRIMARY if ddl == Ddl::Drop => c.move_primary(now + 200, 1),
+            AT_MOVE_PRIMARY if ddl != Ddl::DropDatabase => c.move_primary(now + 200, 1),
             _ => {}
         }
         if let Some(k) = AT_TXNS.iter().position(|(at, _, _)| *at == rel) {

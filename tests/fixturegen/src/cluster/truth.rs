@@ -157,6 +157,11 @@ pub enum LogicalOp {
     Drop {
         ns: String,
     },
+    /// `from` renamed over `to` (dropping `to`), at the first destructive entry.
+    Rename {
+        from: String,
+        to: String,
+    },
 }
 
 impl Logical {
@@ -183,6 +188,12 @@ impl Logical {
                 }
                 LogicalOp::Drop { ns } => {
                     state.remove(ns);
+                }
+                LogicalOp::Rename { from, to } => {
+                    state.remove(to);
+                    if let Some(docs) = state.remove(from) {
+                        state.insert(to.clone(), docs);
+                    }
                 }
             }
         }
