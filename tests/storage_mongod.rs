@@ -187,7 +187,11 @@ fn backup_and_oplog_in_a_bucket_replay_with_mongod_as_from_local_files() {
         );
 
         // A directory backup: every object downloaded, then one mongorestore run
-        // over the plan's restore/, as from local files.
+        // over the plan's restore/, as from local files. The plan's passes over the
+        // oplog object (the scan, the slice, the prediction) GET it once: the first
+        // copies it into the work dir for the others (`oplog::spool`); the copy is
+        // gone after the run.
+        let gets = inc.server.gets_of(BUCKET, "incident/oplog.bson");
         let dir = inc.replay(
             &format!("dir-{i}"),
             bins,
@@ -196,6 +200,12 @@ fn backup_and_oplog_in_a_bucket_replay_with_mongod_as_from_local_files() {
             &[],
         );
         assert_eq!(passed(&dir, &format!("{label}: dir")), want, "{label}: dir");
+        assert_eq!(
+            inc.server.gets_of(BUCKET, "incident/oplog.bson") - gets,
+            1,
+            "{label}: the oplog object is read from the bucket once"
+        );
+        assert!(!dir.work.join("oplog-copy").exists(), "the copy is left");
         downloaded(&dir, &inc.url("backup"), "backup", "objects)");
         let cmd = step(&dir.report(), "restore_backup")["commands"][0]
             .as_str()

@@ -396,6 +396,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         out,
         upload,
         download,
+        spool,
     } = mongod_places(&a, &cwd)?;
     // The programs first: their versions decide what the plan's lint expects them to
     // skip and refuse (a dry run runs only these `--version`s).
@@ -451,6 +452,8 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         },
     );
     drop(predict);
+    // mongorestore reads the slice the plan wrote, never the oplog itself.
+    drop(spool);
     let plan = match built {
         Ok(p) => p,
         Err(e) => {
@@ -562,6 +565,9 @@ struct MongodPlaces {
     upload: Option<Location>,
     /// `--backup` as a URL: downloaded into the work dir (not by a dry run).
     download: Option<download::Download>,
+    /// An oplog in a bucket: one copy for the plan's passes (`oplog::spool`), while
+    /// this lives.
+    spool: Option<crate::oplog::spool::SpoolGuard>,
 }
 
 /// `--out` checked (a local path new or empty and writable, a URL holding nothing),
@@ -602,17 +608,20 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
             url if streamed_archive(&url)? => None,
             url => Some(download::measure(&url, &work.root)?),
         };
-        if !a.dry_run && !a.no_space_check {
-            mongod_space(a, &work, out.as_deref(), download.as_ref())?;
-        }
-        Ok((out, download))
+        let spool = if !a.dry_run && !a.no_space_check {
+            mongod_space(a, &work, out.as_deref(), download.as_ref())?
+        } else {
+            None
+        };
+        Ok((out, download, spool))
     })();
     match settled {
-        Ok((out, download)) => Ok(MongodPlaces {
+        Ok((out, download, spool)) => Ok(MongodPlaces {
             work,
             out,
             upload,
             download,
+            spool,
         }),
         Err(e) => {
             work.discard_if_unused();
@@ -706,24 +715,46 @@ fn mongod_space(
     work: &WorkDir,
     out: Option<&Path>,
     download: Option<&download::Download>,
-) -> Result<(), Failure> {
+) -> Result<Option<crate::oplog::spool::SpoolGuard>, Failure> {
     let (backup, oplog) = input_sizes(a);
-    let mut needs = vec![Need {
-        dir: work.root.clone(),
-        bytes: oplog + backup + oplog,
-        what: "the slice and the spare mongod's data".into(),
-    }];
-    if let Some(d) = download {
-        needs.push(Need {
+    let needs = |copy: u64| {
+        let mut needs = vec![Need {
             dir: work.root.clone(),
-            bytes: d.bytes,
-            what: format!("the backup downloaded from {}", d.url),
-        });
+            bytes: oplog + backup + oplog + copy,
+            what: if copy > 0 {
+                "the slice, the spare mongod's data and a copy of the oplog".into()
+            } else {
+                "the slice and the spare mongod's data".into()
+            },
+        }];
+        if let Some(d) = download {
+            needs.push(Need {
+                dir: work.root.clone(),
+                bytes: d.bytes,
+                what: format!("the backup downloaded from {}", d.url),
+            });
+        }
+        if let Some(o) = out {
+            needs.push(out_need(o, backup + oplog));
+        }
+        needs
+    };
+    // An oplog in a bucket: the plan's passes over it (the scan, the slice, the
+    // prediction of the content) read one copy in the work dir, as the embedded
+    // engine's do (`oplog::spool`), when it fits.
+    let spoolable = spoolable_oplog(a.plan.oplog_spec());
+    if spoolable && preflight::check_space(&needs(oplog)).is_ok() {
+        let guard = crate::oplog::spool::enable(&work.root.join("oplog-copy"))?;
+        return Ok(Some(guard));
     }
-    if let Some(o) = out {
-        needs.push(out_need(o, backup + oplog));
+    preflight::check_space(&needs(0)).map_err(Failure::from)?;
+    if spoolable {
+        eprintln!(
+            "note: no room in the work dir for a copy of the oplog ({}): each pass over it reads the bucket",
+            crate::size::human(oplog)
+        );
     }
-    preflight::check_space(&needs).map_err(Failure::from)
+    Ok(None)
 }
 
 /// Where a dry run would run.
