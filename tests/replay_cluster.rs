@@ -512,6 +512,30 @@ fn real_mongorestore_restores_the_merged_dump() {
                 .all(|r| r["note"].as_str().unwrap().contains("content = the dump's")),
             "{v}"
         );
+        // Its text output, with the reading of every document as a phase on stderr.
+        let o = run_pitr(
+            tmp.path(),
+            &["verify", "--uri", &mongod.uri(), "--cluster", "out"],
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let total: u64 = report["namespaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["documents"].as_u64().unwrap())
+            .sum();
+        let phase = stderr(&o)
+            .lines()
+            .find(|l| l.contains("reading the restored cluster's documents through mongos"))
+            .unwrap_or_else(|| panic!("no progress line: {}", show(&o)))
+            .to_string();
+        assert!(
+            phase
+                .replace(',', "")
+                .contains(&format!("{total} documents")),
+            "{phase}"
+        );
         mongod.delete_one("shop", "orders", bson::doc! {});
         let (c, v) = verify("one order deleted");
         assert_eq!(c, 1, "{}: {v}", b.label);

@@ -74,10 +74,11 @@ pub fn run(a: VerifyArgs) -> Result<u8, Failure> {
                 dir,
                 "give the merged dump's local directory",
             )?;
+            let progress = super::progress::PhaseProgress::for_stderr(a.json);
             rt.block_on(async {
                 listen_for_signals(&cancel, None)?;
                 tokio::select! {
-                    r = verify::cluster::verify_cluster(&a.uri, dir, a.connect_timeout) => r.map_err(Failure::from),
+                    r = verify::cluster::verify_cluster(&a.uri, dir, a.connect_timeout, &progress) => r.map_err(Failure::from),
                     _ = cancel.cancelled() => Err(Failure::from(VerifyError::Cancelled)
                         .with_exit_code(cancel.exit_code().unwrap_or(130))),
                 }

@@ -164,12 +164,22 @@ pub async fn verify_cluster(
     uri: &str,
     dir: &Path,
     timeout: Duration,
+    progress: &dyn crate::plan::Progress,
 ) -> Result<VerifyReport, VerifyError> {
     let (exps, limit) = expectations_from_dump(dir)?;
     let client = connect(uri, timeout).await?;
     let wanted: Vec<String> = exps.iter().map(|e| e.ns.clone()).collect();
     let mut observed = observe(&client, uri, &wanted, &[]).await?;
     observed.content = ContentKind::DocumentsInIdOrder;
+    // Every document is read back through mongos: on a large cluster, the long part.
+    let meter = crate::engine::replica::Meter::new();
+    let total = observed.counts.values().sum();
+    let _reading = progress.phase(
+        "reading the restored cluster's documents through mongos",
+        crate::plan::Unit::Documents,
+        Some(total),
+        &meter,
+    );
     for ns in wanted.iter().filter(|ns| observed.namespaces.contains(*ns)) {
         let (db, coll) = ns.split_once('.').unwrap_or((ns.as_str(), ""));
         let mut cursor = client
@@ -190,6 +200,7 @@ pub async fn verify_cluster(
             detail: driver_message(uri, &e),
         })? {
             h.update(d.as_bytes());
+            meter.add(1);
         }
         observed.hashes.insert(ns.clone(), hex(&h.finalize()));
     }
