@@ -11,6 +11,7 @@
 //! Cross-shard prepared transactions are decided by their `commitTimestamp` on every
 //! participant at once ([`txns`], rule R2 of shared/reference/sharded-pitr.md).
 
+pub mod coordinator;
 pub mod error;
 pub mod file;
 pub mod hasher;

@@ -138,8 +138,14 @@ impl Walker {
 /// by `lsid.txnUUID`): the cluster matches members' transactions by this label, so
 /// two such children must not read as one.
 pub fn txn_label(e: &Entry<'_>) -> String {
+    session_label(e.lsid, e.txn_number)
+}
+
+/// [`txn_label`] of a session document (`lsid`) and transaction number, wherever
+/// they were read (a participant's entry, the coordinator's document).
+pub fn session_label(lsid: Option<&bson::RawDocument>, txn_number: Option<i64>) -> String {
     let hex = |field: &str| {
-        e.lsid.and_then(|l| l.get_binary(field).ok()).map(|b| {
+        lsid.and_then(|l| l.get_binary(field).ok()).map(|b| {
             b.bytes
                 .iter()
                 .map(|x| format!("{x:02x}"))
@@ -148,7 +154,7 @@ pub fn txn_label(e: &Entry<'_>) -> String {
     };
     let id = hex("id").unwrap_or_else(|| "?".into());
     let child = hex("txnUUID").map_or_else(String::new, |u| format!(", txnUUID {u}"));
-    format!("lsid {id}{child}, txnNumber {}", e.txn_number.unwrap_or(-1))
+    format!("lsid {id}{child}, txnNumber {}", txn_number.unwrap_or(-1))
 }
 
 impl Walker {
