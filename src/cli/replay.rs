@@ -148,6 +148,10 @@ pub struct ReplayArgs {
     /// OUT/members/<member>/ (for rebuilding a cluster of the same shape)
     #[arg(long, requires = "cluster")]
     pub per_member: bool,
+    /// With --cluster --engine mongod: run at most N members' spare mongods at once
+    /// [default: 1, one after the other]
+    #[arg(long, value_name = "N", requires = "cluster", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
 /// The restore engine.
