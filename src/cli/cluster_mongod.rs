@@ -62,24 +62,8 @@ pub(super) fn replay_members(
     let started = std::time::Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let rt = runtime()?;
-    let search = ToolSearch::from_env(a.mongodb_bin.clone());
-    let probed = rt.block_on(tools::probe(&search, true, &Cancel::new()));
-    let hints = tools::version_hints(&probed);
-    // Missing programs are named (with --mongodb-bin and PITR_MONGODB_BIN) before
-    // any work.
-    let tools = Tools::from_probe(probed).map_err(Failure::from)?;
     let console = Console::prefixed("pitr replay --cluster: ");
-    for b in tools.all() {
-        console.line(&format!("  {}", tools::describe(b)));
-    }
-    let standins = tools.standins();
-    if !standins.is_empty() {
-        console.line(&format!(
-            "*** {}: {} ***",
-            crate::replay::STANDIN_BANNER,
-            standins.join(", ")
-        ));
-    }
+    let (tools, hints) = programs(a, &rt, &console)?;
     let work = WorkDir::create(a.workdir.as_deref(), cwd).map_err(Failure::from)?;
     console.line(&format!(
         "limit {} (exclusive, one for every member), work dir {}",
@@ -205,6 +189,31 @@ pub(super) fn replay_members(
         let _ = std::fs::remove_dir_all(&dumps);
     }
     Ok((reports, counts))
+}
+
+/// The programs (missing ones named, with --mongodb-bin and PITR_MONGODB_BIN,
+/// before any work), announced, and what their versions tell the plans.
+fn programs(
+    a: &ReplayArgs,
+    rt: &tokio::runtime::Runtime,
+    console: &Console,
+) -> Result<(Tools, crate::plan::versions::VersionHints), Failure> {
+    let search = ToolSearch::from_env(a.mongodb_bin.clone());
+    let probed = rt.block_on(tools::probe(&search, true, &Cancel::new()));
+    let hints = tools::version_hints(&probed);
+    let tools = Tools::from_probe(probed).map_err(Failure::from)?;
+    for b in tools.all() {
+        console.line(&format!("  {}", tools::describe(b)));
+    }
+    let standins = tools.standins();
+    if !standins.is_empty() {
+        console.line(&format!(
+            "*** {}: {} ***",
+            crate::replay::STANDIN_BANNER,
+            standins.join(", ")
+        ));
+    }
+    Ok((tools, hints))
 }
 
 /// The member's failure, if any: a failed step, or a verification that failed
