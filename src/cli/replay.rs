@@ -78,7 +78,8 @@ Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
       --engine mongod --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
   pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result
-  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)")]
+  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)
+  pitr replay --cluster cluster.toml --until auto --out restored/ --engine mongod --jobs 2   (one spare per member)")]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,
