@@ -258,6 +258,14 @@ fn an_unresolved_slice_is_caught_by_the_verification() {
             let e = stderr(&o);
             assert!(e.contains(member) && e.contains(ns), "{}", show(&o));
             assert!(!tmp.path().join("out").exists(), "{}", show(&o));
+            if member == "member `shard1`" {
+                // One after the other: the member after the failed one is not started.
+                assert!(
+                    e.contains("member `shard2`: not started: another member failed"),
+                    "{}",
+                    show(&o)
+                );
+            }
             // The same limit resolved passes.
             mongod(tmp.path(), "ok", until, b, &[]);
         }

@@ -87,15 +87,23 @@ pub(super) fn replay_members(
         pitr: pitr.clone(),
         dbpath: None,
     };
-    let ran: Vec<(usize, Execution)> = rt.block_on(async {
+    // After a member fails, the members not yet started are not started (their
+    // spares would be of no use: nothing is merged).
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let ran: Vec<(usize, Option<Execution>)> = rt.block_on(async {
         listen_for_signals(&cancel, Some(notice(console.clone(), a.grace)))?;
         let runs = stream::iter(planned.iter().enumerate())
             .map(|(k, m)| {
                 let settings = settings_of(&m.member.id);
                 let cancel = &cancel;
                 let tools = &tools;
+                let failed = &failed;
                 async move {
                     let console = Console::prefixed(&format!("member `{}`: ", m.member.id));
+                    if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                        console.line("not started: another member failed");
+                        return (k, None);
+                    }
                     console.line(&format!(
                         "starting its spare mongod: restore with --oplogLimit {} ({} entries after the backup's end, {} commit entr{} appended), verify, mongodump",
                         m.slice.oplog_limit,
@@ -104,7 +112,13 @@ pub(super) fn replay_members(
                         if m.slice.commits_appended.len() == 1 { "y" } else { "ies" }
                     ));
                     let ex = execute(&m.plan, &m.work, tools, &settings, cancel, &console).await;
-                    (k, ex)
+                    if ex.error.is_some()
+                        || ex.interrupted
+                        || ex.verify.as_ref().is_some_and(|v| !v.passed)
+                    {
+                        failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    (k, Some(ex))
                 }
             })
             .buffer_unordered(jobs)
@@ -122,48 +136,27 @@ pub(super) fn replay_members(
         .iter()
         .flat_map(|m| m.routing.iter().cloned())
         .collect();
-    for ((_, mut ex), m) in ran.into_iter().zip(planned) {
+    for ((_, ex), m) in ran.into_iter().zip(planned) {
+        let Some(mut ex) = ex else {
+            reports.push(not_run(m));
+            continue;
+        };
+        let timing = Timing {
+            started_utc: started_utc.clone(),
+            duration_ms: started.elapsed().as_millis() as u64,
+        };
         let report = ReplayReport::build(
             &m.plan,
             &m.work,
             &tools,
             &ex,
-            Timing {
-                started_utc: started_utc.clone(),
-                duration_ms: started.elapsed().as_millis() as u64,
-            },
+            timing,
             interrupted.then(|| cancel.exit_code().unwrap_or(130)),
             true,
         );
         let _ = report.write(&m.work);
         let failure = member_outcome(&m.member.id, &m.work.root, &mut ex);
-        let mut rep = m.report;
-        rep.mongod = Some(MongodMember {
-            work_dir: m.work.root.display().to_string(),
-            spare: ex.spare.as_ref().map(|s| SpareBrief {
-                uri: s.uri.clone(),
-                port: s.port,
-                pid: s.pid,
-                log: s.log.clone(),
-                kept: s.kept,
-                stopped: s.stopped.clone(),
-            }),
-            slice: m.slice,
-            verification: ex.verify.as_ref().map(|v| Verification {
-                passed: v.passed,
-                checked: v.checked,
-                failed: v.failed,
-                failed_namespaces: v
-                    .rows
-                    .iter()
-                    .filter(|r| r.status == Status::Fail)
-                    .map(|r| r.ns.clone())
-                    .collect(),
-                server_version: v.server.version.clone(),
-                standin: v.server.standin,
-                routing_checked: Vec::new(),
-            }),
-        });
+        let rep = member_report(m, &ex);
         if let Some(kept) = &ex.kept {
             console.line(&format!(
                 "member `{}`: --keep: its spare is left running: mongosh 'mongodb://127.0.0.1:{}/'; stop: kill {}",
@@ -189,6 +182,50 @@ pub(super) fn replay_members(
         let _ = std::fs::remove_dir_all(&dumps);
     }
     Ok((reports, counts))
+}
+
+/// A member not started (another failed first).
+fn not_run(m: Planned<'_>) -> MemberReport {
+    let mut rep = m.report;
+    rep.mongod = Some(MongodMember {
+        work_dir: m.work.root.display().to_string(),
+        spare: None,
+        slice: m.slice,
+        verification: None,
+    });
+    rep
+}
+
+/// The member's report with its spare, resolved slice and verification.
+fn member_report(m: Planned<'_>, ex: &Execution) -> MemberReport {
+    let mut rep = m.report;
+    rep.mongod = Some(MongodMember {
+        work_dir: m.work.root.display().to_string(),
+        spare: ex.spare.as_ref().map(|s| SpareBrief {
+            uri: s.uri.clone(),
+            port: s.port,
+            pid: s.pid,
+            log: s.log.clone(),
+            kept: s.kept,
+            stopped: s.stopped.clone(),
+        }),
+        slice: m.slice,
+        verification: ex.verify.as_ref().map(|v| Verification {
+            passed: v.passed,
+            checked: v.checked,
+            failed: v.failed,
+            failed_namespaces: v
+                .rows
+                .iter()
+                .filter(|r| r.status == Status::Fail)
+                .map(|r| r.ns.clone())
+                .collect(),
+            server_version: v.server.version.clone(),
+            standin: v.server.standin,
+            routing_checked: Vec::new(),
+        }),
+    });
+    rep
 }
 
 /// The programs (missing ones named, with --mongodb-bin and PITR_MONGODB_BIN,
