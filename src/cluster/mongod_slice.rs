@@ -391,6 +391,75 @@ fn write_all(path: &Path, docs: &[Vec<u8>], gzip: bool) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    fn entry(t: u32, o: bson::Document, txn: bool) -> Vec<u8> {
+        let mut d = bson::doc! { "op": "c", "ns": "admin.$cmd", "o": o, "ts": bson::Timestamp { time: t, increment: 1 }, "t": 1i64 };
+        if txn {
+            d.insert("lsid", bson::doc! { "id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: vec![7; 16] } });
+            d.insert("txnNumber", 1i64);
+        }
+        bson::to_vec(&d).unwrap()
+    }
+
+    /// A prepare at or before the backup's end is copied to the head of a slice
+    /// restored in a run of its own, the commit entry past the limit appended; a
+    /// prepare the member's oplog does not hold is refused.
+    #[test]
+    fn prepares_before_the_backup_end_and_commits_past_the_limit() {
+        let prepare = entry(
+            10,
+            bson::doc! { "applyOps": [ { "op": "i", "ns": "shop.x", "o": { "_id": 1 } } ], "prepare": true },
+            true,
+        );
+        let other = entry(11, bson::doc! { "applyOps": [] }, false);
+        let commit = entry(
+            21,
+            bson::doc! { "commitTransaction": 1, "commitTimestamp": bson::Timestamp { time: 15, increment: 1 } },
+            true,
+        );
+        let later = entry(22, bson::doc! { "applyOps": [] }, false);
+        let key = Entry::parse(bson::RawDocument::from_bytes(&commit).unwrap())
+            .unwrap()
+            .transaction_key()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("oplog.bson");
+        std::fs::write(
+            &path,
+            [prepare.clone(), other, commit.clone(), later].concat(),
+        )
+        .unwrap();
+        let spec = path.display().to_string();
+        let txn = (key.clone(), "the txn".to_string(), Ts::new(21, 1));
+        let m = Member {
+            id: "shard1",
+            role: Role::Shard,
+            oplog: &spec,
+            opts: ReadOptions::default(),
+            commits: vec![txn.clone()],
+        };
+        let (head, tail) = from_member_oplog(&m, &[&txn], Ts::new(12, 1), Ts::new(20, 1)).unwrap();
+        assert_eq!(head, vec![prepare]);
+        assert_eq!(tail.len(), 1);
+        assert_eq!(tail[0].0, commit);
+        assert_eq!(tail[0].2, Ts::new(21, 1));
+        // Without the prepare in the member's oplog: refused, naming the member.
+        std::fs::write(&path, commit.clone()).unwrap();
+        let e = from_member_oplog(&m, &[&txn], Ts::new(12, 1), Ts::new(20, 1)).unwrap_err();
+        assert!(
+            e.message().contains("member `shard1`") && e.message().contains("prepare"),
+            "{}",
+            e.message()
+        );
+        // A commit entry the oplog lacks: refused too.
+        std::fs::write(&path, prepare_less()).unwrap();
+        let e = from_member_oplog(&m, &[], Ts::new(12, 1), Ts::new(20, 1)).unwrap_err();
+        assert!(e.message().contains("not found"), "{}", e.message());
+    }
+
+    fn prepare_less() -> Vec<u8> {
+        entry(11, bson::doc! { "applyOps": [] }, false)
+    }
+
     #[test]
     fn next_tick_carries() {
         assert_eq!(next_tick(Ts::new(5, 2)), Ts::new(5, 3));
