@@ -353,3 +353,105 @@ fn missing_programs_are_named_with_the_flag_and_variable() {
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(stderr(&o).contains("--engine mongod"), "{}", show(&o));
 }
+
+/// The fixture with every member's backup as `mongodump --gzip` writes it (data and
+/// metadata files `.gz`, the root `oplog.bson` gzip-compressed under its own name).
+fn gzip_fixture(dst: &Path) -> PathBuf {
+    fn walk(src: &Path, dst: &Path, in_backup: bool) {
+        fs::create_dir_all(dst).unwrap();
+        for e in fs::read_dir(src).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let to = dst.join(&name);
+            if e.path().is_dir() {
+                walk(&e.path(), &to, in_backup || name == "backup");
+                continue;
+            }
+            let bytes = fs::read(e.path()).unwrap();
+            if !in_backup {
+                fs::write(&to, bytes).unwrap();
+                continue;
+            }
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut z, &bytes).unwrap();
+            let to = if name == "oplog.bson" {
+                to
+            } else {
+                dst.join(format!("{name}.gz"))
+            };
+            fs::write(to, z.finish().unwrap()).unwrap();
+        }
+    }
+    walk(Path::new(FIXTURE), dst, false);
+    dst.join("cluster.toml")
+}
+
+/// A gzip backup is restored in one run with its own oplog (`restore/oplog.bson`,
+/// gzip): the resolved slice is written compressed, the commit entry past the limit
+/// appended, and the result is the embedded engine's.
+#[test]
+fn gzip_backups_are_resolved_in_their_one_run() {
+    let test = "gzip_backups_are_resolved_in_their_one_run";
+    for b in tool_sets(test).iter().take(1) {
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let c = gzip_fixture(&tmp.path().join("gz"));
+        let limits = limits();
+        let (until, _) = limits
+            .iter()
+            .find(|(_, w)| *w == "between the participants' commit entries")
+            .unwrap();
+        let bin = b.dir.to_str().unwrap();
+        let args = |out: &'static str, engine: &'static str| {
+            vec![
+                "replay".to_string(),
+                "--cluster".into(),
+                c.display().to_string(),
+                "--until".into(),
+                until.clone(),
+                "--out".into(),
+                out.into(),
+                "--json".into(),
+                "--accept-incidents".into(),
+                "--engine".into(),
+                engine.into(),
+                "--mongodb-bin".into(),
+                bin.into(),
+            ]
+        };
+        let o = run_pitr(
+            tmp.path(),
+            &args("mongod", "mongod")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut appended = 0;
+        for m in rep["members"].as_array().unwrap() {
+            let slice = &m["mongod"]["slice"];
+            assert!(
+                slice["file"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("restore/oplog.bson"),
+                "{m}"
+            );
+            appended += slice["commits_appended"].as_array().unwrap().len();
+        }
+        assert_eq!(appended, 1, "{rep}");
+        let emb: Vec<String> = args("embedded", "embedded")[..9].to_vec();
+        let o = run_pitr(
+            tmp.path(),
+            &emb.iter().map(String::as_str).collect::<Vec<_>>(),
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        assert_same_dump(
+            &tmp.path().join("embedded"),
+            &tmp.path().join("mongod"),
+            "gzip backups",
+        );
+    }
+}
