@@ -100,6 +100,10 @@ pub(super) fn replay_members(
                 let failed = &failed;
                 async move {
                     let console = Console::prefixed(&format!("member `{}`: ", m.member.id));
+                    if cancel.is_cancelled() {
+                        console.line("not started: interrupted");
+                        return (k, None);
+                    }
                     if failed.load(std::sync::atomic::Ordering::SeqCst) {
                         console.line("not started: another member failed");
                         return (k, None);
