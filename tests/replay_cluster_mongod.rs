@@ -455,3 +455,80 @@ fn gzip_backups_are_resolved_in_their_one_run() {
         );
     }
 }
+
+/// Ctrl-C while a member's spare starts: exit 130, the spare stopped and its dbpath
+/// removed, the members after it not started, nothing written to --out.
+#[test]
+fn ctrl_c_stops_the_running_spare_and_starts_no_other() {
+    let test = "ctrl_c_stops_the_running_spare_and_starts_no_other";
+    for b in tool_sets(test).iter().take(1) {
+        if !b.standin {
+            common::say(&format!(
+                "{test}: needs the stand-in's slow-start fault; skipped with real binaries"
+            ));
+            continue;
+        }
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let c = cluster();
+        let err = fs::File::create(tmp.path().join("stderr")).unwrap();
+        let mut child = replay_common::pitr_cmd(
+            tmp.path(),
+            &[
+                "replay",
+                "--cluster",
+                c.to_str().unwrap(),
+                "--until",
+                "auto",
+                "--out",
+                "out",
+                "--engine",
+                "mongod",
+                "--mongodb-bin",
+                b.dir.to_str().unwrap(),
+            ],
+            &[("PITR_STANDIN_MONGOD_FAULT", "slow-start-ms=5000")],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        // The config server's spare is starting (slowly): Ctrl-C then.
+        while !fs::read_to_string(tmp.path().join("stderr"))
+            .unwrap()
+            .contains("member `config`: [1/5] Start a spare")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the spare never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        let e = fs::read_to_string(tmp.path().join("stderr")).unwrap();
+        assert_eq!(status.code(), Some(130), "{e}");
+        assert!(
+            e.contains("member `shard0`: not started: interrupted"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("out").exists(), "{e}");
+        let work = fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .find(|d| d.file_name().to_string_lossy().starts_with("pitr-replay-"))
+            .unwrap()
+            .path();
+        let config = work.join("members/config");
+        assert!(
+            !fs::read_dir(&config)
+                .unwrap()
+                .flatten()
+                .any(|d| d.file_name().to_string_lossy().starts_with("pitr-spare-")),
+            "the spare's dbpath is left: {e}"
+        );
+    }
+}
