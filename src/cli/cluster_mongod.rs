@@ -27,6 +27,7 @@ use crate::error::Failure;
 use crate::exec::binaries::ToolSearch;
 use crate::exec::signals::listen_for_signals;
 use crate::exec::Cancel;
+use crate::plan::versions::VersionHints;
 use crate::plan::{ContentOptions, Quiet, RestorePlan};
 use crate::replay::progress::Console;
 use crate::replay::report::Timing;
@@ -55,15 +56,14 @@ struct Planned<'a> {
 pub(super) fn replay_members(
     p: &Prepared,
     a: &ReplayArgs,
-    cwd: &Path,
+    (tools, hints): (Tools, VersionHints),
+    (cwd, out): (&Path, &Path),
     memory: usize,
-    out: &Path,
 ) -> Result<(Vec<MemberReport>, Vec<NsCount>), Failure> {
     let started = std::time::Instant::now();
     let started_utc = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let rt = runtime()?;
     let console = Console::prefixed("pitr replay --cluster: ");
-    let (tools, hints) = programs(a, &rt, &console)?;
     let work = WorkDir::create(a.workdir.as_deref(), cwd).map_err(Failure::from)?;
     console.line(&format!(
         "limit {} (exclusive, one for every member), work dir {}",
@@ -233,14 +233,12 @@ fn member_report(m: Planned<'_>, ex: &Execution) -> MemberReport {
 }
 
 /// The programs (missing ones named, with --mongodb-bin and PITR_MONGODB_BIN,
-/// before any work), announced, and what their versions tell the plans.
-fn programs(
-    a: &ReplayArgs,
-    rt: &tokio::runtime::Runtime,
-    console: &Console,
-) -> Result<(Tools, crate::plan::versions::VersionHints), Failure> {
+/// before any work, even before the members' oplogs are read), announced, and what
+/// their versions tell the plans.
+pub(super) fn programs(a: &ReplayArgs) -> Result<(Tools, VersionHints), Failure> {
+    let console = Console::prefixed("pitr replay --cluster: ");
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
-    let probed = rt.block_on(tools::probe(&search, true, &Cancel::new()));
+    let probed = runtime()?.block_on(tools::probe(&search, true, &Cancel::new()));
     let hints = tools::version_hints(&probed);
     let tools = Tools::from_probe(probed).map_err(Failure::from)?;
     for b in tools.all() {
@@ -303,7 +301,7 @@ fn plan_members<'a>(
     cwd: &Path,
     memory: usize,
     work: &WorkDir,
-    hints: crate::plan::versions::VersionHints,
+    hints: VersionHints,
     console: &Arc<Console>,
 ) -> Result<Vec<Planned<'a>>, Failure> {
     let mut out = Vec::new();

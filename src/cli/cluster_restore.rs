@@ -411,10 +411,22 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         &out,
         crate::engine::replica::dump::DumpFormat::Directory { gzip: false },
     )?;
+    // --engine mongod: the programs first (a missing one is named before the
+    // members' oplogs are read).
+    let programs = match mongod {
+        true => Some(super::cluster_mongod::programs(&a)?),
+        false => None,
+    };
     let p = prepare(&a.plan)?;
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
-    let (members, counts) = if mongod {
-        super::cluster_mongod::replay_members(&p, &a, &cwd, budget.bytes as usize, &out)?
+    let (members, counts) = if let Some(programs) = programs {
+        super::cluster_mongod::replay_members(
+            &p,
+            &a,
+            programs,
+            (&cwd, &out),
+            budget.bytes as usize,
+        )?
     } else {
         let work = match &a.workdir {
             Some(w) => {
