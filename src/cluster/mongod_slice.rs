@@ -213,40 +213,36 @@ pub fn resolve(
             d.join("oplog.bson")
         }
     };
-    let existing: Vec<Vec<u8>> = if file.exists() {
-        read_all(&file, m.opts).map_err(|e| fail(m.id, e))?
-    } else {
-        Vec::new()
-    };
-    let mut out: Vec<Vec<u8>> = Vec::with_capacity(existing.len() + head.len() + tail.len());
-    let mut rewritten = 0u64;
-    let mut after_backup = 0u64;
-    let mut last: Option<Ts> = None;
-    let mut push = |bytes: Vec<u8>, out: &mut Vec<Vec<u8>>| -> Result<(), Failure> {
-        let raw = bson::RawDocument::from_bytes(&bytes).map_err(|e| fail(m.id, e))?;
-        let e = Entry::parse(raw).map_err(|e| fail(m.id, e))?;
-        if e.ts > backup_end {
-            after_backup += 1;
-        }
-        last = Some(last.map_or(e.ts, |l: Ts| l.max(e.ts)));
-        let bytes = if config && e.ns == "config.$cmd" && e.command_name() == Some("applyOps") {
-            rewritten += 1;
-            on_admin(raw).map_err(|e| fail(m.id, e))?
-        } else {
-            bytes
-        };
-        out.push(bytes);
-        Ok(())
-    };
     let copied = head.len() as u64;
-    for b in head
-        .into_iter()
-        .chain(existing)
-        .chain(tail.iter().map(|(b, _, _)| b.clone()))
-    {
-        push(b, &mut out)?;
+    let mut w = Rewriter {
+        config,
+        backup_end,
+        out: Output::new(&file, gzip).map_err(|e| {
+            fail(
+                m.id,
+                format!("cannot write beside `{}`: {e}", file.display()),
+            )
+        })?,
+        rewritten: 0,
+        after_backup: 0,
+        last: None,
+    };
+    for b in &head {
+        w.push(b).map_err(|e| fail(m.id, e))?;
     }
-    write_all(&file, &out, gzip)
+    // Entry by entry: the slice may be large.
+    if file.exists() {
+        let mut r = oplog::open(&file.display().to_string(), m.opts).map_err(|e| fail(m.id, e))?;
+        while let Some((b, _, _)) = r.next_bytes().map_err(|e| fail(m.id, e))? {
+            w.push(b).map_err(|e| fail(m.id, e))?;
+        }
+    }
+    for (b, _, _) in &tail {
+        w.push(b).map_err(|e| fail(m.id, e))?;
+    }
+    let (rewritten, after_backup, last) = (w.rewritten, w.after_backup, w.last);
+    w.out
+        .commit(&file)
         .map_err(|e| fail(m.id, format!("cannot write `{}`: {e}", file.display())))?;
     let oplog_limit = last.map_or(limit, |l| next_tick(l).max(limit));
     plan.restore.limit = oplog_limit;
@@ -347,44 +343,82 @@ fn from_member_oplog(
     Ok((head.into_iter().map(|h| h.1).collect(), tail))
 }
 
-fn read_all(path: &Path, opts: ReadOptions) -> Result<Vec<Vec<u8>>, String> {
-    let mut r = oplog::open(&path.display().to_string(), opts).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    while let Some((b, _, _)) = r.next_bytes().map_err(|e| e.to_string())? {
-        out.push(b.to_vec());
-    }
-    Ok(out)
+/// Writes the resolved slice entry by entry, the config server's chunk commits
+/// moved to `admin.$cmd`, counting as it goes.
+struct Rewriter {
+    config: bool,
+    backup_end: Ts,
+    out: Output,
+    rewritten: u64,
+    after_backup: u64,
+    last: Option<Ts>,
 }
 
-/// Writes `docs` to a temporary file beside `path`, then renames it there (a hard
-/// link to the plan's slice is replaced, not written through).
-fn write_all(path: &Path, docs: &[Vec<u8>], gzip: bool) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".pitr-resolved-")
-        .tempfile_in(dir)?;
-    {
-        let f = tmp.as_file_mut();
-        if gzip {
-            let mut g = flate2::write::GzEncoder::new(
-                io::BufWriter::new(f),
-                flate2::Compression::default(),
-            );
-            for d in docs {
-                g.write_all(d)?;
-            }
-            g.finish()?.flush()?;
+impl Rewriter {
+    fn push(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let raw = bson::RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
+        let e = Entry::parse(raw).map_err(|e| e.to_string())?;
+        if e.ts > self.backup_end {
+            self.after_backup += 1;
+        }
+        self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
+        if self.config && e.ns == "config.$cmd" && e.command_name() == Some("applyOps") {
+            self.rewritten += 1;
+            self.out.write(&on_admin(raw)?)
         } else {
-            let mut w = io::BufWriter::new(f);
-            for d in docs {
-                w.write_all(d)?;
-            }
-            w.flush()?;
+            self.out.write(bytes)
+        }
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// A temporary file beside the slice, renamed over it when complete (a hard link
+/// to the plan's slice is replaced, not written through), gzip-compressed when the
+/// backup is.
+struct Output {
+    tmp: tempfile::NamedTempFile,
+    w: Box<dyn Write>,
+    gz: Option<flate2::write::GzEncoder<io::BufWriter<fs::File>>>,
+}
+
+impl Output {
+    fn new(path: &Path, gzip: bool) -> io::Result<Output> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let tmp = tempfile::Builder::new()
+            .prefix(".pitr-resolved-")
+            .tempfile_in(dir)?;
+        let f = io::BufWriter::new(tmp.reopen()?);
+        let (w, gz): (Box<dyn Write>, _) = if gzip {
+            (
+                Box::new(io::sink()),
+                Some(flate2::write::GzEncoder::new(
+                    f,
+                    flate2::Compression::fast(),
+                )),
+            )
+        } else {
+            (Box::new(f), None)
+        };
+        Ok(Output { tmp, w, gz })
+    }
+
+    fn write(&mut self, b: &[u8]) -> io::Result<()> {
+        match &mut self.gz {
+            Some(g) => g.write_all(b),
+            None => self.w.write_all(b),
         }
     }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+
+    fn commit(mut self, path: &Path) -> io::Result<()> {
+        match self.gz.take() {
+            Some(g) => g.finish()?.flush()?,
+            None => self.w.flush()?,
+        }
+        drop(self.w);
+        self.tmp.as_file().sync_all()?;
+        self.tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
