@@ -23,8 +23,8 @@
 //!   after `L`) have no commit entry in the slice and stay buffered: applied
 //!   nowhere. The prepare must be in the same mongorestore run as its commit (the
 //!   buffer is per run): in one run with the backup's own oplog it is; when the
-//!   backup is restored in a run of its own (an archive read by mongorestore
-//!   itself, `--ns`), a prepare at or before the backup's end is copied from the
+//!   backup is restored in a run of its own (a member with no entry between its
+//!   backup's end and `L`: no one-run input is written), a prepare at or before the backup's end is copied from the
 //!   member's oplog to the head of the slice (the backup's run buffers it and drops
 //!   it at its end, so it is applied once), or the member is refused when the
 //!   member's oplog does not hold it.
