@@ -370,25 +370,6 @@ fn refusals_name_the_member_the_value_and_a_hint() {
         &["--until", "auto"],
         &["member `shard9`", "config.shards"],
     );
-    // The mongod engine is not there yet.
-    let tmp = tempfile::tempdir().unwrap();
-    let o = run_pitr(
-        tmp.path(),
-        &[
-            "replay",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--until",
-            "auto",
-            "--engine",
-            "mongod",
-            "--out",
-            "out",
-        ],
-        &[],
-    );
-    assert_eq!(code(&o), 2, "{}", show(&o));
-    assert!(stderr(&o).contains("not yet"), "{}", show(&o));
 }
 
 #[test]

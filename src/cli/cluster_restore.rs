@@ -22,12 +22,12 @@ use super::plan::{PlanArgs, PlanInputArgs};
 use super::replay::{Engine, ReplayArgs};
 
 /// The limit and everything checked before any member is planned.
-struct Prepared {
-    file: ClusterFile,
-    ranges: Vec<MemberRange>,
+pub(super) struct Prepared {
+    pub(super) file: ClusterFile,
+    pub(super) ranges: Vec<MemberRange>,
     /// Every member's decisions of prepared transactions (rule R2).
-    txns: TxnTable,
-    limit: Ts,
+    pub(super) txns: TxnTable,
+    pub(super) limit: Ts,
     explanation: String,
     /// Critical and high cluster incidents after every backup's end and before the
     /// limit: the restore holds their damage.
@@ -189,6 +189,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 allow_truncated: a.input.allow_truncated,
                 content: is_config.then(|| (budget.bytes as usize, spill.path().to_path_buf())),
                 txns: &p.txns,
+                mongod: None,
             },
             &Quiet,
         )?;
@@ -278,7 +279,11 @@ fn txn_lines(w: &mut impl Write, txns: &[CrossShardTxn]) -> io::Result<()> {
     Ok(())
 }
 
-fn member_lines(w: &mut impl Write, members: &[MemberReport], applied: bool) -> io::Result<()> {
+pub(super) fn member_lines(
+    w: &mut impl Write,
+    members: &[MemberReport],
+    applied: bool,
+) -> io::Result<()> {
     let header = if applied {
         "MEMBER    ROLE    BACKUP END      OPLOG FROM - TO                   TO APPLY  APPLIED"
     } else {
@@ -377,15 +382,18 @@ struct ClusterReplay {
 }
 
 pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
-    if a.engine == Engine::Mongod {
-        return Err(Failure::new("replay --cluster --engine mongod is not yet available")
-            .with_hint("use the embedded engine (the default): it writes one logical dump that mongorestore restores through mongos"));
-    }
-    if a.gzip || a.archive || a.dry_run || a.keep || a.mongodb_bin.is_some() || a.port.is_some() {
+    let mongod = a.engine == Engine::Mongod;
+    if a.gzip || a.archive || a.dry_run || a.port.is_some() {
         return Err(Failure::new(
-            "--gzip, --archive, --dry-run, --keep, --mongodb-bin and --port are not available with --cluster",
+            "--gzip, --archive, --dry-run and --port are not available with --cluster",
         )
-        .with_hint("replay --cluster writes a plain mongodump directory to --out"));
+        .with_hint("replay --cluster writes a plain mongodump directory to --out (with --engine mongod, each member's spare takes a free port)"));
+    }
+    if !mongod && (a.keep || a.mongodb_bin.is_some() || a.jobs.is_some_and(|j| j > 1)) {
+        return Err(Failure::new(
+            "--keep, --mongodb-bin and --jobs are for --engine mongod (one spare mongod per member)",
+        )
+        .with_hint("add --engine mongod, or leave them out: the embedded engine replays the members one after the other in-process"));
     }
     let Some(out) = a.out.clone() else {
         return Err(Failure::new("replay --cluster needs --out DIR")
@@ -403,24 +411,40 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         &out,
         crate::engine::replica::dump::DumpFormat::Directory { gzip: false },
     )?;
-    let p = prepare(&a.plan)?;
-    let work = match &a.workdir {
-        Some(w) => {
-            std::fs::create_dir_all(w)?;
-            tempfile::Builder::new()
-                .prefix("pitr-cluster-")
-                .tempdir_in(w)?
-        }
-        None => tempfile::Builder::new()
-            .prefix(".pitr-cluster-work-")
-            .tempdir_in(out.parent().unwrap_or(Path::new(".")))?,
+    // --engine mongod: the programs first (a missing one is named before the
+    // members' oplogs are read).
+    let programs = match mongod {
+        true => Some(super::cluster_mongod::programs(&a)?),
+        false => None,
     };
+    let p = prepare(&a.plan)?;
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
-    let (members, counts) = replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?;
+    let (members, counts) = if let Some(programs) = programs {
+        super::cluster_mongod::replay_members(
+            &p,
+            &a,
+            programs,
+            (&cwd, &out),
+            budget.bytes as usize,
+        )?
+    } else {
+        let work = match &a.workdir {
+            Some(w) => {
+                std::fs::create_dir_all(w)?;
+                tempfile::Builder::new()
+                    .prefix("pitr-cluster-")
+                    .tempdir_in(w)?
+            }
+            None => tempfile::Builder::new()
+                .prefix(".pitr-cluster-work-")
+                .tempdir_in(out.parent().unwrap_or(Path::new(".")))?,
+        };
+        replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?
+    };
     let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
     let report = ClusterReplay {
         format: "pitr-cluster-replay/1",
-        engine: "embedded",
+        engine: if mongod { "mongod" } else { "embedded" },
         result: if exit_code == 0 {
             "restored"
         } else {
@@ -483,6 +507,7 @@ fn replay_members(
                 allow_truncated: a.plan.allow_truncated,
                 content: Some((memory, spill.path().to_path_buf())),
                 txns: &p.txns,
+                mongod: None,
             },
             &Quiet,
         )?;
@@ -536,6 +561,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
     )?;
     writeln!(w)?;
     member_lines(w, &r.members, true)?;
+    spare_lines(w, &r.members)?;
     txn_lines(w, &r.transactions_at_limit)?;
     writeln!(w)?;
     writeln!(
@@ -594,5 +620,68 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
          mongorestore --uri mongodb://MONGOS {}",
         r.sharding_file, r.out
     )?;
+    Ok(())
+}
+
+/// `--engine mongod`: each member's spare, its resolved slice and its verification.
+fn spare_lines(w: &mut impl Write, members: &[MemberReport]) -> io::Result<()> {
+    for m in members {
+        let Some(md) = &m.mongod else { continue };
+        let spare = match &md.spare {
+            Some(s) if s.kept => format!(
+                "spare KEPT running at {} (pid {}; stop: kill {})",
+                s.uri, s.pid, s.pid
+            ),
+            Some(s) => format!(
+                "spare 127.0.0.1:{} {}",
+                s.port,
+                s.stopped.as_deref().unwrap_or("stopped")
+            ),
+            None => "no spare".into(),
+        };
+        let mut slice = format!(
+            "mongorestore --oplogReplay --oplogLimit {} of {}",
+            md.slice.oplog_limit,
+            counted(md.slice.entries, "entry", "entries")
+        );
+        if !md.slice.commits_appended.is_empty() {
+            let c: Vec<String> = md
+                .slice
+                .commits_appended
+                .iter()
+                .map(|c| format!("{} at {}", c.txn, c.ts))
+                .collect();
+            slice.push_str(&format!(
+                " (with the commitTransaction past the limit of: {})",
+                c.join("; ")
+            ));
+        }
+        if md.slice.prepares_copied > 0 {
+            slice.push_str(&format!(
+                ", {} copied from before the backup's end",
+                counted(md.slice.prepares_copied, "prepare", "prepares")
+            ));
+        }
+        if md.slice.config_apply_ops > 0 {
+            slice.push_str(&format!(
+                ", {} on config.$cmd given on admin.$cmd",
+                counted(
+                    md.slice.config_apply_ops,
+                    "chunk commit applyOps",
+                    "chunk commit applyOps"
+                )
+            ));
+        }
+        let verified = match &md.verification {
+            Some(v) => format!(
+                "verified: {} of {} passed (counts and dbHash against the embedded engine's prediction{})",
+                v.checked - v.failed,
+                counted(v.checked as u64, "check", "checks"),
+                if v.routing_checked.is_empty() { "" } else { "; the routing collections by their dump" }
+            ),
+            None => "not verified".into(),
+        };
+        writeln!(w, "  {}: {spare}; {slice}; {verified}", m.member)?;
+    }
     Ok(())
 }

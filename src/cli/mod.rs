@@ -11,6 +11,7 @@ pub mod archive;
 mod archive_cluster;
 pub mod archive_status;
 pub mod cluster;
+pub mod cluster_mongod;
 pub mod cluster_restore;
 pub mod docs;
 pub mod dump_oplog;

@@ -78,7 +78,8 @@ Examples:
   pitr replay --backup dump/ --oplog oplog.bson --until end --skip 1795741200:3 \\
       --engine mongod --mongodb-bin /opt/mongodb/bin --workdir /data/pitr-run --step-timeout 2h
   pitr replay --backup dump/ --oplog oplog.bson --until auto --json | jq -r .result
-  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)")]
+  pitr replay --cluster cluster.toml --until auto --out restored/   (a sharded cluster: docs/sharded.md)
+  pitr replay --cluster cluster.toml --until auto --out restored/ --engine mongod --jobs 2   (one spare per member)")]
 pub struct ReplayArgs {
     #[command(flatten)]
     pub plan: PlanInputArgs,
@@ -148,6 +149,10 @@ pub struct ReplayArgs {
     /// OUT/members/<member>/ (for rebuilding a cluster of the same shape)
     #[arg(long, requires = "cluster")]
     pub per_member: bool,
+    /// With --cluster --engine mongod: run at most N members' spare mongods at once
+    /// [default: 1, one after the other]
+    #[arg(long, value_name = "N", requires = "cluster", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
 /// The restore engine.

@@ -17,6 +17,7 @@ pub mod file;
 pub mod hasher;
 pub mod incidents;
 pub mod limit;
+pub mod mongod_slice;
 pub mod owner;
 pub mod restore;
 pub mod topology;

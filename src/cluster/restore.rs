@@ -56,6 +56,9 @@ pub struct MemberReport {
     /// whether the restore holds each (by its commitTimestamp, rule R2).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub prepared_at_limit: Vec<PreparedAtLimit>,
+    /// `--engine mongod`: the member's spare, resolved slice and verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mongod: Option<super::mongod_slice::MongodMember>,
 }
 
 /// What the plan asked of one member.
@@ -72,6 +75,10 @@ pub struct MemberJob<'a> {
     pub content: Option<(usize, PathBuf)>,
     /// Every member's decisions of prepared transactions (rule R2).
     pub txns: &'a TxnTable,
+    /// `--engine mongod`: the plan is for mongorestore onto a spare (its one-run
+    /// inputs written, expected counts and hashes predicted as mongorestore
+    /// replays, for verification), with what is known of the programs' versions.
+    pub mongod: Option<crate::plan::versions::VersionHints>,
 }
 
 /// Runs the single-replica-set plan of one member at the limit.
@@ -84,18 +91,22 @@ pub fn member_plan(
     let until = parse_time(&format!("{}:{}", limit.t, limit.i))
         .map_err(|e| Failure::from(e).in_context(&context))?;
     let config_server = job.member.role == Role::Config;
+    let mongod = job.mongod.is_some();
     let req = PlanRequest {
         out: Some(job.dir.clone()),
         allow_truncated: job.allow_truncated,
-        expect: job.content.is_none(),
+        expect: job.content.is_none() || mongod,
         content: job.content.map(|(memory, spill_dir)| ContentOptions {
             memory,
             spill_dir,
-            strict: true,
-            defer_hashes: true,
+            // As mongorestore replays (the spare's verification), or strictly (the
+            // embedded engine).
+            strict: !mongod,
+            defer_hashes: !mongod,
             config_server,
         }),
-        mongorestore_inputs: false,
+        mongorestore_inputs: mongod,
+        versions: job.mongod.unwrap_or_default(),
         decided: Some(job.txns.decisions()),
         ..PlanRequest::new(
             job.member.backup.clone(),
@@ -127,6 +138,7 @@ pub fn member_plan(
         dump: None,
         dump_documents: None,
         prepared_at_limit: p.prepared_at_limit.clone(),
+        mongod: None,
     };
     Ok((p, model, report))
 }
@@ -451,6 +463,25 @@ const CONFIG_KEPT: [&str; 7] = [
     "tags",
     "version",
 ];
+
+/// The config server's kept `config.*` collections (its routing table and
+/// catalog) in `r`, each with its count and md5 over its documents in `_id` order
+/// (what `dbHash` computes, [`Replica::collection_hash`]): `--engine mongod`
+/// compares the embedded engine's prediction with the config spare's dump, since
+/// the plan's verification covers user databases only.
+pub fn routing_hashes(r: &Replica) -> Result<Vec<crate::engine::replica::hash::CollHash>, Failure> {
+    let mut out = Vec::new();
+    for coll in CONFIG_KEPT {
+        let ns = format!("config.{coll}");
+        if let Some(h) = r
+            .collection_hash(&ns)
+            .map_err(|e| Failure::from(MergeError::from(e)))?
+        {
+            out.push(h);
+        }
+    }
+    Ok(out)
+}
 
 /// `--per-member`: a member's own dump at the limit, as a `mongodump --oplog` of its
 /// replica set would hold its data then (its `admin` and user databases; for the

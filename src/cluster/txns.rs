@@ -209,6 +209,38 @@ impl TxnTable {
         Ok(())
     }
 
+    /// `--engine mongod`: the transactions this member must commit past the limit
+    /// (rule R2): each one open here at `limit` and included (its `commitTimestamp`
+    /// before it), with this member's own `commitTransaction` entry at or after
+    /// `limit`. mongorestore applies a prepared transaction's buffered writes only at
+    /// its `commitTransaction` entry (mongo-tools `common/txn/meta.go` `IsCommit`:
+    /// a `prepare: true` applyOps is never a commit by itself;
+    /// `mongorestore/oplog.go` `HandleTxnOp`), so that entry must be in what it
+    /// replays. Returns each one's key, label and this member's commit entry `ts`.
+    pub fn commits_past_limit(
+        &self,
+        member: &str,
+        prepared: &[PreparedAtLimit],
+        limit: Ts,
+    ) -> Vec<(Vec<u8>, String, Ts)> {
+        let mut out = Vec::new();
+        for (key, k) in &self.by_key {
+            let TxnDecision::Commit(ct) = k.decision else {
+                continue;
+            };
+            if ct >= limit || !prepared.iter().any(|p| p.included && p.txn == k.label) {
+                continue;
+            }
+            for (m, ts) in &k.entries {
+                if m == member && *ts >= limit {
+                    out.push((key.clone(), k.label.clone(), *ts));
+                }
+            }
+        }
+        out.sort_by_key(|c| c.2);
+        out
+    }
+
     /// The transactions that cross `limit` (a participant's commit entry at or after
     /// it while another's prepare, or its own, is before it), for the report.
     pub fn at_limit(&self, members: &[(String, Vec<PreparedAtLimit>)]) -> Vec<CrossShardTxn> {

@@ -1171,6 +1171,28 @@ fn seed_documents(
     ))
 }
 
+/// A mongodump directory loaded whole as a replica (every collection, its
+/// documents as the dump holds them): `replay --cluster --engine mongod` loads the
+/// dump of each member's spare this way, so the merged dump is made of the server's
+/// own bytes. `c.spill_dir` must exist (removed by the caller).
+pub fn load_dump(
+    dir: &Path,
+    c: &ContentOptions,
+    progress: &dyn Progress,
+) -> Result<Model, PlanError> {
+    let inv = inventory_with(
+        dir,
+        InventoryOptions {
+            collect_ids: false,
+            id_cap: 0,
+        },
+        progress,
+    )?;
+    let mut m = seed_documents(&inv, c, &|_| true, false, progress)?;
+    m.flush()?;
+    Ok(m)
+}
+
 /// Writes `DIR/plan.json` again, all or nothing (a temporary file renamed over it),
 /// for a caller that filled in what the plan deferred: the embedded engine's
 /// hashes, computed while it writes its dump ([`ContentOptions::defer_hashes`]).

@@ -15,6 +15,9 @@ use crate::exec::output::cut;
 pub struct Console {
     fancy: bool,
     bar: Mutex<Option<ProgressBar>>,
+    /// Put before every line (`member `shard0`: ` when several spares share the
+    /// terminal).
+    prefix: String,
 }
 
 impl Console {
@@ -27,11 +30,23 @@ impl Console {
         Arc::new(Console {
             fancy,
             bar: Mutex::new(None),
+            prefix: String::new(),
+        })
+    }
+
+    /// Plain lines, each starting with `prefix` (no spinner: several of these may
+    /// share the terminal).
+    pub fn prefixed(prefix: &str) -> Arc<Console> {
+        Arc::new(Console {
+            fancy: false,
+            bar: Mutex::new(None),
+            prefix: prefix.to_string(),
         })
     }
 
     /// A line on stderr that does not tear the spinner.
     pub fn line(&self, text: &str) {
+        let text = &format!("{}{text}", self.prefix);
         let bar = self.bar.lock().ok().and_then(|b| b.clone());
         match bar {
             Some(b) => b.println(text),
