@@ -175,10 +175,32 @@ fn filter_oplog(path: &Path, keep: impl Fn(&bson::Document) -> bool) -> usize {
     dropped
 }
 
-/// No participant's oplog holds the decision (its commit entries taken out): at a
-/// limit after the prepares, whether the transaction is in depends on a
-/// commitTimestamp nobody has, so the restore is refused, naming the transaction and
-/// asking for more oplog; before the prepares it restores.
+/// Whether `d` is a participant's `commitTransaction` of the fixture's first
+/// transaction (txnNumber 1).
+fn first_commit_entry(d: &bson::Document) -> bool {
+    d.get_document("o")
+        .is_ok_and(|o| o.contains_key("commitTransaction"))
+        && d.get_i64("txnNumber") == Ok(1)
+}
+
+/// Whether `d` is the coordinator's decision write for the fixture's first
+/// transaction (its `config.transaction_coordinators` document replaced with the
+/// decision).
+fn first_coordinator_decision(d: &bson::Document) -> bool {
+    d.get_str("ns") == Ok("config.transaction_coordinators")
+        && d.get_str("op") == Ok("u")
+        && d.get_document("o").is_ok_and(|o| {
+            o.contains_key("decision")
+                && o.get_document("_id")
+                    .is_ok_and(|id| id.get_i64("txnNumber") == Ok(1))
+        })
+}
+
+/// No oplog holds the decision (the participants' commit entries and the
+/// coordinator's decision document taken out): at a limit after the prepares,
+/// whether the transaction is in depends on a commitTimestamp nobody has, so the
+/// restore is refused, naming the transaction and asking for more oplog; before the
+/// prepares it restores.
 #[test]
 fn an_undecided_prepared_transaction_is_refused() {
     let gen = tempfile::tempdir().unwrap();
@@ -191,12 +213,13 @@ fn an_undecided_prepared_transaction_is_refused() {
     let mut dropped = 0;
     for m in ["shard0", "shard1"] {
         dropped += filter_oplog(&gen.path().join(m).join("oplog.bson"), |d| {
-            !(d.get_document("o")
-                .is_ok_and(|o| o.contains_key("commitTransaction"))
-                && d.get_i64("txnNumber") == Ok(1))
+            !first_commit_entry(d) && !first_coordinator_decision(d)
         });
     }
-    assert_eq!(dropped, 2);
+    assert_eq!(
+        dropped, 3,
+        "two commit entries and the coordinator's decision"
+    );
     let cluster = gen.path().join("cluster.toml");
     for cmd in ["plan", "replay"] {
         let tmp = tempfile::tempdir().unwrap();
@@ -235,6 +258,89 @@ fn an_undecided_prepared_transaction_is_refused() {
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     replay(tmp.path(), &cluster, &ts_arg(first_prepare)).unwrap_or_else(|o| panic!("{}", show(&o)));
+}
+
+/// The participants' commit entries are past the oplogs read (taken out) but the
+/// coordinator's decision document is there (the coordinator writes it before it
+/// sends the decision, `transaction_coordinator.cpp`): the transaction is decided by
+/// it. The embedded engine restores it at its commitTimestamp, equal to the truth
+/// before and after it, and the report names the coordinator's document;
+/// `--engine mongod`, which needs each participant's own commit entry for
+/// mongorestore, refuses, naming the member and the transaction.
+#[test]
+fn the_coordinators_decision_document_decides_when_no_participant_entry_is_read() {
+    let gen = tempfile::tempdir().unwrap();
+    let model = generated(gen.path());
+    let truth: Value =
+        serde_json::from_slice(&fs::read(gen.path().join("truth.json")).unwrap()).unwrap();
+    let t = &truth["transactions"][0];
+    let label = t["txn"].as_str().unwrap();
+    let ct = ts(&t["commit_timestamp"]);
+    let mut dropped = 0;
+    for m in ["shard0", "shard1"] {
+        dropped += filter_oplog(&gen.path().join(m).join("oplog.bson"), |d| {
+            !first_commit_entry(d)
+        });
+    }
+    assert_eq!(dropped, 2);
+    let cluster = gen.path().join("cluster.toml");
+    for limit in [ct, Ts::new(ct.t, ct.i + 1)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let report = replay(tmp.path(), &cluster, &ts_arg(limit))
+            .unwrap_or_else(|o| panic!("at {limit}: {}", show(&o)));
+        assert_eq!(
+            events_n(&tmp.path().join("out")),
+            truth_n(&model, limit),
+            "at {limit}"
+        );
+        let listed = &report["transactions_at_limit"];
+        let me = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["txn"] == label)
+            .unwrap_or_else(|| panic!("{listed}"));
+        assert_eq!(me["included"], limit > ct, "{me}");
+        assert!(
+            me["decision_entries"].as_array().unwrap().is_empty(),
+            "{me}"
+        );
+        assert!(me["coordinator_decision"]["member"].is_string(), "{me}");
+    }
+    let test = "the_coordinators_decision_document_decides_when_no_participant_entry_is_read";
+    let Some(bins) = replay_common::tool_sets(test).into_iter().next() else {
+        return;
+    };
+    let bin = bins.dir.display().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_pitr(
+        tmp.path(),
+        &[
+            "replay",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--until",
+            &ts_arg(Ts::new(ct.t, ct.i + 1)),
+            "--out",
+            "out",
+            "--engine",
+            "mongod",
+            "--mongodb-bin",
+            &bin,
+            "--accept-incidents",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let e = stderr(&o);
+    for w in [
+        label,
+        "commitTransaction entry is not in its oplog",
+        "embedded engine",
+    ] {
+        assert!(e.contains(w), "`{w}` not in: {e}");
+    }
+    assert!(!tmp.path().join("out").exists(), "output left");
 }
 
 /// A participant whose prepare is missing (taken out of its oplog, as when its

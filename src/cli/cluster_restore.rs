@@ -268,12 +268,25 @@ fn txn_lines(w: &mut impl Write, txns: &[CrossShardTxn]) -> io::Result<()> {
             .iter()
             .map(|d| format!("{} at {}", d.member, d.ts))
             .collect();
+        let coordinator = t
+            .coordinator_decision
+            .as_ref()
+            .map_or_else(String::new, |d| {
+                format!(
+                    " (the coordinator's decision document: {} at {})",
+                    d.member, d.ts
+                )
+            });
+        let entries = if entries.is_empty() {
+            "none in the oplogs read".to_string()
+        } else {
+            entries.join(", ")
+        };
         writeln!(
             w,
-            "CROSS-SHARD TRANSACTION {}: open at the limit on {} (prepared before it, its decision entry after it); decision entries: {}; {what}",
+            "CROSS-SHARD TRANSACTION {}: open at the limit on {} (prepared before it, its decision entry after it); decision entries: {entries}{coordinator}; {what}",
             t.txn,
             t.open_on.join(", "),
-            entries.join(", ")
         )?;
     }
     Ok(())

@@ -457,8 +457,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         },
     );
     drop(predict);
-    // mongorestore reads the slice the plan wrote, never the oplog itself.
-    drop(spool);
+    drop(spool); // mongorestore reads the slice the plan wrote, never the oplog itself
     let plan = match built {
         Ok(p) => p,
         Err(e) => {

@@ -162,7 +162,7 @@ fn refuse_open_prepared(member: &str, p: &RestorePlan, limit: Ts) -> Result<(), 
             first: t.first,
             last: p.oplog.last_ts.unwrap_or(limit),
             message: format!(
-                "{} (writing {}) has no commitTransaction or abortTransaction in any member's oplog",
+                "{} (writing {}) has no commitTransaction or abortTransaction in any member's oplog, nor a decision in its coordinator's config.transaction_coordinators document",
                 t.txn,
                 t.namespaces.join(", ")
             ),

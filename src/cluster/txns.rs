@@ -18,10 +18,11 @@
 //! The decisions come from every member's oplog read in full ([`TxnTable`]): a
 //! participant's `commitTransaction` (with its `commitTimestamp`) or
 //! `abortTransaction`, keyed by `lsid` + `txnNumber` (the router sends each shard the
-//! client's session and transaction number). The coordinator's own decision document
-//! (`config.transaction_coordinators`) is not read: its shape changed across releases,
-//! and every participant logs the decision itself; a transaction no participant's
-//! oplog decides is refused, asking for more oplog, never guessed.
+//! client's session and transaction number), and the coordinator's decision document
+//! (`config.transaction_coordinators`, [`super::coordinator`]), which the coordinator
+//! writes before it tells any participant, so it decides a transaction whose
+//! participants' entries are past the oplogs read. A transaction that none of them
+//! decides is refused, asking for more oplog, never guessed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -40,6 +41,9 @@ pub struct DecisionEntry {
     pub decision: TxnDecision,
     /// The entry's own `ts` on its member.
     pub ts: Ts,
+    /// The coordinator's decision document ([`super::coordinator`]), not a
+    /// participant's `commitTransaction`/`abortTransaction`.
+    pub coordinator: bool,
 }
 
 impl DecisionEntry {
@@ -48,6 +52,15 @@ impl DecisionEntry {
     /// an error (an unprepared transaction commits with its last `applyOps`, never
     /// with `commitTransaction`: `transaction_participant.cpp`).
     pub fn of(e: &Entry<'_>) -> Result<Option<DecisionEntry>, String> {
+        if let Some(d) = super::coordinator::decision_of(e)? {
+            return Ok(Some(DecisionEntry {
+                key: d.key,
+                label: d.label,
+                decision: d.decision,
+                ts: e.ts,
+                coordinator: true,
+            }));
+        }
         let name = match e.command_name() {
             Some(n @ ("commitTransaction" | "abortTransaction")) => n,
             _ => return Ok(None),
@@ -73,6 +86,7 @@ impl DecisionEntry {
             label: txn_label(e),
             decision,
             ts: e.ts,
+            coordinator: false,
         }))
     }
 }
@@ -123,8 +137,10 @@ fn describe(d: TxnDecision) -> String {
 struct Known {
     decision: TxnDecision,
     label: String,
-    /// Every member's decision entry: member id, its ts.
+    /// Every participant's decision entry: member id, its ts.
     entries: Vec<(String, Ts)>,
+    /// The coordinator's decision document: member id, its ts.
+    coordinator: Vec<(String, Ts)>,
 }
 
 /// Every decision entry of every member, by transaction.
@@ -141,9 +157,15 @@ impl TxnTable {
                 decision: d.decision,
                 label: d.label.clone(),
                 entries: Vec::new(),
+                coordinator: Vec::new(),
             });
             if slot.decision != d.decision {
-                let (m0, t0) = slot.entries.first().cloned().unwrap_or_default();
+                let (m0, t0) = slot
+                    .entries
+                    .first()
+                    .or(slot.coordinator.first())
+                    .cloned()
+                    .unwrap_or_default();
                 return Err(TxnError::Conflict {
                     txn: d.label.clone(),
                     first: format!("{} on member `{m0}` (at {t0})", describe(slot.decision)),
@@ -154,7 +176,12 @@ impl TxnTable {
                     ),
                 });
             }
-            slot.entries.push((member.to_string(), d.ts));
+            let list = if d.coordinator {
+                &mut slot.coordinator
+            } else {
+                &mut slot.entries
+            };
+            list.push((member.to_string(), d.ts));
         }
         Ok(())
     }
@@ -183,6 +210,7 @@ impl TxnTable {
             decision,
             label,
             entries,
+            ..
         } in self.by_key.values()
         {
             let TxnDecision::Commit(ct) = *decision else {
@@ -250,12 +278,11 @@ impl TxnTable {
                 let t = match out.iter_mut().position(|t| t.txn == p.txn) {
                     Some(k) => &mut out[k],
                     None => {
-                        let commit_entries = self
-                            .by_key
-                            .values()
-                            .find(|k| k.label == p.txn)
-                            .map(|k| k.entries.clone())
-                            .unwrap_or_default();
+                        let known = self.by_key.values().find(|k| k.label == p.txn);
+                        let commit_entries = known.map(|k| k.entries.clone()).unwrap_or_default();
+                        let coordinator = known
+                            .and_then(|k| k.coordinator.first().cloned())
+                            .map(|(member, ts)| DecisionAt { member, ts });
                         out.push(CrossShardTxn {
                             txn: p.txn.clone(),
                             decision: p.decision.clone(),
@@ -266,6 +293,7 @@ impl TxnTable {
                                 .into_iter()
                                 .map(|(member, ts)| DecisionAt { member, ts })
                                 .collect(),
+                            coordinator_decision: coordinator,
                         });
                         out.last_mut().expect("pushed")
                     }
@@ -291,6 +319,8 @@ pub struct CrossShardTxn {
     pub open_on: Vec<String>,
     /// Every participant's commit or abort entry in the oplogs read.
     pub decision_entries: Vec<DecisionAt>,
+    /// The coordinator's decision document, when an oplog read holds it.
+    pub coordinator_decision: Option<DecisionAt>,
 }
 
 #[derive(Clone, Debug, Serialize)]

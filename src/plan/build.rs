@@ -780,10 +780,7 @@ fn decide_prepared(
                 model,
             },
         )
-        .map_err(|e| PlanError::Changed {
-            name: "a prepared transaction".into(),
-            what: format!("its parts cannot be read again: {e}"),
-        })?;
+        .map_err(|e| PlanError::PreparedPart(e.to_string()))?;
     if let Some(err) = model.take_error() {
         return Err(err.into());
     }

@@ -99,6 +99,9 @@ pub enum PlanError {
 
     #[error("`{name}` changed while pitr was reading it ({what})")]
     Changed { name: String, what: String },
+
+    #[error("a part of a cross-shard transaction prepared before the limit and committed before it cannot be applied: {0}")]
+    PreparedPart(String),
 }
 
 impl Hint for PlanError {
@@ -149,6 +152,9 @@ impl Hint for PlanError {
             PlanError::Write { .. } => "check the free disk space and the permissions of the output directory".into(),
             PlanError::Changed { .. } => {
                 "the file must not change while planning: copy it somewhere stable and plan from the copy".into()
+            }
+            PlanError::PreparedPart(_) => {
+                "its prepare (an applyOps with prepare: true) holds an operation that is not an oplog entry; `pitr oplog cat` the member's oplog around the transaction's prepare to see it, or choose a limit at or before the prepare".into()
             }
         })
     }

@@ -177,8 +177,11 @@ impl Cluster {
         ct = ct.max(self.shards[coordinator].log(
             decided_ms,
             ct,
+            // The whole document as the update (`persistDecisionBlocking`: an upsert
+            // whose `u` is the document), so the oplog holds a replacement.
             doc! { "op": "u", "ns": "config.transaction_coordinators", "ui": uuid_bson(&[15; 16]),
-                   "o": { "$v": 2, "diff": { "i": { "decision": decision } } }, "o2": { "_id": coord_id } },
+                   "o": { "_id": coord_id.clone(), "participants": participants.clone(), "decision": decision },
+                   "o2": { "_id": coord_id } },
         ));
         self.router = self.router.max(ct);
         if commit {
