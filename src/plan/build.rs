@@ -1112,6 +1112,7 @@ fn seed_documents(
         memory: c.memory,
         spill_dir: Some(c.spill_dir.clone()),
         update: crate::engine::ApplyOptions { field_order },
+        writers: crate::engine::replica::partition::writers().map_err(PlanError::Writers)?,
     });
     let mut backup_ns = std::collections::HashMap::new();
     for n in &inv.namespaces {
@@ -1321,10 +1322,34 @@ impl Visitor for Both<'_> {
     }
 }
 
+/// `r` once the entries queued for the replica's writer threads are applied: their
+/// error first, as the sequential apply would have stopped there before reaching
+/// whatever `r` failed on.
+fn settled<T>(model: &mut Model, r: Result<T, PlanError>) -> Result<T, PlanError> {
+    model.settle();
+    match model.take_error() {
+        Some(err) => Err(err.into()),
+        None => r,
+    }
+}
+
 /// Step 2's replay of the backup's own oplog, in file order, stopping where
 /// mongorestore stops (the first entry at or past the limit). Returns the first
 /// entry at or after the limit.
 fn replay_backup_oplog(
+    path: &Path,
+    opts: ReadOptions,
+    limit: Ts,
+    applier: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<Option<EntryRef>, PlanError> {
+    let r = backup_oplog_entries(path, opts, limit, applier, linter, model, progress);
+    settled(model, r)
+}
+
+fn backup_oplog_entries(
     path: &Path,
     opts: ReadOptions,
     limit: Ts,
@@ -1374,6 +1399,19 @@ fn replay_backup_oplog(
 
 /// Step 3's replay: reads the slice just written (which also checks it).
 fn replay_slice(
+    slice: &SliceOutcome,
+    backup_end: Ts,
+    limit: Ts,
+    applier: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<(), PlanError> {
+    let r = slice_entries(slice, backup_end, limit, applier, linter, model, progress);
+    settled(model, r)
+}
+
+fn slice_entries(
     slice: &SliceOutcome,
     backup_end: Ts,
     limit: Ts,
