@@ -113,7 +113,7 @@ pub struct Model {
     capped_unpredicted: Option<String>,
     /// [`Model::finish_with`] leaves the hashes to [`Model::hash_alongside`].
     defer_hashes: bool,
-    /// CRUD entries outside transactions go to the replica's writer threads
+    /// CRUD entries go to the replica's writer threads
     /// ([`Replica::apply_partitioned`]): the replica keeps whole documents on
     /// several partitions, and nothing reads single documents during the walk (the
     /// lint's [`Model::holds`] answers None).
@@ -434,7 +434,7 @@ impl Model {
 }
 
 impl Visitor for Model {
-    fn applied(&mut self, op: &Entry<'_>, _at: Ts, src: Source, in_txn: bool) {
+    fn applied(&mut self, op: &Entry<'_>, _at: Ts, src: Source, _in_txn: bool) {
         if self.error.is_some() {
             return;
         }
@@ -442,8 +442,12 @@ impl Visitor for Model {
             Source::BackupOplog => self.backup_phase,
             Source::Slice => self.slice_phase,
         };
-        // A transaction's operations are applied alone, in order (a barrier).
-        let r = if self.partitioned && !in_txn {
+        // A committed transaction's CRUD operations are shared out by document too,
+        // as a secondary does (`oplog_applier_impl.cpp`
+        // `_addOplogChainOpsToWriterVectors` -> `addDerivedOps`, serial only when the
+        // transaction holds a command; here a command is applied alone in any case):
+        // the sequential apply treats them as any other entry.
+        let r = if self.partitioned {
             self.replica.apply_partitioned(op, phase)
         } else {
             self.replica.apply(op, phase)

@@ -123,6 +123,10 @@ pub struct Replica {
     pub applied: u64,
     /// Entries of `applied` applied by the writer threads ([`partition`]).
     pub on_writers: u64,
+    /// Queues applied ([`Replica::settle`]), and of them those shared out to
+    /// other threads (the others were short).
+    pub batches: u64,
+    pub batches_shared: u64,
     scratch: Vec<u8>,
     /// CRUD entries queued for the writer threads ([`partition`]).
     batch: partition::Batch,
@@ -147,6 +151,8 @@ impl Replica {
             tolerated: Tolerated::default(),
             applied: 0,
             on_writers: 0,
+            batches: 0,
+            batches_shared: 0,
             scratch: Vec::new(),
             batch: partition::Batch::default(),
         }

@@ -42,6 +42,10 @@ use crate::oplog::Ts;
 pub const BATCH_OPS: usize = 8192;
 /// Bytes of queued entries (their `o` and namespace) before the writers apply them.
 pub const BATCH_BYTES: usize = 8 << 20;
+/// A queue shorter than this (cut short by a command or a transaction) is applied on
+/// the calling thread, partition after partition: handing it to another thread
+/// would cost more than it saves.
+pub const MIN_SHARED: usize = 512;
 
 /// The environment variable that sets the number of writer threads (default: the
 /// number of cores; 1 applies sequentially).
@@ -380,7 +384,17 @@ impl super::Replica {
         let queues = std::mem::take(&mut self.batch.queues);
         let bytes = std::mem::take(&mut self.batch.bytes);
         let opts = self.opts.update;
-        let outcomes = write_in_parallel(self.store.parts_mut(), queues, &bytes, opts);
+        self.batches += 1;
+        let outcomes = if len < MIN_SHARED {
+            let parts = self.store.parts_mut().iter_mut();
+            parts
+                .zip(queues)
+                .map(|(part, queue)| run(part, queue, &bytes, opts))
+                .collect()
+        } else {
+            self.batches_shared += 1;
+            write_in_parallel(self.store.parts_mut(), queues, &bytes, opts)
+        };
         let first = outcomes
             .iter()
             .enumerate()
