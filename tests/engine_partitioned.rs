@@ -80,6 +80,11 @@ type Outputs = (
 
 /// The run's outputs, and how many entries its writer threads applied.
 fn replay(scenario: &Path, writers: &str, memory: &str) -> (Outputs, u64) {
+    replay_batched(scenario, writers, memory, "8192")
+}
+
+/// [`replay`] with queues of `batch` entries (`PITR_APPLY_BATCH`).
+fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> (Outputs, u64) {
     let tmp = tempfile::tempdir().unwrap();
     let backup = scenario.join("backup");
     let oplog = scenario.join("oplog.bson");
@@ -103,7 +108,7 @@ fn replay(scenario: &Path, writers: &str, memory: &str) -> (Outputs, u64) {
             memory,
             "--accept-incidents",
         ],
-        &[("PITR_APPLY_WRITERS", writers)],
+        &[("PITR_APPLY_WRITERS", writers), ("PITR_APPLY_BATCH", batch)],
     );
     assert!(
         matches!(code(&o), 0 | 1),
@@ -181,12 +186,16 @@ fn writers_give_the_sequential_bytes_on_every_mix() {
             "{}: {shared} of {applied} entries on the writers",
             mix.name()
         );
+        // Short queues: many hand-offs to the writers while the next queue fills.
+        let batch = ["7", "100", "1000"][i % 3];
+        let (short, _) = replay_batched(gen.path(), "2", "1GiB", batch);
+        assert_same(mix, &format!("2 writers, queues of {batch}"), &seq, &short);
         if i % 3 == 0 {
             // An odd number of partitions, and a budget passed in the middle of the
             // apply (the documents move to disk after a batch, not in its middle).
             assert_same(mix, "3 writers", &seq, &replay(gen.path(), "3", "1GiB").0);
             let (seq_small, _) = replay(gen.path(), "1", "1MiB");
-            let (par_small, _) = replay(gen.path(), "2", "1MiB");
+            let (par_small, _) = replay_batched(gen.path(), "2", "1MiB", "50");
             assert_eq!(
                 par_small.3["engine_stats"]["spilled_to_disk"],
                 serde_json::Value::Bool(true),

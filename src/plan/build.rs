@@ -1121,6 +1121,9 @@ fn seed_documents(
         update: crate::engine::ApplyOptions { field_order },
         writers: crate::engine::replica::partition::writers().map_err(PlanError::Writers)?,
     });
+    replica.set_batch_entries(
+        crate::engine::replica::partition::batch_entries().map_err(PlanError::Writers)?,
+    );
     let mut backup_ns = std::collections::HashMap::new();
     for n in &inv.namespaces {
         let kind = match n.kind {

@@ -375,12 +375,12 @@ impl Replica {
     /// Whether entries are queued for the writer threads ([`Replica::settle`]
     /// applies them); reading documents meanwhile would read an older state.
     pub fn unsettled(&self) -> bool {
-        !self.batch.is_empty()
+        self.unsettled_batch()
     }
 
     fn assert_settled(&self) {
         debug_assert!(
-            self.batch.is_empty(),
+            !self.unsettled_batch(),
             "the replica was read with entries queued: settle() first"
         );
     }
@@ -388,7 +388,7 @@ impl Replica {
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk), after
     /// the entries queued by [`Replica::apply_partitioned`].
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
-        if !self.batch.is_empty() {
+        if self.unsettled_batch() {
             self.settle()?;
         }
         interrupt::check()?;

@@ -51,6 +51,25 @@ pub const MIN_SHARED: usize = 512;
 /// number of cores; 1 applies sequentially).
 pub const WRITERS_ENV: &str = "PITR_APPLY_WRITERS";
 
+/// The environment variable that sets how many entries a queue holds before it is
+/// handed to the writers (default [`BATCH_OPS`]; for tests, so that small inputs
+/// fill several queues).
+pub const BATCH_ENV: &str = "PITR_APPLY_BATCH";
+
+/// Entries per queue: `PITR_APPLY_BATCH` when set (1 to 1,000,000), else
+/// [`BATCH_OPS`].
+pub fn batch_entries() -> Result<usize, String> {
+    match std::env::var(BATCH_ENV) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{BATCH_ENV}={v:?} is not a number of entries from 1 to 1000000 (unset it for {BATCH_OPS})"
+            )),
+        },
+        Err(_) => Ok(BATCH_OPS),
+    }
+}
+
 /// Writer threads for the embedded engine's apply: `PITR_APPLY_WRITERS` when set
 /// (1 to 64), else the number of cores.
 pub fn writers() -> Result<usize, String> {
@@ -97,9 +116,19 @@ pub(super) struct Queued {
     pub ts: Ts,
 }
 
+/// A full queue handed to the writer threads (each owns its partition meanwhile),
+/// not joined yet: the walk reads and queues the next entries in the meantime.
+pub(super) struct InFlight {
+    handles: Vec<std::thread::JoinHandle<(Part, Outcome)>>,
+    base_applied: u64,
+    len: usize,
+}
+
 /// The entries queued for the writers.
 #[derive(Default)]
 pub(super) struct Batch {
+    /// The previous queue, being applied.
+    pub inflight: Option<InFlight>,
     /// `Replica::applied` before the first queued entry.
     pub base_applied: u64,
     /// Per partition, its entries in oplog order.
@@ -107,15 +136,30 @@ pub(super) struct Batch {
     /// The queued entries' `o` and namespace bytes.
     pub bytes: Vec<u8>,
     pub len: usize,
+    /// Entries per queue (0: [`BATCH_OPS`]).
+    pub limit: usize,
 }
 
 impl Batch {
+    /// No entry queued (one may be in flight).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Forgets the queued entries (after an earlier entry failed).
+    fn discard(&mut self) {
+        self.queues.clear();
+        self.bytes.clear();
+        self.len = 0;
+    }
+
     pub fn is_full(&self) -> bool {
-        self.len >= BATCH_OPS || self.bytes.len() >= BATCH_BYTES
+        let limit = if self.limit == 0 {
+            BATCH_OPS
+        } else {
+            self.limit
+        };
+        self.len >= limit || self.bytes.len() >= BATCH_BYTES
     }
 
     /// Copies `b` into the batch's bytes; its range there.
@@ -282,7 +326,7 @@ impl super::Replica {
     /// must be applied alone (see the module documentation). Reads only.
     fn partitionable(&self, op: &crate::oplog::Entry<'_>, phase: Phase) -> Option<Slot> {
         use crate::oplog::Op;
-        if self.store.partitions() < 2 || self.store.spilled() {
+        if self.store.partitions() < 2 || self.store.spilled() || self.store.spill_pending() {
             return None;
         }
         if !matches!(op.op, Op::Insert | Op::Update | Op::Delete) {
@@ -367,34 +411,119 @@ impl super::Replica {
         });
         self.batch.len += 1;
         if self.batch.is_full() {
-            self.settle()?;
+            self.hand_off()?;
         }
         Ok(())
     }
 
-    /// Applies the queued entries, each writer thread on its own partition; then
-    /// the tolerated count, the applied count, the memory estimate (and the move to
-    /// disk) as the sequential apply leaves them, and its first error in oplog order.
-    pub fn settle(&mut self) -> Result<(), ReplicaError> {
-        if self.batch.is_empty() {
-            return Ok(());
+    /// Entries per queue handed to the writers (default [`BATCH_OPS`]).
+    pub fn set_batch_entries(&mut self, n: usize) {
+        self.batch.limit = n;
+    }
+
+    /// Whether entries are queued or being applied, or documents have yet to move
+    /// to disk: [`super::Replica::settle`] first.
+    pub(super) fn unsettled_batch(&self) -> bool {
+        !self.batch.is_empty() || self.batch.inflight.is_some() || self.store.spill_pending()
+    }
+
+    /// A full queue: joins the one in flight, then hands this one to the writer
+    /// threads (one per partition, which each take their partition along) and
+    /// returns, so that the walk reads and queues the next entries meanwhile.
+    fn hand_off(&mut self) -> Result<(), ReplicaError> {
+        self.join_inflight()?;
+        if self.store.spill_pending() {
+            return self.settle();
         }
         let len = self.batch.len;
-        let base = self.batch.base_applied;
+        let base_applied = self.batch.base_applied;
         let queues = std::mem::take(&mut self.batch.queues);
-        let bytes = std::mem::take(&mut self.batch.bytes);
+        let bytes = std::sync::Arc::new(std::mem::take(&mut self.batch.bytes));
+        self.batch.len = 0;
         let opts = self.opts.update;
+        let handles = self
+            .store
+            .parts_mut()
+            .iter_mut()
+            .map(std::mem::take)
+            .zip(queues)
+            .map(|(mut part, queue)| {
+                let bytes = std::sync::Arc::clone(&bytes);
+                std::thread::spawn(move || {
+                    let o = run(&mut part, queue, &bytes, opts);
+                    (part, o)
+                })
+            })
+            .collect();
         self.batches += 1;
-        let outcomes = if len < MIN_SHARED {
-            let parts = self.store.parts_mut().iter_mut();
-            parts
-                .zip(queues)
-                .map(|(part, queue)| run(part, queue, &bytes, opts))
-                .collect()
-        } else {
-            self.batches_shared += 1;
-            write_in_parallel(self.store.parts_mut(), queues, &bytes, opts)
+        self.batches_shared += 1;
+        self.batch.inflight = Some(InFlight {
+            handles,
+            base_applied,
+            len,
+        });
+        Ok(())
+    }
+
+    /// Waits for the queue in flight and takes its partitions back; its first
+    /// error, if any (the queued entries, all later, are then forgotten).
+    fn join_inflight(&mut self) -> Result<(), ReplicaError> {
+        let Some(f) = self.batch.inflight.take() else {
+            return Ok(());
         };
+        let mut outcomes = Vec::with_capacity(f.handles.len());
+        for (i, h) in f.handles.into_iter().enumerate() {
+            let (part, o) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            self.store.parts_mut()[i] = part;
+            outcomes.push(o);
+        }
+        let r = self.merge(outcomes, f.base_applied, f.len);
+        if r.is_err() {
+            self.batch.discard();
+        }
+        r
+    }
+
+    /// Applies every queued entry (the queue in flight, then the one being
+    /// filled, on the writer threads when it is long enough), then moves the
+    /// documents to disk if the budget was passed: the replica is then as the
+    /// sequential apply leaves it, with its first error in oplog order.
+    pub fn settle(&mut self) -> Result<(), ReplicaError> {
+        self.join_inflight()?;
+        if !self.batch.is_empty() {
+            let len = self.batch.len;
+            let base = self.batch.base_applied;
+            let queues = std::mem::take(&mut self.batch.queues);
+            let bytes = std::mem::take(&mut self.batch.bytes);
+            self.batch.len = 0;
+            let opts = self.opts.update;
+            self.batches += 1;
+            let outcomes = if len < MIN_SHARED {
+                let parts = self.store.parts_mut().iter_mut();
+                parts
+                    .zip(queues)
+                    .map(|(part, queue)| run(part, queue, &bytes, opts))
+                    .collect()
+            } else {
+                self.batches_shared += 1;
+                write_in_parallel(self.store.parts_mut(), queues, &bytes, opts)
+            };
+            self.batch.bytes = bytes;
+            self.batch.bytes.clear();
+            self.merge(outcomes, base, len)?;
+        }
+        Ok(self.store.spill_now()?)
+    }
+
+    /// The writers' outcomes of one queue of `len` entries: the tolerated and
+    /// applied counts and the memory estimate as the sequential apply leaves them,
+    /// and its first error in oplog order.
+    fn merge(
+        &mut self,
+        mut outcomes: Vec<Outcome>,
+        base: u64,
+        len: usize,
+    ) -> Result<(), ReplicaError> {
         let first = outcomes
             .iter()
             .enumerate()
@@ -402,7 +531,6 @@ impl super::Replica {
             .min();
         let limit = first.map_or(u32::MAX, |(seq, _)| seq);
         let mut deltas = vec![(0isize, false); len];
-        let mut outcomes = outcomes;
         for o in &outcomes {
             self.tolerated.idempotent += o.tolerated.iter().filter(|s| **s < limit).count() as u64;
             for &(seq, d, grows) in &o.bytes {
@@ -412,13 +540,8 @@ impl super::Replica {
         // The sequential apply stops at the first error: what it applied is before.
         let applied_to = first.map_or(len, |(seq, _)| seq as usize);
         self.on_writers += applied_to as u64;
-        self.batch = Batch {
-            bytes,
-            ..Batch::default()
-        };
-        self.batch.bytes.clear();
         self.store
-            .batch_applied(deltas.into_iter().take(applied_to))?;
+            .batch_applied(deltas.into_iter().take(applied_to));
         match first {
             Some((seq, i)) => {
                 self.applied = base + u64::from(seq) + 1;
@@ -613,6 +736,8 @@ mod tests {
         let (d1, d2) = (dir.path().join("seq"), dir.path().join("par"));
         let mut seq = replica(1, memory, &d1);
         let mut par = replica(writers, memory, &d2);
+        // Queues of a few entries: many hand-offs, each overlapping the next queue.
+        par.set_batch_entries(5 + seed as usize % 7);
         let mut rng = Rng(seed);
         let (mut seq_err, mut par_err) = (None, None);
         for i in 1..=ops {

@@ -133,6 +133,9 @@ pub struct Store {
     spill_dir: Option<PathBuf>,
     disk: Option<DiskStore>,
     peak_mem_bytes: usize,
+    /// A batch of the writer threads passed the budget: the documents move to disk
+    /// once every batch in flight is back ([`Store::spill_now`]).
+    spill_pending: bool,
 }
 
 impl Store {
@@ -159,6 +162,7 @@ impl Store {
             spill_dir: spill_dir.map(Path::to_path_buf),
             disk: None,
             peak_mem_bytes: 0,
+            spill_pending: false,
         }
     }
 
@@ -247,22 +251,29 @@ impl Store {
     /// estimate by `deltas` (in the sequential order of its writes, each with
     /// whether it was a write that grows, as [`Store::put`] or
     /// [`Store::mem_replace`]): the peak and the move to disk are those the
-    /// sequential apply would have seen; the documents move to disk after the
-    /// batch rather than in its middle (the same documents end up there).
-    pub(crate) fn batch_applied(
-        &mut self,
-        deltas: impl Iterator<Item = (isize, bool)>,
-    ) -> Result<(), DiskError> {
-        let mut crossed = false;
+    /// sequential apply would have seen (it moved to disk at the first write past
+    /// the budget, and no later write changed the peak); the documents move to disk
+    /// later, at [`Store::spill_now`], once no batch is in flight (the same
+    /// documents end up there).
+    pub(crate) fn batch_applied(&mut self, deltas: impl Iterator<Item = (isize, bool)>) {
         for (d, write) in deltas {
             self.add_bytes(d);
-            if crossed || !write {
+            if self.spill_pending || !write {
                 continue;
             }
             self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
-            crossed = self.mem_bytes > self.budget && self.spill_dir.is_some();
+            self.spill_pending = self.mem_bytes > self.budget && self.spill_dir.is_some();
         }
-        if crossed {
+    }
+
+    /// Whether a batch passed the budget and the documents have yet to move to disk.
+    pub(crate) fn spill_pending(&self) -> bool {
+        self.spill_pending
+    }
+
+    /// Moves the documents to disk if a batch passed the budget.
+    pub(crate) fn spill_now(&mut self) -> Result<(), DiskError> {
+        if std::mem::take(&mut self.spill_pending) {
             self.spill()?;
         }
         Ok(())
