@@ -790,10 +790,9 @@ fn decide_prepared(
         .map_err(|e| PlanError::Changed {
             name: "a prepared transaction".into(),
             what: format!("its parts cannot be read again: {e}"),
-        })?;
-    if let Some(err) = model.take_error() {
-        return Err(err.into());
-    }
+        });
+    // The transactions' writes may sit in the writer threads' queue.
+    let outcomes = settled(model, outcomes)?;
     let mut out = Vec::new();
     for (t, d) in outcomes {
         let (decision, ct) = match d {
