@@ -14,21 +14,25 @@
 //! are split into one partition per writer by the hash of the `_id` (the slot names
 //! the collection): [`super::Replica::apply_partitioned`] resolves each CRUD entry's
 //! collection and `_id` on the caller's thread, in order (the catalog is only
-//! touched there), and queues it for the writer owning its partition; the queue is
-//! applied, each writer on its own partition with no lock, when it is full or
-//! before anything that is not partitionable ([`super::Replica::settle`]). What is
-//! not partitionable is applied alone, after the queue, exactly as the sequential
-//! apply does: commands, transactions (the caller's choice), writes to capped
-//! collections, views, documents without `_id`, entries whose `ui` names another
-//! collection, anything with the documents on disk (past `--memory`, the store is
-//! sequential).
+//! touched there), and queues it for the writer owning its partition. A full queue
+//! is handed to the writer threads, each taking its partition along (no lock), while
+//! the caller reads and queues the next ([`super::Replica::settle`] waits for it).
+//! A committed transaction's CRUD operations are queued like any other, as the
+//! server shares them out (`_addOplogChainOpsToWriterVectors` -> `addDerivedOps`).
+//! What is not partitionable is applied alone, after every queued entry, exactly as
+//! the sequential apply does: commands, writes to capped collections and views,
+//! documents without `_id`, entries whose `ui` names another collection, anything
+//! with the documents on disk (past `--memory`, the store is sequential). A queue
+//! cut short by one of them is applied on the caller's thread when it is shorter
+//! than [`MIN_SHARED`].
 //!
 //! Everything observable is the sequential apply's: each document sees its writes in
 //! oplog order; the first error in oplog order is the one reported, with the counts
 //! of tolerated entries and applied entries as they stood at it; the memory peak and
 //! the move to disk are computed from the writes' effects in oplog order
-//! ([`super::store::Store::batch_applied`]; the move happens after the batch, so the
-//! memory used may pass the budget by one batch, at most [`BATCH_BYTES`] of entries).
+//! ([`super::store::Store::batch_applied`]; the move waits until no queue is in
+//! flight, so the memory used may pass the budget by two queues, at most twice
+//! [`BATCH_BYTES`] of entries).
 
 use bson::RawDocument;
 
