@@ -217,6 +217,13 @@ pub fn build_with_model(
         progress,
     )?;
     timer.mark("backup oplog and slice applied");
+    {
+        let r = model.replica();
+        timer.note(&format!(
+            "{} entries applied, {} on writer threads, in {} queues ({} shared out)",
+            r.applied, r.on_writers, r.batches, r.batches_shared
+        ));
+    }
     let (mut expected, expected_note) = finish_model(req, &backup, &mut model, progress)?;
     timer.mark("counts and hashes");
     cross_check_num_records(
@@ -780,10 +787,9 @@ fn decide_prepared(
                 model,
             },
         )
-        .map_err(|e| PlanError::PreparedPart(e.to_string()))?;
-    if let Some(err) = model.take_error() {
-        return Err(err.into());
-    }
+        .map_err(|e| PlanError::PreparedPart(e.to_string()));
+    // The transactions' writes may sit in the writer threads' queue.
+    let outcomes = settled(model, outcomes)?;
     let mut out = Vec::new();
     for (t, d) in outcomes {
         let (decision, ct) = match d {
@@ -1109,7 +1115,11 @@ fn seed_documents(
         memory: c.memory,
         spill_dir: Some(c.spill_dir.clone()),
         update: crate::engine::ApplyOptions { field_order },
+        writers: crate::engine::replica::partition::writers().map_err(PlanError::Writers)?,
     });
+    replica.set_batch_entries(
+        crate::engine::replica::partition::batch_entries().map_err(PlanError::Writers)?,
+    );
     let mut backup_ns = std::collections::HashMap::new();
     for n in &inv.namespaces {
         let kind = match n.kind {
@@ -1220,29 +1230,54 @@ pub fn rewrite_plan_json(dir: &Path, plan: &RestorePlan) -> Result<(), PlanError
     Ok(())
 }
 
-/// `PITR_TIMING=1` prints how long each phase of the plan took (for the benchmark
-/// and for finding where time goes on a large oplog).
+/// `PITR_TIMING=1` prints how long each phase of the plan took, wall and CPU (user +
+/// sys of every thread: above the wall time when the phase used several cores), for
+/// the benchmark and for finding where time goes on a large oplog.
 pub struct PhaseTimer {
     on: bool,
-    last: std::cell::Cell<std::time::Instant>,
+    last: std::cell::Cell<(std::time::Instant, f64)>,
+}
+
+/// CPU seconds (user + sys) of the process so far, every thread included.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 impl PhaseTimer {
     pub fn start() -> PhaseTimer {
+        let on = std::env::var_os("PITR_TIMING").is_some_and(|v| v == "1");
         PhaseTimer {
-            on: std::env::var_os("PITR_TIMING").is_some_and(|v| v == "1"),
-            last: std::cell::Cell::new(std::time::Instant::now()),
+            on,
+            last: std::cell::Cell::new((
+                std::time::Instant::now(),
+                if on { cpu_seconds() } else { 0.0 },
+            )),
+        }
+    }
+
+    /// A line of its own (counts of the phase just marked).
+    pub fn note(&self, what: &str) {
+        if self.on {
+            eprintln!("pitr timing: {what}");
         }
     }
 
     pub fn mark(&self, what: &str) {
         if self.on {
-            let now = std::time::Instant::now();
+            let (now, cpu) = (std::time::Instant::now(), cpu_seconds());
+            let (then, cpu_then) = self.last.get();
             eprintln!(
-                "pitr timing: {:>8.3} s  {what}",
-                (now - self.last.get()).as_secs_f64()
+                "pitr timing: {:>8.3} s  {:>8.3} s cpu  {what}",
+                (now - then).as_secs_f64(),
+                cpu - cpu_then
             );
-            self.last.set(now);
+            self.last.set((now, cpu));
         }
     }
 }
@@ -1340,10 +1375,34 @@ impl Visitor for Both<'_> {
     }
 }
 
+/// `r` once the entries queued for the replica's writer threads are applied: their
+/// error first, as the sequential apply would have stopped there before reaching
+/// whatever `r` failed on.
+fn settled<T>(model: &mut Model, r: Result<T, PlanError>) -> Result<T, PlanError> {
+    model.settle();
+    match model.take_error() {
+        Some(err) => Err(err.into()),
+        None => r,
+    }
+}
+
 /// Step 2's replay of the backup's own oplog, in file order, stopping where
 /// mongorestore stops (the first entry at or past the limit). Returns the first
 /// entry at or after the limit.
 fn replay_backup_oplog(
+    path: &Path,
+    opts: ReadOptions,
+    limit: Ts,
+    applier: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<Option<EntryRef>, PlanError> {
+    let r = backup_oplog_entries(path, opts, limit, applier, linter, model, progress);
+    settled(model, r)
+}
+
+fn backup_oplog_entries(
     path: &Path,
     opts: ReadOptions,
     limit: Ts,
@@ -1393,6 +1452,19 @@ fn replay_backup_oplog(
 
 /// Step 3's replay: reads the slice just written (which also checks it).
 fn replay_slice(
+    slice: &SliceOutcome,
+    backup_end: Ts,
+    limit: Ts,
+    applier: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<(), PlanError> {
+    let r = slice_entries(slice, backup_end, limit, applier, linter, model, progress);
+    settled(model, r)
+}
+
+fn slice_entries(
     slice: &SliceOutcome,
     backup_end: Ts,
     limit: Ts,

@@ -102,6 +102,10 @@ pub enum PlanError {
 
     #[error("a part of a cross-shard transaction prepared before the limit and committed before it cannot be applied: {0}")]
     PreparedPart(String),
+
+    /// `PITR_APPLY_WRITERS` is not a number of writer threads.
+    #[error("{0}")]
+    Writers(String),
 }
 
 impl Hint for PlanError {
@@ -114,6 +118,10 @@ impl Hint for PlanError {
             PlanError::Version(e) => return e.hint(),
             PlanError::Replica(e) => return e.hint(),
             PlanError::Io { .. } => "check the path and its permissions".into(),
+            PlanError::Writers(_) => format!(
+                "set {} to a whole number such as 2, or unset it",
+                crate::engine::replica::partition::WRITERS_ENV
+            ),
             PlanError::NoBackupEnd { .. } => {
                 "pass --backup-end with the oplog position the backup is complete up to: for a dump made without --oplog, \
                  the time the dump STARTED (replaying from there is idempotent; from its end would miss writes made while it ran)"

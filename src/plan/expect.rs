@@ -113,6 +113,11 @@ pub struct Model {
     capped_unpredicted: Option<String>,
     /// [`Model::finish_with`] leaves the hashes to [`Model::hash_alongside`].
     defer_hashes: bool,
+    /// CRUD entries go to the replica's writer threads
+    /// ([`Replica::apply_partitioned`]): the replica keeps whole documents on
+    /// several partitions, and nothing reads single documents during the walk (the
+    /// lint's [`Model::holds`] answers None).
+    partitioned: bool,
 }
 
 /// Per namespace, its `dbHash` (None for a view or a missing namespace).
@@ -153,7 +158,11 @@ impl Model {
         slice_phase: Phase,
         backup_ns: HashMap<String, u64>,
     ) -> Model {
+        let partitioned = replica.store().partitions() > 1
+            && replica.content() == Content::Documents
+            && (!counting || slice_phase == Phase::Strict);
         Model {
+            partitioned,
             replica,
             counting,
             backup_phase,
@@ -180,6 +189,18 @@ impl Model {
     /// [`Model::hash_alongside`] and a dump).
     pub fn flush(&mut self) -> Result<(), ReplicaError> {
         self.replica.flush()
+    }
+
+    /// Applies the entries queued for the replica's writer threads; their first
+    /// error becomes the model's (see [`Model::take_error`]). Before anything
+    /// reads documents, and before the caller reports an error of its own (the
+    /// sequential apply would have stopped at a queued entry's error first).
+    pub fn settle(&mut self) {
+        if let Err(e) = self.replica.settle() {
+            if self.error.is_none() {
+                self.error = Some(e);
+            }
+        }
     }
 
     /// Predicts no hash for capped collections, saying `why`: the server to be
@@ -238,6 +259,7 @@ impl Model {
 
     /// Remembers the counts now, as those at the backup's end.
     pub fn mark_backup_end(&mut self) {
+        self.settle();
         self.backup_end = Some(self.replica.counts());
     }
 
@@ -420,7 +442,17 @@ impl Visitor for Model {
             Source::BackupOplog => self.backup_phase,
             Source::Slice => self.slice_phase,
         };
-        if let Err(e) = self.replica.apply(op, phase) {
+        // A committed transaction's CRUD operations are shared out by document too,
+        // as a secondary does (`oplog_applier_impl.cpp`
+        // `_addOplogChainOpsToWriterVectors` -> `addDerivedOps`, serial only when the
+        // transaction holds a command; here a command is applied alone in any case):
+        // the sequential apply treats them as any other entry.
+        let r = if self.partitioned {
+            self.replica.apply_partitioned(op, phase)
+        } else {
+            self.replica.apply(op, phase)
+        };
+        if let Err(e) = r {
             self.error = Some(e);
         }
         self.since_check += 1;

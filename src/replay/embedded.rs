@@ -126,6 +126,12 @@ pub struct EngineStats {
     pub peak_memory_estimate: usize,
     /// Documents moved to the on-disk store.
     pub spilled_to_disk: bool,
+    /// Writer threads the in-memory apply used (`PITR_APPLY_WRITERS`, default the
+    /// number of cores; 1: sequential).
+    pub writers: usize,
+    /// Entries of `entries_applied` the writer threads applied (the others, such as
+    /// commands, transactions and anything past the budget, were applied alone).
+    pub entries_on_writers: u64,
     pub seconds: f64,
 }
 
@@ -330,6 +336,8 @@ fn release_replica(
         memory_budget_why: budget.to_string(),
         peak_memory_estimate: replica.store().peak_memory(),
         spilled_to_disk: replica.store().spilled(),
+        writers: replica.store().partitions(),
+        entries_on_writers: replica.on_writers,
         seconds: started.elapsed().as_secs_f64(),
     });
     if process_exits_after && !replica.store().spilled() {
@@ -864,6 +872,7 @@ fn burst_documents(
         memory: burst_budget(cx.memory),
         spill_dir: Some(dir),
         update: Default::default(),
+        writers: 1,
     });
     let Some(c) = replica.get(n) else {
         return Ok(lost);
@@ -1109,11 +1118,15 @@ fn namespace_table(r: &EmbeddedReport) -> Table {
 /// How the engine ran, in a sentence.
 fn engine_stats(st: &EngineStats) -> String {
     format!(
-        "{} operation{} applied {}; {} backup-oplog entr{} found their document already in a later state; \
+        "{} operation{} applied {}{}; {} backup-oplog entr{} found their document already in a later state; \
          {} command{} found nothing to act on;{} memory budget {}, peak estimate {} MiB{}",
         st.entries_applied,
         plural(st.entries_applied, "", "s"),
         super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
+        match st.writers {
+            0 | 1 => String::new(),
+            w => format!(" ({} on {w} writer threads)", st.entries_on_writers),
+        },
         st.tolerated_idempotent,
         plural(st.tolerated_idempotent, "y", "ies"),
         st.tolerated_acceptable,

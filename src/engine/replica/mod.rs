@@ -41,6 +41,7 @@ pub mod hash;
 pub mod interrupt;
 pub mod listing;
 pub mod meter;
+pub mod partition;
 pub mod store;
 pub mod timeseries;
 pub mod visit;
@@ -80,6 +81,9 @@ pub struct ReplicaOptions {
     pub spill_dir: Option<std::path::PathBuf>,
     /// Update semantics of the source's release.
     pub update: ApplyOptions,
+    /// Writer threads for [`Replica::apply_partitioned`] (1: sequential); whole
+    /// documents only.
+    pub writers: usize,
 }
 
 impl Default for ReplicaOptions {
@@ -89,6 +93,7 @@ impl Default for ReplicaOptions {
             memory: usize::MAX,
             spill_dir: None,
             update: ApplyOptions::default(),
+            writers: 1,
         }
     }
 }
@@ -116,19 +121,40 @@ pub struct Replica {
     pub tolerated: Tolerated,
     /// Entries applied.
     pub applied: u64,
+    /// Entries of `applied` applied by the writer threads ([`partition`]).
+    pub on_writers: u64,
+    /// Queues applied ([`Replica::settle`]), and of them those shared out to
+    /// other threads (the others were short).
+    pub batches: u64,
+    pub batches_shared: u64,
     scratch: Vec<u8>,
+    /// CRUD entries queued for the writer threads ([`partition`]).
+    batch: partition::Batch,
 }
 
 impl Replica {
     pub fn new(opts: ReplicaOptions) -> Replica {
+        let writers = match opts.content {
+            Content::Documents => opts.writers.max(1),
+            Content::KeysOnly | Content::CatalogOnly => 1,
+        };
         Replica {
             colls: store::FastMap::default(),
-            store: Store::new(opts.content, opts.memory, opts.spill_dir.as_deref()),
+            store: Store::partitioned(
+                opts.content,
+                opts.memory,
+                opts.spill_dir.as_deref(),
+                writers,
+            ),
             next_slot: 0,
             opts,
             tolerated: Tolerated::default(),
             applied: 0,
+            on_writers: 0,
+            batches: 0,
+            batches_shared: 0,
             scratch: Vec::new(),
+            batch: partition::Batch::default(),
         }
     }
 
@@ -220,6 +246,7 @@ impl Replica {
 
     /// Whether `ns` holds a document with this `_id`.
     pub fn holds(&self, ns: &str, id: RawBsonRef<'_>) -> Result<bool, ReplicaError> {
+        self.assert_settled();
         let Some(c) = self.colls.get(ns) else {
             return Ok(false);
         };
@@ -228,6 +255,7 @@ impl Replica {
 
     /// The document of `ns` with this `_id`, as stored (its BSON bytes).
     pub fn document(&self, ns: &str, key: &IdKey) -> Result<Option<Vec<u8>>, ReplicaError> {
+        self.assert_settled();
         let Some(c) = self.colls.get(ns) else {
             return Ok(None);
         };
@@ -237,6 +265,7 @@ impl Replica {
 
     /// Documents in `ns` (0 when it does not exist).
     pub fn count(&self, ns: &str) -> u64 {
+        self.assert_settled();
         self.colls
             .get(ns)
             .map_or(0, |c| self.store.count(c.slot) + c.no_id.len() as u64)
@@ -259,6 +288,7 @@ impl Replica {
         ns: &str,
         f: &mut dyn FnMut(&[u8]) -> Result<(), ReplicaError>,
     ) -> Result<(), ReplicaError> {
+        self.assert_settled();
         let Some(c) = self.colls.get(ns) else {
             return Ok(());
         };
@@ -325,6 +355,7 @@ impl Replica {
 
     /// Documents held, over every collection.
     pub fn total_documents(&self) -> u64 {
+        self.assert_settled();
         self.store.total()
     }
 
@@ -335,13 +366,31 @@ impl Replica {
         self.opts.content = Content::CatalogOnly;
     }
 
-    /// Makes pending writes visible to scans.
+    /// Makes pending writes visible to scans (applying the queued entries first).
     pub fn flush(&mut self) -> Result<(), ReplicaError> {
+        self.settle()?;
         Ok(self.store.flush()?)
     }
 
-    /// Applies one operation (a leaf: `applyOps` are unpacked by the walk).
+    /// Whether entries are queued for the writer threads ([`Replica::settle`]
+    /// applies them); reading documents meanwhile would read an older state.
+    pub fn unsettled(&self) -> bool {
+        self.unsettled_batch()
+    }
+
+    fn assert_settled(&self) {
+        debug_assert!(
+            !self.unsettled_batch(),
+            "the replica was read with entries queued: settle() first"
+        );
+    }
+
+    /// Applies one operation (a leaf: `applyOps` are unpacked by the walk), after
+    /// the entries queued by [`Replica::apply_partitioned`].
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        if self.unsettled_batch() {
+            self.settle()?;
+        }
         interrupt::check()?;
         self.applied += 1;
         if self.applied.is_multiple_of(interrupt::EVERY) {
@@ -602,23 +651,12 @@ impl Replica {
         phase: Phase,
         e: crate::engine::UpdateError,
     ) -> Result<(), ReplicaError> {
-        match phase {
-            // Initial sync: the document's current shape comes from a later write
-            // (initial_sync_update_missing_field.js and friends); a later entry fixes it.
-            Phase::Idempotent if !matches!(e, crate::engine::UpdateError::Unsupported { .. }) => {
-                self.tolerated.idempotent += 1;
-                Ok(())
-            }
-            Phase::Lenient => Ok(()),
-            _ => match e {
-                crate::engine::UpdateError::Unsupported { .. } => Err(ReplicaError::Unsupported {
-                    ts: op.ts,
-                    ns: op.ns.to_string(),
-                    why: e.to_string(),
-                }),
-                e => Err(Self::fail(op, e.to_string())),
-            },
+        // Initial sync: the document's current shape comes from a later write
+        // (initial_sync_update_missing_field.js and friends); a later entry fixes it.
+        if partition::update_failure(phase, e, (op.ts, op.ns, op.op.as_str()))? {
+            self.tolerated.idempotent += 1;
         }
+        Ok(())
     }
 
     fn delete(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {

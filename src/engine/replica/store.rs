@@ -42,36 +42,152 @@ pub type Slot = u32;
 /// allocations' headers, the `Box` pointers).
 const ENTRY_OVERHEAD: usize = 64;
 
+/// One partition of the in-memory documents: every `_id` lives in the partition
+/// [`Store::part_of`] names, so writer threads applying a batch
+/// ([`super::partition`]) each own one partition and share nothing (no lock).
+#[derive(Default)]
+pub(crate) struct Part {
+    mem: FastMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
+    counts: FastMap<Slot, u64>,
+}
+
+impl Part {
+    pub(crate) fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
+        self.mem.get(&slot).and_then(|m| m.get(key)).map(|d| &d[..])
+    }
+
+    /// Inserts or replaces: whether a document was replaced, and the change of
+    /// the memory estimate.
+    pub(crate) fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
+        let add = Store::cost(&key, doc.len());
+        let old = self
+            .mem
+            .entry(slot)
+            .or_default()
+            .insert(key, doc.to_vec().into_boxed_slice());
+        match old {
+            // Same key size: the old entry cost `add` with the old document's length.
+            Some(old) => (true, doc.len() as isize - old.len() as isize),
+            None => {
+                *self.counts.entry(slot).or_default() += 1;
+                (false, add as isize)
+            }
+        }
+    }
+
+    /// Replaces a document in place (over its bytes when the size is unchanged):
+    /// the change of the memory estimate, None when it is absent.
+    pub(crate) fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
+        let old = self.mem.get_mut(&slot).and_then(|m| m.get_mut(key))?;
+        let old_len = old.len();
+        if old_len == doc.len() {
+            old.copy_from_slice(doc);
+        } else {
+            *old = Box::from(doc);
+        }
+        Some(doc.len() as isize - old_len as isize)
+    }
+
+    /// Removes: the change of the memory estimate, None when it was absent.
+    pub(crate) fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
+        let (k, doc) = self.mem.get_mut(&slot).and_then(|m| m.remove_entry(key))?;
+        if let Some(c) = self.counts.get_mut(&slot) {
+            *c -= 1;
+        }
+        Some(-(Store::cost(&k, doc.len()) as isize))
+    }
+}
+
+/// Merges iterators each sorted by key into one sorted by key (the partitions of
+/// a collection hold disjoint `_id`s; the first iterator wins a tie).
+fn merge_sorted<K: Ord, V, I: Iterator<Item = (K, V)>>(
+    iters: Vec<I>,
+) -> impl Iterator<Item = (K, V)> {
+    let mut iters = iters;
+    let mut heads: Vec<Option<(K, V)>> = iters.iter_mut().map(Iterator::next).collect();
+    std::iter::from_fn(move || {
+        let mut best: Option<usize> = None;
+        for (i, head) in heads.iter().enumerate() {
+            let Some((k, _)) = head else {
+                continue;
+            };
+            if best.is_none_or(|b| heads[b].as_ref().is_some_and(|(bk, _)| k < bk)) {
+                best = Some(i);
+            }
+        }
+        let b = best?;
+        let next = iters[b].next();
+        std::mem::replace(&mut heads[b], next)
+    })
+}
+
 /// The documents of every collection; see the module documentation.
 pub struct Store {
     content: Content,
-    mem: FastMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
-    counts: FastMap<Slot, u64>,
+    /// The in-memory documents, split by the hash of their `_id` (one partition
+    /// unless the replica applies on several writer threads).
+    parts: Vec<Part>,
+    partitioner: foldhash::fast::FixedState,
     mem_bytes: usize,
     budget: usize,
     spill_dir: Option<PathBuf>,
     disk: Option<DiskStore>,
     peak_mem_bytes: usize,
+    /// A batch of the writer threads passed the budget: the documents move to disk
+    /// once every batch in flight is back ([`Store::spill_now`]).
+    spill_pending: bool,
 }
 
 impl Store {
     /// `budget`: bytes of documents kept in memory before spilling to `spill_dir`
     /// (None: never spill).
     pub fn new(content: Content, budget: usize, spill_dir: Option<&Path>) -> Store {
+        Store::partitioned(content, budget, spill_dir, 1)
+    }
+
+    /// [`Store::new`] with the in-memory documents in `parts` partitions (by the
+    /// hash of the `_id`), one per writer thread.
+    pub fn partitioned(
+        content: Content,
+        budget: usize,
+        spill_dir: Option<&Path>,
+        parts: usize,
+    ) -> Store {
         Store {
             content,
-            mem: FastMap::default(),
-            counts: FastMap::default(),
+            parts: (0..parts.max(1)).map(|_| Part::default()).collect(),
+            partitioner: foldhash::fast::FixedState::with_seed(0x7069_7472),
             mem_bytes: 0,
             budget,
             spill_dir: spill_dir.map(Path::to_path_buf),
             disk: None,
             peak_mem_bytes: 0,
+            spill_pending: false,
         }
     }
 
     pub fn content(&self) -> Content {
         self.content
+    }
+
+    /// How many partitions the in-memory documents are split into.
+    pub fn partitions(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The partition holding `key` (equal `_id`s of different numeric types hash
+    /// alike: [`IdKey`]'s `Hash` agrees with its `Eq`).
+    pub(crate) fn part_of(&self, key: &IdKey) -> usize {
+        if self.parts.len() == 1 {
+            return 0;
+        }
+        (std::hash::BuildHasher::hash_one(&self.partitioner, key) % self.parts.len() as u64)
+            as usize
+    }
+
+    /// The partitions, for writer threads that each take one.
+    pub(crate) fn parts_mut(&mut self) -> &mut [Part] {
+        &mut self.parts
     }
 
     /// Whether documents live on disk now.
@@ -86,26 +202,81 @@ impl Store {
 
     /// Documents held, over every collection.
     pub fn total(&self) -> u64 {
-        self.counts.values().sum()
+        self.parts.iter().flat_map(|p| p.counts.values()).sum()
     }
 
     /// Forgets every document and keeps none from now on (catalog only): for a
     /// counting model that outgrew its cap.
     pub fn forget_documents(&mut self) {
         self.content = Content::CatalogOnly;
-        self.mem = FastMap::default();
-        self.counts = FastMap::default();
+        for p in &mut self.parts {
+            *p = Part::default();
+        }
         self.mem_bytes = 0;
         self.disk = None;
     }
 
     pub fn count(&self, slot: Slot) -> u64 {
-        self.counts.get(&slot).copied().unwrap_or(0)
+        self.parts
+            .iter()
+            .map(|p| p.counts.get(&slot).copied().unwrap_or(0))
+            .sum()
     }
 
     fn cost(key: &IdKey, doc_len: usize) -> usize {
         let k = key.document_bytes().len();
         ENTRY_OVERHEAD + doc_len + if k > 30 { k } else { 0 }
+    }
+
+    /// Adds a change of the memory estimate (never below zero).
+    fn add_bytes(&mut self, delta: isize) {
+        self.mem_bytes = if delta >= 0 {
+            self.mem_bytes + delta as usize
+        } else {
+            self.mem_bytes.saturating_sub(delta.unsigned_abs())
+        };
+    }
+
+    /// After a write that may have grown the documents: the peak, and the move to
+    /// disk past the budget.
+    fn grew(&mut self) -> Result<(), DiskError> {
+        self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
+        if self.disk.is_none() && self.mem_bytes > self.budget && self.spill_dir.is_some() {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// A batch applied by writer threads ([`super::partition`]) changed the memory
+    /// estimate by `deltas` (in the sequential order of its writes, each with
+    /// whether it was a write that grows, as [`Store::put`] or
+    /// [`Store::mem_replace`]): the peak and the move to disk are those the
+    /// sequential apply would have seen (it moved to disk at the first write past
+    /// the budget, and no later write changed the peak); the documents move to disk
+    /// later, at [`Store::spill_now`], once no batch is in flight (the same
+    /// documents end up there).
+    pub(crate) fn batch_applied(&mut self, deltas: impl Iterator<Item = (isize, bool)>) {
+        for (d, write) in deltas {
+            self.add_bytes(d);
+            if self.spill_pending || !write {
+                continue;
+            }
+            self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
+            self.spill_pending = self.mem_bytes > self.budget && self.spill_dir.is_some();
+        }
+    }
+
+    /// Whether a batch passed the budget and the documents have yet to move to disk.
+    pub(crate) fn spill_pending(&self) -> bool {
+        self.spill_pending
+    }
+
+    /// Moves the documents to disk if a batch passed the budget.
+    pub(crate) fn spill_now(&mut self) -> Result<(), DiskError> {
+        if std::mem::take(&mut self.spill_pending) {
+            self.spill()?;
+        }
+        Ok(())
     }
 
     /// The document with `_id` `key`, appended to `out`; false when absent. In
@@ -114,7 +285,7 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.get(slot, key, out);
         }
-        match self.mem.get(&slot).and_then(|m| m.get(key)) {
+        match self.parts[self.part_of(key)].get(slot, key) {
             Some(doc) => {
                 out.extend_from_slice(doc);
                 Ok(true)
@@ -128,35 +299,25 @@ impl Store {
         if self.disk.is_some() {
             return None;
         }
-        self.mem.get(&slot).and_then(|m| m.get(key)).map(|d| &d[..])
+        self.parts[self.part_of(key)].get(slot, key)
     }
 
     /// Replaces an in-memory document (after [`Store::mem_get`] found it): over its
     /// bytes when the size is unchanged, else in an allocation of the new size.
     pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<(), DiskError> {
-        let new_len = doc.len();
-        let Some(old) = self.mem.get_mut(&slot).and_then(|m| m.get_mut(key)) else {
+        let p = self.part_of(key);
+        let Some(delta) = self.parts[p].replace(slot, key, doc) else {
             return self.put(slot, key.clone(), doc).map(|_| ());
         };
-        let old_len = old.len();
-        if old_len == new_len {
-            old.copy_from_slice(doc);
-        } else {
-            *old = Box::from(doc);
-        }
-        self.mem_bytes = (self.mem_bytes + new_len).saturating_sub(old_len);
-        self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
-        if self.mem_bytes > self.budget && self.spill_dir.is_some() {
-            self.spill()?;
-        }
-        Ok(())
+        self.add_bytes(delta);
+        self.grew()
     }
 
     pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
         }
-        Ok(self.mem.get(&slot).is_some_and(|m| m.contains_key(key)))
+        Ok(self.parts[self.part_of(key)].get(slot, key).is_some())
     }
 
     /// Inserts or replaces; returns whether a document was replaced.
@@ -190,64 +351,59 @@ impl Store {
             Content::KeysOnly => &[],
             Content::CatalogOnly => return Ok(false),
         };
-        let replaced = if let Some(d) = &mut self.disk {
-            d.put(slot, &key, doc, exists)?
-        } else {
-            let add = Self::cost(&key, doc.len());
-            let old = self
-                .mem
-                .entry(slot)
-                .or_default()
-                .insert(key, doc.to_vec().into_boxed_slice());
-            self.mem_bytes += add;
-            if let Some(old) = &old {
-                // Same key size: the old entry cost `add` with the old document's length.
-                self.mem_bytes -= add - doc.len() + old.len();
+        if let Some(d) = &mut self.disk {
+            let replaced = d.put(slot, &key, doc, exists)?;
+            if !replaced {
+                // The per-slot counts live in the first partition once on disk.
+                *self.parts[0].counts.entry(slot).or_default() += 1;
             }
-            self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
-            old.is_some()
-        };
-        if !replaced {
-            *self.counts.entry(slot).or_default() += 1;
+            return Ok(replaced);
         }
-        if self.disk.is_none() && self.mem_bytes > self.budget && self.spill_dir.is_some() {
-            self.spill()?;
-        }
+        let p = self.part_of(&key);
+        let (replaced, delta) = self.parts[p].put(slot, key, doc);
+        self.add_bytes(delta);
+        self.grew()?;
         Ok(replaced)
     }
 
     /// Removes; returns whether the document existed.
     pub fn remove(&mut self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
-        let removed = if let Some(d) = &mut self.disk {
-            d.remove(slot, key)?
-        } else {
-            match self.mem.get_mut(&slot).and_then(|m| m.remove_entry(key)) {
-                Some((k, doc)) => {
-                    self.mem_bytes = self.mem_bytes.saturating_sub(Self::cost(&k, doc.len()));
-                    true
+        if let Some(d) = &mut self.disk {
+            let removed = d.remove(slot, key)?;
+            if removed {
+                if let Some(c) = self.parts[0].counts.get_mut(&slot) {
+                    *c -= 1;
                 }
-                None => false,
             }
-        };
-        if removed {
-            if let Some(c) = self.counts.get_mut(&slot) {
-                *c -= 1;
-            }
+            return Ok(removed);
         }
-        Ok(removed)
+        let p = self.part_of(key);
+        match self.parts[p].remove(slot, key) {
+            Some(delta) => {
+                self.add_bytes(delta);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// Removes every document of `slot`.
     pub fn clear(&mut self, slot: Slot) -> Result<(), DiskError> {
-        self.counts.remove(&slot);
+        for p in &mut self.parts {
+            p.counts.remove(&slot);
+        }
         if let Some(d) = &mut self.disk {
             return d.clear(slot);
         }
-        if let Some(m) = self.mem.remove(&slot) {
-            for (k, doc) in m {
-                self.mem_bytes = self.mem_bytes.saturating_sub(Self::cost(&k, doc.len()));
+        let mut freed = 0usize;
+        for p in &mut self.parts {
+            if let Some(m) = p.mem.remove(&slot) {
+                for (k, doc) in m {
+                    freed += Self::cost(&k, doc.len());
+                }
             }
         }
+        self.mem_bytes = self.mem_bytes.saturating_sub(freed);
         Ok(())
     }
 
@@ -260,23 +416,51 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.for_each(slot, f);
         }
-        if let Some(m) = self.mem.get(&slot) {
+        let maps: Vec<_> = self.parts.iter().filter_map(|p| p.mem.get(&slot)).collect();
+        if let [m] = maps[..] {
             for (k, doc) in m {
                 f(k, doc)?;
             }
+            return Ok(());
+        }
+        for (k, doc) in merge_sorted(maps.into_iter().map(|m| m.iter()).collect()) {
+            f(k, doc)?;
         }
         Ok(())
     }
 
-    /// Moves every document to disk; from now on the store works there.
+    /// Moves every document to disk; from now on the store works there (the
+    /// per-slot counts move to the first partition).
     fn spill(&mut self) -> Result<(), DiskError> {
         let dir = self.spill_dir.clone().expect("checked by the caller");
         let mut disk = DiskStore::create(&dir, self.budget)?;
-        let mem = std::mem::take(&mut self.mem);
-        for (slot, docs) in mem {
-            disk.load(slot, docs.into_iter())?;
+        let mut slots: Vec<Slot> = self
+            .parts
+            .iter()
+            .flat_map(|p| p.mem.keys().copied())
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut counts: FastMap<Slot, u64> = FastMap::default();
+        for p in &self.parts {
+            for (slot, n) in &p.counts {
+                *counts.entry(*slot).or_default() += n;
+            }
+        }
+        for slot in slots {
+            let maps: Vec<_> = self
+                .parts
+                .iter_mut()
+                .filter_map(|p| p.mem.remove(&slot))
+                .map(BTreeMap::into_iter)
+                .collect();
+            disk.load(slot, merge_sorted(maps))?;
         }
         disk.flush()?;
+        for p in &mut self.parts {
+            *p = Part::default();
+        }
+        self.parts[0].counts = counts;
         self.mem_bytes = 0;
         self.disk = Some(disk);
         Ok(())

@@ -654,6 +654,7 @@ fn disk_store_keeps_the_server_order() {
             memory: budget,
             spill_dir: Some(dir.path().join(budget.to_string())),
             update: Default::default(),
+            writers: 1,
         })
     };
     std::fs::create_dir_all(dir.path().join("100")).unwrap();

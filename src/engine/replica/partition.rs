@@ -1,0 +1,797 @@
+//! Applying CRUD entries on several writer threads, as a secondary does.
+//!
+//! The server's oplog applier splits a batch of entries over its writer threads by
+//! a hash of the namespace and, for a collection that is not capped, of the
+//! document's `_id` (`src/mongo/db/repl/oplog_applier_utils.cpp`,
+//! `processCrudOp`/`addToWriterVector`, called from `oplog_applier_impl.cpp`
+//! `_deriveOpsAndFillWriterVectors`): writes to one document stay in order on one
+//! thread, writes to different documents commute. Capped collections are hashed by
+//! namespace alone (their insertion order is a guaranteed property), and commands
+//! are applied in a batch of their own (`oplog_batcher.cpp`,
+//! `_mustProcessIndividually`).
+//!
+//! pitr does the same with the in-memory store ([`super::store`]), whose documents
+//! are split into one partition per writer by the hash of the `_id` (the slot names
+//! the collection): [`super::Replica::apply_partitioned`] resolves each CRUD entry's
+//! collection and `_id` on the caller's thread, in order (the catalog is only
+//! touched there), and queues it for the writer owning its partition. A full queue
+//! is handed to the writer threads, each taking its partition along (no lock), while
+//! the caller reads and queues the next ([`super::Replica::settle`] waits for it).
+//! A committed transaction's CRUD operations are queued like any other, as the
+//! server shares them out (`_addOplogChainOpsToWriterVectors` -> `addDerivedOps`).
+//! What is not partitionable is applied alone, after every queued entry, exactly as
+//! the sequential apply does: commands, writes to capped collections and views,
+//! documents without `_id`, entries whose `ui` names another collection, anything
+//! with the documents on disk (past `--memory`, the store is sequential). A queue
+//! cut short by one of them is applied on the caller's thread when it is shorter
+//! than [`MIN_SHARED`].
+//!
+//! Everything observable is the sequential apply's: each document sees its writes in
+//! oplog order; the first error in oplog order is the one reported, with the counts
+//! of tolerated entries and applied entries as they stood at it; the memory peak and
+//! the move to disk are computed from the writes' effects in oplog order
+//! ([`super::store::Store::batch_applied`]; the move waits until no queue is in
+//! flight, so the memory used may pass the budget by two queues, at most twice
+//! [`BATCH_BYTES`] of entries).
+
+use bson::RawDocument;
+
+use super::store::{Part, Slot};
+use super::{Phase, ReplicaError};
+use crate::engine::update::{self, ApplyOptions};
+use crate::engine::{IdKey, UpdateError};
+use crate::oplog::Ts;
+
+/// Entries queued before the writers apply them.
+pub const BATCH_OPS: usize = 8192;
+/// Bytes of queued entries (their `o` and namespace) before the writers apply them.
+pub const BATCH_BYTES: usize = 8 << 20;
+/// A queue shorter than this (cut short by a command or a transaction) is applied on
+/// the calling thread, partition after partition: handing it to another thread
+/// would cost more than it saves.
+pub const MIN_SHARED: usize = 512;
+
+/// The environment variable that sets the number of writer threads (default: the
+/// number of cores; 1 applies sequentially).
+pub const WRITERS_ENV: &str = "PITR_APPLY_WRITERS";
+
+/// The environment variable that sets how many entries a queue holds before it is
+/// handed to the writers (default [`BATCH_OPS`]; for tests, so that small inputs
+/// fill several queues).
+pub const BATCH_ENV: &str = "PITR_APPLY_BATCH";
+
+/// Entries per queue: `PITR_APPLY_BATCH` when set (1 to 1,000,000), else
+/// [`BATCH_OPS`].
+pub fn batch_entries() -> Result<usize, String> {
+    match std::env::var(BATCH_ENV) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{BATCH_ENV}={v:?} is not a number of entries from 1 to 1000000 (unset it for {BATCH_OPS})"
+            )),
+        },
+        Err(_) => Ok(BATCH_OPS),
+    }
+}
+
+/// Writer threads for the embedded engine's apply: `PITR_APPLY_WRITERS` when set
+/// (1 to 64), else the number of cores.
+pub fn writers() -> Result<usize, String> {
+    match std::env::var(WRITERS_ENV) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=64).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{WRITERS_ENV}={v:?} is not a number of writer threads from 1 to 64 \
+                 (unset it to use one per core; 1 applies sequentially)"
+            )),
+        },
+        Err(_) => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Insert,
+    Update { upsert: bool },
+    Delete,
+}
+
+impl Kind {
+    fn letter(self) -> &'static str {
+        match self {
+            Kind::Insert => "i",
+            Kind::Update { .. } => "u",
+            Kind::Delete => "d",
+        }
+    }
+}
+
+/// One queued CRUD entry: what its writer needs, and what names it in an error.
+pub(super) struct Queued {
+    /// Its place in the batch (oplog order).
+    pub seq: u32,
+    pub kind: Kind,
+    pub phase: Phase,
+    pub slot: Slot,
+    pub key: IdKey,
+    /// `o` (an insert's document, an update's change) in the batch's bytes.
+    pub o: (usize, usize),
+    pub ns: (usize, usize),
+    pub ts: Ts,
+}
+
+/// A full queue handed to the writer threads (each owns its partition meanwhile),
+/// not joined yet: the walk reads and queues the next entries in the meantime.
+pub(super) struct InFlight {
+    handles: Vec<std::thread::JoinHandle<(Part, Outcome)>>,
+    base_applied: u64,
+    len: usize,
+}
+
+/// The entries queued for the writers.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// The previous queue, being applied.
+    pub inflight: Option<InFlight>,
+    /// `Replica::applied` before the first queued entry.
+    pub base_applied: u64,
+    /// Per partition, its entries in oplog order.
+    pub queues: Vec<Vec<Queued>>,
+    /// The queued entries' `o` and namespace bytes.
+    pub bytes: Vec<u8>,
+    pub len: usize,
+    /// Entries per queue (0: [`BATCH_OPS`]).
+    pub limit: usize,
+}
+
+impl Batch {
+    /// No entry queued (one may be in flight).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Forgets the queued entries (after an earlier entry failed).
+    fn discard(&mut self) {
+        self.queues.clear();
+        self.bytes.clear();
+        self.len = 0;
+    }
+
+    pub fn is_full(&self) -> bool {
+        let limit = if self.limit == 0 {
+            BATCH_OPS
+        } else {
+            self.limit
+        };
+        self.len >= limit || self.bytes.len() >= BATCH_BYTES
+    }
+
+    /// Copies `b` into the batch's bytes; its range there.
+    pub fn keep(&mut self, b: &[u8]) -> (usize, usize) {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        (at, at + b.len())
+    }
+}
+
+/// What one writer did with its queue.
+#[derive(Default)]
+pub(super) struct Outcome {
+    /// Its first failure (it stops there): the entry's place and the error.
+    pub error: Option<(u32, ReplicaError)>,
+    /// Places of the entries tolerated (counted as `Tolerated::idempotent`).
+    pub tolerated: Vec<u32>,
+    /// Per write: its place, the change of the memory estimate, and whether it may
+    /// have grown the documents (a put or a replacement, not a removal).
+    pub bytes: Vec<(u32, isize, bool)>,
+}
+
+/// What applying one entry did.
+enum Effect {
+    Bytes(isize, bool),
+    Tolerated,
+    Nothing,
+}
+
+/// A writer: applies its queue to its partition, in order, until the first error.
+pub(super) fn run(
+    part: &mut Part,
+    queue: Vec<Queued>,
+    bytes: &[u8],
+    opts: ApplyOptions,
+) -> Outcome {
+    let mut out = Outcome::default();
+    let mut scratch = Vec::new();
+    for q in queue {
+        let seq = q.seq;
+        match apply(part, q, bytes, opts, &mut scratch) {
+            Ok(Effect::Bytes(d, grows)) => out.bytes.push((seq, d, grows)),
+            Ok(Effect::Tolerated) => out.tolerated.push(seq),
+            Ok(Effect::Nothing) => {}
+            Err(e) => {
+                out.error = Some((seq, e));
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn text(bytes: &[u8], (a, b): (usize, usize)) -> &str {
+    std::str::from_utf8(&bytes[a..b]).unwrap_or("?")
+}
+
+fn failure(q: &Queued, bytes: &[u8], why: impl Into<String>) -> ReplicaError {
+    ReplicaError::Apply {
+        ts: q.ts,
+        ns: text(bytes, q.ns).to_string(),
+        op: q.kind.letter().to_string(),
+        why: why.into(),
+    }
+}
+
+/// The sequential apply's answer to a write whose document is missing
+/// ([`super::Replica`]'s `update_found` and `delete`).
+fn missing(q: &Queued, bytes: &[u8], what: &str) -> Result<Effect, ReplicaError> {
+    match q.phase {
+        Phase::Strict => Err(failure(
+            q,
+            bytes,
+            format!("no document has this `_id` ({what}): the backup and the oplog disagree"),
+        )),
+        Phase::Idempotent => Ok(Effect::Tolerated),
+        Phase::Lenient => Ok(Effect::Nothing),
+    }
+}
+
+/// The sequential apply's answer to an update the update language refuses
+/// ([`super::Replica`]'s `update_failed`): tolerated or an error.
+pub(super) fn update_failure(
+    phase: Phase,
+    e: UpdateError,
+    (ts, ns, op): (Ts, &str, &str),
+) -> Result<bool, ReplicaError> {
+    match phase {
+        Phase::Idempotent if !matches!(e, UpdateError::Unsupported { .. }) => Ok(true),
+        Phase::Lenient => Ok(false),
+        _ => match e {
+            UpdateError::Unsupported { .. } => Err(ReplicaError::Unsupported {
+                ts,
+                ns: ns.to_string(),
+                why: e.to_string(),
+            }),
+            e => Err(ReplicaError::Apply {
+                ts,
+                ns: ns.to_string(),
+                op: op.to_string(),
+                why: e.to_string(),
+            }),
+        },
+    }
+}
+
+fn refused(q: &Queued, bytes: &[u8], e: UpdateError) -> Result<Effect, ReplicaError> {
+    let tolerated = update_failure(q.phase, e, (q.ts, text(bytes, q.ns), q.kind.letter()))?;
+    Ok(if tolerated {
+        Effect::Tolerated
+    } else {
+        Effect::Nothing
+    })
+}
+
+/// One entry on its partition, with the in-memory semantics of
+/// [`super::Replica`]'s `insert`, `update` and `delete` (documents kept whole).
+fn apply(
+    part: &mut Part,
+    q: Queued,
+    bytes: &[u8],
+    opts: ApplyOptions,
+    scratch: &mut Vec<u8>,
+) -> Result<Effect, ReplicaError> {
+    let o = &bytes[q.o.0..q.o.1];
+    match q.kind {
+        Kind::Insert => {
+            let (_, d) = part.put(q.slot, q.key, o);
+            Ok(Effect::Bytes(d, true))
+        }
+        Kind::Delete => match part.remove(q.slot, &q.key) {
+            Some(d) => Ok(Effect::Bytes(d, false)),
+            None => missing(&q, bytes, "a delete of a missing document"),
+        },
+        Kind::Update { upsert } => {
+            let o = RawDocument::from_bytes(o).map_err(|e| failure(&q, bytes, e.to_string()))?;
+            scratch.clear();
+            let r = match part.get(q.slot, &q.key) {
+                Some(cur) => update::classify(o).and_then(|kind| {
+                    let cur = RawDocument::from_bytes(cur).map_err(|e| {
+                        UpdateError::malformed("the stored document", e.to_string())
+                    })?;
+                    update::apply(cur, kind, opts, scratch)
+                }),
+                None if !upsert => return missing(&q, bytes, "an update of a missing document"),
+                None => {
+                    update::classify(o).and_then(|kind| update::upsert(&q.key, kind, opts, scratch))
+                }
+            };
+            if let Err(e) = r {
+                return refused(&q, bytes, e);
+            }
+            let d = match part.replace(q.slot, &q.key, scratch) {
+                Some(d) => d,
+                None => part.put(q.slot, q.key, scratch).1,
+            };
+            Ok(Effect::Bytes(d, true))
+        }
+    }
+}
+
+impl super::Replica {
+    /// The collection slot of a CRUD entry the writers may apply, or None when it
+    /// must be applied alone (see the module documentation). Reads only.
+    fn partitionable(&self, op: &crate::oplog::Entry<'_>, phase: Phase) -> Option<Slot> {
+        use crate::oplog::Op;
+        if self.store.partitions() < 2 || self.store.spilled() || self.store.spill_pending() {
+            return None;
+        }
+        if !matches!(op.op, Op::Insert | Op::Update | Op::Delete) {
+            return None;
+        }
+        let c = self.colls.get(op.ns)?;
+        if !matches!(
+            c.kind,
+            super::CollKind::Collection | super::CollKind::TimeseriesBuckets
+        ) || c.is_capped()
+        {
+            return None;
+        }
+        // `target_slot` goes by `ui` first: only an entry whose `ui` is this
+        // collection's (or that has none) is sure to write here without teaching
+        // the catalog anything.
+        let ui = op.ui.and_then(|u| <[u8; 16]>::try_from(u).ok());
+        if phase != Phase::Lenient && ui.is_some_and(|u| c.uuid != Some(u)) {
+            return None;
+        }
+        Some(c.slot)
+    }
+
+    /// [`super::Replica::apply`], or for a CRUD entry the writers may apply, its
+    /// place in the queue ([`super::Replica::settle`] applies it). Its error, if
+    /// any, comes from a later call or from `settle`.
+    pub fn apply_partitioned(
+        &mut self,
+        op: &crate::oplog::Entry<'_>,
+        phase: Phase,
+    ) -> Result<(), ReplicaError> {
+        use crate::oplog::Op;
+        let Some(slot) = self.partitionable(op, phase) else {
+            return self.apply(op, phase);
+        };
+        let (kind, key_doc) = match op.op {
+            Op::Insert => (Kind::Insert, op.o),
+            Op::Delete => (Kind::Delete, op.o),
+            _ => {
+                // `b: true`: the primary's update was an upsert.
+                let upsert = matches!(op.raw.get("b"), Ok(Some(bson::RawBsonRef::Boolean(true))));
+                (Kind::Update { upsert }, op.o2)
+            }
+        };
+        let key = key_doc.map(IdKey::from_document_id);
+        let (Some(Ok(key)), Some(o)) = (key, op.o.or(key_doc)) else {
+            // Missing `o`, `o2` or `_id`: the sequential apply says what happens.
+            return self.apply(op, phase);
+        };
+        if op.op != Op::Delete && op.o.is_none() {
+            return self.apply(op, phase);
+        }
+        if let Err(e) = super::interrupt::check() {
+            self.settle()?;
+            return Err(e);
+        }
+        if self.batch.is_empty() {
+            self.batch.base_applied = self.applied;
+            let parts = self.store.partitions();
+            self.batch.queues.resize_with(parts, Vec::new);
+        }
+        self.applied += 1;
+        if self.applied.is_multiple_of(super::interrupt::EVERY) {
+            super::interrupt::test_pause();
+        }
+        let o = match kind {
+            Kind::Delete => (0, 0),
+            _ => self.batch.keep(o.as_bytes()),
+        };
+        let ns = self.batch.keep(op.ns.as_bytes());
+        let part = self.store.part_of(&key);
+        let seq = self.batch.len as u32;
+        self.batch.queues[part].push(Queued {
+            seq,
+            kind,
+            phase,
+            slot,
+            key,
+            o,
+            ns,
+            ts: op.ts,
+        });
+        self.batch.len += 1;
+        if self.batch.is_full() {
+            self.hand_off()?;
+        }
+        Ok(())
+    }
+
+    /// Entries per queue handed to the writers (default [`BATCH_OPS`]).
+    pub fn set_batch_entries(&mut self, n: usize) {
+        self.batch.limit = n;
+    }
+
+    /// Whether entries are queued or being applied, or documents have yet to move
+    /// to disk: [`super::Replica::settle`] first.
+    pub(super) fn unsettled_batch(&self) -> bool {
+        !self.batch.is_empty() || self.batch.inflight.is_some() || self.store.spill_pending()
+    }
+
+    /// A full queue: joins the one in flight, then hands this one to the writer
+    /// threads (one per partition, which each take their partition along) and
+    /// returns, so that the walk reads and queues the next entries meanwhile.
+    fn hand_off(&mut self) -> Result<(), ReplicaError> {
+        self.join_inflight()?;
+        if self.store.spill_pending() {
+            return self.settle();
+        }
+        let len = self.batch.len;
+        let base_applied = self.batch.base_applied;
+        let queues = std::mem::take(&mut self.batch.queues);
+        let bytes = std::sync::Arc::new(std::mem::take(&mut self.batch.bytes));
+        self.batch.len = 0;
+        let opts = self.opts.update;
+        let handles = self
+            .store
+            .parts_mut()
+            .iter_mut()
+            .map(std::mem::take)
+            .zip(queues)
+            .map(|(mut part, queue)| {
+                let bytes = std::sync::Arc::clone(&bytes);
+                std::thread::spawn(move || {
+                    let o = run(&mut part, queue, &bytes, opts);
+                    (part, o)
+                })
+            })
+            .collect();
+        self.batches += 1;
+        self.batches_shared += 1;
+        self.batch.inflight = Some(InFlight {
+            handles,
+            base_applied,
+            len,
+        });
+        Ok(())
+    }
+
+    /// Waits for the queue in flight and takes its partitions back; its first
+    /// error, if any (the queued entries, all later, are then forgotten).
+    fn join_inflight(&mut self) -> Result<(), ReplicaError> {
+        let Some(f) = self.batch.inflight.take() else {
+            return Ok(());
+        };
+        let mut outcomes = Vec::with_capacity(f.handles.len());
+        for (i, h) in f.handles.into_iter().enumerate() {
+            let (part, o) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            self.store.parts_mut()[i] = part;
+            outcomes.push(o);
+        }
+        let r = self.merge(outcomes, f.base_applied, f.len);
+        if r.is_err() {
+            self.batch.discard();
+        }
+        r
+    }
+
+    /// Applies every queued entry (the queue in flight, then the one being
+    /// filled, on the writer threads when it is long enough), then moves the
+    /// documents to disk if the budget was passed: the replica is then as the
+    /// sequential apply leaves it, with its first error in oplog order.
+    pub fn settle(&mut self) -> Result<(), ReplicaError> {
+        self.join_inflight()?;
+        if !self.batch.is_empty() {
+            let len = self.batch.len;
+            let base = self.batch.base_applied;
+            let queues = std::mem::take(&mut self.batch.queues);
+            let bytes = std::mem::take(&mut self.batch.bytes);
+            self.batch.len = 0;
+            let opts = self.opts.update;
+            self.batches += 1;
+            let outcomes = if len < MIN_SHARED {
+                let parts = self.store.parts_mut().iter_mut();
+                parts
+                    .zip(queues)
+                    .map(|(part, queue)| run(part, queue, &bytes, opts))
+                    .collect()
+            } else {
+                self.batches_shared += 1;
+                write_in_parallel(self.store.parts_mut(), queues, &bytes, opts)
+            };
+            self.batch.bytes = bytes;
+            self.batch.bytes.clear();
+            self.merge(outcomes, base, len)?;
+        }
+        Ok(self.store.spill_now()?)
+    }
+
+    /// The writers' outcomes of one queue of `len` entries: the tolerated and
+    /// applied counts and the memory estimate as the sequential apply leaves them,
+    /// and its first error in oplog order.
+    fn merge(
+        &mut self,
+        mut outcomes: Vec<Outcome>,
+        base: u64,
+        len: usize,
+    ) -> Result<(), ReplicaError> {
+        let first = outcomes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| o.error.as_ref().map(|(seq, _)| (*seq, i)))
+            .min();
+        let limit = first.map_or(u32::MAX, |(seq, _)| seq);
+        let mut deltas = vec![(0isize, false); len];
+        for o in &outcomes {
+            self.tolerated.idempotent += o.tolerated.iter().filter(|s| **s < limit).count() as u64;
+            for &(seq, d, grows) in &o.bytes {
+                deltas[seq as usize] = (d, grows);
+            }
+        }
+        // The sequential apply stops at the first error: what it applied is before.
+        let applied_to = first.map_or(len, |(seq, _)| seq as usize);
+        self.on_writers += applied_to as u64;
+        self.store
+            .batch_applied(deltas.into_iter().take(applied_to));
+        match first {
+            Some((seq, i)) => {
+                self.applied = base + u64::from(seq) + 1;
+                Err(outcomes[i].error.take().expect("found above").1)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// Each partition's queue applied on its own thread (this one takes the first).
+fn write_in_parallel(
+    parts: &mut [Part],
+    queues: Vec<Vec<Queued>>,
+    bytes: &[u8],
+    opts: ApplyOptions,
+) -> Vec<Outcome> {
+    std::thread::scope(|s| {
+        let mut work = parts.iter_mut().zip(queues);
+        let mine = work.next();
+        let others: Vec<_> = work
+            .map(|(part, queue)| {
+                if queue.is_empty() {
+                    return None;
+                }
+                Some(s.spawn(move || run(part, queue, bytes, opts)))
+            })
+            .collect();
+        let mut out = vec![mine.map_or_else(Outcome::default, |(part, queue)| {
+            run(part, queue, bytes, opts)
+        })];
+        for h in others {
+            out.push(match h {
+                Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                None => Outcome::default(),
+            });
+        }
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::{doc, spec::BinarySubtype, Binary, Bson, Document, RawDocumentBuf, Timestamp};
+
+    use super::super::{Content, Replica, ReplicaOptions};
+    use super::*;
+    use crate::oplog::Entry;
+
+    /// splitmix64: deterministic choices.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) % n
+        }
+    }
+
+    fn uuid(n: u8) -> Binary {
+        Binary {
+            subtype: BinarySubtype::Uuid,
+            bytes: vec![n; 16],
+        }
+    }
+
+    fn ts(i: u32) -> Bson {
+        Bson::Timestamp(Timestamp {
+            time: 100 + i / 1000,
+            increment: i % 1000 + 1,
+        })
+    }
+
+    /// An `_id` among `n`: equal values of different numeric types are one `_id`.
+    fn id(rng: &mut Rng, n: u64) -> Bson {
+        let k = rng.below(n);
+        match rng.below(4) {
+            0 => Bson::Int32(k as i32),
+            1 => Bson::Int64(k as i64),
+            2 => Bson::Double(k as f64),
+            _ => Bson::String(format!("k{k}")),
+        }
+    }
+
+    /// One random entry: CRUD on `t.a`, `t.b` and the capped `t.c` (upserts,
+    /// diffs, replacements, updates the update language refuses, writes to missing
+    /// documents), and now and then a command (a barrier) that drops and
+    /// re-creates `t.b`.
+    fn entry(rng: &mut Rng, i: u32, keys: u64) -> Document {
+        let (ns, ui) = match rng.below(10) {
+            0..=5 => ("t.a", 1),
+            6..=8 => ("t.b", 2),
+            _ => ("t.c", 3),
+        };
+        let v = i as i64;
+        match rng.below(100) {
+            0 => {
+                doc! { "ts": ts(i), "op": "c", "ns": "t.$cmd", "ui": uuid(2), "o": { "drop": "b" } }
+            }
+            1 => doc! { "ts": ts(i), "op": "c", "ns": "t.$cmd", "ui": uuid(2),
+            "o": { "create": "b", "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } } },
+            2..=39 => {
+                let pad = "p".repeat(rng.below(200) as usize);
+                doc! { "ts": ts(i), "op": "i", "ns": ns, "ui": uuid(ui), "o": { "_id": id(rng, keys), "v": v, "pad": pad } }
+            }
+            40..=79 => {
+                let o = match rng.below(5) {
+                    0 => doc! { "_id": id(rng, keys), "replaced": v },
+                    1 => doc! { "$nonsense": { "x": 1 } },
+                    2 => doc! { "$v": 2, "diff": { "d": { "pad": false } } },
+                    _ => doc! { "$v": 2, "diff": { "u": { "v": v }, "i": { "w": v } } },
+                };
+                let mut d = doc! { "ts": ts(i), "op": "u", "ns": ns, "ui": uuid(ui), "o": o, "o2": { "_id": id(rng, keys) } };
+                if rng.below(3) == 0 {
+                    d.insert("b", true);
+                }
+                d
+            }
+            _ => {
+                doc! { "ts": ts(i), "op": "d", "ns": ns, "ui": uuid(ui), "o": { "_id": id(rng, keys) } }
+            }
+        }
+    }
+
+    fn replica(writers: usize, memory: usize, dir: &std::path::Path) -> Replica {
+        let mut r = Replica::new(ReplicaOptions {
+            content: Content::Documents,
+            memory,
+            spill_dir: Some(dir.to_path_buf()),
+            writers,
+            ..ReplicaOptions::default()
+        });
+        for (coll, ui, capped) in [("a", 1, false), ("b", 2, false), ("c", 3, true)] {
+            let mut o =
+                doc! { "create": coll, "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" } };
+            if capped {
+                o.insert("capped", true);
+                o.insert("size", 1_000_000);
+            }
+            let raw = RawDocumentBuf::from_document(
+                &doc! { "ts": ts(0), "op": "c", "ns": "t.$cmd", "ui": uuid(ui), "o": o },
+            )
+            .unwrap();
+            r.apply(&Entry::parse(&raw).unwrap(), Phase::Strict)
+                .unwrap();
+        }
+        r
+    }
+
+    /// Everything a run shows: each collection's documents in dump order, counts,
+    /// tolerated and applied entries, the memory peak, whether it moved to disk.
+    fn state(
+        r: &Replica,
+    ) -> (
+        Vec<Vec<u8>>,
+        Vec<u64>,
+        super::super::Tolerated,
+        u64,
+        usize,
+        bool,
+    ) {
+        let mut docs = Vec::new();
+        let mut counts = Vec::new();
+        for ns in ["t.a", "t.b", "t.c"] {
+            r.for_each_document(ns, &mut |d| {
+                docs.push(d.to_vec());
+                Ok(())
+            })
+            .unwrap();
+            counts.push(r.count(ns));
+        }
+        let st = r.store();
+        (
+            docs,
+            counts,
+            r.tolerated.clone(),
+            r.applied,
+            st.peak_memory(),
+            st.spilled(),
+        )
+    }
+
+    /// `ops` random entries, the first `idempotent` of them in the initial-sync
+    /// phase, the rest strict, applied one by one and by `writers` threads: the same
+    /// first error (with the same applied and tolerated counts at it), or the same
+    /// state.
+    fn same_as_sequential(seed: u64, writers: usize, ops: u32, idempotent: u32, memory: usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let (d1, d2) = (dir.path().join("seq"), dir.path().join("par"));
+        let mut seq = replica(1, memory, &d1);
+        let mut par = replica(writers, memory, &d2);
+        // Queues of a few entries: many hand-offs, each overlapping the next queue.
+        par.set_batch_entries(5 + seed as usize % 7);
+        let mut rng = Rng(seed);
+        let (mut seq_err, mut par_err) = (None, None);
+        for i in 1..=ops {
+            let raw = RawDocumentBuf::from_document(&entry(&mut rng, i, 300)).unwrap();
+            let e = Entry::parse(&raw).unwrap();
+            let phase = if i <= idempotent {
+                Phase::Idempotent
+            } else {
+                Phase::Strict
+            };
+            if seq_err.is_none() {
+                seq_err = seq.apply(&e, phase).err().map(|e| e.to_string());
+            }
+            if par_err.is_none() {
+                par_err = par
+                    .apply_partitioned(&e, phase)
+                    .err()
+                    .map(|e| e.to_string());
+            }
+            if seq_err.is_some() && par_err.is_some() {
+                break;
+            }
+        }
+        if par_err.is_none() {
+            par_err = par.settle().err().map(|e| e.to_string());
+        }
+        let what = format!("seed {seed}, {writers} writers, budget {memory}");
+        assert_eq!(seq_err, par_err, "{what}: the first error");
+        assert!(par.on_writers > 0, "{what}: nothing went to the writers");
+        assert_eq!(
+            (seq.applied, &seq.tolerated),
+            (par.applied, &par.tolerated),
+            "{what}"
+        );
+        if seq_err.is_none() {
+            assert_eq!(state(&seq), state(&par), "{what}");
+        }
+    }
+
+    #[test]
+    fn writers_match_the_sequential_apply() {
+        for seed in 1..=4 {
+            // Initial-sync semantics only (tolerated, never failing): whole states.
+            same_as_sequential(seed, 2, 12_000, u32::MAX, usize::MAX);
+            // Then strict: the first error, which may sit on either writer.
+            same_as_sequential(seed, 2, 12_000, 9_000, usize::MAX);
+            same_as_sequential(seed, 3, 12_000, 9_000 + seed as u32 * 7, usize::MAX);
+        }
+        // A budget passed in the middle of a batch: the same peak, the same move.
+        same_as_sequential(7, 2, 12_000, u32::MAX, 300_000);
+        same_as_sequential(8, 3, 12_000, u32::MAX, 600_000);
+    }
+}
