@@ -19,9 +19,9 @@ use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt};
 
+use crate::cluster;
 use crate::cluster::mongod_slice::{self, MongodMember, SpareBrief, Verification};
 use crate::cluster::restore::{self, MemberJob, MemberReport, Merge, NsCount};
-use crate::cluster::{self, limit};
 use crate::engine::replica::hash::CollHash;
 use crate::error::Failure;
 use crate::exec::binaries::ToolSearch;
@@ -423,21 +423,10 @@ fn merge_dumps(
                 rep.dump_documents = Some(n);
             }
         }
-        match &mut merge {
-            None => {
-                check_routing(routing, model.replica(), reports)?;
-                let mg = Merge::new(model.replica())
-                    .map_err(|e| Failure::from(e).in_context(&context))?;
-                let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
-                limit::check_shards(&mg.routing.shards, &ids, p.limit)?;
-                let prim: Vec<&str> = mg.routing.databases.values().map(String::as_str).collect();
-                order = restore::order(&p.file, &prim);
-                merge = Some(mg);
-            }
-            Some(mg) => mg
-                .add_shard(&m.id, model.replica())
-                .map_err(|e| Failure::from(e).in_context(&context))?,
+        if merge.is_none() {
+            check_routing(routing, model.replica(), reports)?;
         }
+        super::cluster_restore::merge_step(p, &mut merge, &mut order, &m.id, model.replica())?;
     }
     let merge = merge.expect("the config server comes first");
     merge.write(out, p.limit, a.per_member.then_some(dumps))

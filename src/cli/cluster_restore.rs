@@ -540,22 +540,7 @@ fn replay_members(
             );
             rep.dump_documents = Some(n);
         }
-        let context = format!("member `{}`", m.id);
-        match &mut merge {
-            None => {
-                let mg = Merge::new(model.replica())
-                    .map_err(|e| Failure::from(e).in_context(&context))?;
-                let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
-                limit::check_shards(&mg.routing.shards, &ids, p.limit)?;
-                // The shards again, the databases' primaries first.
-                let prim: Vec<&str> = mg.routing.databases.values().map(String::as_str).collect();
-                order = restore::order(&p.file, &prim);
-                merge = Some(mg);
-            }
-            Some(mg) => mg
-                .add_shard(&m.id, model.replica())
-                .map_err(|e| Failure::from(e).in_context(&context))?,
-        }
+        merge_step(p, &mut merge, &mut order, &m.id, model.replica())?;
         drop(model);
         reports.push(rep);
         k += 1;
@@ -564,6 +549,33 @@ fn replay_members(
     let members = work.join("member-dumps");
     let counts = merge.write(out, p.limit, a.per_member.then_some(members.as_path()))?;
     Ok((reports, counts))
+}
+
+/// One member's state into the merge: the config server's first (it starts the
+/// merge with its routing, checks `config.shards` against the file, and orders the
+/// shards, the databases' primaries first), then each shard's.
+pub(super) fn merge_step<'a>(
+    p: &'a Prepared,
+    merge: &mut Option<Merge>,
+    order: &mut Vec<&'a cluster::Member>,
+    member: &str,
+    replica: &crate::engine::replica::Replica,
+) -> Result<(), Failure> {
+    let context = format!("member `{member}`");
+    match merge {
+        None => {
+            let mg = Merge::new(replica).map_err(|e| Failure::from(e).in_context(&context))?;
+            let ids: Vec<&str> = p.file.shards.iter().map(|s| s.id.as_str()).collect();
+            limit::check_shards(&mg.routing.shards, &ids, p.limit)?;
+            let prim: Vec<&str> = mg.routing.databases.values().map(String::as_str).collect();
+            *order = restore::order(&p.file, &prim);
+            *merge = Some(mg);
+        }
+        Some(mg) => mg
+            .add_shard(member, replica)
+            .map_err(|e| Failure::from(e).in_context(&context))?,
+    }
+    Ok(())
 }
 
 fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
