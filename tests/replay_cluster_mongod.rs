@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use cluster_common::{parse_ts as ts, FIXTURE};
 use pitr::oplog::Ts;
+use pitr_fixturegen::layout::{convert, Layout};
 use replay_common::{code, run_pitr, show, stderr, tool_sets, Bins};
 use serde_json::Value;
 
@@ -539,5 +540,164 @@ fn ctrl_c_stops_the_running_spare_and_starts_no_other() {
                 .any(|d| d.file_name().to_string_lossy().starts_with("pitr-spare-")),
             "the spare's dbpath is left: {e}"
         );
+    }
+}
+
+/// The fixture with every shard's backup as one `mongodump --oplog --archive --gzip`
+/// file (the config server keeps its directory: an archive there is refused, below).
+fn archive_fixture(dst: &Path) -> PathBuf {
+    fs::create_dir_all(dst).unwrap();
+    let mut toml = fs::read_to_string(Path::new(FIXTURE).join("cluster.toml")).unwrap();
+    for m in ["config", "shard0", "shard1", "shard2"] {
+        fs::create_dir_all(dst.join(m)).unwrap();
+        fs::copy(
+            Path::new(FIXTURE).join(m).join("oplog.bson"),
+            dst.join(m).join("oplog.bson"),
+        )
+        .unwrap();
+        let backup = Path::new(FIXTURE).join(m).join("backup");
+        if m == "config" {
+            copy_dir(&backup, &dst.join(m).join("backup"));
+            continue;
+        }
+        let name = Layout::ArchiveGzip.file_name();
+        convert(&backup, Layout::ArchiveGzip, &dst.join(m).join(name)).unwrap();
+        toml = toml.replace(
+            &format!("backup = \"{m}/backup\""),
+            &format!("backup = \"{m}/{name}\""),
+        );
+    }
+    fs::write(dst.join("cluster.toml"), toml).unwrap();
+    dst.join("cluster.toml")
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap().flatten() {
+        let to = dst.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            fs::copy(e.path(), to).unwrap();
+        }
+    }
+}
+
+/// Archive backups of the shards: each archive is streamed to mongorestore with its
+/// resolved slice appended to the archive's own oplog (one run), the commit entry of
+/// the transaction past the limit among it; the result is the embedded engine's, at a
+/// limit between the participants' commit entries and one after both. A config
+/// server whose backup is an archive is refused, naming it.
+#[test]
+fn archive_backups_are_resolved_in_their_one_run() {
+    let test = "archive_backups_are_resolved_in_their_one_run";
+    for b in tool_sets(test).iter().take(1) {
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let c = archive_fixture(&tmp.path().join("ar"));
+        let bin = b.dir.to_str().unwrap();
+        for (until, what) in limits().into_iter().filter(|(_, w)| {
+            *w == "between the participants' commit entries" || *w == "after every commit entry"
+        }) {
+            let args = |out: &str, engine: &str| -> Vec<String> {
+                let mut a: Vec<String> = [
+                    "replay",
+                    "--cluster",
+                    &c.display().to_string(),
+                    "--until",
+                    &until,
+                    "--out",
+                    out,
+                    "--json",
+                    "--accept-incidents",
+                    "--engine",
+                    engine,
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                if engine == "mongod" {
+                    a.extend(["--mongodb-bin".to_string(), bin.to_string()]);
+                }
+                a
+            };
+            let (m_out, e_out) = (format!("mongod-{until}"), format!("embedded-{until}"));
+            let o = run_pitr(
+                tmp.path(),
+                &args(&m_out, "mongod")
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                &[],
+            );
+            assert_eq!(code(&o), 0, "{what}: {}", show(&o));
+            let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+            let appended: usize = rep["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    m["mongod"]["slice"]["commits_appended"]
+                        .as_array()
+                        .unwrap()
+                        .len()
+                })
+                .sum();
+            let want = usize::from(what == "between the participants' commit entries");
+            assert_eq!(appended, want, "{what}: {rep}");
+            let o = run_pitr(
+                tmp.path(),
+                &args(&e_out, "embedded")
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                &[],
+            );
+            assert_eq!(code(&o), 0, "{what}: {}", show(&o));
+            assert_same_dump(
+                &tmp.path().join(&e_out),
+                &tmp.path().join(&m_out),
+                &format!("archive backups, {what}"),
+            );
+        }
+        // The config server's backup as an archive: refused, naming it.
+        let dir = tmp.path().join("ar");
+        let name = Layout::ArchiveGzip.file_name();
+        convert(
+            &dir.join("config/backup"),
+            Layout::ArchiveGzip,
+            &dir.join("config").join(name),
+        )
+        .unwrap();
+        let toml = fs::read_to_string(&c).unwrap().replace(
+            "backup = \"config/backup\"",
+            &format!("backup = \"config/{name}\""),
+        );
+        fs::write(&c, toml).unwrap();
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--cluster",
+                c.to_str().unwrap(),
+                "--until",
+                "auto",
+                "--out",
+                "refused",
+                "--accept-incidents",
+                "--engine",
+                "mongod",
+                "--mongodb-bin",
+                bin,
+            ],
+            &[],
+        );
+        assert_eq!(code(&o), 2, "{}", show(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("member `config`") && e.contains("archive"),
+            "{e}"
+        );
+        assert!(!tmp.path().join("refused").exists());
     }
 }

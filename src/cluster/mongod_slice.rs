@@ -22,7 +22,10 @@
 //!   `TimestampBeforeLimit`); excluded transactions (aborted, or committing at or
 //!   after `L`) have no commit entry in the slice and stay buffered: applied
 //!   nowhere. The prepare must be in the same mongorestore run as its commit (the
-//!   buffer is per run): in one run with the backup's own oplog it is; when the
+//!   buffer is per run): in one run with the backup's own oplog it is (a directory
+//!   backup's `restore/oplog.bson`; an archive's oplog namespace with the slice
+//!   appended, streamed from a bucket or, for a local archive, `restore.archive`
+//!   written again from the backup and the resolved slice); when the
 //!   backup is restored in a run of its own (a member with no entry between its
 //!   backup's end and `L`: no one-run input is written), a prepare at or before the backup's end is copied from the
 //!   member's oplog to the head of the slice (the backup's run buffers it and drops
@@ -168,13 +171,18 @@ pub fn resolve(
     let config = m.role == Role::Config;
     // Where mongorestore reads the entries after the backup's end, and whether the
     // backup's own oplog is in the same run.
+    if config && (r.archive || r.stream.is_some()) {
+        return Err(fail(m.id, "the config server's backup is an archive: its own oplog goes to mongorestore inside the archive, where pitr cannot give the chunk commits (applyOps on config.$cmd) to mongorestore on admin.$cmd")
+            .with_hint("use a directory backup (`mongodump --oplog --out DIR`) of the config server, or the embedded engine"));
+    }
     let (file, same_run, gzip) = if r.stream.is_some() {
-        if config {
-            return Err(fail(m.id, "the config server's backup is an archive: its own oplog goes to mongorestore inside the archive, where pitr cannot give the chunk commits (applyOps on config.$cmd) to mongorestore on admin.$cmd")
-                .with_hint("use a directory backup (`mongodump --oplog --out DIR`) of the config server, or the embedded engine"));
-        }
         let slice = r.stream.as_ref().and_then(|s| s.slice.clone());
         (slice.map(PathBuf::from), true, false)
+    } else if r.combined && r.archive {
+        // `OUT/restore.archive`: the backup archive with the plan's slice
+        // (`OUT/oplog.bson`) appended to its oplog; rebuilt below from the resolved
+        // slice (`plan::onerun::write_archive`), as the plan built it.
+        (Some(PathBuf::from(&plan.slice.oplog_file)), true, false)
     } else if r.combined {
         let dir = Path::new(&r.backup_dir);
         let plain = dir.join("oplog.bson");
@@ -260,6 +268,9 @@ pub fn resolve(
     w.out
         .commit(&file)
         .map_err(|e| fail(m.id, format!("cannot write `{}`: {e}", file.display())))?;
+    if plan.restore.combined && plan.restore.archive && plan.restore.stream.is_none() {
+        rebuild_archive(m.id, plan, &file)?;
+    }
     let oplog_limit = last.map_or(limit, |l| next_tick(l).max(limit));
     plan.restore.limit = oplog_limit;
     if plan.restore.backup_oplog_limit.is_some() && same_run {
@@ -282,6 +293,18 @@ pub fn resolve(
         prepares_copied: copied,
         config_apply_ops: rewritten,
     })
+}
+
+/// `OUT/restore.archive` written again: the member's backup archive with the
+/// resolved slice appended to its oplog namespace, renamed over the plan's.
+fn rebuild_archive(member: &str, plan: &RestorePlan, slice: &Path) -> Result<(), Failure> {
+    let restore = Path::new(&plan.restore.backup_dir);
+    let out = restore.parent().unwrap_or(Path::new("."));
+    let written = crate::plan::onerun::write_archive(out, Path::new(&plan.backup.dir), slice)
+        .map_err(|e| Failure::from(e).in_context(format!("member `{member}`")))?;
+    crate::plan::onerun::install(written, out)
+        .map_err(|e| Failure::from(e).in_context(format!("member `{member}`")))?;
+    Ok(())
 }
 
 /// `raw` with its `ns` set to `admin.$cmd` (field order kept).
