@@ -16,6 +16,7 @@
 mod cluster_common;
 mod common;
 mod replay_common;
+mod storage_common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,6 +27,7 @@ use pitr::oplog::Ts;
 use pitr_fixturegen::layout::{convert, Layout};
 use replay_common::{code, run_pitr, show, stderr, tool_sets, Bins};
 use serde_json::Value;
+use storage_common::{upload_file, S3Server, ACCESS_KEY, SECRET_KEY};
 
 fn ts_arg(t: Ts) -> String {
     format!("{}:{}", t.t, t.i)
@@ -699,5 +701,103 @@ fn archive_backups_are_resolved_in_their_one_run() {
             "{e}"
         );
         assert!(!tmp.path().join("refused").exists());
+    }
+}
+
+/// The shards' archive backups in a bucket (an s3s-fs server on loopback, in this
+/// test process): each archive is streamed from the bucket into mongorestore's
+/// standard input with the resolved slice appended to its oplog, the commit entry of
+/// the transaction past the limit among it, and the result is the embedded engine's
+/// from the same local files.
+#[test]
+fn archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice() {
+    let test = "archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice";
+    for b in tool_sets(test).iter().take(1) {
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let local = archive_fixture(&tmp.path().join("ar"));
+        let server = S3Server::start(&tmp.path().join("s3"), &["pitr-cluster"]);
+        let name = Layout::ArchiveGzip.file_name();
+        let mut toml = fs::read_to_string(&local).unwrap();
+        for m in ["shard0", "shard1", "shard2"] {
+            let url = format!("s3://pitr-cluster/{m}");
+            upload_file(
+                &server.storage(),
+                &tmp.path().join("ar").join(m).join(name),
+                &pitr::storage::Location::parse(&format!("{url}/{name}")).unwrap(),
+            );
+            toml = toml.replace(
+                &format!("backup = \"{m}/{name}\""),
+                &format!("backup = \"{url}/{name}\""),
+            );
+        }
+        let remote = tmp.path().join("ar").join("bucket.toml");
+        fs::write(&remote, toml).unwrap();
+        let (until, _) = limits()
+            .into_iter()
+            .find(|(_, w)| *w == "between the participants' commit entries")
+            .unwrap();
+        let bin = b.dir.to_str().unwrap();
+        let endpoint = server.endpoint();
+        let env = [
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ];
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--cluster",
+                remote.to_str().unwrap(),
+                "--until",
+                &until,
+                "--out",
+                "mongod",
+                "--json",
+                "--accept-incidents",
+                "--engine",
+                "mongod",
+                "--mongodb-bin",
+                bin,
+            ],
+            &env,
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let appended: usize = rep["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                m["mongod"]["slice"]["commits_appended"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .sum();
+        assert_eq!(appended, 1, "{rep}");
+        let o = run_pitr(
+            tmp.path(),
+            &[
+                "replay",
+                "--cluster",
+                local.to_str().unwrap(),
+                "--until",
+                &until,
+                "--out",
+                "embedded",
+                "--accept-incidents",
+            ],
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        assert_same_dump(
+            &tmp.path().join("embedded"),
+            &tmp.path().join("mongod"),
+            "archive backups in a bucket",
+        );
     }
 }
