@@ -151,22 +151,7 @@ pub fn resolve(
 ) -> Result<ResolvedSlice, Failure> {
     let limit = plan.limit();
     let backup_end = plan.coverage.backup_end;
-    // An included transaction open here at the limit needs this member's own
-    // commitTransaction entry in what mongorestore replays; one decided only by
-    // another member's entry or by the coordinator's document (this member's commit
-    // entry is past the oplog read) has none to give it.
-    if let Some(t) = plan
-        .prepared_at_limit
-        .iter()
-        .find(|t| t.included && !m.commits.iter().any(|c| c.1 == t.txn))
-    {
-        return Err(fail(m.id, format!(
-            "the cross-shard transaction {} is in the restore (its commitTimestamp {} is before the limit {limit}), but this member's commitTransaction entry is not in its oplog: mongorestore applies a prepared transaction only at that entry",
-            t.txn,
-            t.commit_timestamp.map_or_else(|| "?".into(), |c| c.to_string())
-        ))
-        .with_hint("dump this member's oplog further (past its commit entry), or use the embedded engine, which applies it at its commitTimestamp"));
-    }
+    refuse_commit_missing(m, plan, limit)?;
     let r = &plan.restore;
     let config = m.role == Role::Config;
     // Where mongorestore reads the entries after the backup's end, and whether the
@@ -293,6 +278,26 @@ pub fn resolve(
         prepares_copied: copied,
         config_apply_ops: rewritten,
     })
+}
+
+/// An included transaction open here at the limit needs this member's own
+/// commitTransaction entry in what mongorestore replays; one decided only by another
+/// member's entry or by the coordinator's document (this member's commit entry is past
+/// the oplog read) has none to give it: refused, naming the member.
+fn refuse_commit_missing(m: &Member<'_>, plan: &RestorePlan, limit: Ts) -> Result<(), Failure> {
+    if let Some(t) = plan
+        .prepared_at_limit
+        .iter()
+        .find(|t| t.included && !m.commits.iter().any(|c| c.1 == t.txn))
+    {
+        return Err(fail(m.id, format!(
+            "the cross-shard transaction {} is in the restore (its commitTimestamp {} is before the limit {limit}), but this member's commitTransaction entry is not in its oplog: mongorestore applies a prepared transaction only at that entry",
+            t.txn,
+            t.commit_timestamp.map_or_else(|| "?".into(), |c| c.to_string())
+        ))
+        .with_hint("dump this member's oplog further (past its commit entry), or use the embedded engine, which applies it at its commitTimestamp"));
+    }
+    Ok(())
 }
 
 /// `OUT/restore.archive` written again: the member's backup archive with the
