@@ -601,66 +601,8 @@ fn archive_backups_are_resolved_in_their_one_run() {
         for (until, what) in limits().into_iter().filter(|(_, w)| {
             *w == "between the participants' commit entries" || *w == "after every commit entry"
         }) {
-            let args = |out: &str, engine: &str| -> Vec<String> {
-                let mut a: Vec<String> = [
-                    "replay",
-                    "--cluster",
-                    &c.display().to_string(),
-                    "--until",
-                    &until,
-                    "--out",
-                    out,
-                    "--json",
-                    "--accept-incidents",
-                    "--engine",
-                    engine,
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-                if engine == "mongod" {
-                    a.extend(["--mongodb-bin".to_string(), bin.to_string()]);
-                }
-                a
-            };
-            let (m_out, e_out) = (format!("mongod-{until}"), format!("embedded-{until}"));
-            let o = run_pitr(
-                tmp.path(),
-                &args(&m_out, "mongod")
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>(),
-                &[],
-            );
-            assert_eq!(code(&o), 0, "{what}: {}", show(&o));
-            let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
-            let appended: usize = rep["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| {
-                    m["mongod"]["slice"]["commits_appended"]
-                        .as_array()
-                        .unwrap()
-                        .len()
-                })
-                .sum();
             let want = usize::from(what == "between the participants' commit entries");
-            assert_eq!(appended, want, "{what}: {rep}");
-            let o = run_pitr(
-                tmp.path(),
-                &args(&e_out, "embedded")
-                    .iter()
-                    .map(String::as_str)
-                    .collect::<Vec<_>>(),
-                &[],
-            );
-            assert_eq!(code(&o), 0, "{what}: {}", show(&o));
-            assert_same_dump(
-                &tmp.path().join(&e_out),
-                &tmp.path().join(&m_out),
-                &format!("archive backups, {what}"),
-            );
+            mongod_equals_embedded(tmp.path(), (&c, &c), &until, bin, &[], want, what);
         }
         // The config server's backup as an archive: refused, naming it.
         let dir = tmp.path().join("ar");
@@ -746,58 +688,74 @@ fn archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice() {
             ("AWS_ENDPOINT_URL", endpoint.as_str()),
             ("AWS_ALLOW_HTTP", "true"),
         ];
-        let o = run_pitr(
+        mongod_equals_embedded(
             tmp.path(),
-            &[
-                "replay",
-                "--cluster",
-                remote.to_str().unwrap(),
-                "--until",
-                &until,
-                "--out",
-                "mongod",
-                "--json",
-                "--accept-incidents",
-                "--engine",
-                "mongod",
-                "--mongodb-bin",
-                bin,
-            ],
+            (&remote, &local),
+            &until,
+            bin,
             &env,
-        );
-        assert_eq!(code(&o), 0, "{}", show(&o));
-        let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let appended: usize = rep["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                m["mongod"]["slice"]["commits_appended"]
-                    .as_array()
-                    .unwrap()
-                    .len()
-            })
-            .sum();
-        assert_eq!(appended, 1, "{rep}");
-        let o = run_pitr(
-            tmp.path(),
-            &[
-                "replay",
-                "--cluster",
-                local.to_str().unwrap(),
-                "--until",
-                &until,
-                "--out",
-                "embedded",
-                "--accept-incidents",
-            ],
-            &[],
-        );
-        assert_eq!(code(&o), 0, "{}", show(&o));
-        assert_same_dump(
-            &tmp.path().join("embedded"),
-            &tmp.path().join("mongod"),
+            1,
             "archive backups in a bucket",
         );
     }
+}
+
+/// `replay --cluster --engine mongod` of `clusters.0` and the embedded engine's of
+/// `clusters.1` at `until`, in `cwd`: both succeed, the mongod run appended
+/// `appended` commit entries in all, and the two merged dumps are the same.
+fn mongod_equals_embedded(
+    cwd: &Path,
+    clusters: (&Path, &Path),
+    until: &str,
+    bin: &str,
+    env: &[(&str, &str)],
+    appended: usize,
+    what: &str,
+) {
+    let (m_out, e_out) = (format!("mongod-{until}"), format!("embedded-{until}"));
+    let common = |c: &Path, out: &str| -> Vec<String> {
+        [
+            "replay",
+            "--cluster",
+            &c.display().to_string(),
+            "--until",
+            until,
+            "--out",
+            out,
+            "--json",
+            "--accept-incidents",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let mut args = common(clusters.0, &m_out);
+    args.extend(["--engine", "mongod", "--mongodb-bin", bin].map(String::from));
+    let o = run_pitr(
+        cwd,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        env,
+    );
+    assert_eq!(code(&o), 0, "{what}: {}", show(&o));
+    let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let got: usize = rep["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["mongod"]["slice"]["commits_appended"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(got, appended, "{what}: {rep}");
+    let args = common(clusters.1, &e_out);
+    let o = run_pitr(
+        cwd,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{what}: {}", show(&o));
+    assert_same_dump(&cwd.join(&e_out), &cwd.join(&m_out), what);
 }
