@@ -413,34 +413,7 @@ fn gzip_backups_are_resolved_in_their_one_run() {
             .find(|(_, w)| *w == "between the participants' commit entries")
             .unwrap();
         let bin = b.dir.to_str().unwrap();
-        let args = |out: &'static str, engine: &'static str| {
-            vec![
-                "replay".to_string(),
-                "--cluster".into(),
-                c.display().to_string(),
-                "--until".into(),
-                until.clone(),
-                "--out".into(),
-                out.into(),
-                "--json".into(),
-                "--accept-incidents".into(),
-                "--engine".into(),
-                engine.into(),
-                "--mongodb-bin".into(),
-                bin.into(),
-            ]
-        };
-        let o = run_pitr(
-            tmp.path(),
-            &args("mongod", "mongod")
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-            &[],
-        );
-        assert_eq!(code(&o), 0, "{}", show(&o));
-        let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let mut appended = 0;
+        let rep = mongod_equals_embedded(tmp.path(), (&c, &c), until, bin, &[], 1, "gzip backups");
         for m in rep["members"].as_array().unwrap() {
             let slice = &m["mongod"]["slice"];
             assert!(
@@ -450,21 +423,7 @@ fn gzip_backups_are_resolved_in_their_one_run() {
                     .ends_with("restore/oplog.bson"),
                 "{m}"
             );
-            appended += slice["commits_appended"].as_array().unwrap().len();
         }
-        assert_eq!(appended, 1, "{rep}");
-        let emb: Vec<String> = args("embedded", "embedded")[..9].to_vec();
-        let o = run_pitr(
-            tmp.path(),
-            &emb.iter().map(String::as_str).collect::<Vec<_>>(),
-            &[],
-        );
-        assert_eq!(code(&o), 0, "{}", show(&o));
-        assert_same_dump(
-            &tmp.path().join("embedded"),
-            &tmp.path().join("mongod"),
-            "gzip backups",
-        );
     }
 }
 
@@ -702,7 +661,8 @@ fn archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice() {
 
 /// `replay --cluster --engine mongod` of `clusters.0` and the embedded engine's of
 /// `clusters.1` at `until`, in `cwd`: both succeed, the mongod run appended
-/// `appended` commit entries in all, and the two merged dumps are the same.
+/// `appended` commit entries in all, and the two merged dumps are the same. Returns
+/// the mongod run's report.
 fn mongod_equals_embedded(
     cwd: &Path,
     clusters: (&Path, &Path),
@@ -711,7 +671,7 @@ fn mongod_equals_embedded(
     env: &[(&str, &str)],
     appended: usize,
     what: &str,
-) {
+) -> Value {
     let (m_out, e_out) = (format!("mongod-{until}"), format!("embedded-{until}"));
     let common = |c: &Path, out: &str| -> Vec<String> {
         [
@@ -758,4 +718,5 @@ fn mongod_equals_embedded(
     );
     assert_eq!(code(&o), 0, "{what}: {}", show(&o));
     assert_same_dump(&cwd.join(&e_out), &cwd.join(&m_out), what);
+    rep
 }

@@ -252,26 +252,39 @@ fn embedded_space(
     let (backup, oplog) = input_sizes(a);
     // The slice, and past --memory the on-disk store of the documents.
     let store = if backup > budget { backup } else { 0 };
-    let needs = |copy: u64, what: &str| {
-        [
+    let needs = |copy: u64| {
+        let plain = "the slice and the engine's on-disk store";
+        vec![
             Need {
                 dir: work.root.clone(),
                 bytes: oplog + store + copy,
-                what: what.into(),
+                what: if copy > 0 {
+                    format!("{plain}, and a copy of the oplog")
+                } else {
+                    plain.into()
+                },
             },
             out_need(out, backup + oplog),
         ]
     };
-    let plain = "the slice and the engine's on-disk store";
+    spool_if_room(a, work, oplog, needs)
+}
+
+/// With the oplog in a bucket, turns the spool on (`oplog::spool`: the run's later
+/// passes read one copy in the work dir) when `needs(copy)` fits with the copy's
+/// `oplog` bytes; else checks `needs(0)` and says that each pass reads the bucket.
+fn spool_if_room(
+    a: &ReplayArgs,
+    work: &WorkDir,
+    oplog: u64,
+    needs: impl Fn(u64) -> Vec<Need>,
+) -> Result<Option<crate::oplog::spool::SpoolGuard>, Failure> {
     let spoolable = spoolable_oplog(a.plan.oplog_spec());
-    if spoolable
-        && preflight::check_space(&needs(oplog, &format!("{plain}, and a copy of the oplog")))
-            .is_ok()
-    {
+    if spoolable && preflight::check_space(&needs(oplog)).is_ok() {
         let guard = crate::oplog::spool::enable(&work.root.join("oplog-copy"))?;
         return Ok(Some(guard));
     }
-    preflight::check_space(&needs(0, plain))?;
+    preflight::check_space(&needs(0)).map_err(Failure::from)?;
     if spoolable {
         eprintln!(
             "note: no room in the work dir for a copy of the oplog ({}): each pass over it reads the bucket",
@@ -745,20 +758,8 @@ fn mongod_space(
     };
     // An oplog in a bucket: the plan's passes over it (the scan, the slice, the
     // prediction of the content) read one copy in the work dir, as the embedded
-    // engine's do (`oplog::spool`), when it fits.
-    let spoolable = spoolable_oplog(a.plan.oplog_spec());
-    if spoolable && preflight::check_space(&needs(oplog)).is_ok() {
-        let guard = crate::oplog::spool::enable(&work.root.join("oplog-copy"))?;
-        return Ok(Some(guard));
-    }
-    preflight::check_space(&needs(0)).map_err(Failure::from)?;
-    if spoolable {
-        eprintln!(
-            "note: no room in the work dir for a copy of the oplog ({}): each pass over it reads the bucket",
-            crate::size::human(oplog)
-        );
-    }
-    Ok(None)
+    // engine's do, when it fits.
+    spool_if_room(a, work, oplog, needs)
 }
 
 /// Where a dry run would run.

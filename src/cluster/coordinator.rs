@@ -104,11 +104,8 @@ pub fn decision_of(e: &Entry<'_>) -> Result<Option<CoordinatorDecision>, String>
             ))
         }
     };
-    let mut key = Vec::with_capacity(lsid.as_bytes().len() + 8);
-    key.extend_from_slice(lsid.as_bytes());
-    key.extend_from_slice(&txn_number.to_le_bytes());
     Ok(Some(CoordinatorDecision {
-        key,
+        key: crate::oplog::entry::session_key(lsid, txn_number),
         label: session_label(Some(lsid), Some(txn_number)),
         decision,
     }))

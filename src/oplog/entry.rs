@@ -126,6 +126,16 @@ pub struct Entry<'a> {
 }
 
 /// A number of any BSON numeric type, as an integer (doubles must be integral).
+/// The key of one transaction of one session: the `lsid` document's bytes, then
+/// `txnNumber` little-endian ([`Entry::transaction_key`]; the coordinator's decision
+/// document names its transaction by the same two values).
+pub fn session_key(lsid: &RawDocument, txn_number: i64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(lsid.as_bytes().len() + 8);
+    k.extend_from_slice(lsid.as_bytes());
+    k.extend_from_slice(&txn_number.to_le_bytes());
+    k
+}
+
 pub fn as_i64(v: RawBsonRef<'_>) -> Option<i64> {
     match v {
         RawBsonRef::Int32(n) => Some(n as i64),
@@ -251,11 +261,7 @@ impl<'a> Entry<'a> {
         if !self.is_transaction() {
             return None;
         }
-        let (lsid, txn) = (self.lsid?, self.txn_number?);
-        let mut k = Vec::with_capacity(lsid.as_bytes().len() + 8);
-        k.extend_from_slice(lsid.as_bytes());
-        k.extend_from_slice(&txn.to_le_bytes());
-        Some(k)
+        Some(session_key(self.lsid?, self.txn_number?))
     }
 
     /// Whether this entry has a [`Entry::transaction_key`] (without building it).
