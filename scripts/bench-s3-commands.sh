@@ -6,6 +6,7 @@
 # 1.5x of the local one), with each run's peak RSS.
 #
 #   scripts/bench-s3-commands.sh [SIZE_BYTES]      RUNS=3 (paired: local then bucket)
+#   GET_CHUNK=N   the read size of the second server's GetObject (default 1 MiB)
 #   OLD_READS=1   as before the ranged reads and the oplog copy: one streamed GET per
 #                 object (PITR_STORAGE_READ_RANGES=1) and `replay --no-space-check`
 #                 (which turns the copy of an oplog object in the work dir off)
@@ -35,24 +36,35 @@ fi
 mkdir -p bench-data
 work=$(mktemp -d "$PWD/bench-data/run-s3.XXXXXX")
 server_pid=""
+server2_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
-  exec 3>&- 2>/dev/null || true
+  if [ -n "$server2_pid" ]; then kill "$server2_pid" 2>/dev/null || true; fi
+  exec 3>&- 4>&- 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# The server serves until its stdin (fd 3) closes.
-mkfifo "$work/server.in"
+# Two servers on the same files: s3s-fs as it is, whose GetObject reads the file 4 KiB
+# at a time (each read a round trip to tokio's blocking pool: 6-12 CPU-seconds per GiB
+# served), and the same s3s-fs with GetObject's body read in GET_CHUNK-byte reads
+# (default 1 MiB; examples/storage_bench.rs, `ChunkedGet`), nearer to what a real store
+# costs its client. Each serves until its stdin (fd 3, fd 4) closes.
+get_chunk=${GET_CHUNK:-1048576}
+mkfifo "$work/server.in" "$work/server2.in"
 "$BENCH" serve "$work/root" bench < "$work/server.in" > "$work/server.out" &
 server_pid=$!
 exec 3> "$work/server.in"
+"$BENCH" serve "$work/root" bench "$get_chunk" < "$work/server2.in" > "$work/server2.out" &
+server2_pid=$!
+exec 4> "$work/server2.in"
 for _ in $(seq 100); do
-  grep -q '^endpoint ' "$work/server.out" 2>/dev/null && break
+  grep -q '^endpoint ' "$work/server.out" 2>/dev/null && grep -q '^endpoint ' "$work/server2.out" 2>/dev/null && break
   sleep 0.1
 done
 endpoint=$(awk '/^endpoint / {print $2}' "$work/server.out")
-[ -n "$endpoint" ] || { echo "error: the s3s-fs server did not start" >&2; exit 2; }
+endpoint2=$(awk '/^endpoint / {print $2}' "$work/server2.out")
+[ -n "$endpoint" ] && [ -n "$endpoint2" ] || { echo "error: the s3s-fs servers did not start" >&2; exit 2; }
 
 echo "uploading $dir to s3://bench/ ($endpoint)" >&2
 "$BENCH" put "$endpoint" "$dir/oplog.bson" s3://bench/oplog.bson >&2
@@ -87,17 +99,25 @@ cat "$dir/oplog.bson" "$work"/root/bench/oplog.bson > /dev/null  # warm the page
 bytes=$(stat -c %s "$dir/oplog.bson")
 echo "== find-drop and the embedded replay: $bytes bytes of oplog, local vs s3s-fs on loopback, $runs paired runs" >&2
 echo "name wall_s peak_rss_kib load cpu_s"
+s3chunk=(env AWS_ENDPOINT_URL="$endpoint2")
 for r in $(seq "$runs"); do
   timed find-drop-local "$PITR" find-drop "$dir/oplog.bson" --json
   timed find-drop-s3 "$PITR" find-drop s3://bench/oplog.bson --json
-  rm -rf "$work/out-local" "$work/out-s3"
-  timed replay-local "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
-    --until end --accept-incidents --out "$work/out-local" --workdir "$work/wl" --json "${replay_flags[@]}"
-  timed replay-s3 "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
-    --until end --accept-incidents --out "$work/out-s3" --workdir "$work/ws" --json "${replay_flags[@]}"
-  rm -rf "$work/wl" "$work/ws"
+  timed find-drop-s3chunk "${s3chunk[@]}" "$PITR" find-drop s3://bench/oplog.bson --json
+  for where in local s3 s3chunk; do
+    rm -rf "$work/out" "$work/w"
+    case $where in
+      local) timed replay-local "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
+        --until end --accept-incidents --out "$work/out" --workdir "$work/w" --json "${replay_flags[@]}" ;;
+      s3) timed replay-s3 "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
+        --until end --accept-incidents --out "$work/out" --workdir "$work/w" --json "${replay_flags[@]}" ;;
+      s3chunk) timed replay-s3chunk "${s3chunk[@]}" "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
+        --until end --accept-incidents --out "$work/out" --workdir "$work/w" --json "${replay_flags[@]}" ;;
+    esac
+  done
+  rm -rf "$work/out" "$work/w"
 done
-echo "== medians (ratio bucket/local; targets: find-drop <= 1.3, replay <= 1.5)"
+echo "== medians (ratio bucket/local; targets: find-drop <= 1.3, replay <= 1.5); s3: s3s-fs as it is, s3chunk: its GetObject in $get_chunk-byte reads"
 python3 - "$work/results" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -106,10 +126,12 @@ for name, wall, rss, load, cpu in rows:
     by.setdefault(name, []).append((float(wall), int(rss), float(load), float(cpu)))
 def med(n, i): return statistics.median(x[i] for x in by[n])
 for cmd, target in (("find-drop", 1.3), ("replay", 1.5)):
-    l, s = med(f"{cmd}-local", 0), med(f"{cmd}-s3", 0)
-    print(f"{cmd}: local {l:.2f} s (cpu {med(f'{cmd}-local', 3):.2f} s, {med(f'{cmd}-local', 1)//1024} MiB), "
-          f"bucket {s:.2f} s (cpu {med(f'{cmd}-s3', 3):.2f} s, {med(f'{cmd}-s3', 1)//1024} MiB): "
+  for server in ("s3", "s3chunk"):
+    b = f"{cmd}-{server}"
+    l, s = med(f"{cmd}-local", 0), med(b, 0)
+    print(f"{cmd} ({server}): local {l:.2f} s (cpu {med(f'{cmd}-local', 3):.2f} s, {med(f'{cmd}-local', 1)//1024} MiB), "
+          f"bucket {s:.2f} s (cpu {med(b, 3):.2f} s, {med(b, 1)//1024} MiB): "
           f"ratio {s / l:.2f} (target {target}) "
-          f"{'met' if s / l <= target else 'NOT met'}; load {min(x[2] for x in by[f'{cmd}-s3']):.1f}-"
-          f"{max(x[2] for x in by[f'{cmd}-s3']):.1f}")
+          f"{'met' if s / l <= target else 'NOT met'}; load {min(x[2] for x in by[b]):.1f}-"
+          f"{max(x[2] for x in by[b]):.1f}")
 PY
