@@ -116,6 +116,11 @@ pub struct Entry<'a> {
     /// `multiOpType` (1: the vectored inserts of one retryable write, applied as a
     /// batch but NOT a transaction, although they carry `lsid`/`txnNumber`).
     pub multi_op_type: Option<i64>,
+    /// `b: true`: an update that upserts (the server's `OplogEntry::getUpsert`).
+    /// Read in the one walk of the fields, as `raw.get("b")` would find it (the
+    /// first `b`, true only when a Boolean true), so that the apply does not search
+    /// the entry again.
+    pub upsert: bool,
     /// Byte offset of the top-level entry in its source (0 for inner operations'
     /// own position: they share their parent's offset).
     pub offset: u64,
@@ -174,6 +179,7 @@ impl<'a> Entry<'a> {
         let (mut ui, mut wall_ms, mut term, mut from_migrate, mut txn_number) =
             (None, None, None, None, None);
         let mut multi_op_type = None;
+        let mut upsert = None;
         for el in Elements::new(raw.as_bytes()) {
             let el = el?;
             let (kind, v) = (el.kind, el.value);
@@ -206,6 +212,7 @@ impl<'a> Entry<'a> {
                 b"txnNumber" => txn_number = i64_value(kind, v),
                 b"prevOpTime" => prev = Some((kind, v)),
                 b"multiOpType" => multi_op_type = i64_value(kind, v),
+                b"b" if upsert.is_none() => upsert = Some(kind == BOOLEAN && v.first() == Some(&1)),
                 _ => {}
             }
             if stop_at_insert {
@@ -244,6 +251,7 @@ impl<'a> Entry<'a> {
             txn_number: txn_number.or(parent.and_then(|p| p.txn_number)),
             prev_op_time,
             multi_op_type: multi_op_type.or(parent.and_then(|p| p.multi_op_type)),
+            upsert: upsert.unwrap_or(false),
             offset: parent.map_or(0, |p| p.offset),
             index: parent.map_or(0, |p| p.index),
             depth: parent.map_or(0, |p| p.depth + 1),
@@ -542,6 +550,56 @@ mod tests {
         );
         assert_eq!(e.o2.unwrap().get_i64("numRecords").unwrap(), 3);
         assert_eq!(e.raw.get_str("someFutureField").unwrap(), "kept");
+    }
+
+    /// The upsert flag is what the apply read with `raw.get("b")` before: the first
+    /// `b`, true only when it is the Boolean true; absent, false, another type, or a
+    /// later duplicate are not an upsert. Inner operations do not inherit it.
+    #[test]
+    fn the_upsert_flag_is_the_first_b_when_boolean_true() {
+        let base = |b: Option<bson::Bson>, dup: Option<bson::Bson>| {
+            let mut d =
+                doc! { "ts": ts(1, 1), "op": "u", "ns": "a.b", "o": { "$set": { "x": 1 } } };
+            if let Some(b) = b {
+                d.insert("b", b);
+            }
+            d.insert("o2", doc! { "_id": 1 });
+            let mut raw = bson::RawDocumentBuf::from_document(&d).unwrap();
+            if let Some(dup) = dup {
+                raw.append("b", bson::RawBson::try_from(dup).unwrap());
+            }
+            raw
+        };
+        for (b, dup) in [
+            (None, None),
+            (Some(true.into()), None),
+            (Some(false.into()), None),
+            (Some(1i32.into()), None),
+            (Some("true".into()), None),
+            (Some(false.into()), Some(true.into())),
+            (Some(true.into()), Some(false.into())),
+        ] {
+            let raw = base(b.clone(), dup.clone());
+            let before = matches!(raw.get("b"), Ok(Some(bson::RawBsonRef::Boolean(true))));
+            assert_eq!(
+                Entry::parse(&raw).unwrap().upsert,
+                before,
+                "b: {b:?}, then {dup:?}"
+            );
+        }
+        let outer = rawdoc! {
+            "ts": ts(1, 1), "op": "c", "ns": "admin.$cmd", "b": true,
+            "o": { "applyOps": [ { "op": "u", "ns": "a.b", "o": { "$set": { "x": 1 } }, "o2": { "_id": 1 } } ] },
+        };
+        let e = Entry::parse(&outer).unwrap();
+        assert!(e.upsert);
+        let inner: Vec<_> = e
+            .apply_ops()
+            .unwrap()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!inner[0].upsert);
     }
 
     /// mongo-tools `txn.NewMeta`: only commands with lsid + txnNumber that carry

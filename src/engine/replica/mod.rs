@@ -597,7 +597,7 @@ impl Replica {
             }
         }
         // `b: true`: the primary's update was an upsert (`OplogEntry::getUpsert`).
-        let upsert = matches!(op.raw.get("b"), Ok(Some(RawBsonRef::Boolean(true))));
+        let upsert = op.upsert;
         let mut cur = std::mem::take(&mut self.scratch);
         cur.clear();
         let found = self.store.get(slot, &key, &mut cur)?;

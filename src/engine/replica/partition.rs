@@ -371,7 +371,7 @@ impl super::Replica {
             Op::Delete => (Kind::Delete, op.o),
             _ => {
                 // `b: true`: the primary's update was an upsert.
-                let upsert = matches!(op.raw.get("b"), Ok(Some(bson::RawBsonRef::Boolean(true))));
+                let upsert = op.upsert;
                 (Kind::Update { upsert }, op.o2)
             }
         };
