@@ -10,7 +10,10 @@
 //!   line every [`DEFAULT_INTERVAL`] (`PITR_PROGRESS_INTERVAL`: e.g. `500ms`, `0.1s`,
 //!   `1m`) with the phase, done of total, rate and time left. Either way, each
 //!   phase ends with one line saying what it did and how long it took, so that even
-//!   a short run's log shows where the time went.
+//!   a short run's log shows where the time went. Phases that run at once (the
+//!   backup's documents loaded while the slice is written) have their bars one
+//!   under the other, and the last line of the one run alongside comes after the
+//!   other's ([`Progress::phase_alongside`]).
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc;
