@@ -10,17 +10,22 @@
 //!   line every [`DEFAULT_INTERVAL`] (`PITR_PROGRESS_INTERVAL`: e.g. `500ms`, `0.1s`,
 //!   `1m`) with the phase, done of total, rate and time left. Either way, each
 //!   phase ends with one line saying what it did and how long it took, so that even
-//!   a short run's log shows where the time went.
+//!   a short run's log shows where the time went. Phases that run at once (the
+//!   backup's documents loaded while the slice is written) have their bars one
+//!   under the other, and the last line of the one run alongside comes after the
+//!   other's ([`Progress::phase_alongside`]).
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use indicatif::{HumanBytes, HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{
+    HumanBytes, HumanCount, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle,
+};
 
 use crate::engine::replica::{interrupt, Meter};
-use crate::plan::{Progress, Unit};
+use crate::plan::{Gate, Progress, Unit};
 use crate::stream::ByteCounter;
 
 /// Inputs smaller than this finish before a bar is worth drawing.
@@ -106,6 +111,10 @@ enum Mode {
 pub struct PhaseProgress {
     mode: Mode,
     interval: Duration,
+    /// The bars of phases that run at the same time (the slice written while the
+    /// backup's documents load), one under the other, and the lines printed above
+    /// them (`Mode::Bars` only).
+    bars: Option<MultiProgress>,
 }
 
 impl PhaseProgress {
@@ -131,7 +140,13 @@ impl PhaseProgress {
             }),
             _ => DEFAULT_INTERVAL,
         };
-        PhaseProgress { mode, interval }
+        let bars = (mode == Mode::Bars)
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
+        PhaseProgress {
+            mode,
+            interval,
+            bars,
+        }
     }
 
     fn start(
@@ -140,11 +155,15 @@ impl PhaseProgress {
         unit: Unit,
         total: Option<u64>,
         source: Source,
+        after: Option<&Gate>,
     ) -> Box<dyn FnMut() + '_> {
         if self.mode == Mode::Off {
             return Box::new(|| {});
         }
-        let bar = (self.mode == Mode::Bars).then(|| bar_for(what, unit, total));
+        let bar = self
+            .bars
+            .as_ref()
+            .map(|m| m.add(bar_for(what, unit, total)));
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = {
             let bar = bar.clone();
@@ -181,6 +200,8 @@ impl PhaseProgress {
             bar,
             stop: Some(stop),
             thread,
+            after: after.cloned(),
+            bars: self.bars.clone(),
         };
         Box::new(move || {
             // The thread keeps the bar moving; a tick only refreshes it sooner.
@@ -194,7 +215,7 @@ impl PhaseProgress {
 
 impl Progress for PhaseProgress {
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
-        self.start(what, Unit::Bytes, total, Source::Bytes(counter))
+        self.start(what, Unit::Bytes, total, Source::Bytes(counter), None)
     }
 
     fn phase(
@@ -204,7 +225,18 @@ impl Progress for PhaseProgress {
         total: Option<u64>,
         meter: &Meter,
     ) -> Box<dyn FnMut() + '_> {
-        self.start(what, unit, total, Source::Meter(meter.clone()))
+        self.start(what, unit, total, Source::Meter(meter.clone()), None)
+    }
+
+    fn phase_alongside(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+        after: &Gate,
+    ) -> Box<dyn FnMut() + '_> {
+        self.start(what, unit, total, Source::Meter(meter.clone()), Some(after))
     }
 
     /// Said whatever the output mode (also with --json: it goes to stderr): what the
@@ -214,7 +246,12 @@ impl Progress for PhaseProgress {
         stake: &crate::plan::stake::Stake,
         timeline: &crate::plan::glance::Points<'_>,
     ) {
-        eprintln!("{}", super::plan::stake_text(stake, timeline));
+        let text = super::plan::stake_text(stake, timeline);
+        match &self.bars {
+            // Another phase's bar may be on screen: cleared, the text, drawn again.
+            Some(m) => m.suspend(|| eprintln!("{text}")),
+            None => eprintln!("{text}"),
+        }
     }
 }
 
@@ -244,6 +281,10 @@ struct Running {
     bar: Option<ProgressBar>,
     stop: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// A phase run alongside others ([`Progress::phase_alongside`]): its last line
+    /// waits for this gate (the time it gives is the phase's own).
+    after: Option<Gate>,
+    bars: Option<MultiProgress>,
 }
 
 impl Drop for Running {
@@ -254,15 +295,28 @@ impl Drop for Running {
         }
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+            if let Some(m) = &self.bars {
+                m.remove(&b);
+            }
         }
-        line(&finished_line(
+        let text = finished_line(
             &self.what,
             self.unit,
             self.source.get(),
             self.total,
             self.started.elapsed(),
             interrupt::requested(),
-        ));
+        );
+        if let Some(g) = &self.after {
+            g.wait();
+        }
+        match &self.bars {
+            // Above the bars still running, which stay whole.
+            Some(m) => {
+                let _ = m.println(&text);
+            }
+            None => line(&text),
+        }
     }
 }
 

@@ -181,28 +181,15 @@ pub fn build_with_model(
     timer.mark("oplog scanned");
     let layout = Layout::of(req, &backup, filter.as_ref());
     let f = filter.as_ref();
-    let mut slice = write_slice(
+    let (mut slice, stake, mut model) = slice_and_seed(
         req,
         opts,
-        &backup,
-        &oplog_scan,
+        (&mut backup, &oplog_scan),
         &point,
         (&layout, f),
         &out,
-        progress,
+        (progress, &timer),
     )?;
-    let stake = at_stake(
-        req,
-        opts,
-        (&backup, &oplog_scan),
-        &point,
-        f,
-        &mut slice,
-        progress,
-    );
-    timer.mark("slice written");
-
-    let mut model = seed_model(req, &mut backup, &layout, f, progress)?;
     let layout = layout.with_slice(&point.coverage, &mut slice)?;
     timer.mark("replica seeded");
     let mut linter = Linter::new(&backup.rules);
@@ -675,29 +662,167 @@ fn at_stake(
     st
 }
 
-/// The replay model, seeded from the backup: whole documents (the embedded engine,
-/// hash predictions) or `_id`s and counts.
-fn seed_model(
+/// The slice written and what is at stake said, then the replay model seeded.
+///
+/// With whole documents (the embedded engine) the two overlap: the backup's
+/// documents load into the replica on a thread of their own while this thread
+/// writes the slice. They read different inputs (the backup's data files; the
+/// oplog) and write different places (the replica's memory and spill directory;
+/// the plan's output), so the outcome is the sequential one: the same slice, the
+/// same replica, and the same error when either fails (the slice's first, as it
+/// came first; a failed slice stops the loading at its next check). A Ctrl-C stops
+/// both ([`crate::engine::replica::interrupt`]). The seeding's last progress line
+/// waits for the slice's ([`Progress::phase_alongside`]). Memory: only an oplog in
+/// ts order overlaps, whose slice is streamed (a few buffers); one out of order is
+/// sorted in up to `sort_memory`, which the replica's budget (`--memory`) does not
+/// count, so it is written first and the replica seeded after, as before.
+fn slice_and_seed(
     req: &PlanRequest,
-    backup: &mut BackupRead,
-    layout: &Layout,
-    filter: Option<&NsFilter>,
+    opts: ReadOptions,
+    (backup, oplog): (&mut BackupRead, &OplogScan),
+    point: &Point,
+    (layout, f): (&Layout, Option<&NsFilter>),
+    out: &OutDir,
+    (progress, timer): (&dyn Progress, &PhaseTimer),
+) -> Result<(SliceOutcome, Stake, Model), PlanError> {
+    let slice_and_stake = |backup: &BackupRead| {
+        let mut slice = write_slice(req, opts, backup, oplog, point, (layout, f), out, progress)?;
+        let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
+        Ok::<_, PlanError>((slice, stake))
+    };
+    let Some(c) = &req.content else {
+        let (slice, stake) = slice_and_stake(backup)?;
+        timer.mark("slice written");
+        let model = seed_counts(req, &mut backup.inv, layout, f);
+        return Ok((slice, stake, model));
+    };
+    let backup: &BackupRead = backup;
+    let inv = &backup.inv;
+    if oplog.out_of_order > 0 {
+        // The slice is sorted in up to `sort_memory` while it is written: that and
+        // the replica's budget at once would break the promise of `--memory`.
+        let (slice, stake) = slice_and_stake(backup)?;
+        timer.mark("slice written");
+        let model = seed_content(req, c, inv, (layout, f), progress, None)?;
+        return Ok((slice, stake, model));
+    }
+    let ((slice, stake), (model, (wall, cpu))) = overlap(
+        || {
+            let sliced = slice_and_stake(backup);
+            timer.mark("slice written");
+            sliced
+        },
+        |alongside| {
+            let clock = ThreadClock::start();
+            let m = seed_content(req, c, inv, (layout, f), progress, Some(alongside))?;
+            Ok((m, clock.took()))
+        },
+    )?;
+    timer.note(&format!(
+        "the backup's documents loaded in {wall:.3} s ({cpu:.3} s cpu) on a thread of their own, alongside the slice"
+    ));
+    Ok((slice, stake, model))
+}
+
+/// Runs `side` on a thread of its own while `main` runs on this one, and returns
+/// both results. Errors come out as if `main` had run first: its error wins; when it
+/// fails, `side` is asked to stop ([`Alongside::stopped`]) and its result dropped.
+/// The gate `side` may wait on ([`Alongside::after`]) opens when `main` ends, however
+/// it ends (a panic included: the scope then joins `side`, which must not wait
+/// forever). A panic on either side goes on up. Without a second thread to be had
+/// (the spawn failed), one after the other.
+fn overlap<A, B: Send>(
+    main: impl FnOnce() -> Result<A, PlanError>,
+    side: impl Fn(&Alongside) -> Result<B, PlanError> + Sync,
+) -> Result<(A, B), PlanError> {
+    let alongside = Alongside::default();
+    let (a, b) = std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name("pitr-alongside".into())
+            .spawn_scoped(s, || side(&alongside));
+        let Ok(handle) = spawned else {
+            let a = main();
+            alongside.release(a.is_err());
+            // Stopped at its first check when `main` failed.
+            return (a, side(&alongside));
+        };
+        let release = ReleaseOnDrop(&alongside);
+        let a = main();
+        alongside.release(a.is_err());
+        drop(release);
+        let b = handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, b)
+    });
+    Ok((a?, b?))
+}
+
+/// What the seeding thread shares with the thread writing the slice.
+#[derive(Default)]
+struct Alongside {
+    /// Opened when the slice is written (or failed): the seeding's last line follows.
+    after: super::Gate,
+    /// Set when the slice failed: its error is the plan's, the loading stops.
+    stop: std::sync::atomic::AtomicBool,
+}
+
+impl Alongside {
+    fn release(&self, stop: bool) {
+        if stop {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.after.open();
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Opens the gate and stops the loading however the slice's side ends (a panic
+/// included): the scope joins the seeding thread, which must not wait forever.
+struct ReleaseOnDrop<'a>(&'a Alongside);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        if !self.0.after.is_open() {
+            self.0.release(true);
+        }
+    }
+}
+
+/// The replay model seeded with whole documents (the embedded engine, hash
+/// predictions).
+fn seed_content(
+    req: &PlanRequest,
+    c: &ContentOptions,
+    inv: &Inventory,
+    (layout, filter): (&Layout, Option<&NsFilter>),
     progress: &dyn Progress,
+    alongside: Option<&Alongside>,
 ) -> Result<Model, PlanError> {
     let restored = |ns: &str| layout.restored(filter, ns);
-    if let Some(c) = &req.content {
-        let mut m = seed_documents(&backup.inv, c, &restored, req.expect, progress)?;
-        if c.defer_hashes {
-            m.defer_hashes();
-        }
-        if !c.strict {
-            if let Some(why) = capped_natural_order(&req.versions) {
-                m.leave_capped_unpredicted(why);
-            }
-        }
-        return Ok(m);
+    let mut m = seed_documents(inv, c, &restored, req.expect, progress, alongside)?;
+    if c.defer_hashes {
+        m.defer_hashes();
     }
-    let inv = &mut backup.inv;
+    if !c.strict {
+        if let Some(why) = capped_natural_order(&req.versions) {
+            m.leave_capped_unpredicted(why);
+        }
+    }
+    Ok(m)
+}
+
+/// The replay model seeded with the backup's `_id`s and counts.
+fn seed_counts(
+    req: &PlanRequest,
+    inv: &mut Inventory,
+    layout: &Layout,
+    filter: Option<&NsFilter>,
+) -> Model {
+    let restored = |ns: &str| layout.restored(filter, ns);
     let counting = inv.ids.is_some();
     let mut ids = inv.ids.take().unwrap_or_default();
     let seeds: Vec<Seed> = inv
@@ -718,7 +843,7 @@ fn seed_model(
     drop(ids);
     let mut m = Model::new(seeds, counting);
     m.cap_ids(req.id_cap);
-    Ok(m)
+    m
 }
 
 /// The model and the lint walk exactly what the mongorestore runs apply: the
@@ -1100,6 +1225,7 @@ fn seed_documents(
     restored: &dyn Fn(&str) -> bool,
     counting: bool,
     progress: &dyn Progress,
+    alongside: Option<&Alongside>,
 ) -> Result<Model, PlanError> {
     use crate::engine::replica::{CollInfo, CollKind, Content, Phase, Replica, ReplicaOptions};
     let field_order = inv
@@ -1149,14 +1275,19 @@ fn seed_documents(
     }
     let meter = crate::engine::replica::Meter::new();
     let total = inv.namespaces.iter().map(|n| n.documents).sum();
-    let _phase = progress.phase(
-        "loading the backup's documents",
-        super::Unit::Documents,
-        Some(total),
-        &meter,
-    );
+    let what = "loading the backup's documents";
+    let unit = super::Unit::Documents;
+    let _phase = match alongside {
+        Some(a) => progress.phase_alongside(what, unit, Some(total), &meter, &a.after),
+        None => progress.phase(what, unit, Some(total), &meter),
+    };
+    let stopped = || alongside.is_some_and(Alongside::stopped);
     inv.backup
         .for_each_document(|entry, doc, _offset, index| -> Result<(), PlanError> {
+            if index.is_multiple_of(crate::engine::replica::interrupt::EVERY) && stopped() {
+                // The slice failed: its error is the one reported; this one is dropped.
+                return Err(crate::engine::replica::ReplicaError::Interrupted.into());
+            }
             meter.add(1);
             let data_ns = entry.data_ns.as_deref().unwrap_or(&entry.ns);
             if replica.exists(data_ns) {
@@ -1195,7 +1326,7 @@ pub fn load_dump(
         },
         progress,
     )?;
-    let mut m = seed_documents(&inv, c, &|_| true, false, progress)?;
+    let mut m = seed_documents(&inv, c, &|_| true, false, progress, None)?;
     m.flush()?;
     Ok(m)
 }
@@ -1247,6 +1378,39 @@ fn cpu_seconds() -> f64 {
     }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+/// Wall and CPU time of the calling thread since it started (`PITR_TIMING`).
+struct ThreadClock {
+    wall: std::time::Instant,
+    cpu: f64,
+}
+
+impl ThreadClock {
+    fn start() -> ThreadClock {
+        ThreadClock {
+            wall: std::time::Instant::now(),
+            cpu: thread_cpu_seconds(),
+        }
+    }
+
+    /// `(wall, cpu)` seconds.
+    fn took(&self) -> (f64, f64) {
+        (
+            self.wall.elapsed().as_secs_f64(),
+            thread_cpu_seconds() - self.cpu,
+        )
+    }
+}
+
+/// CPU seconds (user + sys) of the calling thread so far.
+fn thread_cpu_seconds() -> f64 {
+    // SAFETY: clock_gettime only writes the struct it is given.
+    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 impl PhaseTimer {
@@ -1939,5 +2103,71 @@ mod tests {
         assert!(why.contains("mongod 8.2.1 hashes capped collections in natural order"));
         let why = capped_natural_order(&spare(None)).unwrap();
         assert!(why.contains("version is unknown"));
+    }
+
+    fn failed(what: &str) -> PlanError {
+        PlanError::Writers(what.into())
+    }
+
+    /// The side's work: counts until the slice's side is done (or asks it to stop),
+    /// as the loading of the backup's documents checks every so many documents.
+    fn side_until_released(a: &Alongside) -> Result<&'static str, PlanError> {
+        let t = std::time::Instant::now();
+        while !a.after.is_open() {
+            assert!(t.elapsed().as_secs() < 60, "the gate never opened");
+            std::thread::yield_now();
+        }
+        if a.stopped() {
+            return Err(failed("side stopped"));
+        }
+        Ok("side")
+    }
+
+    #[test]
+    fn overlap_runs_both_sides_at_once_and_returns_both() {
+        // `side` waits for `main` to end, and `main` for `side` to have started: one
+        // after the other, this would never return.
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let r = overlap(
+            || {
+                while !started.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                Ok("main")
+            },
+            |a| {
+                started.store(true, std::sync::atomic::Ordering::SeqCst);
+                side_until_released(a)
+            },
+        );
+        assert_eq!(r.unwrap(), ("main", "side"));
+    }
+
+    #[test]
+    fn overlap_reports_mains_error_first_and_stops_the_side() {
+        let r: Result<((), &str), _> = overlap(|| Err(failed("main failed")), side_until_released);
+        assert_eq!(r.unwrap_err().to_string(), "main failed");
+        // Both failing: main's error, as if it had run first.
+        let r: Result<((), ()), _> = overlap(
+            || Err(failed("main failed")),
+            |_| Err(failed("side failed")),
+        );
+        assert_eq!(r.unwrap_err().to_string(), "main failed");
+    }
+
+    #[test]
+    fn overlap_reports_the_sides_error_when_main_succeeds() {
+        let r: Result<(&str, ()), _> = overlap(|| Ok("main"), |_| Err(failed("side failed")));
+        assert_eq!(r.unwrap_err().to_string(), "side failed");
+    }
+
+    #[test]
+    fn overlap_opens_the_gate_when_main_panics() {
+        // The side waits for the gate: a panic on main's side must not leave it (and
+        // the scope joining it) waiting forever.
+        let r = std::panic::catch_unwind(|| {
+            let _: Result<((), &str), _> = overlap(|| panic!("main panicked"), side_until_released);
+        });
+        assert!(r.is_err());
     }
 }

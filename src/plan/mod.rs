@@ -90,7 +90,10 @@ pub const FORMAT: &str = "pitr-plan/1";
 /// Progress reporting for the long phases of a plan and of an embedded replay
 /// (the CLI draws a bar on a terminal, or logs a line now and then; tests stay
 /// quiet). One reporter owns the terminal: implementations write to stderr only.
-pub trait Progress {
+///
+/// `Sync`: the backup's documents are loaded on a thread of their own while the
+/// main thread writes the slice, and both report their phase.
+pub trait Progress: Sync {
     /// A pass over one file begins; `counter` is the bytes read so far (of `total`,
     /// when known). The returned ticker is called every few thousand entries and
     /// dropped when the pass ends.
@@ -113,6 +116,54 @@ pub trait Progress {
     ) -> Box<dyn FnMut() + '_> {
         let _ = (what, unit, total, meter);
         Box::new(|| {})
+    }
+
+    /// [`Progress::phase`] for work on another thread that runs alongside the
+    /// calling thread's phases (the backup's documents loaded while the slice is
+    /// written): shown the same way while it runs, but its last line, which says
+    /// how long the work itself took, waits until `after` is opened, so that a log
+    /// reads in the order of a sequential run whichever side finishes first.
+    fn phase_alongside(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+        after: &Gate,
+    ) -> Box<dyn FnMut() + '_> {
+        let _ = after;
+        self.phase(what, unit, total, meter)
+    }
+}
+
+/// Opened once by one thread, waited for by others ([`Progress::phase_alongside`]).
+/// Clones share it.
+#[derive(Clone, Debug, Default)]
+pub struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Lets every waiter (present and future) go on.
+    pub fn open(&self) {
+        let (open, cv) = &*self.0;
+        *open.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.0 .0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Returns once the gate is open.
+    pub fn wait(&self) {
+        let (open, cv) = &*self.0;
+        let mut g = open.lock().unwrap_or_else(|e| e.into_inner());
+        while !*g {
+            g = cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 

@@ -109,6 +109,17 @@ impl Progress for RebuildProgress<'_> {
     ) -> Box<dyn FnMut() + '_> {
         self.0.phase(what, unit, total, meter)
     }
+
+    fn phase_alongside(
+        &self,
+        what: &str,
+        unit: Unit,
+        total: Option<u64>,
+        meter: &Meter,
+        after: &crate::plan::Gate,
+    ) -> Box<dyn FnMut() + '_> {
+        self.0.phase_alongside(what, unit, total, meter, after)
+    }
 }
 
 /// Runs a rehearsal; the report is always filled (with the error when it could not
