@@ -7,7 +7,6 @@
 mod common;
 mod replay_common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use replay_common::{code, read_json, run_pitr, show, stderr, FIXTURE};
@@ -29,24 +28,6 @@ fn ts_of(entry: &[u8]) -> bson::Timestamp {
         .unwrap()
         .get_timestamp("ts")
         .unwrap()
-}
-
-/// Every file under `dir`, by relative path, with its bytes.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
 }
 
 /// `pitr replay --engine embedded --until auto` of the fixture's backup and `oplog`
@@ -103,7 +84,10 @@ fn an_oplog_out_of_order_gives_the_dump_of_the_same_oplog_in_order() {
         show(&out_of_order)
     );
 
-    let (da, db) = (files(&a.path().join("out")), files(&b.path().join("out")));
+    let (da, db) = (
+        common::files_under(&a.path().join("out")),
+        common::files_under(&b.path().join("out")),
+    );
     assert!(!da.is_empty());
     assert_eq!(
         da.keys().collect::<Vec<_>>(),

@@ -8,31 +8,10 @@ mod common;
 mod replay_common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use pitr_fixturegen::mix::Mix;
 use replay_common::{code, run_pitr, show};
-
-/// Every file under `dir`, by path relative to it.
-fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
 
 /// A JSON file of the work dir with the run's own directory and its timings
 /// taken out (the only things two runs may differ by).
@@ -72,8 +51,8 @@ fn normalized(path: &Path, run_dir: &Path) -> serde_json::Value {
 /// the report and the plan.
 type Outputs = (
     i32,
-    BTreeMap<PathBuf, Vec<u8>>,
-    BTreeMap<PathBuf, Vec<u8>>,
+    BTreeMap<String, Vec<u8>>,
+    BTreeMap<String, Vec<u8>>,
     serde_json::Value,
     serde_json::Value,
 );
@@ -122,12 +101,12 @@ fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> 
     let stats = &report["engine_stats"];
     assert_eq!(stats["writers"].as_u64(), Some(writers.parse().unwrap()));
     let on_writers = stats["entries_on_writers"].as_u64().unwrap();
-    let dump = files(&tmp.path().join("out"));
+    let dump = common::files_under(&tmp.path().join("out"));
     assert!(!dump.is_empty(), "writers {writers}: no dump\n{}", show(&o));
     let outputs = (
         code(&o),
         dump,
-        files(&tmp.path().join("out-destroyed")),
+        common::files_under(&tmp.path().join("out-destroyed")),
         normalized(&tmp.path().join("work/report.json"), &run),
         normalized(&tmp.path().join("work/plan/plan.json"), &run),
     );
@@ -143,7 +122,7 @@ fn assert_same(mix: Mix, what: &str, seq: &Outputs, par: &Outputs) {
         "{name} {what}: the dump's files"
     );
     for (p, bytes) in &seq.1 {
-        assert!(par.1[p] == *bytes, "{name} {what}: {} differs", p.display());
+        assert!(par.1[p] == *bytes, "{name} {what}: {} differs", p);
     }
     assert!(
         seq.2 == par.2,

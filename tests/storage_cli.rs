@@ -162,7 +162,7 @@ fn find_drop_reads_backup_and_oplog_in_a_bucket_as_local_files() {
 
 /// Every `.bson` file under `dir`, by its path below it, with its bytes.
 fn bson_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files(dir)
+    common::files_under(dir)
         .into_iter()
         .filter(|(rel, _)| rel.ends_with(".bson"))
         .collect()
@@ -673,25 +673,6 @@ fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// Every file under `dir`, as (relative path, bytes).
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
     let inc = Incident::start();
@@ -749,13 +730,22 @@ fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
         "{:?}",
         got.iter().map(|g| &g.0).collect::<Vec<_>>()
     );
-    assert_eq!(got, files(&local_cwd.join("out")));
+    assert_eq!(
+        got,
+        common::files_under(&local_cwd.join("out"))
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
     let m: Value = serde_json::from_slice(&manifest.1).unwrap();
     assert_eq!(m["objects"].as_array().unwrap().len(), got.len());
     let lost = objects(&storage, &at.with_name_suffix("-destroyed"));
+    assert!(
+        local_cwd.join("out-destroyed").is_dir(),
+        "the local run wrote no OUT-destroyed"
+    );
     assert_eq!(
         lost.len() - 1,
-        files(&local_cwd.join("out-destroyed")).len()
+        common::files_under(&local_cwd.join("out-destroyed")).len()
     );
     // Mongorestore reads local files: the handover downloads first.
     let first = report["handover"][0]["command"].as_str().unwrap();

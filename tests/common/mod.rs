@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod spare;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -216,4 +217,27 @@ pub fn generate_incident(out: &Path, seed: u64) {
         mix: pitr_fixturegen::mix::Mix::Current,
     })
     .unwrap_or_else(|e| panic!("generating seed {seed} into {}: {e}", out.display()));
+}
+
+/// Every file under `dir`, at any depth, by its path relative to `dir`, with its
+/// bytes (in path order). Empty when `dir` does not exist: a caller that expects
+/// files says so (`assert!(!files.is_empty())`).
+pub fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_string();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
 }
