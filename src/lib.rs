@@ -15,7 +15,7 @@
 //! |---|---|---|
 //! | 0 | error | failures with hints and exit codes |
 //! | 1 | size, table, closest, objectid | byte sizes; terminal tables and wording; "did you mean"; ObjectIds |
-//! | 2 | storage, memory | local paths and object-storage URLs (s3, gs, az): streaming reads, all-or-nothing writes, conditional puts; the memory budget's default (a share of what is available) |
+//! | 2 | storage, memory | local paths and object-storage URLs (s3, gs, az): streaming reads, all-or-nothing writes, conditional puts; the memory budget's default (a share of what is available), freed heap given back |
 //! | 3 | stream | byte streams: counting, gzip by content, what a stream looks like |
 //! | 4 | archive | the mongodump archive format (read and write) |
 //! | 5 | oplog | oplog entries and positions; opening an oplog source of any kind (files, dump dirs, archives, oplog archive dirs, stdin) |

@@ -722,25 +722,10 @@ fn slice_and_seed(
         "the backup's documents loaded in {wall:.3} s ({cpu:.3} s cpu) on a thread of their own, alongside the slice"
     ));
     timer.mark("backup loaded");
-    release_freed_heap();
+    // The loading thread's own malloc arena kept what it freed past the budget
+    // (40 MB more peak RSS at --memory 64MiB): given back.
+    crate::memory::give_back_freed_heap();
     Ok((slice, stake, model))
-}
-
-/// Gives the heap the loading thread freed back to the system. glibc gives each
-/// thread a malloc arena of its own; past `--memory` the loading thread's documents
-/// are freed when they move to disk, and nothing allocated later on the main thread
-/// reuses that arena, so its freed pages stayed resident: 40 MB more peak RSS at
-/// `--memory 64MiB` on the 1 GiB bench (140 MB against 100 MB, and 88 MB with
-/// `MALLOC_ARENA_MAX=1`), a share of the 100 MB the budget allows above `--memory`.
-/// `malloc_trim` releases the free pages of every arena (glibc `malloc/malloc.c`
-/// `mtrim`, which `madvise`s free chunks away since glibc 2.8).
-fn release_freed_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the system; it takes the
-    // arenas' locks itself and touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// Runs `side` on a thread of its own while `main` runs on this one, and returns

@@ -349,6 +349,12 @@ impl DiskStore {
                 }
             }
             t.commit().map_err(|e| err(&self.path, e))?;
+            // The documents written are freed as the iterator moves on, many in
+            // other threads' malloc arenas, which the store's own allocations
+            // here do not reuse: given back batch by batch, so that the spill
+            // does not hold the freed budget beside redb's (see
+            // `crate::memory::give_back_freed_heap`).
+            crate::memory::give_back_freed_heap();
         }
         self.renew_snapshot()
     }

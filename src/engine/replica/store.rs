@@ -463,6 +463,9 @@ impl Store {
         self.parts[0].counts = counts;
         self.mem_bytes = 0;
         self.disk = Some(disk);
+        // The documents just freed were allocated on other threads too (the
+        // loading, the writers), whose arenas would keep their pages.
+        crate::memory::give_back_freed_heap();
         Ok(())
     }
 
