@@ -133,6 +133,27 @@ impl Source {
     }
 }
 
+/// Gives the heap freed so far back to the system. glibc gives each thread a malloc
+/// arena of its own, and the pages of chunks freed in one thread's arena stay
+/// resident until that arena reuses them: when the documents move to disk past
+/// `--memory` (freed on the thread that spills, allocated by the loading thread or
+/// the writer threads), later allocations on another thread do not reuse them, and
+/// the process keeps the budget's worth of freed memory beside the on-disk path's
+/// own. Measured on the 1 GiB bench: `--memory 64MiB` peaked at 140 MB instead of
+/// 88 MB (`MALLOC_ARENA_MAX=1`), and `--memory 1300MiB` (crossed during the apply)
+/// at 1,860 MB instead of 1,446 MB, past the budget's + 100 MB. `malloc_trim(0)`
+/// releases the free pages of every arena (glibc `malloc/malloc.c`, `mtrim`,
+/// which `madvise`s free chunks away): 6 ms after a 64 MiB spill. Elsewhere than
+/// glibc, nothing to do.
+pub fn give_back_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the system; it takes the
+    // arenas' locks itself and touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,26 +209,5 @@ mod tests {
         assert_eq!(parse_meminfo("MemTotal: 1000 kB\nMemFree: 10 kB\n"), None);
         assert_eq!(parse_meminfo("MemAvailable: lots\n"), None);
         assert_eq!(parse_meminfo("MemAvailable: 12 MB\n"), None);
-    }
-}
-
-/// Gives the heap freed so far back to the system. glibc gives each thread a malloc
-/// arena of its own, and the pages of chunks freed in one thread's arena stay
-/// resident until that arena reuses them: when the documents move to disk past
-/// `--memory` (freed on the thread that spills, allocated by the loading thread or
-/// the writer threads), later allocations on another thread do not reuse them, and
-/// the process keeps the budget's worth of freed memory beside the on-disk path's
-/// own. Measured on the 1 GiB bench: `--memory 64MiB` peaked at 140 MB instead of
-/// 88 MB (`MALLOC_ARENA_MAX=1`), and `--memory 1300MiB` (crossed during the apply)
-/// at 1,860 MB instead of 1,446 MB, past the budget's + 100 MB. `malloc_trim(0)`
-/// releases the free pages of every arena (glibc `malloc/malloc.c`, `mtrim`,
-/// which `madvise`s free chunks away): 6 ms after a 64 MiB spill. Elsewhere than
-/// glibc, nothing to do.
-pub fn give_back_freed_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the system; it takes the
-    // arenas' locks itself and touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
