@@ -15,6 +15,10 @@
 #   small         the same with --memory $SMALL (default 64MiB: documents move to
 #                 the on-disk store, redb, in the work dir)
 #   unbounded     the same with --memory $BIG (default 1024GiB: every document in memory)
+#   crossing      (only when named in ONLY, after unbounded) --memory at 85% of the
+#                 unbounded run's peak estimate (or $CROSS): the backup fits, the
+#                 oplog's writes cross the budget during the apply, so the documents
+#                 move to disk from the writer threads' memory
 #
 # Each round measures the floor and the three runs one after the other (paired:
 # load from other tenants hits both); the ratios are per round, and the table
@@ -32,7 +36,8 @@
 # Usage: scripts/bench-engine.sh [SIZE]   (default 1GiB of oplog; data in bench-data/engine-SIZE,
 #                                          kept for the next run; about 2x SIZE, plus
 #                                          about 3x SIZE while a run writes)
-# Env:   RUNS=1  SMALL=64MiB  BIG=1024GiB  SEED=1  ONLY="unbounded default small"
+# Env:   RUNS=1  SMALL=64MiB  BIG=1024GiB  SEED=1  ONLY="unbounded default small" (or
+#        "unbounded crossing ...")  CROSS=size (the crossing run's --memory)
 #        PITR_BIN=path (another pitr binary to measure, e.g. a build of an older commit)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,8 +107,19 @@ timed() {
   echo "$round $name $e $u $s $m $l" >> "$work/results"
 }
 
-budget_of() {  # NAME: the --memory flag of that run (none for the default)
-  case $1 in default) ;; small) echo "--memory $small" ;; unbounded) echo "--memory $big" ;; esac
+budget_of() {  # NAME ROUND: the --memory flag of that run (none for the default)
+  case $1 in
+    default) ;;
+    small) echo "--memory $small" ;;
+    unbounded) echo "--memory $big" ;;
+    crossing)
+      local est
+      est=$(awk -v r="$2" '$1 == r && $2 == "unbounded" {print $5}' "$work/reports" 2>/dev/null)
+      if [ -n "${CROSS:-}" ]; then echo "--memory $CROSS"
+      elif [ -n "$est" ]; then echo "--memory $((est * 85 / 100 / 1048576))MiB"
+      else echo "error: the crossing run needs the unbounded run before it in ONLY, or CROSS" >&2; exit 2
+      fi ;;
+  esac
 }
 
 floor() {  # ROUND OUT_DIR
@@ -120,9 +136,10 @@ for round in $(seq "$runs"); do
   first=yes
   for name in $only; do
     rm -rf "$work/w" "$work/out"
-    # shellcheck disable=SC2046
+    flags=$(budget_of "$name" "$round")
+    # shellcheck disable=SC2086
     timed "$round" "$name" env PITR_TIMING=1 "$PITR" replay --engine embedded --backup "$backup" \
-      --oplog "$oplog" --until end --accept-incidents $(budget_of "$name") \
+      --oplog "$oplog" --until end --accept-incidents $flags \
       --workdir "$work/w" --out "$work/out" --json
     grep '^pitr timing' "$work/stderr" > "$dir/$name.timing" || true
     python3 - "$work/stdout" "$round" "$name" >> "$work/reports" <<'PY'
@@ -159,14 +176,14 @@ budget = {(r, n): (int(b), s == "1", int(e)) for r, n, b, s, e, *_ in reports}
 hashes = {h for *_, h in reports}
 med = st.median
 print(f"\nmedians over {len(rounds)} round(s):")
-print(f"{'run':<28} {'wall s':>7} {'CPU s':>7} {'x floor':>8} {'x floor CPU':>11} {'entries/s':>11} {'peak RSS MB':>11}  budget")
+print(f"{'run':<28} {'wall s':>7} {'CPU s':>7} {'x floor':>8} {'x floor CPU':>11} {'entries/s':>11} {'peak RSS MB':>11}  budget (RSS target: budget + 100 MB)")
 for name in ("read", "write", "hash"):
     w = med(R[(r, name)][0] for r in rounds)
     c = med(R[(r, name)][1] for r in rounds)
     print(f"{'  floor: ' + name:<28} {w:7.2f} {c:7.2f}")
 w = med(fl(r, 0) for r in rounds); c = med(fl(r, 1) for r in rounds)
 print(f"{'floor (sum)':<28} {w:7.2f} {c:7.2f} {1:8.2f} {1:11.2f}")
-for name in [n for n in ("default", "small", "unbounded") if (rounds[0], n) in R]:
+for name in [n for n in ("default", "small", "unbounded", "crossing") if (rounds[0], n) in R]:
     w = med(R[(r, name)][0] for r in rounds)
     c = med(R[(r, name)][1] for r in rounds)
     xw = med(R[(r, name)][0] / fl(r, 0) for r in rounds)
@@ -174,10 +191,11 @@ for name in [n for n in ("default", "small", "unbounded") if (rounds[0], n) in R
     rss = max(R[(r, name)][2] for r in rounds) / 1024
     b, spilled, est = budget[(rounds[0], name)]
     label = {"default": "embedded, default budget", "small": "embedded, small budget",
-             "unbounded": "embedded, unbounded"}[name]
+             "unbounded": "embedded, unbounded", "crossing": "embedded, crossed in apply"}[name]
+    rss_ok = rss * 2**20 <= b + 100e6
     print(f"{label:<28} {w:7.2f} {c:7.2f} {xw:8.2f} {xc:11.2f} {entries / w:11,.0f} {rss:11.0f}  "
           f"{b / 2**20:,.0f} MiB{', past it (disk)' if spilled else ', within it'}; "
-          f"store's peak estimate {est / 2**20:,.0f} MiB")
+          f"store's peak estimate {est / 2**20:,.0f} MiB; RSS {'within' if rss_ok else 'PAST'} target")
 if len(hashes) != 1:
     print("\nWARNING: the runs disagree on the dbHash of some collection:", *sorted(hashes), sep="\n  ")
 else:

@@ -139,9 +139,9 @@ impl Source {
 /// `--memory` (freed on the thread that spills, allocated by the loading thread or
 /// the writer threads), later allocations on another thread do not reuse them, and
 /// the process keeps the budget's worth of freed memory beside the on-disk path's
-/// own. Measured on the 1 GiB bench: `--memory 64MiB` peaked at 140 MB instead of
-/// 88 MB (`MALLOC_ARENA_MAX=1`), and `--memory 1300MiB` (crossed during the apply)
-/// at 1,860 MB instead of 1,446 MB, past the budget's + 100 MB. `malloc_trim(0)`
+/// own. Measured on the 1 GiB bench: `--memory 64MiB` peaked at 140 MiB instead of
+/// 86 MiB (`MALLOC_ARENA_MAX=1`), and `--memory 1300MiB` (crossed during the apply)
+/// at 1,816 MiB instead of 1,412 MiB, far past the budget's + 100 MB. `malloc_trim(0)`
 /// releases the free pages of every arena (glibc `malloc/malloc.c`, `mtrim`,
 /// which `madvise`s free chunks away): 6 ms after a 64 MiB spill. Elsewhere than
 /// glibc, nothing to do.
