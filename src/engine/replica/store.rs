@@ -462,10 +462,9 @@ impl Store {
         }
         self.parts[0].counts = counts;
         self.mem_bytes = 0;
+        // The documents freed here were given back batch by batch as they were
+        // written (`DiskStore::load`, `crate::memory::give_back_freed_heap`).
         self.disk = Some(disk);
-        // The documents just freed were allocated on other threads too (the
-        // loading, the writers), whose arenas would keep their pages.
-        crate::memory::give_back_freed_heap();
         Ok(())
     }
 
