@@ -76,7 +76,8 @@ pub struct RehearseArgs {
     /// Only namespaces matching this glob (`shop.orders`, `shop.*`); repeatable
     #[arg(long = "ns", value_name = "GLOB")]
     pub ns: Vec<String>,
-    /// Memory for the rebuilt documents before they move to an on-disk store in --work-dir
+    /// Memory for the rebuilt documents (they move to an on-disk store in --work-dir
+    /// before they fill it, leaving that store's cache room in it)
     /// [default: half of the memory available when pitr starts, 64 MiB to 64 GiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory: Option<usize>,

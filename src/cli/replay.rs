@@ -88,8 +88,9 @@ pub struct ReplayArgs {
     /// mongod and mongorestore)
     #[arg(long, value_enum, default_value_t = Engine::Embedded)]
     pub engine: Engine,
-    /// Memory for documents before they move to an on-disk store in the work dir
-    /// (e.g. `512MiB`, `2GiB`): the embedded engine's replica (and the documents it
+    /// Memory for documents (e.g. `512MiB`, `2GiB`): they move to an on-disk store in
+    /// the work dir before they fill it, leaving that store's cache room in it: the
+    /// embedded engine's replica (and the documents it
     /// writes to OUT-destroyed), and with `--engine mongod` the replica that
     /// predicts each collection's dbHash for verification [default: half of the
     /// memory available when pitr starts (MemAvailable), at most 64GiB; 384MiB where
