@@ -366,6 +366,93 @@ fn missing_programs_are_named_with_the_flag_and_variable() {
     assert!(stderr(&o).contains("--engine mongod"), "{}", show(&o));
 }
 
+/// `--dry-run`: every member planned as the real run plans it and its spare's
+/// commands shown, each with the cluster's one `--oplogLimit`; no spare started,
+/// `--out` not written; the exit code the real run would end with (1: the sharded
+/// drop's limit replays the fan-out delete, without `--accept-incidents`; 0 with
+/// it). The embedded engine runs no commands: its dry run is refused, pointing at
+/// `pitr plan --cluster`.
+#[test]
+fn dry_run_shows_every_members_commands_and_starts_nothing() {
+    let test = "dry_run_shows_every_members_commands_and_starts_nothing";
+    for b in tool_sets(test).iter().take(1) {
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = b.dir.to_str().unwrap();
+        let until = "1795223000:7";
+        let c = cluster();
+        let dry = |extra: &[&str]| {
+            let base = ["replay", "--cluster", c.to_str().unwrap(), "--until", until];
+            let flags = ["--out", "out", "--engine", "mongod", "--mongodb-bin", bin];
+            run_pitr(
+                tmp.path(),
+                &[&base[..], &flags, &["--dry-run"], extra].concat(),
+                &[],
+            )
+        };
+        let o = dry(&["--json"]);
+        assert_eq!(code(&o), 1, "{}", show(&o));
+        let d: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(d["format"], "pitr-cluster-replay-dry-run/1", "{d}");
+        assert_eq!(d["exit_code"], 1);
+        assert_eq!(d["incidents_replayed"][0]["kind"], "deleteBurst", "{d}");
+        let members: Vec<&str> = d["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["member"].as_str().unwrap())
+            .collect();
+        assert_eq!(members, ["config", "shard0", "shard1", "shard2"]);
+        for m in d["members"].as_array().unwrap() {
+            assert_eq!(m["oplog_limit"], until, "{m}");
+            let steps = m["dry_run"]["steps"].as_array().unwrap();
+            let argv: Vec<Vec<String>> = steps
+                .iter()
+                .flat_map(|s| s["commands"].as_array().unwrap())
+                .map(|c| {
+                    c.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|a| a.as_str().unwrap().to_string())
+                        .collect()
+                })
+                .collect();
+            let restore = argv
+                .iter()
+                .find(|a| a[0].ends_with("mongorestore"))
+                .unwrap_or_else(|| panic!("no mongorestore command: {m}"));
+            let at = restore.iter().position(|a| a == "--oplogLimit").unwrap();
+            assert_eq!(restore[at + 1], until, "{m}");
+            assert!(restore[0].starts_with(bin), "{m}");
+            // The restore directory it names was written by the planning.
+            assert!(Path::new(restore.last().unwrap()).is_dir(), "{m}");
+        }
+        assert!(!tmp.path().join("out").exists());
+        let spares: Vec<PathBuf> = common::files_under(tmp.path())
+            .into_keys()
+            .filter(|p| p.contains("pitr-spare-") || p.ends_with("mongod.log"))
+            .map(PathBuf::from)
+            .collect();
+        assert!(spares.is_empty(), "a spare was started: {spares:?}");
+
+        let o = dry(&["--accept-incidents"]);
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(
+                "Member `shard2` (shard): its spare restores to --oplogLimit 1795223000:7"
+            ) && text.contains("the real run would go ahead (exit code 0)")
+                && text.contains("Nothing was run (--dry-run)"),
+            "{text}"
+        );
+        assert!(!tmp.path().join("out").exists());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(tmp.path(), "out", "auto", &["--dry-run"], &[]).expect_err("refused");
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(stderr(&o).contains("pitr plan --cluster"), "{}", show(&o));
+}
+
 /// The fixture with every member's backup as `mongodump --gzip` writes it (data and
 /// metadata files `.gz`, the root `oplog.bson` gzip-compressed under its own name).
 fn gzip_fixture(dst: &Path) -> PathBuf {

@@ -32,7 +32,7 @@ use crate::plan::{ContentOptions, Quiet, RestorePlan};
 use crate::replay::progress::Console;
 use crate::replay::report::Timing;
 use crate::replay::tools::{self, Tools};
-use crate::replay::{execute, Execution, ReplayReport, Settings, WorkDir};
+use crate::replay::{dry_run, execute, Execution, ReplayReport, Settings, WorkDir};
 use crate::verify::compare::Status;
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
@@ -186,6 +186,78 @@ pub(super) fn replay_members(
         let _ = std::fs::remove_dir_all(&dumps);
     }
     Ok((reports, counts))
+}
+
+/// One member of `replay --cluster --engine mongod --dry-run`. JSON: `member`,
+/// `role`, `oplog_limit` (its spare's mongorestore `--oplogLimit`), `entries` (of
+/// its resolved slice, after its backup's end), `commits_appended` (commit entries
+/// past the limit appended to its slice), `workdir`, `dry_run` (what `pitr replay
+/// --engine mongod --dry-run --json` shows for one replica set, with this member's
+/// plan and commands).
+#[derive(serde::Serialize)]
+pub(super) struct MemberDryRun {
+    pub member: String,
+    pub role: cluster::Role,
+    pub oplog_limit: crate::oplog::Ts,
+    pub entries: u64,
+    pub commits_appended: usize,
+    pub workdir: String,
+    pub dry_run: serde_json::Value,
+    /// The member's commands as text ([`dry_run::commands_text`]).
+    #[serde(skip)]
+    pub commands: String,
+}
+
+/// `replay --cluster --engine mongod --dry-run`: every member planned as the real
+/// run plans it (its plan and resolved slice written in the work dir, its lint
+/// checked), and the commands its spare would run; nothing is started. Returns the
+/// work dir, the programs' text (once for every member) and the members, in the
+/// order the real run takes them.
+pub(super) fn dry_run_members(
+    p: &Prepared,
+    a: &ReplayArgs,
+    (tools, hints): (Tools, VersionHints),
+    cwd: &Path,
+    memory: usize,
+) -> Result<(PathBuf, String, Vec<MemberDryRun>), Failure> {
+    let console = Console::prefixed("pitr replay --cluster --dry-run: ");
+    let work = WorkDir::create(a.workdir.as_deref(), cwd).map_err(Failure::from)?;
+    let planned = plan_members(p, a, cwd, memory, &work, hints, &console)?;
+    let pitr = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("pitr"));
+    let probed = tools.as_probed();
+    let dumps = work.root.join("member-dumps");
+    // Incidents are the cluster's verdict, not a member's.
+    let allow = dry_run::Allow {
+        ignore_lint_errors: a.ignore_lint_errors,
+        accept_incidents: true,
+    };
+    let mut binaries = String::new();
+    let mut members = Vec::new();
+    for m in &planned {
+        let d = dry_run::prepare(
+            &m.plan,
+            &m.work,
+            &probed,
+            Some(&dumps.join(&m.member.id)),
+            None,
+            &pitr,
+            allow,
+        );
+        if binaries.is_empty() {
+            binaries = dry_run::binaries_text(&d);
+        }
+        members.push(MemberDryRun {
+            member: m.member.id.clone(),
+            role: m.member.role,
+            oplog_limit: m.slice.oplog_limit,
+            entries: m.slice.entries,
+            commits_appended: m.slice.commits_appended.len(),
+            workdir: m.work.root.display().to_string(),
+            commands: dry_run::commands_text(&d),
+            dry_run: serde_json::to_value(&d).map_err(|e| Failure::new(e.to_string()))?,
+        });
+    }
+    Ok((work.root.clone(), binaries, members))
 }
 
 /// A member not started (another failed first).

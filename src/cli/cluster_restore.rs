@@ -396,11 +396,17 @@ struct ClusterReplay {
 
 pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     let mongod = a.engine == Engine::Mongod;
-    if a.gzip || a.archive || a.dry_run || a.port.is_some() {
+    if a.gzip || a.archive || a.port.is_some() {
         return Err(Failure::new(
-            "--gzip, --archive, --dry-run and --port are not available with --cluster",
+            "--gzip, --archive and --port are not available with --cluster",
         )
         .with_hint("replay --cluster writes a plain mongodump directory to --out (with --engine mongod, each member's spare takes a free port)"));
+    }
+    if a.dry_run && !mongod {
+        return Err(Failure::new(
+            "--dry-run with --cluster shows the commands of --engine mongod; the embedded engine runs none",
+        )
+        .with_hint("`pitr plan --cluster FILE --until V` shows what the embedded engine replays on each member; add --engine mongod for the spares' commands"));
     }
     if !mongod && (a.keep || a.mongodb_bin.is_some() || a.jobs.is_some_and(|j| j > 1)) {
         return Err(Failure::new(
@@ -432,6 +438,10 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     };
     let p = prepare(&a.plan)?;
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
+    if a.dry_run {
+        let programs = programs.expect("--dry-run is for --engine mongod");
+        return dry_run(&p, &a, programs, (&cwd, &out), budget.bytes as usize);
+    }
     let (members, counts) = if let Some(programs) = programs {
         super::cluster_mongod::replay_members(
             &p,
@@ -486,6 +496,123 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     }
     w.flush()?;
     Ok(exit_code)
+}
+
+/// `replay --cluster --engine mongod --dry-run`. JSON: `format`, `exit_code` (the
+/// code the real run would end with if every member's restore and verification
+/// passed: 1 when it replays incidents without `--accept-incidents`),
+/// `incidents_replayed`, `cluster`, `limit`, `limit_utc`, `explanation`, `out`,
+/// `jobs` (spares at once), `workdir`, `members` (each with its own dry run).
+#[derive(Serialize)]
+struct ClusterDryRun {
+    format: &'static str,
+    exit_code: u8,
+    incidents_replayed: Vec<Replayed>,
+    cluster: String,
+    limit: Ts,
+    limit_utc: String,
+    explanation: String,
+    out: String,
+    jobs: u16,
+    workdir: String,
+    members: Vec<super::cluster_mongod::MemberDryRun>,
+}
+
+/// Plans every member as the real run does and prints the spares' commands;
+/// nothing is started and --out is not written.
+fn dry_run(
+    p: &Prepared,
+    a: &ReplayArgs,
+    programs: (
+        crate::replay::tools::Tools,
+        crate::plan::versions::VersionHints,
+    ),
+    (cwd, out): (&Path, &Path),
+    memory: usize,
+) -> Result<u8, Failure> {
+    let (work, binaries, members) =
+        super::cluster_mongod::dry_run_members(p, a, programs, cwd, memory)?;
+    let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
+    let d = ClusterDryRun {
+        format: "pitr-cluster-replay-dry-run/1",
+        exit_code,
+        incidents_replayed: p.replayed.clone(),
+        cluster: p.file.path.display().to_string(),
+        limit: p.limit,
+        limit_utc: p.limit.utc_string(),
+        explanation: p.explanation.clone(),
+        out: out.display().to_string(),
+        jobs: a.jobs.unwrap_or(1).max(1),
+        workdir: work.display().to_string(),
+        members,
+    };
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    if a.json {
+        super::output::write_json(&mut w, &d)?;
+    } else {
+        render_dry_run(&mut w, &d, &binaries)?;
+    }
+    w.flush()?;
+    Ok(exit_code)
+}
+
+fn render_dry_run(w: &mut impl Write, d: &ClusterDryRun, binaries: &str) -> io::Result<()> {
+    writeln!(
+        w,
+        "Cluster limit {} ({}), exclusive, one for every member: {}.",
+        d.limit, d.limit_utc, d.explanation
+    )?;
+    writeln!(w)?;
+    write!(w, "{binaries}")?;
+    for m in &d.members {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "Member `{}` ({}): its spare restores to --oplogLimit {} ({} after its backup's end, {} past the limit appended); work dir {}",
+            m.member,
+            m.role.as_str(),
+            m.oplog_limit,
+            counted(m.entries, "entry", "entries"),
+            counted(m.commits_appended as u64, "commit entry", "commit entries"),
+            m.workdir
+        )?;
+        write!(w, "{}", m.commands)?;
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Then     {}; once every member's spare passed its verification, their dumps are merged into `{}` \
+         (the config server's routing decides which shard owns each document) with sharding.json.",
+        if d.jobs > 1 {
+            format!("{} spares at once (--jobs)", d.jobs)
+        } else {
+            "one spare after the other".to_string()
+        },
+        d.out
+    )?;
+    writeln!(
+        w,
+        "Work dir  {} (each member's plan in members/<member>/plan/)",
+        d.workdir
+    )?;
+    let incidents = (d.exit_code == 1).then(|| {
+        d.incidents_replayed
+            .iter()
+            .map(|r| format!("{} of `{}` at {}", r.kind, r.ns, r.ts))
+            .collect::<Vec<_>>()
+            .join(", ")
+            + " replayed without --accept-incidents"
+    });
+    write!(
+        w,
+        "{}",
+        crate::replay::dry_run::go_ahead_text(incidents.as_deref())
+    )?;
+    writeln!(
+        w,
+        "Nothing was run (--dry-run): no spare started, --out not written."
+    )
 }
 
 /// Each member replayed to the limit (the config server first: its routing decides

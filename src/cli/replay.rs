@@ -104,6 +104,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub archive: bool,
     /// Print the plan and the exact commands (with the programs found); start nothing
+    /// (with --cluster: every member's spare's commands, --engine mongod)
     #[arg(long)]
     pub dry_run: bool,
     /// Leave the spare mongod running at the end and print how to connect and stop it

@@ -253,6 +253,53 @@ pub fn plan_text(rendered: &str) -> String {
 
 /// The text after the plan: binaries, then the commands.
 pub fn text(d: &DryRun<'_>) -> String {
+    let mut s = binaries_text(d);
+    let _ = writeln!(s);
+    s.push_str(&commands_text(d));
+    let _ = writeln!(s);
+    let _ = writeln!(s, "Work dir  {} (the plan is in plan/)", d.workdir);
+    match &d.refusal {
+        Some(why) => {
+            let _ = writeln!(
+                s,
+                "Verdict   the real run would refuse: {why} (exit code {}).",
+                d.exit_code
+            );
+        }
+        None => s.push_str(&go_ahead_text(d.incidents_replayed.as_deref())),
+    }
+    let _ = writeln!(s, "Nothing was run (--dry-run).");
+    s
+}
+
+/// The verdict of a run that goes ahead: exit 0, or 1 with why (`incidents`).
+pub fn go_ahead_text(incidents: Option<&str>) -> String {
+    match incidents {
+        Some(why) => format!(
+            "Verdict   the real run would go ahead and end with exit code 1 (INCIDENT REPLAYED): {why}.\n"
+        ),
+        None => "Verdict   the real run would go ahead (exit code 0).\n".to_string(),
+    }
+}
+
+/// The commands the real run would run, in order, with their notes.
+pub fn commands_text(d: &DryRun<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "Commands  pitr replay would run, in this order");
+    for st in &d.steps {
+        let _ = writeln!(s, "  {}. {}", st.number, st.title);
+        for c in &st.commands {
+            let _ = writeln!(s, "       {}", shell_line(c));
+        }
+        if let Some(n) = &st.note {
+            let _ = writeln!(s, "       # {n}");
+        }
+    }
+    s
+}
+
+/// The programs found (path, version, where from) or why one is missing.
+pub fn binaries_text(d: &DryRun<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -288,40 +335,6 @@ pub fn text(d: &DryRun<'_>) -> String {
             }
         }
     }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "Commands  pitr replay would run, in this order");
-    for st in &d.steps {
-        let _ = writeln!(s, "  {}. {}", st.number, st.title);
-        for c in &st.commands {
-            let _ = writeln!(s, "       {}", shell_line(c));
-        }
-        if let Some(n) = &st.note {
-            let _ = writeln!(s, "       # {n}");
-        }
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(s, "Work dir  {} (the plan is in plan/)", d.workdir);
-    match &d.refusal {
-        Some(why) => {
-            let _ = writeln!(
-                s,
-                "Verdict   the real run would refuse: {why} (exit code {}).",
-                d.exit_code
-            );
-        }
-        None => match &d.incidents_replayed {
-            Some(why) => {
-                let _ = writeln!(
-                    s,
-                    "Verdict   the real run would go ahead and end with exit code 1 (INCIDENT REPLAYED): {why}."
-                );
-            }
-            None => {
-                let _ = writeln!(s, "Verdict   the real run would go ahead (exit code 0).");
-            }
-        },
-    }
-    let _ = writeln!(s, "Nothing was run (--dry-run).");
     s
 }
 

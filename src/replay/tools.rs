@@ -37,6 +37,26 @@ impl Tools {
         })
     }
 
+    /// The programs as a [`probe`] that found each of them reports them (for a dry
+    /// run's list of binaries).
+    pub fn as_probed(&self) -> Vec<Probed> {
+        let mut v = vec![
+            Probed {
+                tool: Tool::Mongod,
+                found: Ok(self.mongod.clone()),
+            },
+            Probed {
+                tool: Tool::Mongorestore,
+                found: Ok(self.mongorestore.clone()),
+            },
+        ];
+        v.extend(self.mongodump.as_ref().map(|b| Probed {
+            tool: Tool::Mongodump,
+            found: Ok(b.clone()),
+        }));
+        v
+    }
+
     pub fn all(&self) -> Vec<&ToolBinary> {
         let mut v = vec![&self.mongod, &self.mongorestore];
         v.extend(self.mongodump.as_ref());
