@@ -21,6 +21,8 @@ use crate::table::counted;
 use super::plan::{PlanArgs, PlanInputArgs};
 use super::replay::{Engine, ReplayArgs};
 
+mod space;
+
 /// The limit and everything checked before any member is planned.
 pub(super) struct Prepared {
     pub(super) file: ClusterFile,
@@ -436,8 +438,11 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         true => Some(super::cluster_mongod::programs(&a)?),
         false => None,
     };
-    let p = prepare(&a.plan)?;
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
+    if !a.dry_run && !a.no_space_check {
+        space::check(&a, &cwd, &out, budget.bytes, mongod)?;
+    }
+    let p = prepare(&a.plan)?;
     if a.dry_run {
         let programs = programs.expect("--dry-run is for --engine mongod");
         return dry_run(&p, &a, programs, (&cwd, &out), budget.bytes as usize);

@@ -1,0 +1,198 @@
+//! `replay --cluster`'s free-space check (unless `--dry-run` or `--no-space-check`),
+//! before any member is read, as the replica set's replay checks its own
+//! (`super::super::replay`): a cluster restore that fills the disk after an hour
+//! helps nobody at 3 a.m.
+//!
+//! Per member, its backup's bytes `b` and its oplog's `o` (an object's or a prefix's
+//! size when they are in a bucket). What the run writes:
+//!
+//! - beside `--out`: the merged dump, at most every member's data: Σ(b + o);
+//! - in the work dir, embedded engine (the members replayed one after the other,
+//!   each one's files removed before the next): the largest member's slice and, past
+//!   `--memory`, its on-disk store: max(o + (b when b > --memory));
+//! - in the work dir, `--engine mongod`: every member's slice and resolved inputs
+//!   (Σ o), the spares' data of the `--jobs` largest members at once (b + o each;
+//!   each spare's dbpath is removed at its end), and every member's `mongodump`
+//!   until the merge (Σ(b + o)).
+
+use std::path::{Path, PathBuf};
+
+use crate::cluster;
+use crate::error::Failure;
+use crate::replay::preflight::{self, Need};
+
+use super::ReplayArgs;
+
+/// One member's input sizes: its backup's and its oplog's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Sizes {
+    backup: u64,
+    oplog: u64,
+}
+
+/// Checks that the run fits (see the module documentation); the cluster file is
+/// read here only for its members' inputs.
+pub(super) fn check(
+    a: &ReplayArgs,
+    cwd: &Path,
+    out: &Path,
+    budget: u64,
+    mongod: bool,
+) -> Result<(), Failure> {
+    let path = a.plan.cluster.clone().expect("called with --cluster");
+    let file = cluster::file::load(&path)?;
+    let sizes: Vec<Sizes> = file
+        .members()
+        .map(|m| Sizes {
+            backup: preflight::input_size(&m.backup),
+            oplog: m.oplog.iter().map(|o| preflight::input_size(o)).sum(),
+        })
+        .collect();
+    let work = existing(&match (&a.workdir, mongod) {
+        (Some(w), _) if w.is_absolute() => w.clone(),
+        (Some(w), _) => cwd.join(w),
+        // `--engine mongod`: `./pitr-replay-<time>`; the embedded engine: a temporary
+        // directory beside --out.
+        (None, true) => cwd.to_path_buf(),
+        (None, false) => out.parent().unwrap_or(cwd).to_path_buf(),
+    });
+    let jobs = usize::from(a.jobs.unwrap_or(1)).max(1);
+    let needs = needs(&sizes, mongod, budget, jobs, (&work, &existing(out)));
+    preflight::check_space(&needs).map_err(Failure::from)
+}
+
+/// The nearest directory of `p` that exists (the one whose filesystem will hold it).
+fn existing(p: &Path) -> PathBuf {
+    p.ancestors()
+        .find(|d| d.is_dir())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
+/// What the run writes where (see the module documentation); `dirs`: the work dir's
+/// and `--out`'s nearest existing directories.
+fn needs(
+    sizes: &[Sizes],
+    mongod: bool,
+    budget: u64,
+    jobs: usize,
+    (work, out): (&Path, &Path),
+) -> Vec<Need> {
+    let data: u64 = sizes.iter().map(|s| s.backup + s.oplog).sum();
+    let mut needs = vec![Need {
+        dir: out.to_path_buf(),
+        bytes: data,
+        what: "the merged dump of the cluster".into(),
+    }];
+    if mongod {
+        let mut spares: Vec<u64> = sizes.iter().map(|s| s.backup + s.oplog).collect();
+        spares.sort_unstable_by(|a, b| b.cmp(a));
+        needs.push(Need {
+            dir: work.to_path_buf(),
+            bytes: sizes.iter().map(|s| s.oplog).sum::<u64>()
+                + spares.iter().take(jobs).sum::<u64>()
+                + data,
+            what: format!(
+                "every member's slice, {} and every member's mongodump until the merge",
+                if jobs > 1 {
+                    format!("the data of {jobs} spare mongods at once")
+                } else {
+                    "one spare mongod's data at a time".to_string()
+                }
+            ),
+        });
+    } else {
+        let largest = sizes
+            .iter()
+            .map(|s| s.oplog + if s.backup > budget { s.backup } else { 0 })
+            .max()
+            .unwrap_or(0);
+        needs.push(Need {
+            dir: work.to_path_buf(),
+            bytes: largest,
+            what: "a member's slice and the engine's on-disk store (one member at a time)".into(),
+        });
+    }
+    needs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    fn sizes() -> Vec<Sizes> {
+        [(10, 4), (300, 50), (200, 80), (1, 1)]
+            .into_iter()
+            .map(|(b, o)| Sizes {
+                backup: b * MB,
+                oplog: o * MB,
+            })
+            .collect()
+    }
+
+    fn bytes(n: &[Need]) -> Vec<(String, u64)> {
+        n.iter()
+            .map(|n| (n.dir.display().to_string(), n.bytes / MB))
+            .collect()
+    }
+
+    /// The embedded engine holds one member's files at a time; the mongod engine
+    /// every slice, the `--jobs` largest spares and every member's dump.
+    #[test]
+    fn what_each_engine_writes_where() {
+        let dirs = (Path::new("/w"), Path::new("/o"));
+        let data = 10 + 4 + 300 + 50 + 200 + 80 + 1 + 1;
+        // Past --memory (100 MB) the largest member's backup joins its slice.
+        assert_eq!(
+            bytes(&needs(&sizes(), false, 100 * MB, 1, dirs)),
+            [("/o".into(), data), ("/w".into(), 350)]
+        );
+        // Within it, only the largest slice.
+        assert_eq!(
+            bytes(&needs(&sizes(), false, 1000 * MB, 1, dirs)),
+            [("/o".into(), data), ("/w".into(), 80)]
+        );
+        let slices = 4 + 50 + 80 + 1;
+        assert_eq!(
+            bytes(&needs(&sizes(), true, 100 * MB, 1, dirs)),
+            [("/o".into(), data), ("/w".into(), slices + 350 + data)]
+        );
+        assert_eq!(
+            bytes(&needs(&sizes(), true, 100 * MB, 2, dirs)),
+            [
+                ("/o".into(), data),
+                ("/w".into(), slices + 350 + 280 + data)
+            ]
+        );
+    }
+
+    /// A cluster that needs more than the filesystem holds is refused before
+    /// anything is read, naming the directory, the bytes and what they are for.
+    #[test]
+    fn a_cluster_past_the_free_space_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = vec![Sizes {
+            backup: u64::MAX / 8,
+            oplog: 1,
+        }];
+        let n = needs(&huge, true, MB, 1, (dir.path(), dir.path()));
+        let e = Failure::from(preflight::check_space(&n).unwrap_err());
+        let text = e.to_string();
+        assert!(
+            text.contains("not enough free space") && text.contains("merged dump"),
+            "{text}"
+        );
+        assert!(
+            preflight::check_space(&needs(&sizes(), true, MB, 1, (dir.path(), dir.path()))).is_ok()
+        );
+    }
+
+    #[test]
+    fn the_nearest_existing_directory_holds_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(existing(&dir.path().join("a/b/c")), dir.path());
+        assert_eq!(existing(dir.path()), dir.path());
+    }
+}
