@@ -383,12 +383,8 @@ struct ClusterReplay {
     result: &'static str,
     exit_code: u8,
     accept_incidents: bool,
-    incidents_replayed: Vec<Replayed>,
-    cluster: String,
-    limit: Ts,
-    limit_utc: String,
-    explanation: String,
-    out: String,
+    #[serde(flatten)]
+    at: AtLimit,
     sharding_file: String,
     members: Vec<MemberReport>,
     transactions_at_limit: Vec<CrossShardTxn>,
@@ -480,12 +476,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         },
         exit_code,
         accept_incidents: a.accept_incidents,
-        incidents_replayed: p.replayed.clone(),
-        cluster: p.file.path.display().to_string(),
-        limit: p.limit,
-        limit_utc: p.limit.utc_string(),
-        explanation: p.explanation,
-        out: out.display().to_string(),
+        at: AtLimit::of(&p, &out),
         sharding_file: out.join(restore::SHARDING_FILE).display().to_string(),
         transactions_at_limit: p.txns.at_limit(&prepared_of(&members)),
         members,
@@ -503,6 +494,32 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     Ok(exit_code)
 }
 
+/// Where a cluster replay stops and what it holds there, at the head of its report
+/// and of its dry run. JSON: `incidents_replayed`, `cluster`, `limit`,
+/// `limit_utc`, `explanation`, `out`.
+#[derive(Serialize)]
+struct AtLimit {
+    incidents_replayed: Vec<Replayed>,
+    cluster: String,
+    limit: Ts,
+    limit_utc: String,
+    explanation: String,
+    out: String,
+}
+
+impl AtLimit {
+    fn of(p: &Prepared, out: &Path) -> AtLimit {
+        AtLimit {
+            incidents_replayed: p.replayed.clone(),
+            cluster: p.file.path.display().to_string(),
+            limit: p.limit,
+            limit_utc: p.limit.utc_string(),
+            explanation: p.explanation.clone(),
+            out: out.display().to_string(),
+        }
+    }
+}
+
 /// `replay --cluster --engine mongod --dry-run`. JSON: `format`, `exit_code` (the
 /// code the real run would end with if every member's restore and verification
 /// passed: 1 when it replays incidents without `--accept-incidents`),
@@ -512,12 +529,8 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
 struct ClusterDryRun {
     format: &'static str,
     exit_code: u8,
-    incidents_replayed: Vec<Replayed>,
-    cluster: String,
-    limit: Ts,
-    limit_utc: String,
-    explanation: String,
-    out: String,
+    #[serde(flatten)]
+    at: AtLimit,
     jobs: u16,
     workdir: String,
     members: Vec<super::cluster_mongod::MemberDryRun>,
@@ -541,12 +554,7 @@ fn dry_run(
     let d = ClusterDryRun {
         format: "pitr-cluster-replay-dry-run/1",
         exit_code,
-        incidents_replayed: p.replayed.clone(),
-        cluster: p.file.path.display().to_string(),
-        limit: p.limit,
-        limit_utc: p.limit.utc_string(),
-        explanation: p.explanation.clone(),
-        out: out.display().to_string(),
+        at: AtLimit::of(p, out),
         jobs: a.jobs.unwrap_or(1).max(1),
         workdir: work.display().to_string(),
         members,
@@ -566,7 +574,7 @@ fn render_dry_run(w: &mut impl Write, d: &ClusterDryRun, binaries: &str) -> io::
     writeln!(
         w,
         "Cluster limit {} ({}), exclusive, one for every member: {}.",
-        d.limit, d.limit_utc, d.explanation
+        d.at.limit, d.at.limit_utc, d.at.explanation
     )?;
     writeln!(w)?;
     write!(w, "{binaries}")?;
@@ -594,7 +602,7 @@ fn render_dry_run(w: &mut impl Write, d: &ClusterDryRun, binaries: &str) -> io::
         } else {
             "one spare after the other".to_string()
         },
-        d.out
+        d.at.out
     )?;
     writeln!(
         w,
@@ -602,7 +610,7 @@ fn render_dry_run(w: &mut impl Write, d: &ClusterDryRun, binaries: &str) -> io::
         d.workdir
     )?;
     let incidents = (d.exit_code == 1).then(|| {
-        d.incidents_replayed
+        d.at.incidents_replayed
             .iter()
             .map(|r| format!("{} of `{}` at {}", r.kind, r.ns, r.ts))
             .collect::<Vec<_>>()
@@ -714,7 +722,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
     writeln!(
         w,
         "Restored the cluster at {} ({}), exclusive, one limit for every member: {}.",
-        r.limit, r.limit_utc, r.explanation
+        r.at.limit, r.at.limit_utc, r.at.explanation
     )?;
     writeln!(w)?;
     member_lines(w, &r.members, true)?;
@@ -747,7 +755,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         w,
         "One logical dump in `{}` ({}; documents owned at the limit by the config server's chunks; {} left out: \
          orphans, migration clones, copies off the primary shard).",
-        r.out,
+        r.at.out,
         counted(
             r.namespaces.iter().map(|n| n.documents).sum(),
             "document",
@@ -755,7 +763,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         ),
         r.namespaces.iter().map(|n| n.left_out).sum::<u64>()
     )?;
-    replayed_lines(w, &r.incidents_replayed)?;
+    replayed_lines(w, &r.at.incidents_replayed)?;
     if r.exit_code == 1 {
         writeln!(
             w,
@@ -767,7 +775,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         writeln!(
             w,
             "Each member's own dump at the limit (--per-member): `{}/{}/<member>/`.",
-            r.out,
+            r.at.out,
             restore::MEMBERS_DIR
         )?;
     }
@@ -775,7 +783,7 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
         w,
         "Before restoring through mongos, shard the collections: the mongosh commands are in `{}`; then:\n  \
          mongorestore --uri mongodb://MONGOS {}",
-        r.sharding_file, r.out
+        r.sharding_file, r.at.out
     )?;
     Ok(())
 }
