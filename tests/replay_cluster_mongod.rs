@@ -41,6 +41,21 @@ fn cluster() -> PathBuf {
     Path::new(FIXTURE).join("cluster.toml")
 }
 
+/// `replay --cluster <c> --until <until> --out <out>` followed by `extra`.
+fn replay_args<'a>(c: &'a Path, until: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "replay",
+        "--cluster",
+        c.to_str().unwrap(),
+        "--until",
+        until,
+        "--out",
+        out,
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
 /// `pitr replay --cluster --json --accept-incidents --out <out>` with `extra`; the
 /// report, or the output of a run that did not exit 0.
 fn run(
@@ -51,17 +66,7 @@ fn run(
     env: &[(&str, &str)],
 ) -> Result<Value, std::process::Output> {
     let c = cluster();
-    let mut args = vec![
-        "replay",
-        "--cluster",
-        c.to_str().unwrap(),
-        "--until",
-        until,
-        "--out",
-        out,
-        "--json",
-        "--accept-incidents",
-    ];
+    let mut args = replay_args(&c, until, out, &["--json", "--accept-incidents"]);
     args.extend_from_slice(extra);
     let o = run_pitr(cwd, &args, env);
     if code(&o) != 0 {
@@ -382,11 +387,10 @@ fn dry_run_shows_every_members_commands_and_starts_nothing() {
         let until = "1795223000:7";
         let c = cluster();
         let dry = |extra: &[&str]| {
-            let base = ["replay", "--cluster", c.to_str().unwrap(), "--until", until];
-            let flags = ["--out", "out", "--engine", "mongod", "--mongodb-bin", bin];
+            let flags = ["--engine", "mongod", "--mongodb-bin", bin, "--dry-run"];
             run_pitr(
                 tmp.path(),
-                &[&base[..], &flags, &["--dry-run"], extra].concat(),
+                &replay_args(&c, until, "out", &[&flags[..], extra].concat()),
                 &[],
             )
         };
@@ -532,19 +536,17 @@ fn ctrl_c_stops_the_running_spare_and_starts_no_other() {
         let err = fs::File::create(tmp.path().join("stderr")).unwrap();
         let mut child = replay_common::pitr_cmd(
             tmp.path(),
-            &[
-                "replay",
-                "--cluster",
-                c.to_str().unwrap(),
-                "--until",
+            &replay_args(
+                &c,
                 "auto",
-                "--out",
                 "out",
-                "--engine",
-                "mongod",
-                "--mongodb-bin",
-                b.dir.to_str().unwrap(),
-            ],
+                &[
+                    "--engine",
+                    "mongod",
+                    "--mongodb-bin",
+                    b.dir.to_str().unwrap(),
+                ],
+            ),
             &[("PITR_STANDIN_MONGOD_FAULT", "slow-start-ms=5000")],
         )
         .stdout(std::process::Stdio::null())
@@ -666,20 +668,18 @@ fn archive_backups_are_resolved_in_their_one_run() {
         fs::write(&c, toml).unwrap();
         let o = run_pitr(
             tmp.path(),
-            &[
-                "replay",
-                "--cluster",
-                c.to_str().unwrap(),
-                "--until",
+            &replay_args(
+                &c,
                 "auto",
-                "--out",
                 "refused",
-                "--accept-incidents",
-                "--engine",
-                "mongod",
-                "--mongodb-bin",
-                bin,
-            ],
+                &[
+                    "--accept-incidents",
+                    "--engine",
+                    "mongod",
+                    "--mongodb-bin",
+                    bin,
+                ],
+            ),
             &[],
         );
         assert_eq!(code(&o), 2, "{}", show(&o));
@@ -760,29 +760,9 @@ fn mongod_equals_embedded(
     what: &str,
 ) -> Value {
     let (m_out, e_out) = (format!("mongod-{until}"), format!("embedded-{until}"));
-    let common = |c: &Path, out: &str| -> Vec<String> {
-        [
-            "replay",
-            "--cluster",
-            &c.display().to_string(),
-            "--until",
-            until,
-            "--out",
-            out,
-            "--json",
-            "--accept-incidents",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
-    let mut args = common(clusters.0, &m_out);
-    args.extend(["--engine", "mongod", "--mongodb-bin", bin].map(String::from));
-    let o = run_pitr(
-        cwd,
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        env,
-    );
+    let flags = ["--json", "--accept-incidents"];
+    let mongod = [&flags[..], &["--engine", "mongod", "--mongodb-bin", bin]].concat();
+    let o = run_pitr(cwd, &replay_args(clusters.0, until, &m_out, &mongod), env);
     assert_eq!(code(&o), 0, "{what}: {}", show(&o));
     let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
     let got: usize = rep["members"]
@@ -797,12 +777,7 @@ fn mongod_equals_embedded(
         })
         .sum();
     assert_eq!(got, appended, "{what}: {rep}");
-    let args = common(clusters.1, &e_out);
-    let o = run_pitr(
-        cwd,
-        &args.iter().map(String::as_str).collect::<Vec<_>>(),
-        &[],
-    );
+    let o = run_pitr(cwd, &replay_args(clusters.1, until, &e_out, &flags), &[]);
     assert_eq!(code(&o), 0, "{what}: {}", show(&o));
     assert_same_dump(&cwd.join(&e_out), &cwd.join(&m_out), what);
     rep
