@@ -29,6 +29,8 @@ use super::scan::{self, EntryRef, OplogScan, Probe};
 use super::slice::{self, SliceOutcome, SliceRequest};
 use super::stake::{self, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
+pub use super::timing::PhaseTimer;
+use super::timing::ThreadClock;
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
 use super::{
@@ -1363,91 +1365,6 @@ pub fn rewrite_plan_json(dir: &Path, plan: &RestorePlan) -> Result<(), PlanError
     }
     tmp.persist(&path).map_err(|e| write_err(e.error))?;
     Ok(())
-}
-
-/// `PITR_TIMING=1` prints how long each phase of the plan took, wall and CPU (user +
-/// sys of every thread: above the wall time when the phase used several cores), for
-/// the benchmark and for finding where time goes on a large oplog.
-pub struct PhaseTimer {
-    on: bool,
-    last: std::cell::Cell<(std::time::Instant, f64)>,
-}
-
-/// CPU seconds (user + sys) of the process so far, every thread included.
-fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
-}
-
-/// Wall and CPU time of the calling thread since it started (`PITR_TIMING`).
-struct ThreadClock {
-    wall: std::time::Instant,
-    cpu: f64,
-}
-
-impl ThreadClock {
-    fn start() -> ThreadClock {
-        ThreadClock {
-            wall: std::time::Instant::now(),
-            cpu: thread_cpu_seconds(),
-        }
-    }
-
-    /// `(wall, cpu)` seconds.
-    fn took(&self) -> (f64, f64) {
-        (
-            self.wall.elapsed().as_secs_f64(),
-            thread_cpu_seconds() - self.cpu,
-        )
-    }
-}
-
-/// CPU seconds (user + sys) of the calling thread so far.
-fn thread_cpu_seconds() -> f64 {
-    // SAFETY: clock_gettime only writes the struct it is given.
-    let mut t: libc::timespec = unsafe { std::mem::zeroed() };
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
-        return 0.0;
-    }
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}
-
-impl PhaseTimer {
-    pub fn start() -> PhaseTimer {
-        let on = std::env::var_os("PITR_TIMING").is_some_and(|v| v == "1");
-        PhaseTimer {
-            on,
-            last: std::cell::Cell::new((
-                std::time::Instant::now(),
-                if on { cpu_seconds() } else { 0.0 },
-            )),
-        }
-    }
-
-    /// A line of its own (counts of the phase just marked).
-    pub fn note(&self, what: &str) {
-        if self.on {
-            eprintln!("pitr timing: {what}");
-        }
-    }
-
-    pub fn mark(&self, what: &str) {
-        if self.on {
-            let (now, cpu) = (std::time::Instant::now(), cpu_seconds());
-            let (then, cpu_then) = self.last.get();
-            eprintln!(
-                "pitr timing: {:>8.3} s  {:>8.3} s cpu  {what}",
-                (now - then).as_secs_f64(),
-                cpu - cpu_then
-            );
-            self.last.set((now, cpu));
-        }
-    }
 }
 
 /// Every `--ns` glob must match a namespace of the backup or one the oplog acts on.

@@ -64,6 +64,7 @@ pub mod scan;
 pub mod slice;
 pub mod stake;
 pub mod steps;
+pub mod timing;
 pub use crate::oplog::ts_json;
 pub mod until;
 pub mod versions;
