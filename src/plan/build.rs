@@ -690,11 +690,11 @@ fn slice_and_seed(
     let slice_and_stake = |backup: &BackupRead| {
         let mut slice = write_slice(req, opts, backup, oplog, point, (layout, f), out, progress)?;
         let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
+        timer.mark("slice written");
         Ok::<_, PlanError>((slice, stake))
     };
     let Some(c) = &req.content else {
         let (slice, stake) = slice_and_stake(backup)?;
-        timer.mark("slice written");
         let model = seed_counts(req, &mut backup.inv, layout, f);
         return Ok((slice, stake, model));
     };
@@ -704,16 +704,11 @@ fn slice_and_seed(
         // The slice is sorted in up to `sort_memory` while it is written: that and
         // the replica's budget at once would break the promise of `--memory`.
         let (slice, stake) = slice_and_stake(backup)?;
-        timer.mark("slice written");
         let model = seed_content(req, c, inv, (layout, f), progress, None)?;
         return Ok((slice, stake, model));
     }
     let ((slice, stake), (model, (wall, cpu))) = overlap(
-        || {
-            let sliced = slice_and_stake(backup);
-            timer.mark("slice written");
-            sliced
-        },
+        || slice_and_stake(backup),
         |alongside| {
             let clock = ThreadClock::start();
             let m = seed_content(req, c, inv, (layout, f), progress, Some(alongside))?;
