@@ -953,7 +953,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             )?;
             writeln!(
                 w,
-                "Memory    {budget} for documents; past it they move to disk"
+                "Memory    {budget} for documents; near it they move to disk"
             )?;
             match &verdict {
                 Some(why) => writeln!(
