@@ -446,7 +446,8 @@ fn dry_run_shows_every_members_commands_and_starts_nothing() {
             text.contains(
                 "Member `shard2` (shard): its spare restores to --oplogLimit 1795223000:7"
             ) && text.contains("the real run would go ahead (exit code 0)")
-                && text.contains("Nothing was run (--dry-run)"),
+                && text.contains("Nothing was run (--dry-run)")
+                && text.contains("REPLAYED: deleteBurst of `shop.orders` at 1795222920:2"),
             "{text}"
         );
         assert!(!tmp.path().join("out").exists());

@@ -609,19 +609,12 @@ fn render_dry_run(w: &mut impl Write, d: &ClusterDryRun, binaries: &str) -> io::
         "Work dir  {} (each member's plan in members/<member>/plan/)",
         d.workdir
     )?;
-    let incidents = (d.exit_code == 1).then(|| {
-        d.at.incidents_replayed
-            .iter()
-            .map(|r| format!("{} of `{}` at {}", r.kind, r.ns, r.ts))
-            .collect::<Vec<_>>()
-            .join(", ")
-            + " replayed without --accept-incidents"
-    });
-    write!(
-        w,
-        "{}",
-        crate::replay::dry_run::go_ahead_text(incidents.as_deref())
-    )?;
+    // The incidents the restore would hold, each with the --until that stops
+    // before it, as the real run's report lists them.
+    replayed_lines(w, &d.at.incidents_replayed)?;
+    let incidents =
+        (d.exit_code == 1).then_some("the incidents REPLAYED above, without --accept-incidents");
+    write!(w, "{}", crate::replay::dry_run::go_ahead_text(incidents))?;
     writeln!(
         w,
         "Nothing was run (--dry-run): no spare started, --out not written."

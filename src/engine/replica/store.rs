@@ -245,9 +245,9 @@ impl Store {
     /// Whether the in-memory documents are past what they may hold: the budget less
     /// what the on-disk store holds while they move there ([`disk::own_memory`]),
     /// so that the move itself stays within the budget; at least half the budget
-    /// (below about 200 MiB the store's share is a fixed batch that would leave the
-    /// documents little or nothing: there the move may pass the budget by up to
-    /// that share, within the + 100 MB `--memory` promises).
+    /// (below 128 MiB the store's share, mostly its fixed 32 MiB batch, is more than
+    /// half: there the move may pass the budget by up to that share, within the
+    /// + 100 MB `--memory` promises).
     fn over_budget(&self) -> bool {
         self.spill_dir.is_some() && self.mem_bytes > Store::kept_in_memory(self.budget)
     }
