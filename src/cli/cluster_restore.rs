@@ -45,9 +45,15 @@ struct Replayed {
     oplog_limit: Ts,
 }
 
-fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
+/// The cluster file `--cluster` names (loaded once per command: the free-space check
+/// and the plan read the same one).
+fn load(input: &PlanInputArgs) -> Result<ClusterFile, Failure> {
+    let path = input.cluster.as_deref().expect("called with --cluster");
+    Ok(cluster::file::load(path)?)
+}
+
+fn prepare(input: &PlanInputArgs, file: ClusterFile) -> Result<Prepared, Failure> {
     let path = input.cluster.clone().expect("called with --cluster");
-    let file = cluster::file::load(&path)?;
     let asked = match &input.until {
         UntilSpec::Time(tv) if tv.is_exact_position() => Asked::Exact(tv.ts),
         UntilSpec::Time(tv) => Asked::Time {
@@ -73,7 +79,7 @@ fn prepare(input: &PlanInputArgs) -> Result<Prepared, Failure> {
         txns.add(&r.member, &r.decisions)?;
     }
     let (findings, reshards) =
-        super::find_drop_cluster::cluster_findings(&path, input.allow_truncated)?;
+        super::find_drop_cluster::cluster_findings(&path, &file, input.allow_truncated)?;
     let limit = limit::resolve(&asked, &ranges, &findings)?;
     limit::check_coverage(&ranges, limit)?;
     limit::check_ddl(&findings, limit)?;
@@ -167,7 +173,7 @@ fn staging(out: &Path) -> Result<tempfile::TempDir, Failure> {
 }
 
 pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
-    let p = prepare(&a.input)?;
+    let p = prepare(&a.input, load(&a.input)?)?;
     let cwd = std::env::current_dir()?;
     let out = a
         .out
@@ -435,10 +441,22 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         false => None,
     };
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
+    let file = load(&a.plan)?;
+    // Where the work dir goes: --engine mongod's is the replica set's
+    // (`./pitr-replay-<time>` unless --workdir); the embedded engine's a temporary
+    // directory in --workdir or beside --out.
+    let work_home = match mongod {
+        true => crate::replay::WorkDir::home(a.workdir.as_deref(), &cwd),
+        false => match &a.workdir {
+            Some(w) => cwd.join(w),
+            None => out.parent().unwrap_or(&cwd).to_path_buf(),
+        },
+    };
     if !a.dry_run && !a.no_space_check {
-        space::check(&a, &cwd, &out, budget.bytes, mongod)?;
+        let jobs = usize::from(a.jobs.unwrap_or(1)).max(1);
+        space::check(&file, (&work_home, &out), budget.bytes, mongod, jobs)?;
     }
-    let p = prepare(&a.plan)?;
+    let p = prepare(&a.plan, file)?;
     if a.dry_run {
         let programs = programs.expect("--dry-run is for --engine mongod");
         return dry_run(&p, &a, programs, (&cwd, &out), budget.bytes as usize);
@@ -452,17 +470,13 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
             budget.bytes as usize,
         )?
     } else {
-        let work = match &a.workdir {
-            Some(w) => {
-                std::fs::create_dir_all(w)?;
-                tempfile::Builder::new()
-                    .prefix("pitr-cluster-")
-                    .tempdir_in(w)?
-            }
-            None => tempfile::Builder::new()
-                .prefix(".pitr-cluster-work-")
-                .tempdir_in(out.parent().unwrap_or(Path::new(".")))?,
-        };
+        std::fs::create_dir_all(&work_home)?;
+        let work = tempfile::Builder::new()
+            .prefix(match a.workdir {
+                Some(_) => "pitr-cluster-",
+                None => ".pitr-cluster-work-",
+            })
+            .tempdir_in(&work_home)?;
         replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?
     };
     let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);

@@ -161,6 +161,7 @@ fn scan_members(
 /// limit is not inside a cluster DDL or after a resharding.
 pub(super) fn cluster_findings(
     path: &std::path::Path,
+    file: &ClusterFile,
     allow_truncated: bool,
 ) -> Result<(Vec<ClusterFinding>, Vec<Reshard>), Failure> {
     #[derive(clap::Parser)]
@@ -179,12 +180,11 @@ pub(super) fn cluster_findings(
     }
     let w =
         <Wrap as clap::Parser>::try_parse_from(argv).map_err(|e| Failure::new(e.to_string()))?;
-    let file = cluster::file::load(path)?;
     let rule = BurstRule {
         threshold: w.a.min_count,
         window_secs: w.a.window,
     };
-    let scanned = scan_members(&w.a, &file, rule, &mut None)?;
+    let scanned = scan_members(&w.a, file, rule, &mut None)?;
     let reshards: Vec<Reshard> = scanned
         .scans
         .iter()

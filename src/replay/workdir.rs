@@ -26,17 +26,24 @@ pub struct WorkDir {
 }
 
 impl WorkDir {
+    /// Where [`WorkDir::create`] puts the work dir: `given` (relative to `cwd`), or
+    /// `cwd`, which holds a new `pitr-replay-<UTC time>` (the free-space check asks
+    /// here which filesystem that is).
+    pub fn home(given: Option<&Path>, cwd: &Path) -> PathBuf {
+        match given {
+            Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+            Some(dir) => cwd.join(dir),
+            None => cwd.to_path_buf(),
+        }
+    }
+
     /// Creates `given` (which must be new or empty), or a new
     /// `pitr-replay-<UTC time>` directory in `cwd`.
     pub fn create(given: Option<&Path>, cwd: &Path) -> Result<WorkDir, ReplayError> {
         let mut created = true;
         let root = match given {
-            Some(dir) => {
-                let dir = if dir.is_absolute() {
-                    dir.to_path_buf()
-                } else {
-                    cwd.join(dir)
-                };
+            Some(_) => {
+                let dir = Self::home(given, cwd);
                 if dir.exists() {
                     if !dir.is_dir() {
                         return Err(ReplayError::WorkDirNotDir(dir));

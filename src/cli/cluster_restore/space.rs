@@ -21,8 +21,6 @@ use crate::cluster;
 use crate::error::Failure;
 use crate::replay::preflight::{self, Need};
 
-use super::ReplayArgs;
-
 /// One member's input sizes: its backup's and its oplog's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sizes {
@@ -30,17 +28,15 @@ struct Sizes {
     oplog: u64,
 }
 
-/// Checks that the run fits (see the module documentation); the cluster file is
-/// read here only for its members' inputs.
+/// Checks that the run fits (see the module documentation); `dirs`: where the work
+/// dir goes (it may not exist yet) and `--out`.
 pub(super) fn check(
-    a: &ReplayArgs,
-    cwd: &Path,
-    out: &Path,
+    file: &cluster::ClusterFile,
+    (work, out): (&Path, &Path),
     budget: u64,
     mongod: bool,
+    jobs: usize,
 ) -> Result<(), Failure> {
-    let path = a.plan.cluster.clone().expect("called with --cluster");
-    let file = cluster::file::load(&path)?;
     let sizes: Vec<Sizes> = file
         .members()
         .map(|m| Sizes {
@@ -48,16 +44,13 @@ pub(super) fn check(
             oplog: m.oplog.iter().map(|o| preflight::input_size(o)).sum(),
         })
         .collect();
-    let work = existing(&match (&a.workdir, mongod) {
-        (Some(w), _) if w.is_absolute() => w.clone(),
-        (Some(w), _) => cwd.join(w),
-        // `--engine mongod`: `./pitr-replay-<time>`; the embedded engine: a temporary
-        // directory beside --out.
-        (None, true) => cwd.to_path_buf(),
-        (None, false) => out.parent().unwrap_or(cwd).to_path_buf(),
-    });
-    let jobs = usize::from(a.jobs.unwrap_or(1)).max(1);
-    let needs = needs(&sizes, mongod, budget, jobs, (&work, &existing(out)));
+    let needs = needs(
+        &sizes,
+        mongod,
+        budget,
+        jobs,
+        (&existing(work), &existing(out)),
+    );
     preflight::check_space(&needs).map_err(Failure::from)
 }
 
