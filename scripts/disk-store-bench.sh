@@ -8,7 +8,8 @@
 #
 # Usage: scripts/disk-store-bench.sh [SCALE]   (1.0: the 1 GiB bench's documents,
 #                                               about 3 GB of disk per run)
-# Env:   RUNS=3  STORES="lmdb redb lmdb-keep"  (lmdb-keep: LMDB without giving the map's pages back)
+# Env:   RUNS=3  STORES="lmdb redb lmdb-keep sortmerge"  (lmdb-keep: LMDB without giving the
+#        map's pages back; sortmerge: no B-tree, writes sorted into runs and merged)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scale=${1:-1.0}

@@ -36,11 +36,13 @@ use std::time::Instant;
 use bson::oid::ObjectId;
 use bson::RawBsonRef;
 mod lmdb;
+mod sortmerge;
 
 use lmdb::{DiskError, DiskStore};
 use pitr::engine::replica::disk::DiskStore as RedbStore;
 use pitr::engine::replica::Slot;
 use pitr::engine::IdKey;
+use sortmerge::SortMerge;
 
 const BUDGET: usize = 64 << 20;
 
@@ -52,6 +54,71 @@ trait Bench {
     fn clear(&mut self, slot: Slot);
     fn flush(&mut self);
     fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8]));
+
+    // The bench's writes, as a B-tree store takes them (a sort-merge store defers
+    // them, see sortmerge.rs).
+
+    /// A document of the backup.
+    fn seed(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) {
+        self.put(slot, key, doc, None);
+    }
+    /// An insert of a new document.
+    fn insert(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) {
+        self.put(slot, key, doc, None);
+    }
+    /// An update of a live document: read it, write it back changed (`buf` reused).
+    fn bump(&mut self, slot: Slot, key: &IdKey, buf: &mut Vec<u8>) {
+        buf.clear();
+        assert!(self.get(slot, key, buf));
+        buf[8] = buf[8].wrapping_add(1);
+        self.put(slot, key, buf, Some(true));
+    }
+    /// A delete of a live document.
+    fn delete(&mut self, slot: Slot, key: &IdKey) {
+        assert!(self.remove(slot, key));
+    }
+    /// Makes every write visible to `for_each`, and checks the store's own count
+    /// of writes to missing documents (none in the bench).
+    fn barrier(&mut self) {
+        self.flush();
+    }
+}
+
+impl Bench for SortMerge {
+    fn get(&self, _: Slot, _: &IdKey, _: &mut Vec<u8>) -> bool {
+        unreachable!("a sort-merge store has no point reads")
+    }
+    fn put(&mut self, _: Slot, _: &IdKey, _: &[u8], _: Option<bool>) -> bool {
+        unreachable!("writes go through seed and insert")
+    }
+    fn remove(&mut self, _: Slot, _: &IdKey) -> bool {
+        unreachable!("deletes go through delete")
+    }
+    fn clear(&mut self, slot: Slot) {
+        SortMerge::clear(self, slot)
+    }
+    fn flush(&mut self) {
+        SortMerge::flush(self)
+    }
+    fn for_each(&self, slot: Slot, f: &mut dyn FnMut(&IdKey, &[u8])) {
+        SortMerge::for_each(self, slot, f)
+    }
+    fn seed(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) {
+        SortMerge::seed(self, slot, key, doc)
+    }
+    fn insert(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) {
+        SortMerge::insert(self, slot, key, doc)
+    }
+    fn bump(&mut self, slot: Slot, key: &IdKey, _: &mut Vec<u8>) {
+        SortMerge::bump(self, slot, key)
+    }
+    fn delete(&mut self, slot: Slot, key: &IdKey) {
+        SortMerge::delete(self, slot, key)
+    }
+    fn barrier(&mut self) {
+        SortMerge::flush(self);
+        assert_eq!(self.missing, 0, "writes to missing documents");
+    }
 }
 
 /// [`Bench`] for a store with disk.rs's interface and error type `$err`.
@@ -181,10 +248,10 @@ fn run(store: &str, s: &mut dyn Bench, dir: &Path, scale: f64) {
     let p = start();
     for i in 0..n_filler {
         let k = IdKey::from_value(RawBsonRef::Int32(i as i32));
-        s.put(FILLER, &k, &doc(1030, i), None);
+        s.seed(FILLER, &k, &doc(1030, i));
     }
     for i in 0..n_seed {
-        s.put(ORDERS, &oid(i), &doc(300, i), None);
+        s.seed(ORDERS, &oid(i), &doc(300, i));
     }
     s.flush();
     report(store, "seed", p, dir);
@@ -198,24 +265,21 @@ fn run(store: &str, s: &mut dyn Bench, dir: &Path, scale: f64) {
     for _ in 0..n_ops {
         let r = rng.next() % 100;
         if r < 57 {
-            s.put(ORDERS, &oid(next), &doc(300, next), None);
+            s.insert(ORDERS, &oid(next), &doc(300, next));
             live.push(next);
             next += 1;
         } else {
             let at = (rng.next() % live.len() as u64) as usize;
             let k = oid(live[at]);
             if r < 95 {
-                buf.clear();
-                assert!(s.get(ORDERS, &k, &mut buf));
-                buf[8] = buf[8].wrapping_add(1);
-                s.put(ORDERS, &k, &buf, Some(true));
+                s.bump(ORDERS, &k, &mut buf);
             } else {
-                assert!(s.remove(ORDERS, &k));
+                s.delete(ORDERS, &k);
                 live.swap_remove(at);
             }
         }
     }
-    s.flush();
+    s.barrier();
     report(store, "apply", p, dir);
 
     let p = start();
@@ -235,6 +299,18 @@ fn run(store: &str, s: &mut dyn Bench, dir: &Path, scale: f64) {
     std::hint::black_box(bytes);
     report(store, "scan", p, dir);
 
+    // Not timed: a digest of every key and document (FNV-1a), so that the stores
+    // can be seen to end in the same state.
+    let mut digest = 0xCBF2_9CE4_8422_2325u64;
+    for slot in [FILLER, ORDERS] {
+        s.for_each(slot, &mut |k, d| {
+            for b in k.document_bytes().iter().chain(d) {
+                digest = (digest ^ u64::from(*b)).wrapping_mul(0x100_0000_01B3);
+            }
+        });
+    }
+    eprintln!("{store}: {n} documents, digest {digest:016x}");
+
     let p = start();
     s.clear(ORDERS);
     report(store, "drop", p, dir);
@@ -246,7 +322,7 @@ fn run(store: &str, s: &mut dyn Bench, dir: &Path, scale: f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
-        eprintln!("usage: disk_store_bench redb|lmdb|lmdb-keep DIR [SCALE]");
+        eprintln!("usage: disk_store_bench redb|lmdb|lmdb-keep|sortmerge DIR [SCALE]");
         std::process::exit(2);
     }
     let dir = PathBuf::from(&args[2]);
@@ -272,6 +348,12 @@ fn main() {
             s.keep_mapped_pages();
             run("lmdb-keep", &mut s, &dir, scale)
         }
+        "sortmerge" => run(
+            "sortmerge",
+            &mut SortMerge::create(&dir, BUDGET).unwrap(),
+            &dir,
+            scale,
+        ),
         other => panic!("unknown store {other}"),
     }
 }
