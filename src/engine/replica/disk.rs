@@ -62,6 +62,12 @@ pub fn own_memory(budget: usize) -> usize {
     cache_bytes(budget) + BATCH_BYTES
 }
 
+/// Whether a BSON element type is a number (double, int32, int64, decimal128):
+/// equal values of these types are one `_id` with different bytes.
+fn is_number(t: u8) -> bool {
+    matches!(t, 0x01 | 0x10 | 0x12 | 0x13)
+}
+
 /// A callback over documents in `_id` order: the key and the document's bytes.
 pub type DocVisitor<'a> = dyn FnMut(&IdKey, &[u8]) -> Result<(), DiskError> + 'a;
 
@@ -250,6 +256,16 @@ impl DiskStore {
                 let k = key.document_bytes();
                 match v {
                     Some(doc) => {
+                        // An `_id` equal to the stored one but of another numeric
+                        // type (5 and 5.0) has other bytes: redb's in-place
+                        // overwrite of a leaf assumes the key keeps its length
+                        // (redb 2.6 `LeafMutator::insert` panicked with "dest is
+                        // out of bounds" in `writers_match_the_sequential_apply`,
+                        // whose `_id`s are numbers of every type), so the old
+                        // entry goes first.
+                        if is_number(key.element_type()) {
+                            table.remove(k).map_err(|e| err(&self.path, e))?;
+                        }
                         table.insert(k, &doc[..]).map_err(|e| err(&self.path, e))?;
                     }
                     None => {
