@@ -13,7 +13,8 @@
 #                          file of the dump, on every core (xargs -P nproc)
 #   default       pitr replay --engine embedded --until end (the default --memory)
 #   small         the same with --memory $SMALL (default 64MiB: documents move to
-#                 the on-disk store, redb, in the work dir)
+#                 the sort-merge store in the work dir; PITR_DISK_STORE=redb in
+#                 the environment measures the B-tree store instead)
 #   unbounded     the same with --memory $BIG (default 1024GiB: every document in memory)
 #   crossing      (only when named in ONLY, after unbounded) --memory at 85% of the
 #                 unbounded run's peak estimate (or $CROSS): the backup fits, the

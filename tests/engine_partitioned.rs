@@ -43,6 +43,7 @@ fn normalized(path: &Path, run_dir: &Path) -> serde_json::Value {
     if let Some(st) = v.get_mut("engine_stats").and_then(|s| s.as_object_mut()) {
         st.remove("writers");
         st.remove("entries_on_writers");
+        st.remove("entries_deferred");
     }
     v
 }
@@ -64,6 +65,18 @@ fn replay(scenario: &Path, writers: &str, memory: &str) -> (Outputs, u64) {
 
 /// [`replay`] with queues of `batch` entries (`PITR_APPLY_BATCH`).
 fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> (Outputs, u64) {
+    let (o, on_writers, _) = replay_with(scenario, writers, memory, &[("PITR_APPLY_BATCH", batch)]);
+    (o, on_writers)
+}
+
+/// [`replay`] with more environment (after `PITR_APPLY_WRITERS`); also returns how
+/// many writes were deferred to the sort-merge store.
+fn replay_with(
+    scenario: &Path,
+    writers: &str,
+    memory: &str,
+    env: &[(&str, &str)],
+) -> (Outputs, u64, u64) {
     let tmp = tempfile::tempdir().unwrap();
     let backup = scenario.join("backup");
     let oplog = scenario.join("oplog.bson");
@@ -87,7 +100,7 @@ fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> 
             memory,
             "--accept-incidents",
         ],
-        &[("PITR_APPLY_WRITERS", writers), ("PITR_APPLY_BATCH", batch)],
+        &[&[("PITR_APPLY_WRITERS", writers)], env].concat(),
     );
     assert!(
         matches!(code(&o), 0 | 1),
@@ -101,6 +114,7 @@ fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> 
     let stats = &report["engine_stats"];
     assert_eq!(stats["writers"].as_u64(), Some(writers.parse().unwrap()));
     let on_writers = stats["entries_on_writers"].as_u64().unwrap();
+    let deferred = stats["entries_deferred"].as_u64().unwrap();
     let dump = common::files_under(&tmp.path().join("out"));
     assert!(!dump.is_empty(), "writers {writers}: no dump\n{}", show(&o));
     let outputs = (
@@ -110,7 +124,7 @@ fn replay_batched(scenario: &Path, writers: &str, memory: &str, batch: &str) -> 
         normalized(&tmp.path().join("work/report.json"), &run),
         normalized(&tmp.path().join("work/plan/plan.json"), &run),
     );
-    (outputs, on_writers)
+    (outputs, on_writers, deferred)
 }
 
 fn assert_same(mix: Mix, what: &str, seq: &Outputs, par: &Outputs) {
@@ -173,7 +187,7 @@ fn writers_give_the_sequential_bytes_on_every_mix() {
             // An odd number of partitions, and a budget passed in the middle of the
             // apply (the documents move to disk after a batch, not in its middle).
             assert_same(mix, "3 writers", &seq, &replay(gen.path(), "3", "1GiB").0);
-            let (seq_small, _) = replay(gen.path(), "1", "1MiB");
+            let (seq_small, _, deferred) = replay_with(gen.path(), "1", "1MiB", &[]);
             let (par_small, _) = replay_batched(gen.path(), "2", "1MiB", "50");
             assert_eq!(
                 par_small.3["engine_stats"]["spilled_to_disk"],
@@ -182,6 +196,13 @@ fn writers_give_the_sequential_bytes_on_every_mix() {
                 mix.name()
             );
             assert_same(mix, "2 writers, 1MiB", &seq_small, &par_small);
+            // Past the budget the writes are sorted and merged (the sort-merge
+            // store); the B-tree store applies them one at a time: the same bytes.
+            let (tree, _, none) =
+                replay_with(gen.path(), "1", "1MiB", &[("PITR_DISK_STORE", "redb")]);
+            assert!(deferred > 1_000, "{}: {deferred} deferred", mix.name());
+            assert_eq!(none, 0, "{}", mix.name());
+            assert_same(mix, "the B-tree store, 1MiB", &tree, &seq_small);
         }
     }
 }

@@ -158,9 +158,10 @@ impl Model {
         slice_phase: Phase,
         backup_ns: HashMap<String, u64>,
     ) -> Model {
-        let partitioned = replica.store().partitions() > 1
-            && replica.content() == Content::Documents
-            && (!counting || slice_phase == Phase::Strict);
+        // With one writer the queue still serves: past the budget its entries are
+        // deferred to the sort-merge store (`engine::replica::sorted`).
+        let partitioned =
+            replica.content() == Content::Documents && (!counting || slice_phase == Phase::Strict);
         Model {
             partitioned,
             replica,

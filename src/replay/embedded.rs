@@ -132,6 +132,10 @@ pub struct EngineStats {
     /// Entries of `entries_applied` the writer threads applied (the others, such as
     /// commands, transactions and anything past the budget, were applied alone).
     pub entries_on_writers: u64,
+    /// Writes (backup documents and CRUD entries) deferred to the sort-merge store
+    /// past the budget (`engine::replica::sorted`): sorted by `_id` and merged with
+    /// the documents, not applied one at a time.
+    pub entries_deferred: u64,
     pub seconds: f64,
 }
 
@@ -338,6 +342,7 @@ fn release_replica(
         spilled_to_disk: replica.store().spilled(),
         writers: replica.store().partitions(),
         entries_on_writers: replica.on_writers,
+        entries_deferred: replica.deferred_writes,
         seconds: started.elapsed().as_secs_f64(),
     });
     if process_exits_after && !replica.store().spilled() {
@@ -1142,7 +1147,14 @@ fn engine_stats(st: &EngineStats) -> String {
         },
         st.memory_budget_why,
         st.peak_memory_estimate >> 20,
-        if st.spilled_to_disk { ", documents moved to disk" } else { "" }
+        match (st.spilled_to_disk, st.entries_deferred) {
+            (false, _) => String::new(),
+            (true, 0) => ", documents moved to disk".to_string(),
+            (true, n) => format!(
+                ", documents moved to disk ({n} write{} sorted by _id and merged with them)",
+                plural(n, "", "s")
+            ),
+        }
     )
 }
 

@@ -42,6 +42,38 @@ const NO_DATA_CHANGE: &[&str] = &[
     "initReplicatedFastCount",
 ];
 
+/// The namespaces whose documents a command reads or writes ([`apply`]'s cases),
+/// so that only their deferred writes are applied before it
+/// ([`super::sorted`]); None when that is not known (every collection then).
+/// Index, option and catalog changes touch no document.
+pub(super) fn documents_touched(r: &Replica, op: &Entry<'_>) -> Option<Vec<String>> {
+    let o = op.o?;
+    let name = op.command_name()?;
+    let db = op.db();
+    let target = || o.get_str(name).ok().map(|c| format!("{db}.{c}"));
+    match name {
+        "drop" | "emptycapped" => Some(target().into_iter().collect()),
+        "dropDatabase" => Some(r.namespaces_of_db(db)),
+        "renameCollection" => {
+            let from = o.get_str("renameCollection").ok()?;
+            let to = o.get_str("to").ok()?;
+            let mut v = vec![from.to_string(), to.to_string()];
+            // `dropTarget` may name the collection to drop by UUID.
+            if let Ok(Some(RawBsonRef::Binary(b))) = o.get("dropTarget") {
+                let u = <[u8; 16]>::try_from(b.bytes).ok()?;
+                v.extend(r.find_by_uuid(&u));
+            }
+            Some(v)
+        }
+        "create" | "createIndexes" | "commitIndexBuild" | "dropIndexes" | "deleteIndexes"
+        | "collMod" | "convertToCapped" | "applyOps" | "commitTransaction" | "abortTransaction" => {
+            Some(Vec::new())
+        }
+        n if NO_DATA_CHANGE.contains(&n) => Some(Vec::new()),
+        _ => None,
+    }
+}
+
 pub(super) fn apply(r: &mut Replica, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
     let Some(o) = op.o else {
         return Err(Replica::fail(op, "the command entry has no `o`"));

@@ -42,6 +42,7 @@ pub mod interrupt;
 pub mod listing;
 pub mod meter;
 pub mod partition;
+pub mod sorted;
 pub mod store;
 pub mod timeseries;
 pub mod visit;
@@ -127,6 +128,23 @@ pub struct Tolerated {
     pub unlisted_indexes: u64,
 }
 
+impl Tolerated {
+    /// What was tolerated since `before`.
+    fn since(&self, before: &Tolerated) -> Tolerated {
+        Tolerated {
+            idempotent: self.idempotent - before.idempotent,
+            acceptable: self.acceptable - before.acceptable,
+            unlisted_indexes: self.unlisted_indexes - before.unlisted_indexes,
+        }
+    }
+
+    fn add(&mut self, o: &Tolerated) {
+        self.idempotent += o.idempotent;
+        self.acceptable += o.acceptable;
+        self.unlisted_indexes += o.unlisted_indexes;
+    }
+}
+
 /// The replica; see the module documentation.
 pub struct Replica {
     colls: store::FastMap<String, CollInfo>,
@@ -142,6 +160,14 @@ pub struct Replica {
     /// other threads (the others were short).
     pub batches: u64,
     pub batches_shared: u64,
+    /// CRUD entries deferred to the sort-merge store past the budget
+    /// ([`sorted`]).
+    pub deferred_writes: u64,
+    /// While writes are deferred ([`sorted`]): what was tolerated before the first
+    /// of them, and every entry tolerated since with its place in the oplog, so that
+    /// an error found later in a deferred write has the counts as they stood at it.
+    tolerated_clean: Tolerated,
+    tolerated_log: Vec<(u64, Tolerated)>,
     scratch: Vec<u8>,
     /// CRUD entries queued for the writer threads ([`partition`]).
     batch: partition::Batch,
@@ -168,6 +194,9 @@ impl Replica {
             on_writers: 0,
             batches: 0,
             batches_shared: 0,
+            deferred_writes: 0,
+            tolerated_clean: Tolerated::default(),
+            tolerated_log: Vec::new(),
             scratch: Vec::new(),
             batch: partition::Batch::default(),
         }
@@ -208,6 +237,11 @@ impl Replica {
         };
         *c.backup_documents.get_or_insert(0) += 1;
         match IdKey::from_document_id(doc) {
+            // Past the budget, a write to the sort-merge store, as the oplog's.
+            Ok(key) if self.store.defers(c.slot) => {
+                let slot = c.slot;
+                self.defer_seed(slot, &key, doc.as_bytes(), ns)?;
+            }
             Ok(key) => {
                 self.store.put(c.slot, key, doc.as_bytes())?;
             }
@@ -390,9 +424,11 @@ impl Replica {
     /// Whether entries are queued for the writer threads ([`Replica::settle`]
     /// applies them); reading documents meanwhile would read an older state.
     pub fn unsettled(&self) -> bool {
-        self.unsettled_batch()
+        self.unsettled_batch() || self.store.deferred(None)
     }
 
+    /// (Deferred writes past the budget are checked by the store, per collection:
+    /// a command settles only the collections it reads.)
     fn assert_settled(&self) {
         debug_assert!(
             !self.unsettled_batch(),
@@ -400,17 +436,91 @@ impl Replica {
         );
     }
 
+    /// Before `op` is applied alone: the entries queued before it applied, and past
+    /// the budget the deferred writes of the collections whose documents it reads
+    /// or writes (every collection unless that is known, and always outside the
+    /// slice's strict phase, so that tolerated entries are counted in oplog order).
+    fn settle_before(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        if !self.store.deferred(None) && !self.unsettled_batch() {
+            return Ok(());
+        }
+        let namespaces = match (phase, op.op) {
+            (Phase::Idempotent, _) => None,
+            (_, Op::Noop) => Some(Vec::new()),
+            (_, Op::Command) => commands::documents_touched(self, op),
+            // A write applied alone to a collection not in the sort-merge store.
+            (_, Op::Insert | Op::Update | Op::Delete) => self
+                .colls
+                .get(op.ns)
+                .filter(|c| !self.store.defers(c.slot))
+                .filter(|c| {
+                    op.ui
+                        .and_then(|u| <[u8; 16]>::try_from(u).ok())
+                        .is_none_or(|u| c.uuid == Some(u))
+                })
+                .map(|_| Vec::new()),
+            _ => None,
+        };
+        match namespaces {
+            None => self.settle(),
+            Some(ns) => {
+                let slots: Vec<Slot> = ns
+                    .iter()
+                    .filter_map(|n| self.colls.get(n.as_str()).map(|c| c.slot))
+                    .collect();
+                self.settle_slots(Some(&slots))
+            }
+        }
+    }
+
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk), after
     /// the entries queued by [`Replica::apply_partitioned`].
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
-        if self.unsettled_batch() {
-            self.settle()?;
-        }
+        self.settle_before(op, phase)?;
         interrupt::check()?;
+        let seq = self.applied;
         self.applied += 1;
         if self.applied.is_multiple_of(interrupt::EVERY) {
             interrupt::test_pause();
         }
+        if !self.store.deferred(None) {
+            return self.apply_alone(op, phase);
+        }
+        let before = self.tolerated.clone();
+        let r = self.apply_alone(op, phase);
+        if self.tolerated != before {
+            let d = self.tolerated.since(&before);
+            self.tolerated_log.push((seq, d));
+        }
+        if r.is_err() {
+            // A deferred write before it may have failed first: that is the error.
+            self.settle()?;
+        }
+        r
+    }
+
+    /// Before writes start to be deferred: what was tolerated so far is final.
+    fn deferring(&mut self) {
+        if !self.store.deferred(None) {
+            self.tolerated_clean = self.tolerated.clone();
+            self.tolerated_log.clear();
+        }
+    }
+
+    /// An error found in a deferred write at place `seq`: the counts as they stood
+    /// at it (the entries applied alone after it, before it was found, undone).
+    fn failed_at(&mut self, seq: u64) {
+        self.applied = seq + 1;
+        let mut t = self.tolerated_clean.clone();
+        for (at, d) in &self.tolerated_log {
+            if *at < seq {
+                t.add(d);
+            }
+        }
+        self.tolerated = t;
+    }
+
+    fn apply_alone(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
         match op.op {
             Op::Insert => self.insert(op, phase),
             Op::Update => self.update(op, phase),

@@ -36,8 +36,9 @@
 
 use bson::RawDocument;
 
+use super::sorted::{Doc, Op};
 use super::store::{Part, Slot};
-use super::{Phase, ReplicaError};
+use super::{Phase, ReplicaError, Tolerated};
 use crate::engine::update::{self, ApplyOptions};
 use crate::engine::{IdKey, UpdateError};
 use crate::oplog::Ts;
@@ -279,10 +280,60 @@ fn refused(q: &Queued, bytes: &[u8], e: UpdateError) -> Result<Effect, ReplicaEr
     })
 }
 
+/// Where a writer finds and writes documents: its partition, or one document at a
+/// time in the merge of the sort-merge store ([`One`]).
+pub(super) trait Docs {
+    fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]>;
+    fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize);
+    fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize>;
+    fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize>;
+}
+
+impl Docs for Part {
+    fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
+        Part::get(self, slot, key)
+    }
+    fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
+        Part::put(self, slot, key, doc)
+    }
+    fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
+        Part::replace(self, slot, key, doc)
+    }
+    fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
+        Part::remove(self, slot, key)
+    }
+}
+
+/// The one document the merge is at (the merge hands only its writes).
+struct One<'a>(&'a mut Doc);
+
+impl Docs for One<'_> {
+    fn get(&self, _: Slot, _: &IdKey) -> Option<&[u8]> {
+        self.0.live.then_some(&self.0.bytes[..])
+    }
+    fn put(&mut self, _: Slot, _: IdKey, doc: &[u8]) -> (bool, isize) {
+        let replaced = std::mem::replace(&mut self.0.live, true);
+        self.0.bytes.clear();
+        self.0.bytes.extend_from_slice(doc);
+        (replaced, 0)
+    }
+    fn replace(&mut self, _: Slot, _: &IdKey, doc: &[u8]) -> Option<isize> {
+        if !self.0.live {
+            return None;
+        }
+        self.0.bytes.clear();
+        self.0.bytes.extend_from_slice(doc);
+        Some(0)
+    }
+    fn remove(&mut self, _: Slot, _: &IdKey) -> Option<isize> {
+        std::mem::replace(&mut self.0.live, false).then_some(0)
+    }
+}
+
 /// One entry on its partition, with the in-memory semantics of
 /// [`super::Replica`]'s `insert`, `update` and `delete` (documents kept whole).
 fn apply(
-    part: &mut Part,
+    part: &mut impl Docs,
     q: Queued,
     bytes: &[u8],
     opts: ApplyOptions,
@@ -325,22 +376,71 @@ fn apply(
     }
 }
 
+/// A deferred write's kind, phase and position, as the sort-merge store keeps them.
+fn pack(kind: Kind, phase: Phase, ts: Ts) -> [u8; 12] {
+    let mut m = [0u8; 12];
+    m[0] = match kind {
+        Kind::Insert => 0,
+        Kind::Delete => 1,
+        Kind::Update { upsert: false } => 2,
+        Kind::Update { upsert: true } => 3,
+    };
+    m[1] = match phase {
+        Phase::Strict => 0,
+        Phase::Idempotent => 1,
+        Phase::Lenient => 2,
+    };
+    m[4..8].copy_from_slice(&ts.t.to_le_bytes());
+    m[8..].copy_from_slice(&ts.i.to_le_bytes());
+    m
+}
+
+fn unpack(m: [u8; 12]) -> (Kind, Phase, Ts) {
+    let kind = match m[0] {
+        0 => Kind::Insert,
+        1 => Kind::Delete,
+        2 => Kind::Update { upsert: false },
+        _ => Kind::Update { upsert: true },
+    };
+    let phase = match m[1] {
+        0 => Phase::Strict,
+        1 => Phase::Idempotent,
+        _ => Phase::Lenient,
+    };
+    let word = |r: std::ops::Range<usize>| u32::from_le_bytes(m[r].try_into().expect("4 bytes"));
+    (
+        kind,
+        phase,
+        Ts {
+            t: word(4..8),
+            i: word(8..12),
+        },
+    )
+}
+
 impl super::Replica {
     /// The collection slot of a CRUD entry the writers may apply, or None when it
     /// must be applied alone (see the module documentation). Reads only.
     fn partitionable(&self, op: &crate::oplog::Entry<'_>, phase: Phase) -> Option<Slot> {
         use crate::oplog::Op;
-        if self.store.partitions() < 2 || self.store.spilled() || self.store.spill_pending() {
+        // Past the budget (documents in the sort-merge store) the queue is not for
+        // threads but deferred ([`super::sorted`]), with one writer or several.
+        let spilled = self.store.spilled();
+        if self.store.spill_pending() || (!spilled && self.store.partitions() < 2) {
             return None;
         }
         if !matches!(op.op, Op::Insert | Op::Update | Op::Delete) {
             return None;
         }
         let c = self.colls.get(op.ns)?;
+        // Capped collections keep insertion order on a secondary's threads; deferred
+        // writes are applied in oplog order per document, and the replica models no
+        // capped size limit, so each document's fate is its own writes'.
         if !matches!(
             c.kind,
             super::CollKind::Collection | super::CollKind::TimeseriesBuckets
-        ) || c.is_capped()
+        ) || (c.is_capped() && !spilled)
+            || (spilled && !self.store.defers(c.slot))
         {
             return None;
         }
@@ -431,6 +531,121 @@ impl super::Replica {
         !self.batch.is_empty() || self.batch.inflight.is_some() || self.store.spill_pending()
     }
 
+    /// The queued entries handed to the sort-merge store (documents past the
+    /// budget), each with its place in the oplog; applied at the next merge of its
+    /// collection ([`super::Replica::settle_slots`]).
+    fn defer_queued(&mut self) -> Result<(), ReplicaError> {
+        self.deferring();
+        let base = self.batch.base_applied;
+        let queues = std::mem::take(&mut self.batch.queues);
+        let bytes = std::mem::take(&mut self.batch.bytes);
+        self.batch.len = 0;
+        for q in queues.into_iter().flatten() {
+            let o = &bytes[q.o.0..q.o.1];
+            let ns = &bytes[q.ns.0..q.ns.1];
+            let meta = pack(q.kind, q.phase, q.ts);
+            let olen = (o.len() as u32).to_le_bytes();
+            self.store.defer(
+                q.slot,
+                &q.key,
+                base + u64::from(q.seq),
+                meta,
+                &[&olen, o, ns],
+            )?;
+            self.deferred_writes += 1;
+        }
+        self.batch.bytes = bytes;
+        self.batch.bytes.clear();
+        Ok(())
+    }
+
+    /// A document of the backup past the budget: an insert deferred before every
+    /// entry of the oplog.
+    pub(super) fn defer_seed(
+        &mut self,
+        slot: Slot,
+        key: &IdKey,
+        doc: &[u8],
+        ns: &str,
+    ) -> Result<(), ReplicaError> {
+        self.deferring();
+        let meta = pack(Kind::Insert, Phase::Strict, Ts { t: 0, i: 0 });
+        let olen = (doc.len() as u32).to_le_bytes();
+        self.store
+            .defer(slot, key, 0, meta, &[&olen, doc, ns.as_bytes()])?;
+        self.deferred_writes += 1;
+        Ok(())
+    }
+
+    /// Applies the deferred writes of `slots` (None: of every collection), in
+    /// `_id` order per collection, each document's in oplog order, with the writer
+    /// threads' semantics ([`apply`]); the earliest error in oplog order is the one
+    /// returned, with the counts as they stood at it.
+    pub(super) fn merge_deferred(&mut self, slots: Option<&[Slot]>) -> Result<(), ReplicaError> {
+        let pending = self.store.deferred_slots();
+        let opts = self.opts.update;
+        let mut first: Option<(u64, ReplicaError)> = None;
+        let mut tolerated: Vec<u64> = Vec::new();
+        let mut scratch = Vec::new();
+        let mut bytes = Vec::new();
+        // The listed collections first; after an error, every other one too: an
+        // earlier write elsewhere may have failed first, and the tolerated entries
+        // before the error count wherever they are.
+        let (mut now, mut later): (Vec<Slot>, Vec<Slot>) = pending
+            .into_iter()
+            .partition(|slot| slots.is_none_or(|s| s.contains(slot)));
+        while let Some(slot) = now.pop().or_else(|| match first {
+            Some(_) => later.pop(),
+            None => None,
+        }) {
+            super::interrupt::check()?;
+            let mut each = |doc: &mut Doc, key: &IdKey, op: &Op<'_>| -> bool {
+                let (kind, phase, ts) = unpack(op.meta);
+                let olen =
+                    u32::from_le_bytes(op.payload[..4].try_into().expect("4 bytes")) as usize;
+                bytes.clear();
+                bytes.extend_from_slice(&op.payload[4..]);
+                let q = Queued {
+                    seq: 0,
+                    kind,
+                    phase,
+                    slot,
+                    key: key.clone(),
+                    o: (0, olen),
+                    ns: (olen, bytes.len()),
+                    ts,
+                };
+                match apply(&mut One(doc), q, &bytes, opts, &mut scratch) {
+                    Ok(Effect::Tolerated) => tolerated.push(op.seq),
+                    Ok(_) => {}
+                    Err(e) => {
+                        if first.as_ref().is_none_or(|(s, _)| op.seq < *s) {
+                            first = Some((op.seq, e));
+                        }
+                        return false;
+                    }
+                }
+                true
+            };
+            self.store.merge_deferred(slot, &mut each)?;
+        }
+        let one = Tolerated {
+            idempotent: 1,
+            ..Tolerated::default()
+        };
+        for seq in tolerated {
+            self.tolerated.add(&one);
+            self.tolerated_log.push((seq, one.clone()));
+        }
+        match first {
+            Some((seq, e)) => {
+                self.failed_at(seq);
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// A full queue: joins the one in flight, then hands this one to the writer
     /// threads (one per partition, which each take their partition along) and
     /// returns, so that the walk reads and queues the next entries meanwhile.
@@ -438,6 +653,9 @@ impl super::Replica {
         self.join_inflight()?;
         if self.store.spill_pending() {
             return self.settle();
+        }
+        if self.store.spilled() {
+            return self.defer_queued();
         }
         let len = self.batch.len;
         let base_applied = self.batch.base_applied;
@@ -493,7 +711,16 @@ impl super::Replica {
     /// documents to disk if the budget was passed: the replica is then as the
     /// sequential apply leaves it, with its first error in oplog order.
     pub fn settle(&mut self) -> Result<(), ReplicaError> {
+        self.settle_slots(None)
+    }
+
+    /// [`super::Replica::settle`], where documents past the budget have their
+    /// deferred writes applied only for `slots` (None: every collection).
+    pub(super) fn settle_slots(&mut self, slots: Option<&[Slot]>) -> Result<(), ReplicaError> {
         self.join_inflight()?;
+        if !self.batch.is_empty() && self.store.spilled() {
+            self.defer_queued()?;
+        }
         if !self.batch.is_empty() {
             let len = self.batch.len;
             let base = self.batch.base_applied;
@@ -515,6 +742,9 @@ impl super::Replica {
             self.batch.bytes = bytes;
             self.batch.bytes.clear();
             self.merge(outcomes, base, len)?;
+        }
+        if self.store.deferred(None) {
+            self.merge_deferred(slots)?;
         }
         Ok(self.store.spill_now()?)
     }
@@ -724,7 +954,14 @@ mod tests {
     /// phase, the rest strict, applied one by one and by `writers` threads: the same
     /// first error (with the same applied and tolerated counts at it), or the same
     /// state.
-    fn same_as_sequential(seed: u64, writers: usize, ops: u32, idempotent: u32, memory: usize) {
+    /// Returns whether writes were deferred to the sort-merge store.
+    fn same_as_sequential(
+        seed: u64,
+        writers: usize,
+        ops: u32,
+        idempotent: u32,
+        memory: usize,
+    ) -> bool {
         let dir = tempfile::tempdir().unwrap();
         let (d1, d2) = (dir.path().join("seq"), dir.path().join("par"));
         std::fs::create_dir_all(&d1).unwrap();
@@ -761,7 +998,14 @@ mod tests {
         }
         let what = format!("seed {seed}, {writers} writers, budget {memory}");
         assert_eq!(seq_err, par_err, "{what}: the first error");
-        assert!(par.on_writers > 0, "{what}: nothing went to the writers");
+        if writers > 1 {
+            assert!(par.on_writers > 0, "{what}: nothing went to the writers");
+        }
+        assert_eq!(
+            par.deferred_writes > 0,
+            par.store().spilled(),
+            "{what}: writes deferred to the sort-merge store once past the budget"
+        );
         assert_eq!(
             (seq.applied, &seq.tolerated),
             (par.applied, &par.tolerated),
@@ -777,6 +1021,7 @@ mod tests {
             );
             assert_eq!(s, p, "{what}");
         }
+        par.deferred_writes > 0
     }
 
     #[test]
@@ -791,7 +1036,23 @@ mod tests {
         // A budget passed in the middle of a batch: the same peak, the same move
         // (the documents peak at about 136 KB; they move at half these budgets,
         // `Store::over_budget`; 300 and 600 KB, used before, were never passed).
-        same_as_sequential(7, 2, 12_000, u32::MAX, 180_000);
-        same_as_sequential(8, 3, 12_000, u32::MAX, 150_000);
+        assert!(same_as_sequential(7, 2, 12_000, u32::MAX, 180_000));
+        assert!(same_as_sequential(8, 3, 12_000, u32::MAX, 150_000));
+        // Past the budget the writes are deferred to the sort-merge store (with one
+        // writer too) and merged per collection at the commands that read it; the
+        // sequential apply writes through the B-tree store: the same first error,
+        // counts and documents.
+        for seed in 9..=14 {
+            let writers = 1 + seed as usize % 3;
+            let strict_from = 4_000 + seed as u32 * 500;
+            assert!(same_as_sequential(
+                seed,
+                writers,
+                12_000,
+                strict_from,
+                150_000
+            ));
+            assert!(same_as_sequential(seed, writers, 12_000, u32::MAX, 120_000));
+        }
     }
 }

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::disk::{self, DiskError, DiskStore};
+use super::sorted::{self, Sorted};
 use crate::engine::IdKey;
 
 /// The maps looked up once or more per applied entry (by slot, by namespace):
@@ -34,6 +35,16 @@ pub enum Content {
     /// Nothing: only the catalog (which collections exist) is modelled, for a plan
     /// that does not count (`--no-expect`), so memory does not grow with inserts.
     CatalogOnly,
+}
+
+/// The environment variable that chooses the on-disk store past the budget:
+/// `redb` keeps every collection in the B-tree store ([`super::disk`], as before
+/// the sort-merge store); unset or `sorted`, the sort-merge store.
+pub const DISK_STORE_ENV: &str = "PITR_DISK_STORE";
+
+/// Whether documents past the budget go to the sort-merge store.
+fn sort_merge() -> bool {
+    std::env::var(DISK_STORE_ENV).map_or(true, |v| v.trim() != "redb")
 }
 
 /// A collection's documents are addressed by this slot, not by name.
@@ -136,7 +147,14 @@ pub struct Store {
     mem_bytes: usize,
     budget: usize,
     spill_dir: Option<PathBuf>,
+    /// Past the budget, documents needing single reads and writes (a collection the
+    /// replica writes to one entry at a time, or any in counts-only mode).
     disk: Option<DiskStore>,
+    /// Past the budget with whole documents: the sort-merge store, for every
+    /// collection not in `tree` ([`super::sorted`]).
+    sorted: Option<Sorted>,
+    /// The collections moved from `sorted` to `disk`.
+    tree: std::collections::HashSet<Slot, foldhash::fast::RandomState>,
     peak_mem_bytes: usize,
     /// A batch of the writer threads passed the budget: the documents move to disk
     /// once every batch in flight is back ([`Store::spill_now`]).
@@ -166,6 +184,8 @@ impl Store {
             budget,
             spill_dir: spill_dir.map(Path::to_path_buf),
             disk: None,
+            sorted: None,
+            tree: Default::default(),
             peak_mem_bytes: 0,
             spill_pending: false,
         }
@@ -197,7 +217,100 @@ impl Store {
 
     /// Whether documents live on disk now.
     pub fn spilled(&self) -> bool {
-        self.disk.is_some()
+        self.disk.is_some() || self.sorted.is_some()
+    }
+
+    /// Whether writes to `slot` may be deferred to the sort-merge store
+    /// ([`Store::defer`]): documents are past the budget, kept whole, and the
+    /// collection was never moved to the B-tree store.
+    pub(crate) fn defers(&self, slot: Slot) -> bool {
+        self.sorted.is_some() && !self.tree.contains(&slot)
+    }
+
+    /// A write to `slot`'s document `key` at place `seq` in the oplog, applied at the
+    /// next [`Store::merge_deferred`] of the collection.
+    pub(crate) fn defer(
+        &mut self,
+        slot: Slot,
+        key: &IdKey,
+        seq: u64,
+        meta: [u8; 12],
+        parts: &[&[u8]],
+    ) -> Result<(), DiskError> {
+        let s = self.sorted.as_mut().expect("defers() was checked");
+        s.defer(slot, key, seq, meta, parts)
+    }
+
+    /// The collections with deferred writes not applied yet.
+    pub(crate) fn deferred_slots(&self) -> Vec<Slot> {
+        self.sorted
+            .as_ref()
+            .map_or(Vec::new(), Sorted::pending_slots)
+    }
+
+    /// Whether `slot` (None: any collection) has deferred writes not applied yet.
+    pub(crate) fn deferred(&self, slot: Option<Slot>) -> bool {
+        match (&self.sorted, slot) {
+            (None, _) => false,
+            (Some(s), None) => s.pending(),
+            (Some(s), Some(slot)) => s.pending_for(slot),
+        }
+    }
+
+    /// Applies `slot`'s deferred writes: `apply` gets each document and its writes
+    /// ([`Sorted::merge`]).
+    pub(crate) fn merge_deferred(
+        &mut self,
+        slot: Slot,
+        apply: &mut dyn FnMut(&mut sorted::Doc, &IdKey, &sorted::Op<'_>) -> bool,
+    ) -> Result<(), DiskError> {
+        let s = self.sorted.as_mut().expect("deferred() was checked");
+        let n = s.merge(slot, apply)?;
+        self.set_count(slot, n);
+        Ok(())
+    }
+
+    /// The per-slot counts live in the first partition once on disk.
+    fn set_count(&mut self, slot: Slot, n: u64) {
+        if n == 0 {
+            self.parts[0].counts.remove(&slot);
+        } else {
+            self.parts[0].counts.insert(slot, n);
+        }
+    }
+
+    /// Whether `slot`'s documents are in the sort-merge store.
+    fn in_sorted(&self, slot: Slot) -> bool {
+        self.sorted.is_some() && !self.tree.contains(&slot)
+    }
+
+    /// Moves `slot` from the sort-merge store to the B-tree store, for single reads
+    /// and writes (its deferred writes must have been merged).
+    fn move_to_tree(&mut self, slot: Slot) -> Result<(), DiskError> {
+        if !self.in_sorted(slot) {
+            return Ok(());
+        }
+        let s = self.sorted.as_mut().expect("in_sorted");
+        debug_assert!(
+            !s.pending_for(slot),
+            "moved to the B-tree with writes deferred"
+        );
+        if self.disk.is_none() {
+            // A quarter of the budget (its write buffer and page cache): the
+            // sort-merge store's buffer holds half, its merges' reads up to a
+            // few dozen MiB.
+            let dir = self.spill_dir.clone().expect("spilled");
+            self.disk = Some(DiskStore::create(&dir, self.budget / 4)?);
+        }
+        let disk = self.disk.as_mut().expect("just made");
+        let mut failed = None;
+        let docs = s.take(slot, &mut failed)?;
+        disk.load(slot, docs)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.tree.insert(slot);
+        Ok(())
     }
 
     /// The most memory the documents held (estimate), in bytes.
@@ -219,6 +332,7 @@ impl Store {
         }
         self.mem_bytes = 0;
         self.disk = None;
+        self.sorted = None;
     }
 
     pub fn count(&self, slot: Slot) -> u64 {
@@ -305,8 +419,16 @@ impl Store {
     /// The document with `_id` `key`, appended to `out`; false when absent. In
     /// counts-only mode nothing is appended.
     pub fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> Result<bool, DiskError> {
+        if self.in_sorted(slot) {
+            let s = self.sorted.as_ref().expect("in_sorted");
+            debug_assert!(!s.pending_for(slot), "read with writes deferred");
+            return s.get(slot, key, out);
+        }
         if let Some(d) = &self.disk {
             return d.get(slot, key, out);
+        }
+        if self.sorted.is_some() {
+            return Ok(false);
         }
         match self.parts[self.part_of(key)].get(slot, key) {
             Some(doc) => {
@@ -319,7 +441,7 @@ impl Store {
 
     /// The in-memory document (None when absent or when documents are on disk).
     pub fn mem_get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
-        if self.disk.is_some() {
+        if self.spilled() {
             return None;
         }
         self.parts[self.part_of(key)].get(slot, key)
@@ -337,8 +459,14 @@ impl Store {
     }
 
     pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
+        if self.in_sorted(slot) {
+            return self.get(slot, key, &mut Vec::new());
+        }
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
+        }
+        if self.sorted.is_some() {
+            return Ok(false);
         }
         Ok(self.parts[self.part_of(key)].get(slot, key).is_some())
     }
@@ -374,6 +502,7 @@ impl Store {
             Content::KeysOnly => &[],
             Content::CatalogOnly => return Ok(false),
         };
+        self.move_to_tree(slot)?;
         if let Some(d) = &mut self.disk {
             let replaced = d.put(slot, &key, doc, exists)?;
             if !replaced {
@@ -391,6 +520,7 @@ impl Store {
 
     /// Removes; returns whether the document existed.
     pub fn remove(&mut self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
+        self.move_to_tree(slot)?;
         if let Some(d) = &mut self.disk {
             let removed = d.remove(slot, key)?;
             if removed {
@@ -415,8 +545,16 @@ impl Store {
         for p in &mut self.parts {
             p.counts.remove(&slot);
         }
+        if let Some(s) = &mut self.sorted {
+            s.clear(slot);
+            // Empty again: later writes may be deferred.
+            self.tree.remove(&slot);
+        }
         if let Some(d) = &mut self.disk {
             return d.clear(slot);
+        }
+        if self.sorted.is_some() {
+            return Ok(());
         }
         let mut freed = 0usize;
         for p in &mut self.parts {
@@ -436,8 +574,16 @@ impl Store {
         slot: Slot,
         f: &mut super::disk::DocVisitor<'_>,
     ) -> Result<(), DiskError> {
+        if self.in_sorted(slot) {
+            let s = self.sorted.as_ref().expect("in_sorted");
+            debug_assert!(!s.pending_for(slot), "scanned with writes deferred");
+            return s.for_each(slot, f);
+        }
         if let Some(d) = &self.disk {
             return d.for_each(slot, f);
+        }
+        if self.sorted.is_some() {
+            return Ok(());
         }
         let maps: Vec<_> = self.parts.iter().filter_map(|p| p.mem.get(&slot)).collect();
         if let [m] = maps[..] {
@@ -456,6 +602,9 @@ impl Store {
     /// per-slot counts move to the first partition).
     fn spill(&mut self) -> Result<(), DiskError> {
         let dir = self.spill_dir.clone().expect("checked by the caller");
+        if self.content == Content::Documents && sort_merge() {
+            return self.spill_sorted(&dir);
+        }
         let mut disk = DiskStore::create(&dir, self.budget)?;
         let mut slots: Vec<Slot> = self
             .parts
@@ -488,6 +637,39 @@ impl Store {
         // The documents freed here were given back batch by batch as they were
         // written (`DiskStore::load`, `crate::memory::give_back_freed_heap`).
         self.disk = Some(disk);
+        Ok(())
+    }
+
+    /// [`Store::spill`] to the sort-merge store: each collection's documents, already
+    /// in `_id` order, written as its base.
+    fn spill_sorted(&mut self, dir: &Path) -> Result<(), DiskError> {
+        let mut s = Sorted::create(dir, self.budget);
+        let mut slots: Vec<Slot> = self
+            .parts
+            .iter()
+            .flat_map(|p| p.mem.keys().copied())
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let mut counts: FastMap<Slot, u64> = FastMap::default();
+        for slot in slots {
+            let maps: Vec<_> = self
+                .parts
+                .iter_mut()
+                .filter_map(|p| p.mem.remove(&slot))
+                .map(BTreeMap::into_iter)
+                .collect();
+            let n = s.load(slot, merge_sorted(maps))?;
+            if n > 0 {
+                counts.insert(slot, n);
+            }
+        }
+        for p in &mut self.parts {
+            *p = Part::default();
+        }
+        self.parts[0].counts = counts;
+        self.mem_bytes = 0;
+        self.sorted = Some(s);
         Ok(())
     }
 
