@@ -1130,6 +1130,8 @@ fn engine_stats(st: &EngineStats) -> String {
         super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
         match st.writers {
             0 | 1 => String::new(),
+            // Past the budget the queue fed the sort-merge store, not the threads.
+            _ if st.entries_on_writers == 0 && st.entries_deferred > 0 => String::new(),
             w => format!(" ({} on {w} writer threads)", st.entries_on_writers),
         },
         st.tolerated_idempotent,

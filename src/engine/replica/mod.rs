@@ -160,8 +160,8 @@ pub struct Replica {
     /// other threads (the others were short).
     pub batches: u64,
     pub batches_shared: u64,
-    /// CRUD entries deferred to the sort-merge store past the budget
-    /// ([`sorted`]).
+    /// Writes deferred to the sort-merge store past the budget ([`sorted`]): the
+    /// backup's documents and the CRUD entries.
     pub deferred_writes: u64,
     /// While writes are deferred ([`sorted`]): what was tolerated before the first
     /// of them, and every entry tolerated since with its place in the oplog, so that

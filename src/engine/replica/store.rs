@@ -1,5 +1,7 @@
 //! Where the replica's documents live: in memory while they fit in the budget, then
-//! in an embedded ordered key-value store on disk ([`super::disk`]).
+//! on disk: whole documents in the sort-merge store ([`super::sorted`]: sorted
+//! files, writes deferred and merged), a collection written one document at a time
+//! and the counts-only model's keys in the B-tree store ([`super::disk`], redb).
 //!
 //! Documents are keyed by (collection slot, `_id`) and read back in the `_id`
 //! index's order ([`IdKey`]'s `Ord`, the server's), which is the order `dbHash`
@@ -12,7 +14,8 @@
 //! Memory accounting is an estimate of the heap held (document bytes, key bytes and
 //! a fixed per-entry overhead for the B-tree node and allocations); when it passes the
 //! budget, less what the on-disk store holds while they move ([`disk::own_memory`],
-//! at most 96 MiB), every document moves to disk at once and later writes go there.
+//! at most 96 MiB), every document moves to disk at once and later writes go there
+//! (`PITR_DISK_STORE=redb`: all to the B-tree store, as before the sort-merge one).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
