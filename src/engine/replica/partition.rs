@@ -36,7 +36,7 @@
 
 use bson::RawDocument;
 
-use super::sorted::{Doc, Op};
+use super::sorted::{Doc, Flow, Op};
 use super::store::{Part, Slot};
 use super::{Phase, ReplicaError, Tolerated};
 use crate::engine::update::{self, ApplyOptions};
@@ -588,6 +588,7 @@ impl super::Replica {
         let mut tolerated: Vec<u64> = Vec::new();
         let mut scratch = Vec::new();
         let mut bytes = Vec::new();
+        let mut seen = 0u64;
         // The listed collections first; after an error, every other one too: an
         // earlier write elsewhere may have failed first, and the tolerated entries
         // before the error count wherever they are.
@@ -599,7 +600,11 @@ impl super::Replica {
             None => None,
         }) {
             super::interrupt::check()?;
-            let mut each = |doc: &mut Doc, key: &IdKey, op: &Op<'_>| -> bool {
+            let mut each = |doc: &mut Doc, key: &IdKey, op: &Op<'_>| -> Flow {
+                seen += 1;
+                if seen.is_multiple_of(super::interrupt::EVERY) && super::interrupt::requested() {
+                    return Flow::Stop;
+                }
                 let (kind, phase, ts) = unpack(op.meta);
                 let olen =
                     u32::from_le_bytes(op.payload[..4].try_into().expect("4 bytes")) as usize;
@@ -622,12 +627,16 @@ impl super::Replica {
                         if first.as_ref().is_none_or(|(s, _)| op.seq < *s) {
                             first = Some((op.seq, e));
                         }
-                        return false;
+                        return Flow::SkipDocument;
                     }
                 }
-                true
+                Flow::Next
             };
-            self.store.merge_deferred(slot, &mut each)?;
+            match self.store.merge_deferred(slot, &mut each) {
+                // Ctrl-C: the collection keeps its writes; the run stops.
+                Err(super::disk::DiskError::Stopped) => return Err(ReplicaError::Interrupted),
+                r => r?,
+            }
         }
         let one = Tolerated {
             idempotent: 1,

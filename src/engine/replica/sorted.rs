@@ -68,6 +68,18 @@ pub struct Op<'a> {
     pub payload: &'a [u8],
 }
 
+/// What the merge does after a write ([`Sorted::merge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// The next write.
+    Next,
+    /// None of this document's remaining writes (after an error: the caller
+    /// keeps the earliest).
+    SkipDocument,
+    /// Stop the merge (Ctrl-C): the collection is left as it was.
+    Stop,
+}
+
 /// A document as the writes merged so far leave it.
 #[derive(Default)]
 pub struct Doc {
@@ -502,13 +514,13 @@ impl Sorted {
 
     /// Merges `slot`'s base and its writes into a new base: per `_id`, in `_id`
     /// order, `apply` gets the document (`live` false when there is none) and each
-    /// write to it in oplog order; it returns false to skip the document's remaining
-    /// writes (after an error: the caller keeps the earliest). Returns the number of
-    /// documents.
+    /// write to it in oplog order, and says what next ([`Flow`]; on `Stop` the
+    /// merge returns [`DiskError::Stopped`] and the collection keeps its base and
+    /// writes). Returns the number of documents.
     pub fn merge(
         &mut self,
         slot: Slot,
-        apply: &mut dyn FnMut(&mut Doc, &IdKey, &Op<'_>) -> bool,
+        apply: &mut dyn FnMut(&mut Doc, &IdKey, &Op<'_>) -> Flow,
     ) -> Result<u64, DiskError> {
         if self.index.iter().any(|i| i.slot == slot) {
             self.write_run()?;
@@ -564,7 +576,7 @@ impl Sorted {
         }
         let mut out = BaseWriter::create(self.new_path("base"))?;
         let mut doc = Doc::default();
-        let (mut cur, mut have, mut skip) = (Vec::new(), false, false);
+        let (mut cur, mut have, mut skip, mut stopped) = (Vec::new(), false, false, false);
         let mut cur_key: Option<IdKey> = None;
         while let Some(mut h) = heap.pop() {
             if !have || cmp_key_bytes(&cur, &h.key) != Ordering::Equal {
@@ -591,11 +603,25 @@ impl Sorted {
                     meta: h.meta,
                     payload: &h.payload,
                 };
-                skip = !apply(&mut doc, key, &op);
+                match apply(&mut doc, key, &op) {
+                    Flow::Next => {}
+                    Flow::SkipDocument => skip = true,
+                    Flow::Stop => {
+                        stopped = true;
+                        break;
+                    }
+                }
             }
             if advance(&mut h)? {
                 heap.push(h);
             }
+        }
+        if stopped {
+            let partial = out.finish()?;
+            drop(partial);
+            let c = self.colls.get_mut(&slot).expect("known");
+            (c.base, c.runs) = (base, runs);
+            return Err(DiskError::Stopped);
         }
         if have && doc.live {
             out.push(&cur, &doc.bytes)?;
@@ -769,7 +795,7 @@ mod tests {
                             (2, true) => doc.bytes.push(7),
                             _ => missing += 1,
                         }
-                        true
+                        Flow::Next
                     })
                     .unwrap();
                 let want: Vec<(IdKey, Vec<u8>)> = model
@@ -796,6 +822,33 @@ mod tests {
             assert!(!s.pending());
         }
         assert_eq!(missing, expect_missing);
+        // A merge stopped half way (Ctrl-C) leaves the collection as it was: the
+        // next merge applies every write once.
+        for i in 0..50u8 {
+            let k = IdKey::from_value(RawBsonRef::Int32(1_000 + i32::from(i)));
+            s.defer(0, &k, seq, [0; 12], &[&[i]]).unwrap();
+            seq += 1;
+        }
+        let before = s.colls[&0].base.as_ref().unwrap().count;
+        let mut calls = 0;
+        let stopped = s.merge(0, &mut |_, _, _| {
+            calls += 1;
+            if calls == 10 {
+                Flow::Stop
+            } else {
+                Flow::Next
+            }
+        });
+        assert!(matches!(stopped, Err(DiskError::Stopped)));
+        assert!(s.pending_for(0));
+        let n = s
+            .merge(0, &mut |doc, _, op| {
+                doc.bytes = op.payload.to_vec();
+                doc.live = true;
+                Flow::Next
+            })
+            .unwrap();
+        assert_eq!(n, before + 50);
         assert!(s.compactions > 10, "{} compactions", s.compactions);
         // One base per collection, nothing else, then nothing once cleared.
         assert_eq!(files(dir.path()), 3);

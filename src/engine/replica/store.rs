@@ -265,7 +265,7 @@ impl Store {
     pub(crate) fn merge_deferred(
         &mut self,
         slot: Slot,
-        apply: &mut dyn FnMut(&mut sorted::Doc, &IdKey, &sorted::Op<'_>) -> bool,
+        apply: &mut dyn FnMut(&mut sorted::Doc, &IdKey, &sorted::Op<'_>) -> sorted::Flow,
     ) -> Result<(), DiskError> {
         let s = self.sorted.as_mut().expect("deferred() was checked");
         let n = s.merge(slot, apply)?;
