@@ -5,10 +5,12 @@
 //!
 //! Run: `scripts/disk-store-bench.sh` (release; both stores, alternated, medians), or
 //! one run: `cargo run --release --example disk_store_bench -- STORE DIR [SCALE]`
-//! with STORE `redb` (the engine's own store, src/engine/replica/disk.rs), `lmdb`
+//! with STORE `redb` (the engine's B-tree store, src/engine/replica/disk.rs), `lmdb`
 //! (`lmdb.rs` beside this file, the LMDB candidate with the interface of
-//! src/engine/replica/disk.rs) or `lmdb-keep` (the
-//! same without giving the map's pages back: shows what the mmap costs in RSS).
+//! src/engine/replica/disk.rs), `lmdb-keep` (the
+//! same without giving the map's pages back: shows what the mmap costs in RSS) or
+//! `sortmerge` (the engine's sort-merge store, src/engine/replica/sorted.rs, the
+//! path past `--memory` now; `sortmerge.rs` beside this file drives it).
 //!
 //! The pattern, at the scale of the 1 GiB bench (`scripts/bench-engine.sh`; SCALE
 //! 1.0), with the engine's `--memory 64MiB` write buffer (half the budget):

@@ -602,13 +602,20 @@ impl Store {
     }
 
     /// Moves every document to disk; from now on the store works there (the
-    /// per-slot counts move to the first partition).
+    /// per-slot counts move to the first partition): whole documents to the
+    /// sort-merge store (each collection's documents, already in `_id` order,
+    /// written as its base), keys or `PITR_DISK_STORE=redb` to the B-tree store.
     fn spill(&mut self) -> Result<(), DiskError> {
-        let dir = self.spill_dir.clone().expect("checked by the caller");
-        if self.content == Content::Documents && sort_merge() {
-            return self.spill_sorted(&dir);
+        enum Target {
+            Tree(DiskStore),
+            Sorted(Sorted),
         }
-        let mut disk = DiskStore::create(&dir, self.budget)?;
+        let dir = self.spill_dir.clone().expect("checked by the caller");
+        let mut target = if self.content == Content::Documents && sort_merge() {
+            Target::Sorted(Sorted::create(&dir, self.budget))
+        } else {
+            Target::Tree(DiskStore::create(&dir, self.budget)?)
+        };
         let mut slots: Vec<Slot> = self
             .parts
             .iter()
@@ -629,42 +636,11 @@ impl Store {
                 .filter_map(|p| p.mem.remove(&slot))
                 .map(BTreeMap::into_iter)
                 .collect();
-            disk.load(slot, merge_sorted(maps))?;
-        }
-        disk.flush()?;
-        for p in &mut self.parts {
-            *p = Part::default();
-        }
-        self.parts[0].counts = counts;
-        self.mem_bytes = 0;
-        // The documents freed here were given back batch by batch as they were
-        // written (`DiskStore::load`, `crate::memory::give_back_freed_heap`).
-        self.disk = Some(disk);
-        Ok(())
-    }
-
-    /// [`Store::spill`] to the sort-merge store: each collection's documents, already
-    /// in `_id` order, written as its base.
-    fn spill_sorted(&mut self, dir: &Path) -> Result<(), DiskError> {
-        let mut s = Sorted::create(dir, self.budget);
-        let mut slots: Vec<Slot> = self
-            .parts
-            .iter()
-            .flat_map(|p| p.mem.keys().copied())
-            .collect();
-        slots.sort_unstable();
-        slots.dedup();
-        let mut counts: FastMap<Slot, u64> = FastMap::default();
-        for slot in slots {
-            let maps: Vec<_> = self
-                .parts
-                .iter_mut()
-                .filter_map(|p| p.mem.remove(&slot))
-                .map(BTreeMap::into_iter)
-                .collect();
-            let n = s.load(slot, merge_sorted(maps))?;
-            if n > 0 {
-                counts.insert(slot, n);
+            match &mut target {
+                Target::Tree(d) => d.load(slot, merge_sorted(maps))?,
+                Target::Sorted(s) => {
+                    s.load(slot, merge_sorted(maps))?;
+                }
             }
         }
         for p in &mut self.parts {
@@ -672,7 +648,16 @@ impl Store {
         }
         self.parts[0].counts = counts;
         self.mem_bytes = 0;
-        self.sorted = Some(s);
+        // The documents freed here were given back batch by batch as they were
+        // written (`DiskStore::load`, `Sorted::load`,
+        // `crate::memory::give_back_freed_heap`).
+        match target {
+            Target::Tree(mut d) => {
+                d.flush()?;
+                self.disk = Some(d);
+            }
+            Target::Sorted(s) => self.sorted = Some(s),
+        }
         Ok(())
     }
 
