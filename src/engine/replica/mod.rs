@@ -438,18 +438,19 @@ impl Replica {
 
     /// Before `op` is applied alone: the entries queued before it applied, and past
     /// the budget the deferred writes of the collections whose documents it reads
-    /// or writes (every collection unless that is known, and always outside the
-    /// slice's strict phase, so that tolerated entries are counted in oplog order).
-    fn settle_before(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+    /// or writes (every collection unless that is known). A merge rewrites its
+    /// collection, so it must not follow every no-op: a backup's oplog has one
+    /// every 10 s on a quiet replica set. The counts stay in oplog order whatever
+    /// is merged when ([`Replica::failed_at`]).
+    fn settle_before(&mut self, op: &Entry<'_>) -> Result<(), ReplicaError> {
         if !self.store.deferred(None) && !self.unsettled_batch() {
             return Ok(());
         }
-        let namespaces = match (phase, op.op) {
-            (Phase::Idempotent, _) => None,
-            (_, Op::Noop) => Some(Vec::new()),
-            (_, Op::Command) => commands::documents_touched(self, op),
+        let namespaces = match op.op {
+            Op::Noop => Some(Vec::new()),
+            Op::Command => commands::documents_touched(self, op),
             // A write applied alone to a collection not in the sort-merge store.
-            (_, Op::Insert | Op::Update | Op::Delete) => self
+            Op::Insert | Op::Update | Op::Delete => self
                 .colls
                 .get(op.ns)
                 .filter(|c| !self.store.defers(c.slot))
@@ -476,7 +477,7 @@ impl Replica {
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk), after
     /// the entries queued by [`Replica::apply_partitioned`].
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
-        self.settle_before(op, phase)?;
+        self.settle_before(op)?;
         interrupt::check()?;
         let seq = self.applied;
         self.applied += 1;

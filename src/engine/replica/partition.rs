@@ -1022,6 +1022,9 @@ mod tests {
         );
         if seq_err.is_none() {
             let (s, p) = (state(&seq), state(&par));
+            if s != p {
+                panic!("{what}: counts {:?} vs {:?}; tolerated {:?} vs {:?}; applied {} vs {}; docs {} vs {}; first diff at {:?}: {:?} vs {:?}", s.1, p.1, s.2, p.2, s.3, p.3, s.0.len(), p.0.len(), s.0.iter().zip(&p.0).position(|(a, b)| a != b), s.0.iter().zip(&p.0).find(|(a, b)| a != b).map(|(a, _)| bson::RawDocument::from_bytes(a).unwrap().to_owned()), s.0.iter().zip(&p.0).find(|(a, b)| a != b).map(|(_, b)| bson::RawDocument::from_bytes(b).unwrap().to_owned()));
+            }
             assert_eq!(
                 s.5,
                 memory < usize::MAX,

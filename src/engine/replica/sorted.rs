@@ -514,7 +514,8 @@ impl Sorted {
 
     /// Merges `slot`'s base and its writes into a new base: per `_id`, in `_id`
     /// order, `apply` gets the document (`live` false when there is none) and each
-    /// write to it in oplog order, and says what next ([`Flow`]; on `Stop` the
+    /// write to it in oplog order with the write's own `_id` (of any numeric type
+    /// equal to the document's), and says what next ([`Flow`]; on `Stop` the
     /// merge returns [`DiskError::Stopped`] and the collection keeps its base and
     /// writes). Returns the number of documents.
     pub fn merge(
@@ -577,7 +578,6 @@ impl Sorted {
         let mut out = BaseWriter::create(self.new_path("base"))?;
         let mut doc = Doc::default();
         let (mut cur, mut have, mut skip, mut stopped) = (Vec::new(), false, false, false);
-        let mut cur_key: Option<IdKey> = None;
         while let Some(mut h) = heap.pop() {
             if !have || cmp_key_bytes(&cur, &h.key) != Ordering::Equal {
                 if have && doc.live {
@@ -585,25 +585,22 @@ impl Sorted {
                 }
                 cur.clear();
                 cur.extend_from_slice(&h.key);
-                (have, skip, doc.live, cur_key) = (true, false, false, None);
+                (have, skip, doc.live) = (true, false, false);
             }
             if h.src == 0 {
                 std::mem::swap(&mut doc.bytes, &mut h.payload);
                 doc.live = true;
             } else if !skip {
-                let key = match &cur_key {
-                    Some(k) => k,
-                    None => cur_key.insert(
-                        IdKey::from_document_bytes(&cur)
-                            .map_err(|e| read_err(h.src, std::io::Error::other(e.to_string())))?,
-                    ),
-                };
+                // The write's own `_id` (5 and 5.0 are one document, but an upsert
+                // writes the `_id` of its entry).
+                let key = IdKey::from_document_bytes(&h.key)
+                    .map_err(|e| read_err(h.src, std::io::Error::other(e.to_string())))?;
                 let op = Op {
                     seq: h.seq,
                     meta: h.meta,
                     payload: &h.payload,
                 };
-                match apply(&mut doc, key, &op) {
+                match apply(&mut doc, &key, &op) {
                     Flow::Next => {}
                     Flow::SkipDocument => skip = true,
                     Flow::Stop => {
