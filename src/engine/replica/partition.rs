@@ -487,6 +487,21 @@ impl super::Replica {
             self.settle()?;
             return Err(e);
         }
+        if self.store.spilled() && self.batch.is_empty() && self.batch.inflight.is_none() {
+            // Past the budget: straight to the sort-merge store (no queue to copy
+            // through, no thread to hand it to).
+            let seq = self.applied;
+            self.applied += 1;
+            if self.applied.is_multiple_of(super::interrupt::EVERY) {
+                super::interrupt::test_pause();
+            }
+            let o = match kind {
+                Kind::Delete => &[][..],
+                _ => o.as_bytes(),
+            };
+            self.deferring();
+            return self.defer_one(slot, &key, seq, (kind, phase, op.ts), (o, op.ns.as_bytes()));
+        }
         if self.batch.is_empty() {
             self.batch.base_applied = self.applied;
             let parts = self.store.partitions();
@@ -543,19 +558,28 @@ impl super::Replica {
         for q in queues.into_iter().flatten() {
             let o = &bytes[q.o.0..q.o.1];
             let ns = &bytes[q.ns.0..q.ns.1];
-            let meta = pack(q.kind, q.phase, q.ts);
-            let olen = (o.len() as u32).to_le_bytes();
-            self.store.defer(
-                q.slot,
-                &q.key,
-                base + u64::from(q.seq),
-                meta,
-                &[&olen, o, ns],
-            )?;
-            self.deferred_writes += 1;
+            let seq = base + u64::from(q.seq);
+            self.defer_one(q.slot, &q.key, seq, (q.kind, q.phase, q.ts), (o, ns))?;
         }
         self.batch.bytes = bytes;
         self.batch.bytes.clear();
+        Ok(())
+    }
+
+    /// One write to the sort-merge store at place `seq`: its payload is `o`'s
+    /// length, `o` and the namespace ([`super::Replica::merge_deferred`] reads it).
+    fn defer_one(
+        &mut self,
+        slot: Slot,
+        key: &IdKey,
+        seq: u64,
+        (kind, phase, ts): (Kind, Phase, Ts),
+        (o, ns): (&[u8], &[u8]),
+    ) -> Result<(), ReplicaError> {
+        let olen = (o.len() as u32).to_le_bytes();
+        self.store
+            .defer(slot, key, seq, pack(kind, phase, ts), &[&olen, o, ns])?;
+        self.deferred_writes += 1;
         Ok(())
     }
 
@@ -569,12 +593,8 @@ impl super::Replica {
         ns: &str,
     ) -> Result<(), ReplicaError> {
         self.deferring();
-        let meta = pack(Kind::Insert, Phase::Strict, Ts { t: 0, i: 0 });
-        let olen = (doc.len() as u32).to_le_bytes();
-        self.store
-            .defer(slot, key, 0, meta, &[&olen, doc, ns.as_bytes()])?;
-        self.deferred_writes += 1;
-        Ok(())
+        let what = (Kind::Insert, Phase::Strict, Ts { t: 0, i: 0 });
+        self.defer_one(slot, key, 0, what, (doc, ns.as_bytes()))
     }
 
     /// Applies the deferred writes of `slots` (None: of every collection), in
@@ -587,7 +607,6 @@ impl super::Replica {
         let mut first: Option<(u64, ReplicaError)> = None;
         let mut tolerated: Vec<u64> = Vec::new();
         let mut scratch = Vec::new();
-        let mut bytes = Vec::new();
         let mut seen = 0u64;
         // The listed collections first; after an error, every other one too: an
         // earlier write elsewhere may have failed first, and the tolerated entries
@@ -606,21 +625,20 @@ impl super::Replica {
                     return Flow::Stop;
                 }
                 let (kind, phase, ts) = unpack(op.meta);
+                // The payload: `o`'s length, `o`, the namespace ([`defer_queued`]).
                 let olen =
                     u32::from_le_bytes(op.payload[..4].try_into().expect("4 bytes")) as usize;
-                bytes.clear();
-                bytes.extend_from_slice(&op.payload[4..]);
                 let q = Queued {
                     seq: 0,
                     kind,
                     phase,
                     slot,
                     key: key.clone(),
-                    o: (0, olen),
-                    ns: (olen, bytes.len()),
+                    o: (4, 4 + olen),
+                    ns: (4 + olen, op.payload.len()),
                     ts,
                 };
-                match apply(&mut One(doc), q, &bytes, opts, &mut scratch) {
+                match apply(&mut One(doc), q, op.payload, opts, &mut scratch) {
                     Ok(Effect::Tolerated) => tolerated.push(op.seq),
                     Ok(_) => {}
                     Err(e) => {
