@@ -253,7 +253,7 @@ fn embedded_space(
     }
     let (backup, oplog) = input_sizes(a);
     // The slice, and past --memory the on-disk store of the documents.
-    let store = if backup > budget { backup } else { 0 };
+    let store = preflight::store_bytes(backup, oplog, budget);
     let needs = |copy: u64| {
         let plain = "the slice and the engine's on-disk store";
         vec![
