@@ -59,6 +59,13 @@ impl CollInfo {
         c
     }
 
+    /// Whether an entry's `ui` (None: it has none) leaves it writing to this
+    /// collection: `target_slot` goes by `ui` first.
+    pub fn takes_ui(&self, ui: Option<&[u8]>) -> bool {
+        ui.and_then(|u| <[u8; 16]>::try_from(u).ok())
+            .is_none_or(|u| self.uuid == Some(u))
+    }
+
     pub fn is_capped(&self) -> bool {
         matches!(self.options.get("capped"), Some(Bson::Boolean(true)))
     }

@@ -424,7 +424,7 @@ impl Replica {
     /// Whether entries are queued for the writer threads ([`Replica::settle`]
     /// applies them); reading documents meanwhile would read an older state.
     pub fn unsettled(&self) -> bool {
-        self.unsettled_batch() || self.store.deferred(None)
+        self.unsettled_batch() || self.store.deferred()
     }
 
     /// (Deferred writes past the budget are checked by the store, per collection:
@@ -443,7 +443,7 @@ impl Replica {
     /// every 10 s on a quiet replica set. The counts stay in oplog order whatever
     /// is merged when ([`Replica::failed_at`]).
     fn settle_before(&mut self, op: &Entry<'_>) -> Result<(), ReplicaError> {
-        if !self.store.deferred(None) && !self.unsettled_batch() {
+        if !self.store.deferred() && !self.unsettled_batch() {
             return Ok(());
         }
         let namespaces = match op.op {
@@ -453,12 +453,7 @@ impl Replica {
             Op::Insert | Op::Update | Op::Delete => self
                 .colls
                 .get(op.ns)
-                .filter(|c| !self.store.defers(c.slot))
-                .filter(|c| {
-                    op.ui
-                        .and_then(|u| <[u8; 16]>::try_from(u).ok())
-                        .is_none_or(|u| c.uuid == Some(u))
-                })
+                .filter(|c| !self.store.defers(c.slot) && c.takes_ui(op.ui))
                 .map(|_| Vec::new()),
             _ => None,
         };
@@ -484,7 +479,7 @@ impl Replica {
         if self.applied.is_multiple_of(interrupt::EVERY) {
             interrupt::test_pause();
         }
-        if !self.store.deferred(None) {
+        if !self.store.deferred() {
             return self.apply_alone(op, phase);
         }
         let before = self.tolerated.clone();
@@ -502,7 +497,7 @@ impl Replica {
 
     /// Before writes start to be deferred: what was tolerated so far is final.
     fn deferring(&mut self) {
-        if !self.store.deferred(None) {
+        if !self.store.deferred() {
             self.tolerated_clean = self.tolerated.clone();
             self.tolerated_log.clear();
         }

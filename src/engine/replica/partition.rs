@@ -447,8 +447,7 @@ impl super::Replica {
         // `target_slot` goes by `ui` first: only an entry whose `ui` is this
         // collection's (or that has none) is sure to write here without teaching
         // the catalog anything.
-        let ui = op.ui.and_then(|u| <[u8; 16]>::try_from(u).ok());
-        if phase != Phase::Lenient && ui.is_some_and(|u| c.uuid != Some(u)) {
+        if phase != Phase::Lenient && !c.takes_ui(op.ui) {
             return None;
         }
         Some(c.slot)
@@ -487,9 +486,12 @@ impl super::Replica {
             self.settle()?;
             return Err(e);
         }
-        if self.store.spilled() && self.batch.is_empty() && self.batch.inflight.is_none() {
+        if self.store.spilled() {
             // Past the budget: straight to the sort-merge store (no queue to copy
-            // through, no thread to hand it to).
+            // through, no thread to hand it to). Nothing is queued then: the
+            // documents move to disk only once every queue is applied
+            // (`settle_slots`, `hand_off`), and nothing queues after.
+            debug_assert!(self.batch.is_empty() && self.batch.inflight.is_none());
             let seq = self.applied;
             self.applied += 1;
             if self.applied.is_multiple_of(super::interrupt::EVERY) {
@@ -544,26 +546,6 @@ impl super::Replica {
     /// to disk: [`super::Replica::settle`] first.
     pub(super) fn unsettled_batch(&self) -> bool {
         !self.batch.is_empty() || self.batch.inflight.is_some() || self.store.spill_pending()
-    }
-
-    /// The queued entries handed to the sort-merge store (documents past the
-    /// budget), each with its place in the oplog; applied at the next merge of its
-    /// collection ([`super::Replica::settle_slots`]).
-    fn defer_queued(&mut self) -> Result<(), ReplicaError> {
-        self.deferring();
-        let base = self.batch.base_applied;
-        let queues = std::mem::take(&mut self.batch.queues);
-        let bytes = std::mem::take(&mut self.batch.bytes);
-        self.batch.len = 0;
-        for q in queues.into_iter().flatten() {
-            let o = &bytes[q.o.0..q.o.1];
-            let ns = &bytes[q.ns.0..q.ns.1];
-            let seq = base + u64::from(q.seq);
-            self.defer_one(q.slot, &q.key, seq, (q.kind, q.phase, q.ts), (o, ns))?;
-        }
-        self.batch.bytes = bytes;
-        self.batch.bytes.clear();
-        Ok(())
     }
 
     /// One write to the sort-merge store at place `seq`: its payload is `o`'s
@@ -625,7 +607,7 @@ impl super::Replica {
                     return Flow::Stop;
                 }
                 let (kind, phase, ts) = unpack(op.meta);
-                // The payload: `o`'s length, `o`, the namespace ([`defer_queued`]).
+                // The payload: `o`'s length, `o`, the namespace (`defer_one`).
                 let olen =
                     u32::from_le_bytes(op.payload[..4].try_into().expect("4 bytes")) as usize;
                 let q = Queued {
@@ -680,9 +662,6 @@ impl super::Replica {
         self.join_inflight()?;
         if self.store.spill_pending() {
             return self.settle();
-        }
-        if self.store.spilled() {
-            return self.defer_queued();
         }
         let len = self.batch.len;
         let base_applied = self.batch.base_applied;
@@ -745,9 +724,6 @@ impl super::Replica {
     /// deferred writes applied only for `slots` (None: every collection).
     pub(super) fn settle_slots(&mut self, slots: Option<&[Slot]>) -> Result<(), ReplicaError> {
         self.join_inflight()?;
-        if !self.batch.is_empty() && self.store.spilled() {
-            self.defer_queued()?;
-        }
         if !self.batch.is_empty() {
             let len = self.batch.len;
             let base = self.batch.base_applied;
@@ -770,7 +746,7 @@ impl super::Replica {
             self.batch.bytes.clear();
             self.merge(outcomes, base, len)?;
         }
-        if self.store.deferred(None) {
+        if self.store.deferred() {
             self.merge_deferred(slots)?;
         }
         Ok(self.store.spill_now()?)
@@ -1040,9 +1016,14 @@ mod tests {
         );
         if seq_err.is_none() {
             let (s, p) = (state(&seq), state(&par));
-            if s != p {
-                panic!("{what}: counts {:?} vs {:?}; tolerated {:?} vs {:?}; applied {} vs {}; docs {} vs {}; first diff at {:?}: {:?} vs {:?}", s.1, p.1, s.2, p.2, s.3, p.3, s.0.len(), p.0.len(), s.0.iter().zip(&p.0).position(|(a, b)| a != b), s.0.iter().zip(&p.0).find(|(a, b)| a != b).map(|(a, _)| bson::RawDocument::from_bytes(a).unwrap().to_owned()), s.0.iter().zip(&p.0).find(|(a, b)| a != b).map(|(_, b)| bson::RawDocument::from_bytes(b).unwrap().to_owned()));
-            }
+            // The first differing document, readable (the states print as bytes).
+            let differs = s.0.iter().zip(&p.0).position(|(a, b)| a != b);
+            let doc = |d: &[Vec<u8>], i: usize| RawDocumentBuf::from_bytes(d[i].clone()).ok();
+            let first = differs.map(|i| (i, doc(&s.0, i), doc(&p.0, i)));
+            assert!(
+                s.0.len() != p.0.len() || first.is_none(),
+                "{what}: document {first:?}"
+            );
             assert_eq!(
                 s.5,
                 memory < usize::MAX,

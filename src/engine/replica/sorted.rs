@@ -10,8 +10,9 @@
 //! How: a collection's documents are its *base*, one file of `(key, document)`
 //! records in `_id` order ([`cmp_key_bytes`], the server's order), with a sparse
 //! index (a key every 64 KiB) for the rare single reads. A write to the collection
-//! is not applied where it lands: the replica queues it ([`super::partition`]) and
-//! hands it here with its place in the oplog ([`Sorted::defer`]); the buffer (half
+//! is not applied where it lands: the replica resolves its collection and `_id` as
+//! for the writer threads ([`super::partition`]) and hands it here with its place in
+//! the oplog ([`Sorted::defer`]); the buffer (half
 //! the budget) is sorted by collection and `_id` (stably: a document's writes keep
 //! their oplog order) and written as a *run*. When the collection must be read, or
 //! a command touches it, [`Sorted::merge`] reads the base and every run's share in
@@ -105,7 +106,7 @@ impl Drop for Owned {
 
 /// A collection's documents: one sorted file.
 struct Base {
-    path: Arc<Owned>,
+    path: Owned,
     file: File,
     len: u64,
     count: u64,
@@ -247,7 +248,7 @@ impl BaseWriter {
         let mut file = self.w.into_inner().map_err(|e| io(&path, e.into_error()))?;
         file.flush().map_err(|e| io(&path, e))?;
         Ok(Base {
-            path: Arc::new(Owned(path)),
+            path: Owned(path),
             file,
             len: self.at,
             count: self.count,
@@ -268,8 +269,11 @@ fn next_doc(r: &mut impl Read, key: &mut Vec<u8>, doc: &mut Vec<u8>) -> std::io:
     Ok(true)
 }
 
+/// A reader over a base or over a run's section.
+type SectionReader = BufReader<std::io::Take<File>>;
+
 /// A reader over a base or over a run's section, from its start.
-fn reader(file: &Path, at: u64, len: u64, buf: usize) -> std::io::Result<impl Read> {
+fn reader(file: &Path, at: u64, len: u64, buf: usize) -> std::io::Result<SectionReader> {
     let mut f = File::open(file)?;
     f.seek(SeekFrom::Start(at))?;
     Ok(BufReader::with_capacity(buf, f.take(len)))
@@ -320,6 +324,78 @@ fn next_op(r: &mut impl Read, h: &mut Head) -> std::io::Result<bool> {
     Ok(true)
 }
 
+/// The inputs of a k-way merge in key order: a collection's base (source 0, its
+/// documents) and run sections (sources 1.., their writes, in oplog order); each
+/// source has one record in the heap at a time.
+struct Sources<'a> {
+    base: Option<(&'a Path, SectionReader)>,
+    runs: Vec<(&'a Path, SectionReader)>,
+    heap: BinaryHeap<Head>,
+}
+
+impl<'a> Sources<'a> {
+    /// Opens every source, with read buffers sharing `limit` bytes, and reads each
+    /// one's first record.
+    fn open(
+        base: Option<&'a Base>,
+        runs: &'a [Section],
+        limit: usize,
+    ) -> Result<Sources<'a>, DiskError> {
+        let buf = (limit / (runs.len() + 1)).clamp(64 << 10, 1 << 20);
+        let open = |p: &'a Path, at, len| match reader(p, at, len, buf) {
+            Ok(r) => Ok((p, r)),
+            Err(e) => Err(io(p, e)),
+        };
+        let mut s = Sources {
+            base: base.map(|b| open(&b.path.0, 0, b.len)).transpose()?,
+            runs: runs
+                .iter()
+                .map(|r| open(&r.file.0, r.at, r.len))
+                .collect::<Result<_, _>>()?,
+            heap: BinaryHeap::with_capacity(runs.len() + 1),
+        };
+        let first = usize::from(s.base.is_none());
+        for src in first..=runs.len() {
+            s.refill(Head {
+                key: Vec::new(),
+                src,
+                seq: 0,
+                meta: [0; 12],
+                payload: Vec::new(),
+            })?;
+        }
+        Ok(s)
+    }
+
+    /// The least record (by key, then source).
+    fn pop(&mut self) -> Option<Head> {
+        self.heap.pop()
+    }
+
+    /// Reads `h`'s source's next record into it and puts it back (unless at its end).
+    fn refill(&mut self, mut h: Head) -> Result<(), DiskError> {
+        let more = match h.src {
+            0 => {
+                let (_, r) = self.base.as_mut().expect("a base");
+                next_doc(r, &mut h.key, &mut h.payload)
+            }
+            s => next_op(&mut self.runs[s - 1].1, &mut h),
+        };
+        if more.map_err(|e| self.error(h.src, e))? {
+            self.heap.push(h);
+        }
+        Ok(())
+    }
+
+    /// An error reading source `src`, naming its file.
+    fn error(&self, src: usize, e: std::io::Error) -> DiskError {
+        match src {
+            0 => io(self.base.as_ref().expect("a base").0, e),
+            s => io(self.runs[s - 1].0, e),
+        }
+    }
+}
+
 impl Sorted {
     /// A store in `dir` (which must exist) that buffers up to half of `budget`.
     pub fn create(dir: &Path, budget: usize) -> Sorted {
@@ -346,21 +422,20 @@ impl Sorted {
     }
 
     /// Sets `slot`'s documents, given in `_id` order (the move of the in-memory
-    /// documents to disk); returns how many.
+    /// documents to disk).
     pub fn load(
         &mut self,
         slot: Slot,
-        docs_in_order: impl Iterator<Item = (IdKey, Box<[u8]>)>,
-    ) -> Result<u64, DiskError> {
+        docs_in_order: impl Iterator<Item = Document>,
+    ) -> Result<(), DiskError> {
         let mut w = BaseWriter::create(self.new_path("base"))?;
         for (k, d) in docs_in_order {
             w.push(k.document_bytes(), &d)?;
         }
         let base = w.finish()?;
-        let n = base.count;
         self.colls.entry(slot).or_default().base = Some(base);
         crate::memory::give_back_freed_heap();
-        Ok(n)
+        Ok(())
     }
 
     /// Whether `slot` has writes not merged yet.
@@ -427,6 +502,7 @@ impl Sorted {
         if self.index.is_empty() {
             return Ok(());
         }
+        let path = self.new_path("run");
         let arena = &self.arena;
         let key = |i: &Idx| &arena[i.key.0 as usize..(i.key.0 + i.key.1) as usize];
         self.index.sort_by(|a, b| {
@@ -434,8 +510,6 @@ impl Sorted {
                 .cmp(&b.slot)
                 .then_with(|| cmp_key_bytes(key(a), key(b)))
         });
-        self.files += 1;
-        let path = self.dir.join(format!("run-{}.sorted", self.files));
         let f = File::create(&path).map_err(|e| io(&path, e))?;
         let mut w = BufWriter::with_capacity(1 << 20, f);
         let mut sections: Vec<(Slot, u64, u64)> = Vec::new();
@@ -473,34 +547,15 @@ impl Sorted {
     fn compact(&mut self, slot: Slot) -> Result<(), DiskError> {
         self.compactions += 1;
         let runs = std::mem::take(&mut self.colls.get_mut(&slot).expect("known").runs);
-        let buf = (self.limit / (runs.len() + 1)).clamp(64 << 10, 1 << 20);
-        let mut readers = Vec::with_capacity(runs.len());
-        let mut heap = BinaryHeap::with_capacity(runs.len());
-        for (i, s) in runs.iter().enumerate() {
-            let mut r = reader(&s.file.0, s.at, s.len, buf).map_err(|e| io(&s.file.0, e))?;
-            let mut h = Head {
-                key: Vec::new(),
-                src: i,
-                seq: 0,
-                meta: [0; 12],
-                payload: Vec::new(),
-            };
-            if next_op(&mut r, &mut h).map_err(|e| io(&s.file.0, e))? {
-                heap.push(h);
-            }
-            readers.push(r);
-        }
         let path = self.new_path("run");
+        let mut sources = Sources::open(None, &runs, self.limit)?;
         let f = File::create(&path).map_err(|e| io(&path, e))?;
         let mut w = BufWriter::with_capacity(1 << 20, f);
         let mut len = 0u64;
-        while let Some(mut h) = heap.pop() {
+        while let Some(h) = sources.pop() {
             len +=
                 write_op(&mut w, &h.key, h.seq, &h.meta, &h.payload).map_err(|e| io(&path, e))?;
-            let s = &runs[h.src];
-            if next_op(&mut readers[h.src], &mut h).map_err(|e| io(&s.file.0, e))? {
-                heap.push(h);
-            }
+            sources.refill(h)?;
         }
         w.flush().map_err(|e| io(&path, e))?;
         drop(w);
@@ -534,51 +589,11 @@ impl Sorted {
         }
         let base = c.base.take();
         let runs = std::mem::take(&mut c.runs);
-        let buf = (self.limit / (runs.len() + 1)).clamp(64 << 10, 1 << 20);
-        let mut base_r = match &base {
-            Some(b) => Some(reader(&b.path.0, 0, b.len, buf).map_err(|e| io(&b.path.0, e))?),
-            None => None,
-        };
-        let mut run_r = Vec::with_capacity(runs.len());
-        for s in &runs {
-            run_r.push(reader(&s.file.0, s.at, s.len, buf).map_err(|e| io(&s.file.0, e))?);
-        }
-        let new_head = |src| Head {
-            key: Vec::new(),
-            src,
-            seq: 0,
-            meta: [0; 12],
-            payload: Vec::new(),
-        };
-        let mut heap = BinaryHeap::with_capacity(runs.len() + 1);
-        let read_err = |src: usize, e: std::io::Error| match src {
-            0 => io(&base.as_ref().expect("the base's record").path.0, e),
-            s => io(&runs[s - 1].file.0, e),
-        };
-        // One source's next record into `h` (false at its end).
-        let mut advance = |h: &mut Head| -> Result<bool, DiskError> {
-            let r = match h.src {
-                0 => {
-                    let r = base_r.as_mut().expect("a base");
-                    next_doc(r, &mut h.key, &mut h.payload)
-                }
-                s => next_op(&mut run_r[s - 1], h),
-            };
-            r.map_err(|e| read_err(h.src, e))
-        };
-        for src in 0..=runs.len() {
-            if src == 0 && base.is_none() {
-                continue;
-            }
-            let mut h = new_head(src);
-            if advance(&mut h)? {
-                heap.push(h);
-            }
-        }
+        let mut sources = Sources::open(base.as_ref(), &runs, self.limit)?;
         let mut out = BaseWriter::create(self.new_path("base"))?;
         let mut doc = Doc::default();
         let (mut cur, mut have, mut skip, mut stopped) = (Vec::new(), false, false, false);
-        while let Some(mut h) = heap.pop() {
+        while let Some(mut h) = sources.pop() {
             if !have || cmp_key_bytes(&cur, &h.key) != Ordering::Equal {
                 if have && doc.live {
                     out.push(&cur, &doc.bytes)?;
@@ -594,7 +609,7 @@ impl Sorted {
                 // The write's own `_id` (5 and 5.0 are one document, but an upsert
                 // writes the `_id` of its entry).
                 let key = IdKey::from_document_bytes(&h.key)
-                    .map_err(|e| read_err(h.src, std::io::Error::other(e.to_string())))?;
+                    .map_err(|e| sources.error(h.src, std::io::Error::other(e.to_string())))?;
                 let op = Op {
                     seq: h.seq,
                     meta: h.meta,
@@ -609,10 +624,9 @@ impl Sorted {
                     }
                 }
             }
-            if advance(&mut h)? {
-                heap.push(h);
-            }
+            sources.refill(h)?;
         }
+        drop(sources);
         if stopped {
             let partial = out.finish()?;
             drop(partial);

@@ -223,9 +223,10 @@ impl Store {
         self.disk.is_some() || self.sorted.is_some()
     }
 
-    /// Whether writes to `slot` may be deferred to the sort-merge store
-    /// ([`Store::defer`]): documents are past the budget, kept whole, and the
-    /// collection was never moved to the B-tree store.
+    /// Whether `slot`'s documents are in the sort-merge store, so that writes to it
+    /// are deferred ([`Store::defer`]): documents are past the budget, kept whole,
+    /// and the collection was never moved to the B-tree store (once past the
+    /// budget, a collection not here is there).
     pub(crate) fn defers(&self, slot: Slot) -> bool {
         self.sorted.is_some() && !self.tree.contains(&slot)
     }
@@ -251,13 +252,9 @@ impl Store {
             .map_or(Vec::new(), Sorted::pending_slots)
     }
 
-    /// Whether `slot` (None: any collection) has deferred writes not applied yet.
-    pub(crate) fn deferred(&self, slot: Option<Slot>) -> bool {
-        match (&self.sorted, slot) {
-            (None, _) => false,
-            (Some(s), None) => s.pending(),
-            (Some(s), Some(slot)) => s.pending_for(slot),
-        }
+    /// Whether any collection has deferred writes not applied yet.
+    pub(crate) fn deferred(&self) -> bool {
+        self.sorted.as_ref().is_some_and(Sorted::pending)
     }
 
     /// Applies `slot`'s deferred writes: `apply` gets each document and its writes
@@ -282,18 +279,13 @@ impl Store {
         }
     }
 
-    /// Whether `slot`'s documents are in the sort-merge store.
-    fn in_sorted(&self, slot: Slot) -> bool {
-        self.sorted.is_some() && !self.tree.contains(&slot)
-    }
-
     /// Moves `slot` from the sort-merge store to the B-tree store, for single reads
     /// and writes (its deferred writes must have been merged).
     fn move_to_tree(&mut self, slot: Slot) -> Result<(), DiskError> {
-        if !self.in_sorted(slot) {
+        if !self.defers(slot) {
             return Ok(());
         }
-        let s = self.sorted.as_mut().expect("in_sorted");
+        let s = self.sorted.as_mut().expect("defers");
         debug_assert!(
             !s.pending_for(slot),
             "moved to the B-tree with writes deferred"
@@ -422,16 +414,13 @@ impl Store {
     /// The document with `_id` `key`, appended to `out`; false when absent. In
     /// counts-only mode nothing is appended.
     pub fn get(&self, slot: Slot, key: &IdKey, out: &mut Vec<u8>) -> Result<bool, DiskError> {
-        if self.in_sorted(slot) {
-            let s = self.sorted.as_ref().expect("in_sorted");
+        if self.defers(slot) {
+            let s = self.sorted.as_ref().expect("defers");
             debug_assert!(!s.pending_for(slot), "read with writes deferred");
             return s.get(slot, key, out);
         }
         if let Some(d) = &self.disk {
             return d.get(slot, key, out);
-        }
-        if self.sorted.is_some() {
-            return Ok(false);
         }
         match self.parts[self.part_of(key)].get(slot, key) {
             Some(doc) => {
@@ -462,14 +451,11 @@ impl Store {
     }
 
     pub fn contains(&self, slot: Slot, key: &IdKey) -> Result<bool, DiskError> {
-        if self.in_sorted(slot) {
+        if self.defers(slot) {
             return self.get(slot, key, &mut Vec::new());
         }
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
-        }
-        if self.sorted.is_some() {
-            return Ok(false);
         }
         Ok(self.parts[self.part_of(key)].get(slot, key).is_some())
     }
@@ -556,9 +542,6 @@ impl Store {
         if let Some(d) = &mut self.disk {
             return d.clear(slot);
         }
-        if self.sorted.is_some() {
-            return Ok(());
-        }
         let mut freed = 0usize;
         for p in &mut self.parts {
             if let Some(m) = p.mem.remove(&slot) {
@@ -577,16 +560,13 @@ impl Store {
         slot: Slot,
         f: &mut super::disk::DocVisitor<'_>,
     ) -> Result<(), DiskError> {
-        if self.in_sorted(slot) {
-            let s = self.sorted.as_ref().expect("in_sorted");
+        if self.defers(slot) {
+            let s = self.sorted.as_ref().expect("defers");
             debug_assert!(!s.pending_for(slot), "scanned with writes deferred");
             return s.for_each(slot, f);
         }
         if let Some(d) = &self.disk {
             return d.for_each(slot, f);
-        }
-        if self.sorted.is_some() {
-            return Ok(());
         }
         let maps: Vec<_> = self.parts.iter().filter_map(|p| p.mem.get(&slot)).collect();
         if let [m] = maps[..] {
@@ -638,9 +618,7 @@ impl Store {
                 .collect();
             match &mut target {
                 Target::Tree(d) => d.load(slot, merge_sorted(maps))?,
-                Target::Sorted(s) => {
-                    s.load(slot, merge_sorted(maps))?;
-                }
+                Target::Sorted(s) => s.load(slot, merge_sorted(maps))?,
             }
         }
         for p in &mut self.parts {
