@@ -2,7 +2,9 @@
 //! `src/engine/replica/partition.rs`) gives byte for byte what the sequential apply
 //! gives: the dump, the destroyed-documents dump, the report (counts, dbHash,
 //! tolerated entries, the memory peak) and the plan (lint, expected counts), on
-//! every traffic mix of the generator, within the memory budget and past it.
+//! every traffic mix of the generator, within the memory budget and past it. So do
+//! collections left in the backup's files (`src/engine/replica/cold.rs`) and
+//! loaded ones (`PITR_COLD=load`).
 
 mod common;
 mod replay_common;
@@ -77,6 +79,17 @@ fn replay_with(
     memory: &str,
     env: &[(&str, &str)],
 ) -> (Outputs, u64, u64) {
+    replay_args(scenario, writers, memory, env, &[])
+}
+
+/// [`replay_with`] with more arguments (`--gzip`, `--archive`).
+fn replay_args(
+    scenario: &Path,
+    writers: &str,
+    memory: &str,
+    env: &[(&str, &str)],
+    more: &[&str],
+) -> (Outputs, u64, u64) {
     let tmp = tempfile::tempdir().unwrap();
     let backup = scenario.join("backup");
     let oplog = scenario.join("oplog.bson");
@@ -99,7 +112,11 @@ fn replay_with(
             "--memory",
             memory,
             "--accept-incidents",
-        ],
+        ]
+        .iter()
+        .chain(more)
+        .copied()
+        .collect::<Vec<_>>(),
         &[&[("PITR_APPLY_WRITERS", writers)], env].concat(),
     );
     assert!(
@@ -115,12 +132,18 @@ fn replay_with(
     assert_eq!(stats["writers"].as_u64(), Some(writers.parse().unwrap()));
     let on_writers = stats["entries_on_writers"].as_u64().unwrap();
     let deferred = stats["entries_deferred"].as_u64().unwrap();
-    let dump = common::files_under(&tmp.path().join("out"));
+    let dump = match tmp.path().join("out") {
+        p if p.is_file() => BTreeMap::from([("archive".to_string(), std::fs::read(&p).unwrap())]),
+        p => common::files_under(&p),
+    };
     assert!(!dump.is_empty(), "writers {writers}: no dump\n{}", show(&o));
     let outputs = (
         code(&o),
         dump,
-        common::files_under(&tmp.path().join("out-destroyed")),
+        match tmp.path().join("out-destroyed") {
+            p if p.is_file() => BTreeMap::from([("archive".to_string(), std::fs::read(&p).unwrap())]),
+            p => common::files_under(&p),
+        },
         normalized(&tmp.path().join("work/report.json"), &run),
         normalized(&tmp.path().join("work/plan/plan.json"), &run),
     );
@@ -237,4 +260,71 @@ fn a_bad_writer_count_is_refused() {
     let err = replay_common::stderr(&o);
     assert!(err.contains("PITR_APPLY_WRITERS=\"two\""), "{err}");
     assert!(!tmp.path().join("out").exists());
+}
+
+/// Adds to a generated backup a database the oplog never touches: `cold.ordered`
+/// (its file in `_id` order: left in the backup's file) and `cold.shuffled` (out of
+/// order: loaded). Returns the ordered file's bytes.
+fn add_untouched(backup: &Path) -> Vec<u8> {
+    let dir = backup.join("cold");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = |i: i64| {
+        let id = if i % 3 == 0 { bson::Bson::Double(i as f64 + 0.5) } else { bson::Bson::Int64(i) };
+        bson::to_vec(&bson::doc! { "_id": id, "n": i, "pad": "p".repeat((i % 50) as usize) }).unwrap()
+    };
+    let ordered: Vec<u8> = (0..4000).flat_map(doc).collect();
+    let shuffled: Vec<u8> = (0..4000).map(|i| (i * 7919) % 4000).flat_map(doc).collect();
+    for (name, bytes) in [("ordered", &ordered), ("shuffled", &shuffled)] {
+        std::fs::write(dir.join(format!("{name}.bson")), bytes).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.metadata.json")),
+            format!(
+                r#"{{"indexes":[{{"v":{{"$numberInt":"2"}},"key":{{"_id":{{"$numberInt":"1"}}}},"name":"_id_"}}],"collectionName":"{name}","type":"collection"}}"#
+            ),
+        )
+        .unwrap();
+    }
+    ordered
+}
+
+/// Collections no entry touches stay in the backup's files and are copied to the
+/// dump (`src/engine/replica/cold.rs`); loading them instead (`PITR_COLD=load`)
+/// gives the same dump, destroyed documents, report and plan, within the budget and
+/// past it, as a directory, `--gzip` and `--archive`. Only the memory they did not
+/// take differs.
+#[test]
+fn collections_left_in_the_backup_give_the_loaded_bytes() {
+    let gen = tempfile::tempdir().unwrap();
+    pitr_fixturegen::generate(&pitr_fixturegen::Options {
+        out: gen.path().to_path_buf(),
+        seed: 5,
+        scenario: pitr_fixturegen::Scenario::Bench,
+        target_bytes: 2 << 20,
+        start: pitr_fixturegen::DEFAULT_START_SECS,
+        mix: Mix::Current,
+    })
+    .unwrap();
+    let ordered = add_untouched(&gen.path().join("backup"));
+    let without_memory = |mut o: Outputs| {
+        let st = o.3["engine_stats"].as_object_mut().unwrap();
+        let cold = (
+            st.remove("collections_from_backup_files").and_then(|v| v.as_u64()).unwrap(),
+            st.remove("bytes_from_backup_files").and_then(|v| v.as_u64()).unwrap(),
+        );
+        st.remove("peak_memory_estimate");
+        (o, cold)
+    };
+    for (memory, more) in [("1GiB", &[][..]), ("1MiB", &[][..]), ("1GiB", &["--gzip"][..]), ("1MiB", &["--archive"][..])] {
+        let what = format!("--memory {memory} {more:?}");
+        let (cold, (n, bytes)) = without_memory(replay_args(gen.path(), "2", memory, &[], more).0);
+        let (loaded, none) =
+            without_memory(replay_args(gen.path(), "2", memory, &[("PITR_COLD", "load")], more).0);
+        assert_same(Mix::Current, &what, &loaded, &cold);
+        assert!(n >= 1 && bytes >= ordered.len() as u64, "{what}: {n} collections, {bytes} bytes");
+        assert_eq!(none, (0, 0), "{what}");
+        if more.is_empty() {
+            assert!(cold.1["cold/ordered.bson"] == ordered, "{what}: the ordered file, copied");
+            assert!(cold.1["cold/shuffled.bson"].len() == ordered.len(), "{what}: sorted");
+        }
+    }
 }

@@ -316,12 +316,28 @@ impl Backup {
     /// (decompressed) data and its 0-based number.
     pub fn for_each_document<E: From<BackupError>>(
         &self,
+        f: impl FnMut(&NsEntry, &RawDocument, u64, u64) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.for_each_document_where(&|_| true, f)
+    }
+
+    /// [`Backup::for_each_document`] of the namespaces `keep` selects (a
+    /// directory's other files are not read).
+    pub fn for_each_document_where<E: From<BackupError>>(
+        &self,
+        keep: &dyn Fn(&NsEntry) -> bool,
         mut f: impl FnMut(&NsEntry, &RawDocument, u64, u64) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.layout == Layout::Archive {
-            return archive::for_each_document(self, f);
+            return archive::for_each_document(self, |n, doc, offset, index| {
+                if keep(n) {
+                    f(n, doc, offset, index)
+                } else {
+                    Ok(())
+                }
+            });
         }
-        for n in &self.namespaces {
+        for n in self.namespaces.iter().filter(|n| keep(n)) {
             let Some(file) = &n.data_file else { continue };
             let mut r = oplog::open(&file.to_string_lossy(), ReadOptions::default())
                 .map_err(|e| E::from(BackupError::Read(e)))?;

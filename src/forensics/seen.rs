@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use bson::{RawBsonRef, RawDocument};
 
-use crate::oplog::{EntryError, Ts};
+use crate::oplog::{Entry, EntryError, Op, Ts};
 
 /// Namespaces kept by name.
 pub const MAX_NAMESPACES: usize = 100_000;
@@ -26,6 +26,8 @@ pub struct Seen {
     pub first: Option<Ts>,
     pub last: Option<Ts>,
     pub entries: u64,
+    /// What [`Seen::feed_entry`] added, looked up faster than in `namespaces`.
+    added: std::collections::HashSet<Box<str>, foldhash::fast::RandomState>,
 }
 
 impl Seen {
@@ -39,6 +41,33 @@ impl Seen {
             self.last = Some(self.last.map_or(ts, |l| l.max(ts)));
         }
         self.operation(raw, 0)
+    }
+
+    /// [`Seen::feed`] of an entry already parsed: a CRUD entry adds its `ns`
+    /// without parsing again (a scan's many writes to a few collections).
+    pub fn feed_entry(&mut self, e: &Entry<'_>) -> Result<(), EntryError> {
+        if !matches!(e.op, Op::Insert | Op::Update | Op::Delete) || e.ns.is_empty() {
+            return self.feed(e.raw.as_bytes());
+        }
+        self.entries += 1;
+        self.first = Some(self.first.map_or(e.ts, |f| f.min(e.ts)));
+        self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
+        if !self.added.contains(e.ns) {
+            self.add(e.ns);
+            if self.namespaces.contains(e.ns) {
+                self.added.insert(e.ns.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether no entry seen names `ns`, its database as a whole (`dropDatabase`)
+    /// or names past the cap (then nothing is known untouched).
+    pub fn untouched(&self, ns: &str) -> bool {
+        let db = ns.split_once('.').map_or(ns, |(db, _)| db);
+        self.more == 0
+            && !self.namespaces.contains(ns)
+            && !self.namespaces.contains(&format!("{db}.*"))
     }
 
     fn operation(&mut self, raw: &RawDocument, depth: u8) -> Result<(), EntryError> {

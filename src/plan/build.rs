@@ -340,6 +340,7 @@ fn read_backup(
             let probe = Probe {
                 target,
                 remember: true,
+                seen: req.content.is_some() && !crate::engine::replica::cold::disabled(),
                 ..Probe::default()
             };
             Some(scan::scan(
@@ -422,6 +423,7 @@ fn read_oplog(
             UntilSpec::Time(tv) => Some(tv.ts),
             _ => None,
         },
+        seen: req.content.is_some() && !crate::engine::replica::cold::disabled(),
     };
     let scan = scan::scan(&req.oplog, opts, &probe, progress, "reading the oplog")?;
     history::check(&HistoryInput {
@@ -700,18 +702,24 @@ fn slice_and_seed(
     };
     let backup: &BackupRead = backup;
     let inv = &backup.inv;
+    // What neither oplog names may stay in the backup's files (`replica::cold`).
+    let (replay_seen, backup_seen) = (&oplog.seen, backup.scan.as_ref().map(|s| &s.seen));
+    let untouched =
+        |ns: &str| replay_seen.untouched(ns) && backup_seen.is_none_or(|s| s.untouched(ns));
+    let cold: Option<&(dyn Fn(&str) -> bool + Sync)> =
+        (!crate::engine::replica::cold::disabled()).then_some(&untouched);
     if oplog.out_of_order > 0 {
         // The slice is sorted in up to `sort_memory` while it is written: that and
         // the replica's budget at once would break the promise of `--memory`.
         let (slice, stake) = slice_and_stake(backup)?;
-        let model = seed_content(req, c, inv, (layout, f), progress, None)?;
+        let model = seed_content(req, c, (inv, cold), (layout, f), progress, None)?;
         return Ok((slice, stake, model));
     }
     let ((slice, stake), (model, (wall, cpu))) = overlap(
         || slice_and_stake(backup),
         |alongside| {
             let clock = ThreadClock::start();
-            let m = seed_content(req, c, inv, (layout, f), progress, Some(alongside))?;
+            let m = seed_content(req, c, (inv, cold), (layout, f), progress, Some(alongside))?;
             Ok((m, clock.took()))
         },
     )?;
@@ -798,13 +806,13 @@ impl Drop for ReleaseOnDrop<'_> {
 fn seed_content(
     req: &PlanRequest,
     c: &ContentOptions,
-    inv: &Inventory,
+    (inv, cold): (&Inventory, Option<&(dyn Fn(&str) -> bool + Sync)>),
     (layout, filter): (&Layout, Option<&NsFilter>),
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
 ) -> Result<Model, PlanError> {
     let restored = |ns: &str| layout.restored(filter, ns);
-    let mut m = seed_documents(inv, c, &restored, req.expect, progress, alongside)?;
+    let mut m = seed_documents(inv, c, (&restored, cold), req.expect, progress, alongside)?;
     if c.defer_hashes {
         m.defer_hashes();
     }
@@ -1223,7 +1231,7 @@ fn capped_natural_order(versions: &VersionHints) -> Option<String> {
 fn seed_documents(
     inv: &Inventory,
     c: &ContentOptions,
-    restored: &dyn Fn(&str) -> bool,
+    (restored, cold): (&dyn Fn(&str) -> bool, Option<&(dyn Fn(&str) -> bool + Sync)>),
     counting: bool,
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
@@ -1283,8 +1291,12 @@ fn seed_documents(
         None => progress.phase(what, unit, Some(total), &meter),
     };
     let stopped = || alongside.is_some_and(Alongside::stopped);
+    let cold = match cold {
+        Some(untouched) => seed_cold(inv, &mut replica, untouched, &meter, &stopped)?,
+        None => HashSet::new(),
+    };
     inv.backup
-        .for_each_document(|entry, doc, _offset, index| -> Result<(), PlanError> {
+        .for_each_document_where(&|n| !cold.contains(n.data_ns.as_deref().unwrap_or(&n.ns)), |entry, doc, _offset, index| -> Result<(), PlanError> {
             if index.is_multiple_of(crate::engine::replica::interrupt::EVERY) && stopped() {
                 // The slice failed: its error is the one reported; this one is dropped.
                 return Err(crate::engine::replica::ReplicaError::Interrupted.into());
@@ -1296,6 +1308,7 @@ fn seed_documents(
             }
             Ok(())
         })?;
+    replica.hash_cold_in_background();
     let slice_phase = if c.strict {
         Phase::Strict
     } else {
@@ -1308,6 +1321,48 @@ fn seed_documents(
         slice_phase,
         backup_ns,
     ))
+}
+
+/// The collections of a directory backup that `untouched` says no entry names,
+/// left in their data files when these are in `_id` order
+/// ([`crate::engine::replica::cold`]); the others load as before. Returns the
+/// namespaces (as the data lives) left cold.
+fn seed_cold(
+    inv: &Inventory,
+    replica: &mut crate::engine::replica::Replica,
+    untouched: &(dyn Fn(&str) -> bool + Sync),
+    meter: &crate::engine::replica::Meter,
+    stopped: &dyn Fn() -> bool,
+) -> Result<HashSet<String>, PlanError> {
+    use crate::engine::replica::cold::{self, ColdDocs};
+    let mut out = HashSet::new();
+    if inv.backup.layout == crate::backup::Layout::Archive {
+        return Ok(out);
+    }
+    for n in &inv.backup.namespaces {
+        let data_ns = n.data_ns.as_deref().unwrap_or(&n.ns);
+        let Some(file) = &n.data_file else { continue };
+        if !untouched(data_ns) || !replica.get(data_ns).is_some_and(|c| cold::eligible(data_ns, c)) {
+            continue;
+        }
+        let mut read = 0u64;
+        let mut each = || {
+            read += 1;
+            if read.is_multiple_of(crate::engine::replica::interrupt::EVERY) {
+                crate::engine::replica::interrupt::check()?;
+                if stopped() {
+                    return Err(crate::engine::replica::ReplicaError::Interrupted);
+                }
+            }
+            Ok(())
+        };
+        if let Some(docs) = ColdDocs::check(file, &mut each)? {
+            meter.add(docs.count);
+            replica.seed_cold(data_ns, docs);
+            out.insert(data_ns.to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// A mongodump directory loaded whole as a replica (every collection, its
@@ -1327,7 +1382,7 @@ pub fn load_dump(
         },
         progress,
     )?;
-    let mut m = seed_documents(&inv, c, &|_| true, false, progress, None)?;
+    let mut m = seed_documents(&inv, c, (&|_| true, None), false, progress, None)?;
     m.flush()?;
     Ok(m)
 }

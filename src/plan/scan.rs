@@ -115,6 +115,10 @@ pub struct Probe<'a> {
     /// entry at or after this position (the limit a time `--until` names), widened by
     /// [`ARCHIVE_MARGIN_SECS`]; later chunks are not needed, and may be missing.
     pub chunks_to: Option<Ts>,
+    /// Record the namespaces the oplog acts on ([`OplogScan::seen`]) without a
+    /// filter: the collections it never names stay in the backup's files
+    /// ([`crate::engine::replica::cold`]).
+    pub seen: bool,
 }
 
 /// How far before [`Probe::chunks_from`] (and after [`Probe::chunks_to`]) an oplog
@@ -143,7 +147,7 @@ pub struct OplogScan {
     pub gaps: Vec<(Ts, Ts)>,
     /// With [`Probe::remember`]: the last entries' hashes.
     pub remembered: Remembered,
-    /// With [`Probe::ns_filter`]: the namespaces the oplog acts on.
+    /// With [`Probe::ns_filter`] or [`Probe::seen`]: the namespaces the oplog acts on.
     pub seen: Seen,
 }
 
@@ -211,10 +215,10 @@ pub fn scan(
         if probe.remember {
             s.remembered.push(ts, e.raw.as_bytes());
         }
-        if probe.ns_filter.is_some() {
+        if probe.ns_filter.is_some() || probe.seen {
             let (offset, index) = (e.offset, e.index);
             s.seen
-                .feed(e.raw.as_bytes())
+                .feed_entry(&e)
                 .map_err(|err| PlanError::from(not_an_entry(s.name.clone(), offset, index, err)))?;
         }
         if let Some(h) = probe.history {

@@ -136,6 +136,11 @@ pub struct EngineStats {
     /// past the budget (`engine::replica::sorted`): sorted by `_id` and merged with
     /// the documents, not applied one at a time.
     pub entries_deferred: u64,
+    /// Collections no entry touched, left in the backup's data files until the dump
+    /// copied them (`engine::replica::cold`): never in memory, never in the
+    /// on-disk store. And the bytes of their documents.
+    pub collections_from_backup_files: usize,
+    pub bytes_from_backup_files: u64,
     pub seconds: f64,
 }
 
@@ -343,6 +348,8 @@ fn release_replica(
         writers: replica.store().partitions(),
         entries_on_writers: replica.on_writers,
         entries_deferred: replica.deferred_writes,
+        collections_from_backup_files: replica.cold_collections(),
+        bytes_from_backup_files: replica.cold_bytes(),
         seconds: started.elapsed().as_secs_f64(),
     });
     if process_exits_after && !replica.store().spilled() {
@@ -1124,7 +1131,7 @@ fn namespace_table(r: &EmbeddedReport) -> Table {
 fn engine_stats(st: &EngineStats) -> String {
     format!(
         "{} operation{} applied {}{}; {} backup-oplog entr{} found their document already in a later state; \
-         {} command{} found nothing to act on;{} memory budget {}, peak estimate {} MiB{}",
+         {} command{} found nothing to act on;{} memory budget {}, peak estimate {} MiB{}{}",
         st.entries_applied,
         plural(st.entries_applied, "", "s"),
         super::progress::took_time(std::time::Duration::from_secs_f64(st.seconds)),
@@ -1155,6 +1162,14 @@ fn engine_stats(st: &EngineStats) -> String {
             (true, n) => format!(
                 ", documents moved to disk ({n} write{} sorted by _id and merged with them)",
                 plural(n, "", "s")
+            ),
+        },
+        match st.collections_from_backup_files {
+            0 => String::new(),
+            n => format!(
+                "; {n} collection{} that no entry touches ({} MiB) copied from the backup's files, never held in memory",
+                plural(n as u64, "", "s"),
+                st.bytes_from_backup_files >> 20
             ),
         }
     )

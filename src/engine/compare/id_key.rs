@@ -107,7 +107,12 @@ impl IdKey {
     /// The key of a document's `_id` (its first field named `_id`, as the server's
     /// `BSONObj::getField` finds it), copied from the document's bytes.
     pub fn from_document_id(doc: &RawDocument) -> Result<IdKey, IdKeyError> {
-        for f in fields(doc.as_bytes()) {
+        IdKey::from_raw_document_id(doc.as_bytes())
+    }
+
+    /// [`IdKey::from_document_id`] of a document's bytes.
+    pub fn from_raw_document_id(doc: &[u8]) -> Result<IdKey, IdKeyError> {
+        for f in fields(doc) {
             let f = f.map_err(|e| IdKeyError::Malformed(e.to_string()))?;
             if f.name == b"_id" {
                 return Ok(IdKey::from_raw_parts(f.kind, f.value));

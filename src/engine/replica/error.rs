@@ -40,6 +40,10 @@ pub enum ReplicaError {
     Unsupported { ts: Ts, ns: String, why: String },
     #[error("the backup's document {index} of `{ns}` cannot be loaded: {why}")]
     Seed { ns: String, index: u64, why: String },
+    /// A collection left in the backup's data file ([`super::cold`]) could not be
+    /// read back.
+    #[error("cannot read the backup's data file `{path}`: {why}")]
+    BackupFile { path: String, why: String },
     #[error(transparent)]
     Disk(#[from] DiskError),
     #[error("interrupted")]
@@ -64,6 +68,11 @@ impl Hint for ReplicaError {
             ReplicaError::Seed { .. } => {
                 Some("the backup's data file is corrupt; inspect it with `bsondump`".into())
             }
+            ReplicaError::BackupFile { .. } => Some(
+                "the replay reads collections the oplog never touches from the backup until it writes them: \
+                 leave the backup unchanged while pitr runs, then run again"
+                    .into(),
+            ),
             ReplicaError::Disk(e) => e.hint(),
             ReplicaError::Interrupted => None,
         }

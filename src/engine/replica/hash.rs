@@ -56,7 +56,7 @@ impl CollHash {
 /// Whether `c`'s `_id`s are ordered by a collation other than the simple one: the
 /// `_id` index's (`idIndex.collation`), or for a clustered collection the
 /// collection's default (`options.collation`), which its cluster key follows.
-fn ids_follow_a_collation(c: &CollInfo) -> bool {
+pub(crate) fn ids_follow_a_collation(c: &CollInfo) -> bool {
     let spec = if c.is_clustered() {
         c.options.get_document("collation").ok()
     } else {
@@ -122,6 +122,16 @@ impl Replica {
                 ns: ns.to_string(),
                 documents,
                 md5: COLLATED_ID.to_string(),
+            }));
+        }
+        if let Some(d) = self.cold(ns) {
+            // The documents are the data file's bytes, in `_id` order.
+            let md5 = d.md5()?;
+            meter.add(documents);
+            return Ok(Some(CollHash {
+                ns: ns.to_string(),
+                documents,
+                md5: hex(&md5),
             }));
         }
         let mut h = Md5::new();

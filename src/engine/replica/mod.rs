@@ -32,6 +32,7 @@
 //! "acceptable" errors treated as success; see [`commands`].
 
 pub mod catalog;
+pub mod cold;
 mod commands;
 pub mod disk;
 pub mod dump;
@@ -149,6 +150,11 @@ impl Tolerated {
 pub struct Replica {
     colls: store::FastMap<String, CollInfo>,
     store: Store,
+    /// Collections whose documents are still only in the backup's data file
+    /// ([`cold`]), by slot (a rename keeps it).
+    cold: store::FastMap<Slot, std::sync::Arc<cold::ColdDocs>>,
+    /// Their hashing alongside the apply ([`Replica::hash_cold_in_background`]).
+    cold_hashing: Option<cold::Background>,
     next_slot: Slot,
     opts: ReplicaOptions,
     pub tolerated: Tolerated,
@@ -187,6 +193,8 @@ impl Replica {
                 opts.spill_dir.as_deref(),
                 writers,
             ),
+            cold: store::FastMap::default(),
+            cold_hashing: None,
             next_slot: 0,
             opts,
             tolerated: Tolerated::default(),
@@ -260,6 +268,100 @@ impl Replica {
         Ok(())
     }
 
+    /// A collection of the backup (seeded first) whose documents stay in its data
+    /// file until something touches them ([`cold`]).
+    pub fn seed_cold(&mut self, ns: &str, docs: cold::ColdDocs) {
+        let Some(c) = self.colls.get_mut(ns) else {
+            return;
+        };
+        c.backup_documents = Some(docs.count);
+        self.cold.insert(c.slot, std::sync::Arc::new(docs));
+    }
+
+    /// Starts hashing the cold collections on a low-priority thread
+    /// ([`cold::Background`]), for the dump to find their hashes made.
+    pub fn hash_cold_in_background(&mut self) {
+        if !self.cold.is_empty() {
+            self.cold_hashing = cold::hash_in_background(self.cold.values().cloned().collect());
+        }
+    }
+
+    /// The cold documents of `ns` ([`cold`]), if it has them.
+    pub fn cold(&self, ns: &str) -> Option<&cold::ColdDocs> {
+        self.colls.get(ns).and_then(|c| self.cold.get(&c.slot)).map(|d| &**d)
+    }
+
+    /// Cold collections ([`cold`]) left at this point.
+    pub fn cold_collections(&self) -> usize {
+        self.cold.len()
+    }
+
+    /// Bytes of the cold collections' documents ([`cold`]) left at this point.
+    pub fn cold_bytes(&self) -> u64 {
+        self.cold.values().map(|d| d.bytes()).sum()
+    }
+
+    /// Loads a cold collection's documents as the seeding would have ([`cold`]):
+    /// before the first entry that touches it applies. Entries queued for the
+    /// writer threads apply first (they touch other collections), so the documents
+    /// go where the store keeps them then, in memory or past the budget on disk
+    /// (merged there at once).
+    fn warm(&mut self, slot: Slot) -> Result<(), ReplicaError> {
+        if !self.cold.contains_key(&slot) {
+            return Ok(());
+        }
+        self.settle_slots(Some(&[]))?;
+        let Some(docs) = self.cold.remove(&slot) else {
+            return Ok(());
+        };
+        let ns = self
+            .colls
+            .iter()
+            .find(|(_, c)| c.slot == slot)
+            .map(|(ns, _)| ns.clone())
+            .unwrap_or_default();
+        let mut index = 0u64;
+        docs.for_each(&mut |doc| {
+            index += 1;
+            let key = IdKey::from_raw_document_id(doc).map_err(|e| ReplicaError::Seed {
+                ns: ns.clone(),
+                index: index - 1,
+                why: e.to_string(),
+            })?;
+            if self.store.defers(slot) {
+                self.defer_seed(slot, &key, doc, &ns)
+            } else {
+                self.store.put(slot, key, doc).map(|_| ()).map_err(Into::into)
+            }
+        })?;
+        // Past the budget the documents went to the sort-merge store as deferred
+        // writes: merged now, as the entry that touches them may read them alone.
+        if self.store.deferred() {
+            self.settle_slots(Some(&[slot]))?;
+        }
+        Ok(())
+    }
+
+    /// Before a command applies: the cold collections whose documents it reads or
+    /// writes are loaded (every one when that is not known). A drop needs none: the
+    /// collection and its cold documents go together ([`Replica::drop_ns`]).
+    fn warm_for_command(&mut self, op: &Entry<'_>) -> Result<(), ReplicaError> {
+        if self.cold.is_empty() || matches!(op.command_name(), Some("drop" | "dropDatabase")) {
+            return Ok(());
+        }
+        let slots: Vec<Slot> = match commands::documents_touched(self, op) {
+            Some(names) => names
+                .iter()
+                .filter_map(|n| self.colls.get(n.as_str()).map(|c| c.slot))
+                .collect(),
+            None => self.cold.keys().copied().collect(),
+        };
+        for slot in slots {
+            self.warm(slot)?;
+        }
+        Ok(())
+    }
+
     /// Counts-only seeding: the `_id`s of `ns` (seeded first) and how many documents
     /// had none.
     pub fn seed_keys(&mut self, ns: &str, ids: impl IntoIterator<Item = IdKey>, no_id: u64) {
@@ -299,7 +401,11 @@ impl Replica {
         let Some(c) = self.colls.get(ns) else {
             return Ok(false);
         };
-        Ok(self.store.contains(c.slot, &IdKey::from_value(id))?)
+        let key = IdKey::from_value(id);
+        if let Some(d) = self.cold.get(&c.slot) {
+            return Ok(d.get(&key)?.is_some());
+        }
+        Ok(self.store.contains(c.slot, &key)?)
     }
 
     /// The document of `ns` with this `_id`, as stored (its BSON bytes).
@@ -308,6 +414,9 @@ impl Replica {
         let Some(c) = self.colls.get(ns) else {
             return Ok(None);
         };
+        if let Some(d) = self.cold.get(&c.slot) {
+            return d.get(key);
+        }
         let mut out = Vec::new();
         Ok(self.store.get(c.slot, key, &mut out)?.then_some(out))
     }
@@ -317,7 +426,10 @@ impl Replica {
         self.assert_settled();
         self.colls
             .get(ns)
-            .map_or(0, |c| self.store.count(c.slot) + c.no_id.len() as u64)
+            .map_or(0, |c| {
+                let cold = self.cold.get(&c.slot).map_or(0, |d| d.count);
+                self.store.count(c.slot) + c.no_id.len() as u64 + cold
+            })
     }
 
     /// Every namespace, sorted.
@@ -350,6 +462,9 @@ impl Replica {
             }
             f(doc)
         };
+        if let Some(d) = self.cold.get(&c.slot) {
+            return d.for_each(&mut each);
+        }
         let mut failed: Option<ReplicaError> = None;
         let r = self.store.for_each(c.slot, &mut |_, doc| match each(doc) {
             Ok(()) => Ok(()),
@@ -378,6 +493,20 @@ impl Replica {
         let Some(c) = self.colls.get(ns) else {
             return Ok(false);
         };
+        if let Some(d) = self.cold.get(&c.slot) {
+            let mut found = false;
+            let r = d.for_each(&mut |doc| {
+                if IdKey::from_raw_document_id(doc).is_ok_and(|k| pred(&k)) {
+                    found = true;
+                    return Err(ReplicaError::Interrupted);
+                }
+                Ok(())
+            });
+            return match r {
+                Err(ReplicaError::Interrupted) if found => Ok(true),
+                r => r.map(|()| false),
+            };
+        }
         let mut found = false;
         let mut seen = 0u64;
         let mut interrupted = false;
@@ -405,7 +534,7 @@ impl Replica {
     /// Documents held, over every collection.
     pub fn total_documents(&self) -> u64 {
         self.assert_settled();
-        self.store.total()
+        self.store.total() + self.cold.values().map(|d| d.count).sum::<u64>()
     }
 
     /// Stops keeping documents (or `_id`s): only the catalog is modelled from now
@@ -472,6 +601,9 @@ impl Replica {
     /// Applies one operation (a leaf: `applyOps` are unpacked by the walk), after
     /// the entries queued by [`Replica::apply_partitioned`].
     pub fn apply(&mut self, op: &Entry<'_>, phase: Phase) -> Result<(), ReplicaError> {
+        if op.op == Op::Command {
+            self.warm_for_command(op)?;
+        }
         self.settle_before(op)?;
         interrupt::check()?;
         let seq = self.applied;
@@ -555,8 +687,17 @@ impl Replica {
         })
     }
 
-    /// The collection a CRUD entry writes, or what to do when it is missing.
+    /// The collection a CRUD entry writes, or what to do when it is missing; a
+    /// cold one ([`cold`]) loaded first.
     fn target_slot(&mut self, op: &Entry<'_>, phase: Phase) -> Result<Option<Slot>, ReplicaError> {
+        let slot = self.find_slot(op, phase)?;
+        if let Some(s) = slot {
+            self.warm(s)?;
+        }
+        Ok(slot)
+    }
+
+    fn find_slot(&mut self, op: &Entry<'_>, phase: Phase) -> Result<Option<Slot>, ReplicaError> {
         // A secondary finds the collection by the entry's `ui` when it has one, not by
         // `ns` (oplog_applier_impl_test.cpp
         // `applyOplogEntryOrGroupedInsertsInsertDocumentCollectionLockedByUUID`,
@@ -831,6 +972,7 @@ impl Replica {
     fn drop_ns(&mut self, ns: &str) -> Result<bool, ReplicaError> {
         match self.colls.remove(ns) {
             Some(c) => {
+                self.cold.remove(&c.slot);
                 self.store.clear(c.slot)?;
                 Ok(true)
             }

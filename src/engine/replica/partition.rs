@@ -465,6 +465,7 @@ impl super::Replica {
         let Some(slot) = self.partitionable(op, phase) else {
             return self.apply(op, phase);
         };
+        self.warm(slot)?;
         let (kind, key_doc) = match op.op {
             Op::Insert => (Kind::Insert, op.o),
             Op::Delete => (Kind::Delete, op.o),

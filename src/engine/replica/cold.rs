@@ -1,0 +1,456 @@
+//! Collections the oplog never touches, left in the backup's data file.
+//!
+//! A restore's backup is mostly collections the oplog's hour never writes: loading
+//! them into the replica (memory, or the on-disk store past `--memory`) only to
+//! hash and dump them again costs the time and the memory of the whole backup. A
+//! collection is kept *cold* when the oplog names it nowhere (the plan's scan,
+//! [`crate::forensics::seen::Seen`]) and its data file is a plain BSON file of a
+//! directory backup whose documents are already in the `_id` index's order (each
+//! `_id` strictly greater than the one before, in the server's order: [`IdKey`]),
+//! which [`ColdDocs::check`] verifies while it reads the file once. Its documents
+//! are then the file's bytes, in the order the dump writes them and `dbHash` hashes
+//! them, so:
+//!
+//! - the dump copies the file ([`ColdDocs::copy_to`]; the kernel's
+//!   `copy_file_range`), and the hash is the MD5 of its bytes ([`ColdDocs::md5`]);
+//! - reads stream the file ([`ColdDocs::for_each`]), and a single document is
+//!   found through a sparse index of the file's keys ([`ColdDocs::get`]);
+//! - none of it counts against `--memory`.
+//!
+//! A file out of `_id` order (mongodump reads in natural order, so ObjectIds from
+//! several clients interleave), with a duplicate `_id`, a document without one, or
+//! gzip content is loaded as before. If an entry does touch a cold collection after
+//! all (the scan's names are a hint, not a proof), the replica loads it first
+//! ([`super::Replica::warm`]), as the seeding would have: the outcome never depends
+//! on the hint, only the time does.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use md5::{Digest, Md5};
+
+use super::{interrupt, ReplicaError};
+use crate::engine::IdKey;
+use crate::oplog::{OplogReader, ReadOptions};
+
+/// The environment variable that turns cold collections off: `load` loads every
+/// collection of the backup, as before them (for comparisons and benchmarks).
+pub const COLD_ENV: &str = "PITR_COLD";
+
+/// Whether [`COLD_ENV`] turns cold collections off.
+pub fn disabled() -> bool {
+    std::env::var(COLD_ENV).is_ok_and(|v| v.trim() == "load")
+}
+
+/// Whether a collection may stay cold: an ordinary collection with the simple
+/// `_id` index (its documents in the order the dump writes and `dbHash` hashes:
+/// not capped, not clustered, no collation), outside the system databases and
+/// collections.
+pub fn eligible(ns: &str, c: &super::CollInfo) -> bool {
+    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
+    c.kind == super::CollKind::Collection
+        && !c.is_capped()
+        && !c.is_clustered()
+        && c.has_id_index()
+        && !super::hash::ids_follow_a_collation(c)
+        && !coll.starts_with("system.")
+        && !matches!(db, "admin" | "local" | "config")
+}
+
+/// One key of the sparse index every this many bytes of the file.
+const INDEX_EVERY: u64 = 64 << 10;
+
+/// A cold collection's documents: its backup data file, checked.
+#[derive(Debug)]
+pub struct ColdDocs {
+    path: PathBuf,
+    /// Documents in the file.
+    pub count: u64,
+    /// The file's length and modification time when checked: a file changed since
+    /// is refused, never read as something else.
+    len: u64,
+    modified: Option<SystemTime>,
+    /// The first key at or after every [`INDEX_EVERY`] bytes, with its offset.
+    index: Vec<(IdKey, u64)>,
+    /// The MD5 of the file once computed; held locked while it is, so that a
+    /// reader waits for the background hashing ([`hash_in_background`]) instead
+    /// of hashing the file twice.
+    md5: Mutex<Option<[u8; 16]>>,
+}
+
+impl ColdDocs {
+    /// Reads `path` once: the cold documents when every document has an `_id`
+    /// greater than the one before and the file is plain BSON, None otherwise (the
+    /// caller loads the collection). `each` sees every document read (progress and
+    /// Ctrl-C: its error stops the check).
+    pub fn check(
+        path: &Path,
+        each: &mut dyn FnMut() -> Result<(), ReplicaError>,
+    ) -> Result<Option<ColdDocs>, ReplicaError> {
+        let (mut file, len, modified) = open_checked(path, None)?;
+        let mut head = [0u8; 2];
+        if file.read_exact(&mut head).is_ok() && crate::stream::gzip::is_gzip(&head) {
+            return Ok(None);
+        }
+        file.rewind().map_err(|e| io_failed(path, e))?;
+        let mut r = reader(path, file);
+        let mut index = Vec::new();
+        let mut prev: Option<IdKey> = None;
+        let mut count = 0u64;
+        let mut next_mark = 0u64;
+        while let Some((doc, offset, _)) = r.next_raw().map_err(|e| read_failed(path, e))? {
+            each()?;
+            let Ok(key) = IdKey::from_document_id(doc) else {
+                return Ok(None);
+            };
+            if prev.as_ref().is_some_and(|p| *p >= key) {
+                return Ok(None);
+            }
+            if offset >= next_mark {
+                index.push((key.clone(), offset));
+                next_mark = offset + INDEX_EVERY;
+            }
+            prev = Some(key);
+            count += 1;
+        }
+        if r.offset() != len {
+            return Ok(None);
+        }
+        Ok(Some(ColdDocs {
+            path: path.to_path_buf(),
+            count,
+            len,
+            modified,
+            index,
+            md5: Mutex::new(None),
+        }))
+    }
+
+    /// The data file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes of documents (the file's length).
+    pub fn bytes(&self) -> u64 {
+        self.len
+    }
+
+    fn open(&self) -> Result<File, ReplicaError> {
+        open_checked(&self.path, Some((self.len, self.modified))).map(|(f, _, _)| f)
+    }
+
+    /// Calls `f` with every document, in `_id` order; stops on Ctrl-C.
+    pub fn for_each(
+        &self,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), ReplicaError>,
+    ) -> Result<(), ReplicaError> {
+        let mut r = reader(&self.path, self.open()?);
+        let mut n = 0u64;
+        while let Some((doc, _, _)) = r.next_raw().map_err(|e| read_failed(&self.path, e))? {
+            n += 1;
+            if n.is_multiple_of(interrupt::EVERY) {
+                interrupt::check()?;
+            }
+            f(doc.as_bytes())?;
+        }
+        if n != self.count {
+            return Err(changed(&self.path));
+        }
+        Ok(())
+    }
+
+    /// The document with `_id` `key`: from the indexed key at or before it, read on
+    /// until a greater key.
+    pub fn get(&self, key: &IdKey) -> Result<Option<Vec<u8>>, ReplicaError> {
+        let at = self.index.partition_point(|(k, _)| k <= key);
+        let Some((_, offset)) = at.checked_sub(1).map(|i| &self.index[i]) else {
+            return Ok(None);
+        };
+        let mut file = self.open()?;
+        file.seek(SeekFrom::Start(*offset))
+            .map_err(|e| io_failed(&self.path, e))?;
+        let mut r = reader(&self.path, file);
+        while let Some((doc, _, _)) = r.next_raw().map_err(|e| read_failed(&self.path, e))? {
+            let k = IdKey::from_document_id(doc).map_err(|_| changed(&self.path))?;
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Ok(Some(doc.as_bytes().to_vec())),
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        Ok(None)
+    }
+
+    /// The MD5 of the documents in `_id` order (what `dbHash` computes): the file's
+    /// bytes.
+    pub fn md5(&self) -> Result<[u8; 16], ReplicaError> {
+        self.md5_unless(&|| false)
+    }
+
+    /// [`ColdDocs::md5`], given up (an error) as soon as `stop` says so.
+    fn md5_unless(&self, stop: &dyn Fn() -> bool) -> Result<[u8; 16], ReplicaError> {
+        let mut kept = self.md5.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(h) = *kept {
+            return Ok(h);
+        }
+        let h = self.hash_file(stop)?;
+        *kept = Some(h);
+        Ok(h)
+    }
+
+    fn hash_file(&self, stop: &dyn Fn() -> bool) -> Result<[u8; 16], ReplicaError> {
+        let mut file = self.open()?;
+        let mut h = Md5::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            interrupt::check()?;
+            if stop() {
+                return Err(ReplicaError::Interrupted);
+            }
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_failed(&self.path, e)),
+            };
+            h.update(&buf[..n]);
+            total += n as u64;
+        }
+        if total != self.len {
+            return Err(changed(&self.path));
+        }
+        Ok(h.finalize().into())
+    }
+
+    /// Writes the documents to `dest` (a new file): a copy of the data file.
+    pub fn copy_to(&self, dest: &Path) -> Result<(), ReplicaError> {
+        let mut src = self.open()?;
+        let mut out = File::create(dest).map_err(|e| io_failed(dest, e))?;
+        let copied = std::io::copy(&mut src, &mut out).map_err(|e| io_failed(dest, e))?;
+        if copied != self.len {
+            return Err(changed(&self.path));
+        }
+        Ok(())
+    }
+}
+
+/// Hashes cold collections on a thread of its own at the lowest CPU priority, so
+/// that it takes only what the replay leaves idle (the apply keeps about one and a
+/// half of two cores busy); the dump then finds their hashes made
+/// ([`ColdDocs::md5`]). Dropped, it stops at its next read (the hashes it made
+/// stay). An error is not kept: the dump's own hashing meets it again and reports
+/// it.
+pub struct Background {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Starts [`Background`] hashing of `docs` (None when the thread cannot start:
+/// the dump hashes them then).
+pub fn hash_in_background(docs: Vec<Arc<ColdDocs>>) -> Option<Background> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    std::thread::Builder::new()
+        .name("pitr-cold-md5".into())
+        .spawn(move || {
+            lowest_priority();
+            for d in docs {
+                if flag.load(Ordering::Relaxed)
+                    || d.md5_unless(&|| flag.load(Ordering::Relaxed)).is_err()
+                {
+                    return;
+                }
+            }
+        })
+        .ok()?;
+    Some(Background { stop })
+}
+
+/// This thread at nice 19 (Linux schedules threads on their own: `setpriority`
+/// with the thread's id).
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take no pointers; a failure leaves the
+    // thread at its priority, which is only slower.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 19);
+    }
+}
+
+/// Opens `path`, with its length and modification time; with `expect`, refuses a
+/// file whose length or modification time changed since.
+fn open_checked(
+    path: &Path,
+    expect: Option<(u64, Option<SystemTime>)>,
+) -> Result<(File, u64, Option<SystemTime>), ReplicaError> {
+    let file = File::open(path).map_err(|e| io_failed(path, e))?;
+    let meta = file.metadata().map_err(|e| io_failed(path, e))?;
+    let (len, modified) = (meta.len(), meta.modified().ok());
+    if expect.is_some_and(|e| e != (len, modified)) {
+        return Err(changed(path));
+    }
+    Ok((file, len, modified))
+}
+
+/// Documents from where `file` stands (offsets counted from there).
+fn reader(path: &Path, file: File) -> OplogReader {
+    OplogReader::new(path.display().to_string(), file, ReadOptions::default())
+}
+
+fn io_failed(path: &Path, e: std::io::Error) -> ReplicaError {
+    ReplicaError::BackupFile {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    }
+}
+
+fn read_failed(path: &Path, e: crate::oplog::ReadError) -> ReplicaError {
+    ReplicaError::BackupFile {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    }
+}
+
+fn changed(path: &Path) -> ReplicaError {
+    ReplicaError::BackupFile {
+        path: path.display().to_string(),
+        why: "the file changed while pitr was using it".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Bson};
+
+    fn file_of(dir: &Path, name: &str, ids: &[Bson]) -> PathBuf {
+        let mut b = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            let pad = "x".repeat(n % 90);
+            b.extend(bson::to_vec(&doc! { "_id": id.clone(), "n": n as i64, "pad": pad }).unwrap());
+        }
+        let p = dir.join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    }
+
+    fn check(p: &Path) -> Option<ColdDocs> {
+        ColdDocs::check(p, &mut || Ok(())).unwrap()
+    }
+
+    /// Ids in the server's order across numeric types and strings, over many
+    /// index blocks.
+    fn ordered(n: i64) -> Vec<Bson> {
+        (0..n)
+            .map(|i| match i % 3 {
+                0 => Bson::Int32(i as i32 * 2),
+                1 => Bson::Double(i as f64 * 2.0 - 0.5),
+                _ => Bson::Int64(i * 2 - 1),
+            })
+            .chain((0..n).map(|i| Bson::String(format!("k{i:06}"))))
+            .collect()
+    }
+
+    #[test]
+    fn an_ordered_file_reads_back_whole_and_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids = ordered(3000);
+        let p = file_of(dir.path(), "t.bson", &ids);
+        let d = check(&p).expect("in _id order");
+        assert_eq!(d.count, ids.len() as u64);
+        assert!(d.index.len() > 5, "{} index keys", d.index.len());
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(d.md5().unwrap(), <[u8; 16]>::from(Md5::digest(&bytes)));
+        let mut all = Vec::new();
+        d.for_each(&mut |doc| {
+            all.extend_from_slice(doc);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all, bytes);
+        let key = |b: &Bson| {
+            let raw = bson::RawDocumentBuf::from_document(&doc! { "_id": b.clone() }).unwrap();
+            IdKey::from_document_id(&raw).unwrap()
+        };
+        for (n, id) in ids.iter().enumerate().step_by(37).chain([(ids.len() - 1, &ids[ids.len() - 1])]) {
+            let got = d.get(&key(id)).unwrap().unwrap_or_else(|| panic!("{id} not found"));
+            let got: bson::Document = bson::from_slice(&got).unwrap();
+            assert_eq!(got.get_i64("n").unwrap(), n as i64);
+        }
+        // Equal across numeric types: the int64 6 finds the int32 6.
+        assert!(d.get(&key(&Bson::Int64(6))).unwrap().is_some());
+        for absent in [Bson::Int32(-7), Bson::Double(0.25), Bson::String("k9".into()), Bson::Boolean(true)] {
+            assert_eq!(d.get(&key(&absent)).unwrap(), None, "{absent}");
+        }
+        let copy = dir.path().join("copy.bson");
+        d.copy_to(&copy).unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes);
+    }
+
+    #[test]
+    fn files_not_in_id_order_are_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&str, Vec<Bson>); 3] = [
+            ("swapped", vec![Bson::Int32(1), Bson::Int32(3), Bson::Int32(2)]),
+            // 1 and 1.0 are the same `_id`.
+            ("duplicate", vec![Bson::Int32(1), Bson::Double(1.0), Bson::Int32(2)]),
+            ("string before number", vec![Bson::String("a".into()), Bson::Int32(1)]),
+        ];
+        for (name, ids) in cases {
+            assert!(check(&file_of(dir.path(), name, &ids)).is_none(), "{name}");
+        }
+        let p = dir.path().join("no-id.bson");
+        let mut b = bson::to_vec(&doc! { "_id": 1 }).unwrap();
+        b.extend(bson::to_vec(&doc! { "x": 2 }).unwrap());
+        std::fs::write(&p, &b).unwrap();
+        assert!(check(&p).is_none(), "a document without _id");
+        let gz = dir.path().join("t.bson.gz");
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, &bson::to_vec(&doc! { "_id": 1 }).unwrap()).unwrap();
+        std::fs::write(&gz, e.finish().unwrap()).unwrap();
+        assert!(check(&gz).is_none(), "gzip content");
+        let empty = file_of(dir.path(), "empty.bson", &[]);
+        assert_eq!(check(&empty).map(|d| d.count), Some(0));
+    }
+
+    #[test]
+    fn a_file_changed_since_the_check_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = file_of(dir.path(), "t.bson", &ordered(10));
+        let d = check(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        std::io::Write::write_all(&mut f, &bson::to_vec(&doc! { "_id": "zz" }).unwrap()).unwrap();
+        drop(f);
+        let e = d.md5().unwrap_err();
+        assert!(e.to_string().contains("changed"), "{e}");
+        assert!(d.for_each(&mut |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn background_hashing_leaves_the_hashes_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs: Vec<Arc<ColdDocs>> = (0..3)
+            .map(|i| Arc::new(check(&file_of(dir.path(), &format!("{i}.bson"), &ordered(500 * (i + 1)))).unwrap()))
+            .collect();
+        let bg = hash_in_background(docs.clone()).expect("a thread");
+        for d in &docs {
+            let want: [u8; 16] = Md5::digest(std::fs::read(d.path()).unwrap()).into();
+            // Waits for the thread when it is on this file; hashes itself otherwise.
+            assert_eq!(d.md5().unwrap(), want);
+            assert_eq!(*d.md5.lock().unwrap(), Some(want));
+        }
+        drop(bg);
+    }
+}
