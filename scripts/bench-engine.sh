@@ -101,6 +101,10 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 timed() {
   local round=$1 name=$2 l
   shift 2
+  # The previous run's gigabytes of dump and work dir are still being written back:
+  # flushed first, so that no measurement pays for another's writes (a floor's
+  # `cat` measured 3.2-4.5 s right after a run, 0.3 s after a sync).
+  sync
   l=$(load)
   /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$@" > "$work/stdout" 2> "$work/stderr" || {
     echo "FAILED: $*" >&2; tail -20 "$work/stderr" >&2; exit 1; }

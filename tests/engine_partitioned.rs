@@ -141,7 +141,9 @@ fn replay_args(
         code(&o),
         dump,
         match tmp.path().join("out-destroyed") {
-            p if p.is_file() => BTreeMap::from([("archive".to_string(), std::fs::read(&p).unwrap())]),
+            p if p.is_file() => {
+                BTreeMap::from([("archive".to_string(), std::fs::read(&p).unwrap())])
+            }
             p => common::files_under(&p),
         },
         normalized(&tmp.path().join("work/report.json"), &run),
@@ -269,8 +271,13 @@ fn add_untouched(backup: &Path) -> Vec<u8> {
     let dir = backup.join("cold");
     std::fs::create_dir_all(&dir).unwrap();
     let doc = |i: i64| {
-        let id = if i % 3 == 0 { bson::Bson::Double(i as f64 + 0.5) } else { bson::Bson::Int64(i) };
-        bson::to_vec(&bson::doc! { "_id": id, "n": i, "pad": "p".repeat((i % 50) as usize) }).unwrap()
+        let id = if i % 3 == 0 {
+            bson::Bson::Double(i as f64 + 0.5)
+        } else {
+            bson::Bson::Int64(i)
+        };
+        bson::to_vec(&bson::doc! { "_id": id, "n": i, "pad": "p".repeat((i % 50) as usize) })
+            .unwrap()
     };
     let ordered: Vec<u8> = (0..4000).flat_map(doc).collect();
     let shuffled: Vec<u8> = (0..4000).map(|i| (i * 7919) % 4000).flat_map(doc).collect();
@@ -308,23 +315,41 @@ fn collections_left_in_the_backup_give_the_loaded_bytes() {
     let without_memory = |mut o: Outputs| {
         let st = o.3["engine_stats"].as_object_mut().unwrap();
         let cold = (
-            st.remove("collections_from_backup_files").and_then(|v| v.as_u64()).unwrap(),
-            st.remove("bytes_from_backup_files").and_then(|v| v.as_u64()).unwrap(),
+            st.remove("collections_from_backup_files")
+                .and_then(|v| v.as_u64())
+                .unwrap(),
+            st.remove("bytes_from_backup_files")
+                .and_then(|v| v.as_u64())
+                .unwrap(),
         );
         st.remove("peak_memory_estimate");
         (o, cold)
     };
-    for (memory, more) in [("1GiB", &[][..]), ("1MiB", &[][..]), ("1GiB", &["--gzip"][..]), ("1MiB", &["--archive"][..])] {
+    for (memory, more) in [
+        ("1GiB", &[][..]),
+        ("1MiB", &[][..]),
+        ("1GiB", &["--gzip"][..]),
+        ("1MiB", &["--archive"][..]),
+    ] {
         let what = format!("--memory {memory} {more:?}");
         let (cold, (n, bytes)) = without_memory(replay_args(gen.path(), "2", memory, &[], more).0);
         let (loaded, none) =
             without_memory(replay_args(gen.path(), "2", memory, &[("PITR_COLD", "load")], more).0);
         assert_same(Mix::Current, &what, &loaded, &cold);
-        assert!(n >= 1 && bytes >= ordered.len() as u64, "{what}: {n} collections, {bytes} bytes");
+        assert!(
+            n >= 1 && bytes >= ordered.len() as u64,
+            "{what}: {n} collections, {bytes} bytes"
+        );
         assert_eq!(none, (0, 0), "{what}");
         if more.is_empty() {
-            assert!(cold.1["cold/ordered.bson"] == ordered, "{what}: the ordered file, copied");
-            assert!(cold.1["cold/shuffled.bson"].len() == ordered.len(), "{what}: sorted");
+            assert!(
+                cold.1["cold/ordered.bson"] == ordered,
+                "{what}: the ordered file, copied"
+            );
+            assert!(
+                cold.1["cold/shuffled.bson"].len() == ordered.len(),
+                "{what}: sorted"
+            );
         }
     }
 }

@@ -26,7 +26,7 @@ pub struct Seen {
     pub first: Option<Ts>,
     pub last: Option<Ts>,
     pub entries: u64,
-    /// What [`Seen::feed_entry`] added, looked up faster than in `namespaces`.
+    /// `namespaces` again, looked up faster (once per entry).
     added: std::collections::HashSet<Box<str>, foldhash::fast::RandomState>,
 }
 
@@ -52,12 +52,7 @@ impl Seen {
         self.entries += 1;
         self.first = Some(self.first.map_or(e.ts, |f| f.min(e.ts)));
         self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
-        if !self.added.contains(e.ns) {
-            self.add(e.ns);
-            if self.namespaces.contains(e.ns) {
-                self.added.insert(e.ns.into());
-            }
-        }
+        self.add(e.ns);
         Ok(())
     }
 
@@ -108,11 +103,12 @@ impl Seen {
     }
 
     fn add(&mut self, ns: &str) {
-        if self.namespaces.contains(ns) {
+        if self.added.contains(ns) {
             return;
         }
         if self.namespaces.len() < MAX_NAMESPACES {
             self.namespaces.insert(ns.to_string());
+            self.added.insert(ns.into());
         } else {
             self.more += 1;
         }

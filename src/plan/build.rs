@@ -706,7 +706,7 @@ fn slice_and_seed(
     let (replay_seen, backup_seen) = (&oplog.seen, backup.scan.as_ref().map(|s| &s.seen));
     let untouched =
         |ns: &str| replay_seen.untouched(ns) && backup_seen.is_none_or(|s| s.untouched(ns));
-    let cold: Option<&(dyn Fn(&str) -> bool + Sync)> =
+    let cold: Option<Untouched<'_>> =
         (!crate::engine::replica::cold::disabled()).then_some(&untouched);
     if oplog.out_of_order > 0 {
         // The slice is sorted in up to `sort_memory` while it is written: that and
@@ -806,13 +806,13 @@ impl Drop for ReleaseOnDrop<'_> {
 fn seed_content(
     req: &PlanRequest,
     c: &ContentOptions,
-    (inv, cold): (&Inventory, Option<&(dyn Fn(&str) -> bool + Sync)>),
+    (inv, cold): (&Inventory, Option<Untouched<'_>>),
     (layout, filter): (&Layout, Option<&NsFilter>),
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
 ) -> Result<Model, PlanError> {
     let restored = |ns: &str| layout.restored(filter, ns);
-    let mut m = seed_documents(inv, c, (&restored, cold), req.expect, progress, alongside)?;
+    let mut m = seed_documents(inv, c, &restored, cold, req.expect, progress, alongside)?;
     if c.defer_hashes {
         m.defer_hashes();
     }
@@ -1231,7 +1231,8 @@ fn capped_natural_order(versions: &VersionHints) -> Option<String> {
 fn seed_documents(
     inv: &Inventory,
     c: &ContentOptions,
-    (restored, cold): (&dyn Fn(&str) -> bool, Option<&(dyn Fn(&str) -> bool + Sync)>),
+    restored: &dyn Fn(&str) -> bool,
+    cold: Option<Untouched<'_>>,
     counting: bool,
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
@@ -1295,8 +1296,9 @@ fn seed_documents(
         Some(untouched) => seed_cold(inv, &mut replica, untouched, &meter, &stopped)?,
         None => HashSet::new(),
     };
-    inv.backup
-        .for_each_document_where(&|n| !cold.contains(n.data_ns.as_deref().unwrap_or(&n.ns)), |entry, doc, _offset, index| -> Result<(), PlanError> {
+    inv.backup.for_each_document_where(
+        &|n| !cold.contains(n.data_ns.as_deref().unwrap_or(&n.ns)),
+        |entry, doc, _offset, index| -> Result<(), PlanError> {
             if index.is_multiple_of(crate::engine::replica::interrupt::EVERY) && stopped() {
                 // The slice failed: its error is the one reported; this one is dropped.
                 return Err(crate::engine::replica::ReplicaError::Interrupted.into());
@@ -1307,7 +1309,8 @@ fn seed_documents(
                 replica.seed_document(data_ns, doc, index)?;
             }
             Ok(())
-        })?;
+        },
+    )?;
     replica.hash_cold_in_background();
     let slice_phase = if c.strict {
         Phase::Strict
@@ -1323,6 +1326,9 @@ fn seed_documents(
     ))
 }
 
+/// Whether no entry of the oplogs names a namespace (the plan's scans, `forensics::seen::Seen`).
+type Untouched<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
 /// The collections of a directory backup that `untouched` says no entry names,
 /// left in their data files when these are in `_id` order
 /// ([`crate::engine::replica::cold`]); the others load as before. Returns the
@@ -1330,7 +1336,7 @@ fn seed_documents(
 fn seed_cold(
     inv: &Inventory,
     replica: &mut crate::engine::replica::Replica,
-    untouched: &(dyn Fn(&str) -> bool + Sync),
+    untouched: Untouched<'_>,
     meter: &crate::engine::replica::Meter,
     stopped: &dyn Fn() -> bool,
 ) -> Result<HashSet<String>, PlanError> {
@@ -1342,7 +1348,14 @@ fn seed_cold(
     for n in &inv.backup.namespaces {
         let data_ns = n.data_ns.as_deref().unwrap_or(&n.ns);
         let Some(file) = &n.data_file else { continue };
-        if !untouched(data_ns) || !replica.get(data_ns).is_some_and(|c| cold::eligible(data_ns, c)) {
+        // A bucket's objects are read as streams, not files kept open.
+        let local = crate::storage::Location::of_path(file).is_ok_and(|l| l.is_local());
+        if !local
+            || !untouched(data_ns)
+            || !replica
+                .get(data_ns)
+                .is_some_and(|c| cold::eligible(data_ns, c))
+        {
             continue;
         }
         let mut read = 0u64;
@@ -1382,7 +1395,7 @@ pub fn load_dump(
         },
         progress,
     )?;
-    let mut m = seed_documents(&inv, c, (&|_| true, None), false, progress, None)?;
+    let mut m = seed_documents(&inv, c, &|_| true, None, false, progress, None)?;
     m.flush()?;
     Ok(m)
 }

@@ -384,14 +384,27 @@ mod tests {
             let raw = bson::RawDocumentBuf::from_document(&doc! { "_id": b.clone() }).unwrap();
             IdKey::from_document_id(&raw).unwrap()
         };
-        for (n, id) in ids.iter().enumerate().step_by(37).chain([(ids.len() - 1, &ids[ids.len() - 1])]) {
-            let got = d.get(&key(id)).unwrap().unwrap_or_else(|| panic!("{id} not found"));
+        for (n, id) in ids
+            .iter()
+            .enumerate()
+            .step_by(37)
+            .chain([(ids.len() - 1, &ids[ids.len() - 1])])
+        {
+            let got = d
+                .get(&key(id))
+                .unwrap()
+                .unwrap_or_else(|| panic!("{id} not found"));
             let got: bson::Document = bson::from_slice(&got).unwrap();
             assert_eq!(got.get_i64("n").unwrap(), n as i64);
         }
         // Equal across numeric types: the int64 6 finds the int32 6.
         assert!(d.get(&key(&Bson::Int64(6))).unwrap().is_some());
-        for absent in [Bson::Int32(-7), Bson::Double(0.25), Bson::String("k9".into()), Bson::Boolean(true)] {
+        for absent in [
+            Bson::Int32(-7),
+            Bson::Double(0.25),
+            Bson::String("k9".into()),
+            Bson::Boolean(true),
+        ] {
             assert_eq!(d.get(&key(&absent)).unwrap(), None, "{absent}");
         }
         let copy = dir.path().join("copy.bson");
@@ -403,10 +416,19 @@ mod tests {
     fn files_not_in_id_order_are_loaded() {
         let dir = tempfile::tempdir().unwrap();
         let cases: [(&str, Vec<Bson>); 3] = [
-            ("swapped", vec![Bson::Int32(1), Bson::Int32(3), Bson::Int32(2)]),
+            (
+                "swapped",
+                vec![Bson::Int32(1), Bson::Int32(3), Bson::Int32(2)],
+            ),
             // 1 and 1.0 are the same `_id`.
-            ("duplicate", vec![Bson::Int32(1), Bson::Double(1.0), Bson::Int32(2)]),
-            ("string before number", vec![Bson::String("a".into()), Bson::Int32(1)]),
+            (
+                "duplicate",
+                vec![Bson::Int32(1), Bson::Double(1.0), Bson::Int32(2)],
+            ),
+            (
+                "string before number",
+                vec![Bson::String("a".into()), Bson::Int32(1)],
+            ),
         ];
         for (name, ids) in cases {
             assert!(check(&file_of(dir.path(), name, &ids)).is_none(), "{name}");
@@ -442,7 +464,16 @@ mod tests {
     fn background_hashing_leaves_the_hashes_made() {
         let dir = tempfile::tempdir().unwrap();
         let docs: Vec<Arc<ColdDocs>> = (0..3)
-            .map(|i| Arc::new(check(&file_of(dir.path(), &format!("{i}.bson"), &ordered(500 * (i + 1)))).unwrap()))
+            .map(|i| {
+                Arc::new(
+                    check(&file_of(
+                        dir.path(),
+                        &format!("{i}.bson"),
+                        &ordered(500 * (i + 1)),
+                    ))
+                    .unwrap(),
+                )
+            })
             .collect();
         let bg = hash_in_background(docs.clone()).expect("a thread");
         for d in &docs {

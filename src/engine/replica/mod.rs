@@ -288,7 +288,10 @@ impl Replica {
 
     /// The cold documents of `ns` ([`cold`]), if it has them.
     pub fn cold(&self, ns: &str) -> Option<&cold::ColdDocs> {
-        self.colls.get(ns).and_then(|c| self.cold.get(&c.slot)).map(|d| &**d)
+        self.colls
+            .get(ns)
+            .and_then(|c| self.cold.get(&c.slot))
+            .map(|d| &**d)
     }
 
     /// Cold collections ([`cold`]) left at this point.
@@ -331,7 +334,10 @@ impl Replica {
             if self.store.defers(slot) {
                 self.defer_seed(slot, &key, doc, &ns)
             } else {
-                self.store.put(slot, key, doc).map(|_| ()).map_err(Into::into)
+                self.store
+                    .put(slot, key, doc)
+                    .map(|_| ())
+                    .map_err(Into::into)
             }
         })?;
         // Past the budget the documents went to the sort-merge store as deferred
@@ -424,12 +430,10 @@ impl Replica {
     /// Documents in `ns` (0 when it does not exist).
     pub fn count(&self, ns: &str) -> u64 {
         self.assert_settled();
-        self.colls
-            .get(ns)
-            .map_or(0, |c| {
-                let cold = self.cold.get(&c.slot).map_or(0, |d| d.count);
-                self.store.count(c.slot) + c.no_id.len() as u64 + cold
-            })
+        self.colls.get(ns).map_or(0, |c| {
+            let cold = self.cold.get(&c.slot).map_or(0, |d| d.count);
+            self.store.count(c.slot) + c.no_id.len() as u64 + cold
+        })
     }
 
     /// Every namespace, sorted.

@@ -733,8 +733,14 @@ fn create_over_a_collection_with_another_uuid_stops_steady_state_application() {
 fn backup_file(dir: &std::path::Path, name: &str, n: i32) -> std::path::PathBuf {
     let mut b = Vec::new();
     for i in 0..n {
-        let id = if i % 5 == 4 { Bson::Double(f64::from(i) + 0.5) } else { Bson::Int32(i) };
-        b.extend(bson::to_vec(&doc! { "_id": id, "n": i, "s": "x".repeat((i % 7) as usize) }).unwrap());
+        let id = if i % 5 == 4 {
+            Bson::Double(f64::from(i) + 0.5)
+        } else {
+            Bson::Int32(i)
+        };
+        b.extend(
+            bson::to_vec(&doc! { "_id": id, "n": i, "s": "x".repeat((i % 7) as usize) }).unwrap(),
+        );
     }
     let p = dir.join(name);
     std::fs::write(&p, b).unwrap();
@@ -755,10 +761,15 @@ fn cold_collections_give_what_loading_gives() {
         .iter()
         .map(|ns| backup_file(dir.path(), ns, 300))
         .collect();
-    for (case, (writers, memory, unknown_command)) in
-        [(1, usize::MAX, false), (2, usize::MAX, false), (2, 3000, false), (1, 3000, true), (2, usize::MAX, true)]
-            .into_iter()
-            .enumerate()
+    for (case, (writers, memory, unknown_command)) in [
+        (1, usize::MAX, false),
+        (2, usize::MAX, false),
+        (2, 3000, false),
+        (1, 3000, true),
+        (2, usize::MAX, true),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mk = |cold: bool| {
             let spill = dir.path().join(format!("spill-{case}-{cold}"));
@@ -779,13 +790,16 @@ fn cold_collections_give_what_loading_gives() {
                     c
                 });
                 if cold {
-                    let docs = cold::ColdDocs::check(file, &mut || Ok(())).unwrap().unwrap();
+                    let docs = cold::ColdDocs::check(file, &mut || Ok(()))
+                        .unwrap()
+                        .unwrap();
                     r.seed_cold(ns, docs);
                 } else {
                     let bytes = std::fs::read(file).unwrap();
                     let mut at = 0;
                     while at < bytes.len() {
-                        let len = i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+                        let len =
+                            i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
                         let d = bson::RawDocument::from_bytes(&bytes[at..at + len]).unwrap();
                         r.seed_document(ns, d, 0).unwrap();
                         at += len;
@@ -808,7 +822,9 @@ fn cold_collections_give_what_loading_gives() {
         }
         entries.push(doc! { "ts": ts(60, 1), "op": "c", "ns": "admin.$cmd", "o": { "renameCollection": "b.z", "to": "b.w" } });
         entries.push(doc! { "ts": ts(61, 1), "op": "c", "ns": "c.$cmd", "o": { "drop": "q" } });
-        entries.push(doc! { "ts": ts(62, 1), "op": "i", "ns": "b.w", "ui": uuid(3), "o": { "_id": -1 } });
+        entries.push(
+            doc! { "ts": ts(62, 1), "op": "i", "ns": "b.w", "ui": uuid(3), "o": { "_id": -1 } },
+        );
         if unknown_command {
             entries.push(doc! { "ts": ts(63, 1), "op": "c", "ns": "d.$cmd", "o": { "someFutureCommand": 1 } });
         }
@@ -817,20 +833,44 @@ fn cold_collections_give_what_loading_gives() {
                 let raw = RawDocumentBuf::from_document(e).unwrap();
                 let e = Entry::parse(&raw).unwrap();
                 // The first writes to `a.x` alone, to `a.y` by the writer threads.
-                let res = if i % 2 == 0 { r.apply(&e, Phase::Strict) } else { r.apply_partitioned(&e, Phase::Strict) };
+                let res = if i % 2 == 0 {
+                    r.apply(&e, Phase::Strict)
+                } else {
+                    r.apply_partitioned(&e, Phase::Strict)
+                };
                 if let Err(err) = res {
-                    assert!(matches!(err, ReplicaError::Unsupported { .. }), "case {case} {which}: {err}");
+                    assert!(
+                        matches!(err, ReplicaError::Unsupported { .. }),
+                        "case {case} {which}: {err}"
+                    );
                 }
             }
             r.flush().unwrap();
         }
-        let what = format!("case {case} (writers {writers}, memory {memory}, unknown command {unknown_command})");
-        let left: Vec<&str> = names.iter().copied().filter(|ns| cold.cold(ns).is_some()).collect();
-        assert_eq!(left, if unknown_command { vec![] } else { vec!["d.u"] }, "{what}");
+        let what = format!(
+            "case {case} (writers {writers}, memory {memory}, unknown command {unknown_command})"
+        );
+        let left: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|ns| cold.cold(ns).is_some())
+            .collect();
+        assert_eq!(
+            left,
+            if unknown_command { vec![] } else { vec!["d.u"] },
+            "{what}"
+        );
         assert_eq!(cold.store().spilled(), loaded.store().spilled(), "{what}");
         assert_eq!(
-            cold.namespaces().iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-            loaded.namespaces().iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            cold.namespaces()
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>(),
+            loaded
+                .namespaces()
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>(),
             "{what}"
         );
         for (ns, _) in loaded.namespaces() {
@@ -838,7 +878,11 @@ fn cold_collections_give_what_loading_gives() {
             assert_eq!(cold.count(ns), loaded.count(ns), "{what}: {ns}");
             for id in [0, 4, 299, 301, 1000] {
                 let k = IdKey::from_value(bson::RawBsonRef::Int32(id));
-                assert_eq!(cold.document(ns, &k).unwrap(), loaded.document(ns, &k).unwrap(), "{what}: {ns} {id}");
+                assert_eq!(
+                    cold.document(ns, &k).unwrap(),
+                    loaded.document(ns, &k).unwrap(),
+                    "{what}: {ns} {id}"
+                );
             }
         }
         assert_eq!(cold.hashes().unwrap(), loaded.hashes().unwrap(), "{what}");
