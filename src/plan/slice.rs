@@ -191,12 +191,30 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
         .collect();
     let mut prev: Option<Ts> = None;
     let mut n = 0u64;
-    while let Some(e) = r.next_entry()? {
+    let name = r.name().to_string();
+    while let Some((doc, offset, index)) = r.next_raw()? {
         n += 1;
         if n.is_multiple_of(8192) {
             tick();
             crate::engine::replica::interrupt::check()?;
         }
+        // Without --ns, an entry inside the range and not skipped is copied as it
+        // is: only its `ts` is read (the first pass parsed every entry already).
+        if req.filter.is_none() {
+            if let Some((ts, _)) = crate::oplog::elements::peek_ts_op(doc.as_bytes()) {
+                if ts > req.from_exclusive && ts < req.to_exclusive && !req.skips.contains(&ts) {
+                    sink.keep(&mut prev, ts, doc.as_bytes(), (req.oplog, offset, index))?;
+                    continue;
+                }
+            }
+        }
+        let e = match Entry::parse(doc) {
+            Ok(mut e) => {
+                (e.offset, e.index) = (offset, index);
+                e
+            }
+            Err(err) => return Err(not_an_entry(name.clone(), offset, index, err).into()),
+        };
         let ts = e.ts;
         if ts >= req.to_exclusive {
             if out.at_or_after_limit.as_ref().is_none_or(|b| ts < b.ts) {
@@ -237,16 +255,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
             out.filtered_out += 1;
             continue;
         }
-        if let Sink::Stream(_) = sink {
-            if prev.is_some_and(|p| ts < p) {
-                return Err(PlanError::Changed {
-                    name: req.oplog.to_string(),
-                    what: format!("entry {} at byte {offset} is out of order, but the first pass found the file sorted", index + 1),
-                });
-            }
-        }
-        prev = Some(prev.map_or(ts, |p| p.max(ts)));
-        sink.push(ts, e.raw.as_bytes())?;
+        sink.keep(&mut prev, ts, e.raw.as_bytes(), (req.oplog, offset, index))?;
     }
     drop(tick);
     out.after_limit_read = !crate::oplog::oplog_archive::is_oplog_archive(Path::new(req.oplog));
@@ -441,6 +450,28 @@ enum Sink {
 }
 
 impl Sink {
+    /// An entry of the slice (`prev`: the greatest ts kept so far); streamed, the
+    /// oplog must still be in the order the first pass found (`at`: its name, the
+    /// entry's offset and number).
+    fn keep(
+        &mut self,
+        prev: &mut Option<Ts>,
+        ts: Ts,
+        bytes: &[u8],
+        (name, offset, index): (&str, u64, u64),
+    ) -> Result<(), PlanError> {
+        if let Sink::Stream(_) = self {
+            if prev.is_some_and(|p| ts < p) {
+                return Err(PlanError::Changed {
+                    name: name.to_string(),
+                    what: format!("entry {} at byte {offset} is out of order, but the first pass found the file sorted", index + 1),
+                });
+            }
+        }
+        *prev = Some(prev.map_or(ts, |p| p.max(ts)));
+        self.push(ts, bytes)
+    }
+
     fn push(&mut self, ts: Ts, bytes: &[u8]) -> Result<(), PlanError> {
         match self {
             Sink::Stream(d) => d.put(ts, bytes),
