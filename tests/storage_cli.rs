@@ -42,18 +42,34 @@ struct Incident {
     local: PathBuf,
 }
 
+/// A collection no entry touches, in `_id` order: read from local files of a
+/// directory backup it stays in its file (`src/engine/replica/cold.rs`); read from
+/// a bucket or an archive it is loaded; all give the same replay.
+fn add_untouched(backup: &Path) {
+    let dir = backup.join("quiet");
+    std::fs::create_dir_all(&dir).unwrap();
+    let docs: Vec<u8> = (0..500i32)
+        .flat_map(|i| bson::to_vec(&bson::doc! { "_id": i, "v": i * 3 }).unwrap())
+        .collect();
+    std::fs::write(dir.join("archive.bson"), docs).unwrap();
+    std::fs::write(
+        dir.join("archive.metadata.json"),
+        r#"{"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_"}],"collectionName":"archive","type":"collection"}"#,
+    )
+    .unwrap();
+}
+
 impl Incident {
     fn start() -> Incident {
         let tmp = tempfile::tempdir().unwrap();
         let local = tmp.path().join("local");
         std::fs::create_dir_all(&local).unwrap();
+        // The fixture's backup with a collection no entry touches, in every layout.
+        let src = tmp.path().join("src");
+        convert(&Path::new(FIXTURE).join("backup"), Layout::Dir, &src).unwrap();
+        add_untouched(&src);
         for l in Layout::ALL {
-            convert(
-                &Path::new(FIXTURE).join("backup"),
-                l,
-                &local.join(l.file_name()),
-            )
-            .unwrap();
+            convert(&src, l, &local.join(l.file_name())).unwrap();
         }
         std::fs::copy(
             Path::new(FIXTURE).join("oplog.bson"),
@@ -310,6 +326,21 @@ fn the_embedded_replay_restores_from_a_bucket_what_it_restores_from_files() {
     };
     let want = run("local", &inc.local("backup"), &inc.local("oplog.bson"));
     assert!(want.iter().any(|r| r["ns"] == "shop.orders"), "{want:?}");
+    // `quiet.archive` (no entry touches it) stayed in its local file; from the
+    // bucket it is loaded (objects are streams): the same rows below.
+    let from_files = |name: &str| {
+        let text = std::fs::read_to_string(tmp.path().join(name).join("work/report.json")).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        report["engine_stats"]["collections_from_backup_files"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(from_files("local") >= 1);
+    assert!(
+        want.iter()
+            .any(|r| r["ns"] == "quiet.archive" && r["documents"] == 500),
+        "{want:?}"
+    );
     for (backup, oplog) in [
         ("backup", "oplog.bson"),
         ("backup-gzip", "oplog.bson.gz"),
@@ -318,6 +349,7 @@ fn the_embedded_replay_restores_from_a_bucket_what_it_restores_from_files() {
     ] {
         let got = run(&format!("s3-{backup}"), &inc.url(backup), &inc.url(oplog));
         assert_eq!(got, want, "{backup} {oplog} at {limit}");
+        assert_eq!(from_files(&format!("s3-{backup}")), 0, "{backup}");
     }
 }
 
