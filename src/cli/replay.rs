@@ -92,7 +92,9 @@ pub struct ReplayArgs {
     /// the work dir before they fill it, leaving that store's cache room in it: the
     /// embedded engine's replica (and the documents it
     /// writes to OUT-destroyed), and with `--engine mongod` the replica that
-    /// predicts each collection's dbHash for verification [default: half of the
+    /// predicts each collection's dbHash for verification. Collections no entry
+    /// touches, whose backup file is already in `_id` order, are read from the
+    /// backup and take none of it [default: half of the
     /// memory available when pitr starts (MemAvailable), at most 64GiB; 384MiB where
     /// that is unknown]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
