@@ -246,12 +246,9 @@ impl Replica {
         *c.backup_documents.get_or_insert(0) += 1;
         match IdKey::from_document_id(doc) {
             // Past the budget, a write to the sort-merge store, as the oplog's.
-            Ok(key) if self.store.defers(c.slot) => {
-                let slot = c.slot;
-                self.defer_seed(slot, &key, doc.as_bytes(), ns)?;
-            }
             Ok(key) => {
-                self.store.put(c.slot, key, doc.as_bytes())?;
+                let slot = c.slot;
+                self.put_seed(slot, key, doc.as_bytes(), ns)?;
             }
             Err(crate::engine::IdKeyError::Missing) => c.no_id.push(match self.opts.content {
                 Content::Documents => doc.as_bytes().to_vec(),
@@ -331,14 +328,7 @@ impl Replica {
                 index: index - 1,
                 why: e.to_string(),
             })?;
-            if self.store.defers(slot) {
-                self.defer_seed(slot, &key, doc, &ns)
-            } else {
-                self.store
-                    .put(slot, key, doc)
-                    .map(|_| ())
-                    .map_err(Into::into)
-            }
+            self.put_seed(slot, key, doc, &ns)
         })?;
         // Past the budget the documents went to the sort-merge store as deferred
         // writes: merged now, as the entry that touches them may read them alone.
@@ -346,6 +336,23 @@ impl Replica {
             self.settle_slots(Some(&[slot]))?;
         }
         Ok(())
+    }
+
+    /// One document of the backup into the store: past the budget a write to the
+    /// sort-merge store, as the oplog's.
+    fn put_seed(
+        &mut self,
+        slot: Slot,
+        key: IdKey,
+        doc: &[u8],
+        ns: &str,
+    ) -> Result<(), ReplicaError> {
+        if self.store.defers(slot) {
+            self.defer_seed(slot, &key, doc, ns)
+        } else {
+            self.store.put(slot, key, doc)?;
+            Ok(())
+        }
     }
 
     /// Before a command applies: the cold collections whose documents it reads or
