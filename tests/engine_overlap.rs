@@ -2,7 +2,8 @@
 //! (issue 22): only for an oplog in ts order (its slice is streamed); one out of
 //! order is sorted in `--sort-memory` first and the backup loaded after, so that the
 //! two budgets never add up. Either way the outcome is the same: the same oplog,
-//! in order or not, gives the same dump, byte for byte, and the same hashes.
+//! in order or not, gives the same dump, byte for byte, and the same hashes. In
+//! order, the slice is also applied as it is written (its file is not read back).
 
 mod common;
 mod replay_common;
@@ -75,9 +76,15 @@ fn an_oplog_out_of_order_gives_the_dump_of_the_same_oplog_in_order() {
     assert_eq!(code(&in_order), 0, "{}", show(&in_order));
     assert_eq!(code(&out_of_order), 0, "{}", show(&out_of_order));
 
-    // The overlap is taken for the oplog in order only.
+    // The overlap is taken for the oplog in order only; there the slice is applied
+    // as it is written (`src/plan/build/streamed.rs`).
     let alongside = "on a thread of their own, alongside the slice";
     assert!(stderr(&in_order).contains(alongside), "{}", show(&in_order));
+    assert!(
+        stderr(&in_order).contains("loaded and both oplogs applied in"),
+        "{}",
+        show(&in_order)
+    );
     assert!(
         !stderr(&out_of_order).contains(alongside),
         "{}",

@@ -17,7 +17,8 @@ use replay_common::{code, run_pitr, show, stderr, FIXTURE};
 
 /// Every phase of an embedded replay that stops at a drop, in order.
 /// (The dump is written while the other cores hash: one phase, counting the
-/// documents hashed plus those written.)
+/// documents hashed plus those written. The slice is written while the backup's
+/// documents load and its own oplog applies, on another thread: see [`ALONGSIDE`].)
 const PHASES: [&str; 9] = [
     "reading the backup",
     "reading the backup's oplog",
@@ -28,6 +29,16 @@ const PHASES: [&str; 9] = [
     "applying the oplog slice",
     "hashing and writing the dump",
     "writing the destroyed documents",
+];
+
+/// The phases that run while the slice is written (`src/plan/build/streamed.rs`):
+/// after the oplog's reading, before the slice's apply, in this order, but in any
+/// order with the slice's writing.
+const ALONGSIDE: [&str; 4] = [
+    "reading the oplog",
+    "loading the backup's documents",
+    "applying the backup's oplog",
+    "applying the oplog slice",
 ];
 
 fn replay(
@@ -70,19 +81,25 @@ fn a_short_run_logs_one_line_per_phase_in_order() {
     let o = replay(tmp.path(), Path::new(FIXTURE), "auto", &[], &[]);
     assert_eq!(code(&o), 0, "{}", show(&o));
     let err = stderr(&o);
-    let mut at = 0;
-    for what in PHASES {
-        let lines = lines_of(&err, what);
-        // No line while it runs (it takes less than the 10 s interval): one at its end.
-        assert_eq!(lines.len(), 1, "{what}: {lines:?}\n{err}");
-        let l = lines[0];
-        assert!(
-            l.contains(" in ") && !l.contains("interrupted") && !l.contains("stopped"),
-            "{l}"
-        );
-        let pos = err.find(l).unwrap();
-        assert!(pos >= at, "{what} is out of order:\n{err}");
-        at = pos;
+    let sequential: Vec<&str> = PHASES
+        .into_iter()
+        .filter(|p| !ALONGSIDE[1..3].contains(p))
+        .collect();
+    for chain in [&sequential[..], &ALONGSIDE[..]] {
+        let mut at = 0;
+        for &what in chain {
+            let lines = lines_of(&err, what);
+            // No line while it runs (it takes less than the 10 s interval): one at its end.
+            assert_eq!(lines.len(), 1, "{what}: {lines:?}\n{err}");
+            let l = lines[0];
+            assert!(
+                l.contains(" in ") && !l.contains("interrupted") && !l.contains("stopped"),
+                "{l}"
+            );
+            let pos = err.find(l).unwrap();
+            assert!(pos >= at, "{what} is out of order:\n{err}");
+            at = pos;
+        }
     }
     assert!(
         err.contains("pitr: writing the destroyed documents: 113 documents in "),

@@ -153,7 +153,7 @@ impl PhaseProgress {
         &self,
         what: &str,
         unit: Unit,
-        total: Option<u64>,
+        total: (Option<u64>, bool),
         source: Source,
         after: Option<&Gate>,
     ) -> Box<dyn FnMut() + '_> {
@@ -163,7 +163,7 @@ impl PhaseProgress {
         let bar = self
             .bars
             .as_ref()
-            .map(|m| m.add(bar_for(what, unit, total)));
+            .map(|m| m.add(bar_for(what, unit, total.0)));
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = {
             let bar = bar.clone();
@@ -215,7 +215,28 @@ impl PhaseProgress {
 
 impl Progress for PhaseProgress {
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
-        self.start(what, Unit::Bytes, total, Source::Bytes(counter), None)
+        self.start(
+            what,
+            Unit::Bytes,
+            (total, false),
+            Source::Bytes(counter),
+            None,
+        )
+    }
+
+    fn pass_about(
+        &self,
+        what: &str,
+        counter: ByteCounter,
+        about: Option<u64>,
+    ) -> Box<dyn FnMut() + '_> {
+        self.start(
+            what,
+            Unit::Bytes,
+            (about, true),
+            Source::Bytes(counter),
+            None,
+        )
     }
 
     fn phase(
@@ -225,7 +246,13 @@ impl Progress for PhaseProgress {
         total: Option<u64>,
         meter: &Meter,
     ) -> Box<dyn FnMut() + '_> {
-        self.start(what, unit, total, Source::Meter(meter.clone()), None)
+        self.start(
+            what,
+            unit,
+            (total, false),
+            Source::Meter(meter.clone()),
+            None,
+        )
     }
 
     fn phase_alongside(
@@ -236,7 +263,13 @@ impl Progress for PhaseProgress {
         meter: &Meter,
         after: &Gate,
     ) -> Box<dyn FnMut() + '_> {
-        self.start(what, unit, total, Source::Meter(meter.clone()), Some(after))
+        self.start(
+            what,
+            unit,
+            (total, false),
+            Source::Meter(meter.clone()),
+            Some(after),
+        )
     }
 
     /// Said whatever the output mode (also with --json: it goes to stderr): what the
@@ -275,7 +308,8 @@ impl Source {
 struct Running {
     what: String,
     unit: Unit,
-    total: Option<u64>,
+    /// And whether it is only an estimate ([`Progress::pass_about`]).
+    total: (Option<u64>, bool),
     source: Source,
     started: Instant,
     bar: Option<ProgressBar>,
@@ -413,7 +447,7 @@ fn running_line(
     what: &str,
     unit: Unit,
     done: u64,
-    total: Option<u64>,
+    (total, about): (Option<u64>, bool),
     elapsed: Duration,
 ) -> String {
     let secs = elapsed.as_secs_f64();
@@ -430,8 +464,9 @@ fn running_line(
                 ),
             };
             format!(
-                "pitr: {what}: {} of {} ({pct:.0}%), {}{left}",
+                "pitr: {what}: {} of {}{} ({pct:.0}%), {}{left}",
                 amount(unit, done, unit == Unit::Bytes),
+                if about { "about " } else { "" },
                 amount(unit, t, true),
                 rate(unit, per_sec)
             )
@@ -451,16 +486,18 @@ fn finished_line(
     what: &str,
     unit: Unit,
     done: u64,
-    total: Option<u64>,
+    (total, about): (Option<u64>, bool),
     elapsed: Duration,
     interrupted: bool,
 ) -> String {
-    let short = total.is_some_and(|t| done < t);
+    // Short of an estimate is no shortfall: the estimate was high.
+    let short = !about && total.is_some_and(|t| done < t);
     if interrupted || short {
         let of = match total {
             Some(t) => format!(
-                "{} of {}",
+                "{} of {}{}",
                 amount(unit, done, unit == Unit::Bytes),
+                if about { "about " } else { "" },
                 amount(unit, t, true)
             ),
             None => amount(unit, done, true),
@@ -534,18 +571,32 @@ mod tests {
                 "hashing",
                 Unit::Documents,
                 1,
-                Some(1),
+                (Some(1), false),
                 Duration::ZERO,
                 false
             ),
             "pitr: hashing: 1 document in under 0.01s"
         );
         assert_eq!(
-            finished_line("hashing", Unit::Documents, 3000, Some(3000), s(2), false),
+            finished_line(
+                "hashing",
+                Unit::Documents,
+                3000,
+                (Some(3000), false),
+                s(2),
+                false
+            ),
             "pitr: hashing: 3,000 documents in 2.00s (1,500 documents/s)"
         );
         assert_eq!(
-            finished_line("hashing", Unit::Documents, 10, Some(3000), s(2), true),
+            finished_line(
+                "hashing",
+                Unit::Documents,
+                10,
+                (Some(3000), false),
+                s(2),
+                true
+            ),
             "pitr: hashing: interrupted at 10 of 3,000 documents after 2.00s"
         );
         assert_eq!(
@@ -553,19 +604,64 @@ mod tests {
                 "reading the oplog",
                 Unit::Bytes,
                 1 << 20,
-                Some(2 << 20),
+                (Some(2 << 20), false),
                 s(90),
                 false
             ),
             "pitr: reading the oplog: stopped at 1.00 MiB of 2.00 MiB after 1m 30s"
         );
         assert_eq!(
-            running_line("applying", Unit::Bytes, 1 << 30, Some(4 << 30), s(10)),
+            running_line(
+                "applying",
+                Unit::Bytes,
+                1 << 30,
+                (Some(4 << 30), false),
+                s(10)
+            ),
             "pitr: applying: 1.00 GiB of 4.00 GiB (25%), 102.40 MiB/s, about 30s left"
         );
         assert_eq!(
-            running_line("reading the backup", Unit::Documents, 1, None, s(1)),
+            running_line(
+                "reading the backup",
+                Unit::Documents,
+                1,
+                (None, false),
+                s(1)
+            ),
             "pitr: reading the backup: 1 document so far, 1 documents/s"
+        );
+        // Of an estimate: "about", and ending short of it is the end.
+        assert_eq!(
+            running_line(
+                "applying",
+                Unit::Bytes,
+                1 << 30,
+                (Some(4 << 30), true),
+                s(10)
+            ),
+            "pitr: applying: 1.00 GiB of about 4.00 GiB (25%), 102.40 MiB/s, about 30s left"
+        );
+        assert_eq!(
+            finished_line(
+                "applying",
+                Unit::Bytes,
+                3 << 30,
+                (Some(4 << 30), true),
+                s(10),
+                false
+            ),
+            "pitr: applying: 3.00 GiB in 10.00s (307.20 MiB/s)"
+        );
+        assert_eq!(
+            finished_line(
+                "applying",
+                Unit::Bytes,
+                1 << 30,
+                (Some(4 << 30), true),
+                s(10),
+                true
+            ),
+            "pitr: applying: interrupted at 1.00 GiB of about 4.00 GiB after 10.00s"
         );
         assert_eq!(human_duration(s(3725)), "1h 2m");
     }

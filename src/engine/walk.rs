@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::oplog::{Entry, EntryError, Ts};
 
 /// What the walk leaves out, and how it tells transactions apart.
-pub trait WalkRules {
+pub trait WalkRules: Send {
     /// Operations on this namespace are skipped.
     fn ignores_namespace(&self, ns: &str) -> bool;
     /// Operations of this op type (`n`, ...) are skipped.

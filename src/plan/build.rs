@@ -31,6 +31,8 @@ use super::stake::{self, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
 pub use super::timing::PhaseTimer;
 use super::timing::ThreadClock;
+
+mod streamed;
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
 use super::{
@@ -182,30 +184,22 @@ pub fn build_with_model(
     let out = OutDir::prepare(out_path)?;
     timer.mark("oplog scanned");
     let layout = Layout::of(req, &backup, filter.as_ref());
-    let f = filter.as_ref();
-    let (mut slice, stake, mut model) = slice_and_seed(
+    let Replayed {
+        slice,
+        stake,
+        mut model,
+        mut linter,
+        layout,
+        prepared_at_limit,
+    } = replay(
         req,
         opts,
         (&mut backup, &oplog_scan),
-        &point,
-        (&layout, f),
+        &mut point,
+        (layout, filter.as_ref()),
         &out,
         (progress, &timer),
     )?;
-    let layout = layout.with_slice(&point.coverage, &mut slice)?;
-    timer.mark("replica seeded");
-    let mut linter = Linter::new(&backup.rules);
-    linter.set_second_run(layout.replays_slice && !layout.one_run);
-    let prepared_at_limit = replay_both(
-        req,
-        (&backup, &oplog_scan),
-        &mut point,
-        &slice,
-        &mut linter,
-        &mut model,
-        progress,
-    )?;
-    timer.mark("backup oplog and slice applied");
     {
         let r = model.replica();
         timer.note(&format!(
@@ -278,6 +272,96 @@ pub fn build_with_model(
     Ok((plan, model))
 }
 
+/// What [`replay`] leaves: the slice written, what is at stake, the model at the
+/// limit, the lint so far.
+struct Replayed {
+    slice: SliceOutcome,
+    stake: Stake,
+    model: Model,
+    linter: Linter,
+    layout: Layout,
+    prepared_at_limit: Vec<PreparedAtLimit>,
+}
+
+/// The slice written and what is at stake said, the model seeded, and both oplogs
+/// applied to it: one after the other, or the slice applied as it is written
+/// ([`streamed`]).
+fn replay(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    (backup, oplog): (&mut BackupRead, &OplogScan),
+    point: &mut Point,
+    (layout, f): (Layout, Option<&NsFilter>),
+    out: &OutDir,
+    (progress, timer): (&dyn Progress, &PhaseTimer),
+) -> Result<Replayed, PlanError> {
+    if streamed::applies(req, oplog, point, &layout) {
+        let both = (&*backup, oplog);
+        if let Some(st) =
+            streamed::run(req, opts, both, point, (&layout, f), out, (progress, timer))?
+        {
+            let streamed::Streamed {
+                mut slice,
+                stake,
+                mut model,
+                mut linter,
+                mut walker,
+                found,
+            } = st;
+            let layout = layout.with_slice(&point.coverage, &mut slice)?;
+            linter.set_second_run(layout.replays_slice && !layout.one_run);
+            let prepared_at_limit = replay_end(
+                req,
+                (backup.end, oplog),
+                (point, &slice, found),
+                &mut walker,
+                &mut linter,
+                &mut model,
+            )?;
+            timer.mark("backup oplog and slice applied");
+            return Ok(Replayed {
+                slice,
+                stake,
+                model,
+                linter,
+                layout,
+                prepared_at_limit,
+            });
+        }
+    }
+    let (mut slice, stake, mut model) = slice_and_seed(
+        req,
+        opts,
+        (backup, oplog),
+        point,
+        (&layout, f),
+        out,
+        (progress, timer),
+    )?;
+    let layout = layout.with_slice(&point.coverage, &mut slice)?;
+    timer.mark("replica seeded");
+    let mut linter = Linter::new(&backup.rules);
+    linter.set_second_run(layout.replays_slice && !layout.one_run);
+    let prepared_at_limit = replay_both(
+        req,
+        (backup, oplog),
+        point,
+        &slice,
+        &mut linter,
+        &mut model,
+        progress,
+    )?;
+    timer.mark("backup oplog and slice applied");
+    Ok(Replayed {
+        slice,
+        stake,
+        model,
+        linter,
+        layout,
+        prepared_at_limit,
+    })
+}
+
 /// The backup, the rules its restore follows, its own oplog's first pass, and where
 /// its data is complete up to.
 struct BackupRead {
@@ -298,6 +382,14 @@ struct BackupRead {
 
 impl BackupRead {
     /// The backup's own oplog is replayed with it (it has one).
+    /// The backup's own oplog file, when it is replayed with it.
+    fn own_oplog_replayed(&self) -> Option<&Path> {
+        self.inv
+            .oplog_file
+            .as_deref()
+            .filter(|_| self.replays_own_oplog())
+    }
+
     fn replays_own_oplog(&self) -> bool {
         self.range.is_some()
     }
@@ -582,6 +674,12 @@ impl Layout {
         Ok(self)
     }
 
+    /// The lint's second run ([`Linter::set_second_run`]) once [`Layout::with_slice`]
+    /// found a slice with entries to replay after the backup.
+    fn second_run_with_slice(&self) -> bool {
+        !self.restore_all || self.backup_in_spare
+    }
+
     fn restored(&self, filter: Option<&NsFilter>, ns: &str) -> bool {
         self.restore_all || filter.is_some_and(|f| f.matches(ns))
     }
@@ -596,12 +694,15 @@ fn write_slice(
     point: &Point,
     (layout, filter): (&Layout, Option<&NsFilter>),
     out: &OutDir,
-    progress: &dyn Progress,
+    (progress, tee): (&dyn Progress, Option<super::tee::Tee>),
 ) -> Result<SliceOutcome, PlanError> {
     if !(point.coverage.mode == Mode::AfterBackup && point.coverage.oplog_needed) {
+        if let Some(mut t) = tee {
+            t.end();
+        }
         return slice::empty(&out.path);
     }
-    slice::write(
+    slice::write_teed(
         &SliceRequest {
             oplog: &req.oplog,
             opts,
@@ -620,6 +721,7 @@ fn write_slice(
                 .as_deref()
                 .filter(|_| layout.linked_one_run),
         },
+        tee,
         progress,
     )
 }
@@ -690,7 +792,16 @@ fn slice_and_seed(
     (progress, timer): (&dyn Progress, &PhaseTimer),
 ) -> Result<(SliceOutcome, Stake, Model), PlanError> {
     let slice_and_stake = |backup: &BackupRead| {
-        let mut slice = write_slice(req, opts, backup, oplog, point, (layout, f), out, progress)?;
+        let mut slice = write_slice(
+            req,
+            opts,
+            backup,
+            oplog,
+            point,
+            (layout, f),
+            out,
+            (progress, None),
+        )?;
         let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
         timer.mark("slice written");
         Ok::<_, PlanError>((slice, stake))
@@ -702,10 +813,7 @@ fn slice_and_seed(
     };
     let backup: &BackupRead = backup;
     let inv = &backup.inv;
-    // What neither oplog names may stay in the backup's files (`replica::cold`).
-    let (replay_seen, backup_seen) = (&oplog.seen, backup.scan.as_ref().map(|s| &s.seen));
-    let untouched =
-        |ns: &str| replay_seen.untouched(ns) && backup_seen.is_none_or(|s| s.untouched(ns));
+    let untouched = untouched(backup, oplog);
     let cold: Option<Untouched<'_>> =
         (!crate::engine::replica::cold::disabled()).then_some(&untouched);
     if oplog.out_of_order > 0 {
@@ -731,6 +839,15 @@ fn slice_and_seed(
     // (40 MB more peak RSS at --memory 64MiB): given back.
     crate::memory::give_back_freed_heap();
     Ok((slice, stake, model))
+}
+
+/// What neither oplog names, which may stay in the backup's files (`replica::cold`).
+fn untouched<'a>(
+    backup: &'a BackupRead,
+    oplog: &'a OplogScan,
+) -> impl Fn(&str) -> bool + Sync + 'a {
+    let (replay_seen, backup_seen) = (&oplog.seen, backup.scan.as_ref().map(|s| &s.seen));
+    move |ns: &str| replay_seen.untouched(ns) && backup_seen.is_none_or(|s| s.untouched(ns))
 }
 
 /// Runs `side` on a thread of its own while `main` runs on this one, and returns
@@ -774,6 +891,9 @@ struct Alongside {
     after: super::Gate,
     /// Set when the slice failed: its error is the plan's, the loading stops.
     stop: std::sync::atomic::AtomicBool,
+    /// The loading's last line does not wait for the gate: the thread goes on to
+    /// apply the slice as it is written ([`streamed`]).
+    goes_on: bool,
 }
 
 impl Alongside {
@@ -867,18 +987,17 @@ fn replay_both(
     model: &mut Model,
     progress: &dyn Progress,
 ) -> Result<Vec<PreparedAtLimit>, PlanError> {
-    let opts = ReadOptions {
-        allow_truncated: req.allow_truncated,
-    };
     let limit = point.until.limit;
     let mut walker = Walker::new(backup.rules.mongorestore.clone());
-    let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
-    at_or_after.extend(oplog.found.get(&limit).cloned());
-    if let (true, Some(p)) = (backup.replays_own_oplog(), &backup.inv.oplog_file) {
-        let found = replay_backup_oplog(p, opts, limit, &mut walker, linter, model, progress)?;
-        at_or_after.extend(found);
-    }
-    model.mark_backup_end();
+    let found = replay_backup_part(
+        req,
+        backup.own_oplog_replayed(),
+        limit,
+        &mut walker,
+        linter,
+        model,
+        progress,
+    )?;
     replay_slice(
         slice,
         backup.end,
@@ -888,12 +1007,58 @@ fn replay_both(
         model,
         progress,
     )?;
+    replay_end(
+        req,
+        (backup.end, oplog),
+        (point, slice, found),
+        &mut walker,
+        linter,
+        model,
+    )
+}
+
+/// The backup's own oplog, when it is replayed, then the model told the backup's
+/// part is over. Returns the backup oplog's first entry at or after the limit.
+fn replay_backup_part(
+    req: &PlanRequest,
+    own_oplog: Option<&Path>,
+    limit: Ts,
+    walker: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+    progress: &dyn Progress,
+) -> Result<Option<EntryRef>, PlanError> {
+    let opts = ReadOptions {
+        allow_truncated: req.allow_truncated,
+    };
+    let mut found = None;
+    if let Some(p) = own_oplog {
+        found = replay_backup_oplog(p, opts, limit, walker, linter, model, progress)?;
+    }
+    model.mark_backup_end();
+    Ok(found)
+}
+
+/// After the slice: the prepared transactions open at the limit decided, the open
+/// transactions said, and the first entry not applied named.
+fn replay_end(
+    req: &PlanRequest,
+    (backup_end, oplog): (Ts, &OplogScan),
+    (point, slice, found): (&mut Point, &SliceOutcome, Option<EntryRef>),
+    walker: &mut Walker,
+    linter: &mut Linter,
+    model: &mut Model,
+) -> Result<Vec<PreparedAtLimit>, PlanError> {
+    let limit = point.until.limit;
     let prepared = match &req.decided {
-        Some(d) => decide_prepared(&mut walker, d, limit, linter, model)?,
+        Some(d) => decide_prepared(walker, d, limit, linter, model)?,
         None => Vec::new(),
     };
     linter.open_at_end(&walker.open_transactions(), limit);
-    let union_last = backup.end.max(oplog.last_ts.unwrap_or(backup.end));
+    let mut at_or_after: Vec<EntryRef> = slice.at_or_after_limit.iter().cloned().collect();
+    at_or_after.extend(oplog.found.get(&limit).cloned());
+    at_or_after.extend(found);
+    let union_last = backup_end.max(oplog.last_ts.unwrap_or(backup_end));
     let first_not_applied = at_or_after
         .into_iter()
         .filter(|e| e.ts >= limit)
@@ -1288,8 +1453,10 @@ fn seed_documents(
     let what = "loading the backup's documents";
     let unit = super::Unit::Documents;
     let _phase = match alongside {
-        Some(a) => progress.phase_alongside(what, unit, Some(total), &meter, &a.after),
-        None => progress.phase(what, unit, Some(total), &meter),
+        Some(a) if !a.goes_on => {
+            progress.phase_alongside(what, unit, Some(total), &meter, &a.after)
+        }
+        _ => progress.phase(what, unit, Some(total), &meter),
     };
     let stopped = || alongside.is_some_and(Alongside::stopped);
     let cold = match cold {
@@ -1608,12 +1775,37 @@ fn replay_slice(
     model: &mut Model,
     progress: &dyn Progress,
 ) -> Result<(), PlanError> {
-    let r = slice_entries(slice, backup_end, limit, applier, linter, model, progress);
+    let path = slice.file.path();
+    let io = |source| PlanError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let r = fs::File::open(path).map_err(io).and_then(|mut f| {
+        // After the backup's own entries when the file leads with them (one run).
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(slice.prefix_bytes)).map_err(io)?;
+        let source = SliceSource {
+            entries: oplog::OplogReader::new(path.display().to_string(), f, ReadOptions::default()),
+            total: (Some(slice.bytes), false),
+            after: None,
+        };
+        slice_entries(source, backup_end, limit, applier, linter, model, progress)
+    });
     settled(model, r)
 }
 
+/// The slice's entries as the apply reads them: the file written, or the entries
+/// handed over as they are written ([`super::tee`]).
+struct SliceSource<'a> {
+    entries: oplog::OplogReader,
+    /// Its bytes (for the progress), when known, and whether only about them.
+    total: (Option<u64>, bool),
+    /// Opened once the slice's writer has said its last line (its time, what is at
+    /// stake): the apply's last line comes after.
+    after: Option<&'a super::Gate>,
+}
+
 fn slice_entries(
-    slice: &SliceOutcome,
+    mut source: SliceSource<'_>,
     backup_end: Ts,
     limit: Ts,
     applier: &mut Walker,
@@ -1621,22 +1813,14 @@ fn slice_entries(
     model: &mut Model,
     progress: &dyn Progress,
 ) -> Result<(), PlanError> {
-    let name = slice.file.path().display().to_string();
-    // After the backup's own entries when the file leads with them (one run).
-    let mut f = fs::File::open(slice.file.path()).map_err(|source| PlanError::Io {
-        path: slice.file.path().to_path_buf(),
-        source,
-    })?;
-    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(slice.prefix_bytes)).map_err(
-        |source| PlanError::Io {
-            path: slice.file.path().to_path_buf(),
-            source,
-        },
-    )?;
-    let total = slice.bytes;
-    let mut r = oplog::OplogReader::new(name.clone(), f, ReadOptions::default());
+    let r = &mut source.entries;
+    let name = r.name().to_string();
     let (counter, _) = r.progress();
-    let mut tick = progress.pass("applying the oplog slice", counter, Some(total));
+    let what = "applying the oplog slice";
+    let mut tick = match source.total {
+        (about, true) => progress.pass_about(what, counter, about),
+        (total, false) => progress.pass(what, counter, total),
+    };
     let mut prev: Option<Ts> = None;
     while let Some(e) = r.next_entry()? {
         if e.index % 4096 == 0 {
@@ -1667,6 +1851,9 @@ fn slice_entries(
         if let Some(err) = model.take_error() {
             return Err(err.into());
         }
+    }
+    if let Some(g) = source.after {
+        g.wait();
     }
     Ok(())
 }

@@ -64,6 +64,7 @@ pub mod scan;
 pub mod slice;
 pub mod stake;
 pub mod steps;
+pub mod tee;
 pub mod timing;
 pub use crate::oplog::ts_json;
 pub mod until;
@@ -99,6 +100,19 @@ pub trait Progress: Sync {
     /// when known). The returned ticker is called every few thousand entries and
     /// dropped when the pass ends.
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_>;
+
+    /// [`Progress::pass`] over bytes of which `about` is an estimate (at least
+    /// them): the running lines say "of about", and ending short of it is no
+    /// shortfall. By default shown without a total.
+    fn pass_about(
+        &self,
+        what: &str,
+        counter: ByteCounter,
+        about: Option<u64>,
+    ) -> Box<dyn FnMut() + '_> {
+        let _ = about;
+        self.pass(what, counter, None)
+    }
 
     /// What the restore keeps and loses is known (after the oplog's passes, before
     /// anything is applied): the place to show it, with the timeline.

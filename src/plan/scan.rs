@@ -149,12 +149,71 @@ pub struct OplogScan {
     pub remembered: Remembered,
     /// With [`Probe::ns_filter`] or [`Probe::seen`]: the namespaces the oplog acts on.
     pub seen: Seen,
+    /// Where the bytes are, by ts: a slice's size before it is written.
+    pub sizes: SizeSamples,
 }
 
 impl OplogScan {
     /// First and last ts, when there are entries.
     pub fn range(&self) -> Option<(Ts, Ts)> {
         Some((self.first_ts?, self.last_ts?))
+    }
+}
+
+/// Some entries' ts and the bytes before them in the oplog: the size of the
+/// entries between two positions, known before they are read again (the progress
+/// of the embedded engine's apply, which reads the slice as it is written). Every
+/// entry at first; past [`SizeSamples::MAX`] samples, every other one is let go
+/// and the step doubles (at most 1 MiB whatever the oplog's size). Only meaningful
+/// for an oplog in ts order.
+#[derive(Clone, Debug)]
+pub struct SizeSamples {
+    points: Vec<(Ts, u64)>,
+    step: u64,
+    total: u64,
+}
+
+impl Default for SizeSamples {
+    fn default() -> Self {
+        SizeSamples {
+            points: Vec::new(),
+            step: 1,
+            total: 0,
+        }
+    }
+}
+
+impl SizeSamples {
+    const MAX: usize = 1 << 16;
+
+    /// The `n`th entry (1-based) read: `ts`, `len` bytes.
+    fn see(&mut self, n: u64, ts: Ts, len: usize) {
+        if (n - 1).is_multiple_of(self.step) {
+            if self.points.len() == Self::MAX {
+                let mut keep = false;
+                self.points.retain(|_| {
+                    keep = !keep;
+                    keep
+                });
+                self.step *= 2;
+            }
+            if (n - 1).is_multiple_of(self.step) {
+                self.points.push((ts, self.total));
+            }
+        }
+        self.total += len as u64;
+    }
+
+    /// At least the bytes of the entries with `from < ts < to` (at most one step
+    /// of entries more at each end), in an oplog read in ts order.
+    pub fn between(&self, from: Ts, to: Ts) -> u64 {
+        // Every entry before the first sample at or after `to` ...
+        let i = self.points.partition_point(|p| p.0 < to);
+        let upto = self.points.get(i).map_or(self.total, |p| p.1);
+        // ... less those before the last sample at or before `from`.
+        let j = self.points.partition_point(|p| p.0 <= from);
+        let before = j.checked_sub(1).map_or(0, |j| self.points[j].1);
+        upto.saturating_sub(before)
     }
 }
 
@@ -207,6 +266,7 @@ pub fn scan(
             _ => {}
         }
         prev = Some(ts);
+        s.sizes.see(s.entries, ts, e.raw.as_bytes().len());
         if let Some(t) = probe.target {
             if ts >= t && s.at_or_after_target.as_ref().is_none_or(|b| ts < b.ts) {
                 s.at_or_after_target = Some(EntryRef::of(&e));
@@ -285,6 +345,31 @@ mod tests {
         p.display().to_string()
     }
 
+    /// The estimate holds the entries between the two positions, and, past the
+    /// samples' cap, stays within a few steps of them.
+    #[test]
+    fn sizes_between_two_positions() {
+        let mut s = SizeSamples::default();
+        let n = 3 * SizeSamples::MAX as u64 + 17;
+        for k in 1..=n {
+            s.see(k, Ts::new(k as u32, 0), 100);
+        }
+        assert_eq!(s.step, 4);
+        assert!(s.points.len() <= SizeSamples::MAX);
+        assert_eq!(s.between(Ts::new(0, 0), Ts::new(u32::MAX, 0)), n * 100);
+        for (from, to) in [(10u64, 20u64), (1000, 150_000), (5, n - 3), (7, 8)] {
+            let exact = (to - from - 1) * 100;
+            let got = s.between(Ts::new(from as u32, 0), Ts::new(to as u32, 0));
+            assert!(
+                got >= exact && got <= exact + 2 * 4 * 100,
+                "{from}..{to}: {got} for {exact}"
+            );
+        }
+        // After the last entry: at most a step.
+        assert!(s.between(Ts::new(n as u32, 0), Ts::new(u32::MAX, 0)) <= 4 * 100);
+        assert_eq!(s.between(Ts::new(0, 0), Ts::new(1, 0)), 0);
+    }
+
     #[test]
     fn range_order_lookups_and_transactions() {
         let d = tempfile::tempdir().unwrap();
@@ -315,6 +400,10 @@ mod tests {
         assert_eq!(
             (s.entries, s.range()),
             (6, Some((Ts::new(10, 1), Ts::new(14, 1))))
+        );
+        assert_eq!(
+            s.sizes.between(Ts::new(0, 0), Ts::new(99, 0)),
+            std::fs::metadata(&path).unwrap().len()
         );
         assert_eq!((s.out_of_order, s.duplicates), (1, 1));
         let at = s.at_or_after_target.unwrap();

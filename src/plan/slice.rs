@@ -34,6 +34,7 @@ use super::error::PlanError;
 use super::filter::{NsFilter, Target};
 use super::scan::{touches, EntryRef};
 use super::stake::LostWrites;
+use super::tee::Tee;
 use super::Progress;
 use crate::engine::walk::txn_key;
 
@@ -139,6 +140,17 @@ fn temp_in(dir: &Path) -> Result<NamedTempFile, PlanError> {
 
 /// Reads the oplog a second time and writes the slice.
 pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOutcome, PlanError> {
+    write_teed(req, None, progress)
+}
+
+/// [`write`], also handing every entry written to `tee` (the embedded engine's
+/// apply, on another thread: [`super::tee`]), and its end once the last one is out,
+/// before the file is synced.
+pub fn write_teed(
+    req: &SliceRequest<'_>,
+    tee: Option<Tee>,
+    progress: &dyn Progress,
+) -> Result<SliceOutcome, PlanError> {
     // An oplog archive: only the chunks from the backup's end to the first entry at
     // or after the limit (later ones may be missing; the writes in them are counted
     // by [`count_after`]). Other sources are read whole, and the writes after the
@@ -174,14 +186,11 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
             source,
         })?;
     }
+    let dedup = Dedup::new(writer, out_path.clone(), tee);
     let mut sink = if req.input_sorted {
-        Sink::Stream(Dedup::new(writer, out_path.clone()))
+        Sink::Stream(dedup)
     } else {
-        Sink::Sort(Sorter::new(
-            req.dir,
-            req.sort_memory,
-            Dedup::new(writer, out_path.clone()),
-        ))
+        Sink::Sort(Sorter::new(req.dir, req.sort_memory, dedup))
     };
     let mut selected: Vec<String> = req
         .known_ns
@@ -380,13 +389,16 @@ struct Dedup {
     group: Vec<u8>,
     group_ends: Vec<usize>,
     stats: SinkStats,
+    /// Where each entry written also goes (the embedded engine's apply).
+    tee: Option<Tee>,
 }
 
 impl Dedup {
-    fn new(w: BufWriter<File>, path: PathBuf) -> Dedup {
+    fn new(w: BufWriter<File>, path: PathBuf, tee: Option<Tee>) -> Dedup {
         Dedup {
             w,
             path,
+            tee,
             group_ts: None,
             group: Vec::new(),
             group_ends: Vec::new(),
@@ -424,6 +436,9 @@ impl Dedup {
             path: self.path.clone(),
             source,
         })?;
+        if let Some(t) = &mut self.tee {
+            t.put(bytes);
+        }
         self.group.extend_from_slice(bytes);
         self.group_ends.push(self.group.len());
         self.stats.entries += 1;
@@ -434,6 +449,10 @@ impl Dedup {
     }
 
     fn finish(mut self) -> Result<SinkStats, PlanError> {
+        // The apply need not wait for the file's sync.
+        if let Some(t) = &mut self.tee {
+            t.end();
+        }
         let io = |source| PlanError::Write {
             path: self.path.clone(),
             source,
