@@ -295,7 +295,8 @@ fn add_untouched(backup: &Path) -> Vec<u8> {
 }
 
 /// Collections no entry touches stay in the backup's files and are copied to the
-/// dump (`src/engine/replica/cold.rs`); loading them instead (`PITR_COLD=load`)
+/// dump (`src/engine/replica/cold.rs`), checked while the oplog is read (or at the
+/// seeding, `PITR_COLD=late`); loading them instead (`PITR_COLD=load`)
 /// gives the same dump, destroyed documents, report and plan, within the budget and
 /// past it, as a directory, `--gzip` and `--archive`. Only the memory they did not
 /// take differs.
@@ -336,6 +337,11 @@ fn collections_left_in_the_backup_give_the_loaded_bytes() {
         let (loaded, none) =
             without_memory(replay_args(gen.path(), "2", memory, &[("PITR_COLD", "load")], more).0);
         assert_same(Mix::Current, &what, &loaded, &cold);
+        // Checked (and hashed) while the oplog is read, or only at the seeding.
+        let (late, late_cold) =
+            without_memory(replay_args(gen.path(), "2", memory, &[("PITR_COLD", "late")], more).0);
+        assert_same(Mix::Current, &format!("{what}, late"), &late, &cold);
+        assert_eq!(late_cold, (n, bytes), "{what}");
         assert!(
             n >= 1 && bytes >= ordered.len() as u64,
             "{what}: {n} collections, {bytes} bytes"

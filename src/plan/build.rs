@@ -378,6 +378,8 @@ struct BackupRead {
     end: Ts,
     /// `backup_oplog` (its last entry) or `flag` (`--backup-end`).
     end_source: &'static str,
+    /// Its files checked and hashed while the oplogs are read ([`early_cold`]).
+    early_cold: Option<crate::engine::replica::cold::Early>,
 }
 
 impl BackupRead {
@@ -417,6 +419,8 @@ fn read_backup(
         },
         progress,
     )?;
+    // From here on, alongside the oplogs' first passes.
+    let early_cold = early_cold(req, &inv);
     let mut rules = Rules::from_hints(&VersionHints {
         backup_server: inv
             .backup
@@ -480,6 +484,7 @@ fn read_backup(
         history,
         end,
         end_source,
+        early_cold,
     })
 }
 
@@ -814,8 +819,7 @@ fn slice_and_seed(
     let backup: &BackupRead = backup;
     let inv = &backup.inv;
     let untouched = untouched(backup, oplog);
-    let cold: Option<Untouched<'_>> =
-        (!crate::engine::replica::cold::disabled()).then_some(&untouched);
+    let cold = cold_hint(backup, &untouched);
     if oplog.out_of_order > 0 {
         // The slice is sorted in up to `sort_memory` while it is written: that and
         // the replica's budget at once would break the promise of `--memory`.
@@ -848,6 +852,14 @@ fn untouched<'a>(
 ) -> impl Fn(&str) -> bool + Sync + 'a {
     let (replay_seen, backup_seen) = (&oplog.seen, backup.scan.as_ref().map(|s| &s.seen));
     move |ns: &str| replay_seen.untouched(ns) && backup_seen.is_none_or(|s| s.untouched(ns))
+}
+
+/// What may stay cold, unless `PITR_COLD=load`.
+fn cold_hint<'a>(backup: &'a BackupRead, untouched: Untouched<'a>) -> Option<ColdHint<'a>> {
+    (!crate::engine::replica::cold::disabled()).then_some(ColdHint {
+        untouched,
+        early: backup.early_cold.as_ref(),
+    })
 }
 
 /// Runs `side` on a thread of its own while `main` runs on this one, and returns
@@ -926,7 +938,7 @@ impl Drop for ReleaseOnDrop<'_> {
 fn seed_content(
     req: &PlanRequest,
     c: &ContentOptions,
-    (inv, cold): (&Inventory, Option<Untouched<'_>>),
+    (inv, cold): (&Inventory, Option<ColdHint<'_>>),
     (layout, filter): (&Layout, Option<&NsFilter>),
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
@@ -1397,7 +1409,7 @@ fn seed_documents(
     inv: &Inventory,
     c: &ContentOptions,
     restored: &dyn Fn(&str) -> bool,
-    cold: Option<Untouched<'_>>,
+    cold: Option<ColdHint<'_>>,
     counting: bool,
     progress: &dyn Progress,
     alongside: Option<&Alongside>,
@@ -1459,12 +1471,12 @@ fn seed_documents(
         _ => progress.phase(what, unit, Some(total), &meter),
     };
     let stopped = || alongside.is_some_and(Alongside::stopped);
-    let cold = match cold {
-        Some(untouched) => seed_cold(inv, &mut replica, untouched, &meter, &stopped)?,
+    let cold_ns = match cold {
+        Some(hint) => seed_cold(inv, &mut replica, hint, &meter, &stopped)?,
         None => HashSet::new(),
     };
     inv.backup.for_each_document_where(
-        &|n| !cold.contains(n.data_ns.as_deref().unwrap_or(&n.ns)),
+        &|n| !cold_ns.contains(n.data_ns.as_deref().unwrap_or(&n.ns)),
         |entry, doc, _offset, index| -> Result<(), PlanError> {
             if index.is_multiple_of(crate::engine::replica::interrupt::EVERY) && stopped() {
                 // The slice failed: its error is the one reported; this one is dropped.
@@ -1478,7 +1490,7 @@ fn seed_documents(
             Ok(())
         },
     )?;
-    replica.hash_cold_in_background();
+    replica.hash_cold_in_background(cold.and_then(|h| h.early));
     let slice_phase = if c.strict {
         Phase::Strict
     } else {
@@ -1496,6 +1508,41 @@ fn seed_documents(
 /// Whether no entry of the oplogs names a namespace (the plan's scans, `forensics::seen::Seen`).
 type Untouched<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 
+/// What may stay in the backup's files ([`crate::engine::replica::cold`]): the
+/// namespaces no entry names, and the files checked while the oplog was read.
+#[derive(Clone, Copy)]
+struct ColdHint<'a> {
+    untouched: Untouched<'a>,
+    early: Option<&'a crate::engine::replica::cold::Early>,
+}
+
+/// The candidates for staying cold (local plain data files of a directory backup,
+/// outside the system databases and collections) checked and hashed on a thread of
+/// their own while the oplog's first pass runs ([`crate::engine::replica::cold::early`]).
+/// Only with whole documents (the embedded engine).
+fn early_cold(req: &PlanRequest, inv: &Inventory) -> Option<crate::engine::replica::cold::Early> {
+    use crate::engine::replica::cold;
+    if req.content.is_none()
+        || cold::disabled()
+        || cold::late()
+        || inv.backup.layout == crate::backup::Layout::Archive
+    {
+        return None;
+    }
+    let files = inv
+        .backup
+        .namespaces
+        .iter()
+        .filter(|n| {
+            let (db, coll) = n.ns.split_once('.').unwrap_or((&n.ns, ""));
+            !coll.starts_with("system.") && !matches!(db, "admin" | "local" | "config")
+        })
+        .filter_map(|n| n.data_file.clone())
+        .filter(|f| crate::storage::Location::of_path(f).is_ok_and(|l| l.is_local()))
+        .collect();
+    cold::early(files)
+}
+
 /// The collections of a directory backup that `untouched` says no entry names,
 /// left in their data files when these are in `_id` order
 /// ([`crate::engine::replica::cold`]); the others load as before. Returns the
@@ -1503,7 +1550,7 @@ type Untouched<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 fn seed_cold(
     inv: &Inventory,
     replica: &mut crate::engine::replica::Replica,
-    untouched: Untouched<'_>,
+    hint: ColdHint<'_>,
     meter: &crate::engine::replica::Meter,
     stopped: &dyn Fn() -> bool,
 ) -> Result<HashSet<String>, PlanError> {
@@ -1512,17 +1559,30 @@ fn seed_cold(
     if inv.backup.layout == crate::backup::Layout::Archive {
         return Ok(out);
     }
-    for n in &inv.backup.namespaces {
-        let data_ns = n.data_ns.as_deref().unwrap_or(&n.ns);
-        let Some(file) = &n.data_file else { continue };
-        // A bucket's objects are read as streams, not files kept open.
-        let local = crate::storage::Location::of_path(file).is_ok_and(|l| l.is_local());
-        if !local
-            || !untouched(data_ns)
-            || !replica
-                .get(data_ns)
-                .is_some_and(|c| cold::eligible(data_ns, c))
-        {
+    let candidates: Vec<(&str, &PathBuf)> = inv
+        .backup
+        .namespaces
+        .iter()
+        .filter_map(|n| Some((n.data_ns.as_deref().unwrap_or(&n.ns), n.data_file.as_ref()?)))
+        .filter(|(data_ns, file)| {
+            // A bucket's objects are read as streams, not files kept open.
+            crate::storage::Location::of_path(file).is_ok_and(|l| l.is_local())
+                && (hint.untouched)(data_ns)
+                && replica
+                    .get(data_ns)
+                    .is_some_and(|c| cold::eligible(data_ns, c))
+        })
+        .collect();
+    if let Some(e) = hint.early {
+        e.want(candidates.iter().map(|(_, f)| (*f).clone()).collect());
+    }
+    for (data_ns, file) in candidates {
+        if let Some(found) = hint.early.and_then(|e| e.checked(file)) {
+            if let Some(docs) = found {
+                meter.add(docs.count);
+                replica.seed_cold(data_ns, docs);
+                out.insert(data_ns.to_string());
+            }
             continue;
         }
         let mut read = 0u64;
@@ -1538,7 +1598,7 @@ fn seed_cold(
         };
         if let Some(docs) = ColdDocs::check(file, &mut each)? {
             meter.add(docs.count);
-            replica.seed_cold(data_ns, docs);
+            replica.seed_cold(data_ns, std::sync::Arc::new(docs));
             out.insert(data_ns.to_string());
         }
     }

@@ -37,13 +37,23 @@ use super::{interrupt, ReplicaError};
 use crate::engine::IdKey;
 use crate::oplog::{OplogReader, ReadOptions};
 
+mod early;
+pub use early::{early, Early};
+
 /// The environment variable that turns cold collections off: `load` loads every
-/// collection of the backup, as before them (for comparisons and benchmarks).
+/// collection of the backup, as before them; `late` checks their files when the
+/// replica is seeded, not while the oplog is read ([`early`]) (for comparisons
+/// and benchmarks).
 pub const COLD_ENV: &str = "PITR_COLD";
 
 /// Whether [`COLD_ENV`] turns cold collections off.
 pub fn disabled() -> bool {
     std::env::var(COLD_ENV).is_ok_and(|v| v.trim() == "load")
+}
+
+/// Whether [`COLD_ENV`] leaves the files' checks to the seeding.
+pub fn late() -> bool {
+    std::env::var(COLD_ENV).is_ok_and(|v| v.trim() == "late")
 }
 
 /// Whether a collection may stay cold: an ordinary collection with the simple
@@ -190,6 +200,11 @@ impl ColdDocs {
     /// bytes.
     pub fn md5(&self) -> Result<[u8; 16], ReplicaError> {
         self.md5_unless(&|| false)
+    }
+
+    /// Whether the MD5 is made, or being made on another thread.
+    fn md5_known(&self) -> bool {
+        self.md5.try_lock().map_or(true, |kept| kept.is_some())
     }
 
     /// [`ColdDocs::md5`], given up (an error) as soon as `stop` says so.
@@ -347,7 +362,7 @@ mod tests {
     use super::*;
     use bson::{doc, Bson};
 
-    fn file_of(dir: &Path, name: &str, ids: &[Bson]) -> PathBuf {
+    pub(super) fn file_of(dir: &Path, name: &str, ids: &[Bson]) -> PathBuf {
         let mut b = Vec::new();
         for (n, id) in ids.iter().enumerate() {
             let pad = "x".repeat(n % 90);
@@ -358,13 +373,13 @@ mod tests {
         p
     }
 
-    fn check(p: &Path) -> Option<ColdDocs> {
+    pub(super) fn check(p: &Path) -> Option<ColdDocs> {
         ColdDocs::check(p, &mut || Ok(())).unwrap()
     }
 
     /// Ids in the server's order across numeric types and strings, over many
     /// index blocks.
-    fn ordered(n: i64) -> Vec<Bson> {
+    pub(super) fn ordered(n: i64) -> Vec<Bson> {
         (0..n)
             .map(|i| match i % 3 {
                 0 => Bson::Int32(i as i32 * 2),

@@ -267,18 +267,21 @@ impl Replica {
 
     /// A collection of the backup (seeded first) whose documents stay in its data
     /// file until something touches them ([`cold`]).
-    pub fn seed_cold(&mut self, ns: &str, docs: cold::ColdDocs) {
+    pub fn seed_cold(&mut self, ns: &str, docs: std::sync::Arc<cold::ColdDocs>) {
         let Some(c) = self.colls.get_mut(ns) else {
             return;
         };
         c.backup_documents = Some(docs.count);
-        self.cold.insert(c.slot, std::sync::Arc::new(docs));
+        self.cold.insert(c.slot, docs);
     }
 
     /// Starts hashing the cold collections on a low-priority thread
-    /// ([`cold::Background`]), for the dump to find their hashes made.
-    pub fn hash_cold_in_background(&mut self) {
-        if !self.cold.is_empty() {
+    /// ([`cold::Background`]), for the dump to find their hashes made; or, given the
+    /// thread that checked them early ([`cold::Early`]), lets it go on with them.
+    pub fn hash_cold_in_background(&mut self, early: Option<&cold::Early>) {
+        if let Some(e) = early {
+            self.cold_hashing = Some(e.hand_over());
+        } else if !self.cold.is_empty() {
             self.cold_hashing = cold::hash_in_background(self.cold.values().cloned().collect());
         }
     }

@@ -793,7 +793,7 @@ fn cold_collections_give_what_loading_gives() {
                     let docs = cold::ColdDocs::check(file, &mut || Ok(()))
                         .unwrap()
                         .unwrap();
-                    r.seed_cold(ns, docs);
+                    r.seed_cold(ns, std::sync::Arc::new(docs));
                 } else {
                     let bytes = std::fs::read(file).unwrap();
                     let mut at = 0;

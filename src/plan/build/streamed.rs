@@ -75,8 +75,7 @@ pub(super) fn run(
         ..Alongside::default()
     };
     let untouched = untouched(backup, oplog);
-    let cold: Option<Untouched<'_>> =
-        (!crate::engine::replica::cold::disabled()).then_some(&untouched);
+    let cold = cold_hint(backup, &untouched);
     let side = Side {
         req,
         c,
@@ -150,7 +149,7 @@ struct Side<'a> {
     c: &'a ContentOptions,
     inv: &'a Inventory,
     rules: &'a Rules,
-    cold: Option<Untouched<'a>>,
+    cold: Option<ColdHint<'a>>,
     layout: (&'a Layout, Option<&'a NsFilter>),
     backup_end: Ts,
     limit: Ts,
