@@ -40,6 +40,10 @@
 # Env:   RUNS=1  SMALL=64MiB  BIG=1024GiB  SEED=1  ONLY="unbounded default small" (or
 #        "unbounded crossing ...")  CROSS=size (the crossing run's --memory)
 #        PITR_BIN=path (another pitr binary to measure, e.g. a build of an older commit)
+#        DROP_CACHES=1 (root only: empties the page cache first, so that writes find
+#        free memory; with a full page cache every write reclaims, which slows the
+#        floor's `dd` about 10x and the runs' writes with it: the header says how
+#        much memory was free and cached at the start)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -92,6 +96,11 @@ entries=$(python3 -c "import json,sys; print(json.load(open('$dir/truth.json'))[
 work=$(mktemp -d "$PWD/bench-data/run-engine.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mapfile -t inputs < <(echo "$oplog"; find "$backup" -type f -name '*.bson*' | sort)
+if [ "${DROP_CACHES:-0}" = 1 ]; then
+  sync
+  echo 1 > /proc/sys/vm/drop_caches || { echo "DROP_CACHES=1 needs root" >&2; exit 2; }
+fi
+page_cache=$(awk '/^MemFree/ {f=$2} /^Cached/ {c=$2} END {printf "%.1f GiB free, %.1f GiB cached", f/1048576, c/1048576}' /proc/meminfo)
 cat "${inputs[@]}" > /dev/null  # warm the page cache
 
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -131,7 +140,10 @@ floor() {  # ROUND OUT_DIR
   local out_bytes
   out_bytes=$(du -sb "$2" | cut -f1)
   echo "$out_bytes" > "$work/out_bytes"
-  timed "$1" read cat "${inputs[@]}"
+  # To /dev/null itself: `timed` sends a command's stdout to a file, and a `cat`
+  # into it wrote the 2.2 GB again (1.0 s quiet, up to 5 s while the previous run's
+  # writes were flushed), which inflated this floor until 2026-11-29.
+  timed "$1" read sh -c 'cat "$@" > /dev/null' cat "${inputs[@]}"
   timed "$1" write dd if=/dev/zero of="$work/dd.out" bs=1M count=$(((out_bytes + (1 << 20) - 1) >> 20)) status=none
   rm -f "$work/dd.out"
   timed "$1" hash sh -c "cd '$2' && find . -type f -name '*.bson' -print0 | xargs -0 -n 1 -P $(nproc) md5sum > '$work/md5sums'"
@@ -161,6 +173,7 @@ done
 
 echo "oplog: $oplog: $bytes bytes, $entries entries; backup: $backup_bytes bytes; dump: $(cat "$work/out_bytes") bytes"
 echo "machine: $(nproc) cores, $(awk '/MemAvailable/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) available; load now: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "page cache at the start: $page_cache$([ "${DROP_CACHES:-0}" = 1 ] && echo " (just dropped)")"
 python3 - "$work/results" "$work/reports" "$bytes" "$entries" "$work/md5sums" "$dir/hashes.txt" <<'PY'
 import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
