@@ -295,11 +295,20 @@ fn replay(
     out: &OutDir,
     (progress, timer): (&dyn Progress, &PhaseTimer),
 ) -> Result<Replayed, PlanError> {
-    if streamed::applies(req, oplog, point, &layout) {
-        let both = (&*backup, oplog);
-        if let Some(st) =
-            streamed::run(req, opts, both, point, (&layout, f), out, (progress, timer))?
-        {
+    let streamed = match streamed::applies(req, oplog, point, &layout) {
+        true => streamed::run(
+            req,
+            opts,
+            (&*backup, oplog),
+            point,
+            (&layout, f),
+            out,
+            (progress, timer),
+        )?,
+        false => None,
+    };
+    let (slice, stake, model, linter, layout, prepared_at_limit) = match streamed {
+        Some(st) => {
             let streamed::Streamed {
                 mut slice,
                 stake,
@@ -310,7 +319,7 @@ fn replay(
             } = st;
             let layout = layout.with_slice(&point.coverage, &mut slice)?;
             linter.set_second_run(layout.replays_slice && !layout.one_run);
-            let prepared_at_limit = replay_end(
+            let prepared = replay_end(
                 req,
                 (backup.end, oplog),
                 (point, &slice, found),
@@ -318,39 +327,34 @@ fn replay(
                 &mut linter,
                 &mut model,
             )?;
-            timer.mark("backup oplog and slice applied");
-            return Ok(Replayed {
-                slice,
-                stake,
-                model,
-                linter,
-                layout,
-                prepared_at_limit,
-            });
+            (slice, stake, model, linter, layout, prepared)
         }
-    }
-    let (mut slice, stake, mut model) = slice_and_seed(
-        req,
-        opts,
-        (backup, oplog),
-        point,
-        (&layout, f),
-        out,
-        (progress, timer),
-    )?;
-    let layout = layout.with_slice(&point.coverage, &mut slice)?;
-    timer.mark("replica seeded");
-    let mut linter = Linter::new(&backup.rules);
-    linter.set_second_run(layout.replays_slice && !layout.one_run);
-    let prepared_at_limit = replay_both(
-        req,
-        (backup, oplog),
-        point,
-        &slice,
-        &mut linter,
-        &mut model,
-        progress,
-    )?;
+        None => {
+            let (mut slice, stake, mut model) = slice_and_seed(
+                req,
+                opts,
+                (backup, oplog),
+                point,
+                (&layout, f),
+                out,
+                (progress, timer),
+            )?;
+            let layout = layout.with_slice(&point.coverage, &mut slice)?;
+            timer.mark("replica seeded");
+            let mut linter = Linter::new(&backup.rules);
+            linter.set_second_run(layout.replays_slice && !layout.one_run);
+            let prepared = replay_both(
+                req,
+                (backup, oplog),
+                point,
+                &slice,
+                &mut linter,
+                &mut model,
+                progress,
+            )?;
+            (slice, stake, model, linter, layout, prepared)
+        }
+    };
     timer.mark("backup oplog and slice applied");
     Ok(Replayed {
         slice,
@@ -731,6 +735,32 @@ fn write_slice(
     )
 }
 
+/// The slice written (each entry also handed to `tee`, when given), then what is
+/// at stake said.
+#[allow(clippy::too_many_arguments)]
+fn slice_and_stake(
+    req: &PlanRequest,
+    opts: ReadOptions,
+    (backup, oplog): (&BackupRead, &OplogScan),
+    point: &Point,
+    (layout, f): (&Layout, Option<&NsFilter>),
+    out: &OutDir,
+    (progress, tee): (&dyn Progress, Option<super::tee::Tee>),
+) -> Result<(SliceOutcome, Stake), PlanError> {
+    let mut slice = write_slice(
+        req,
+        opts,
+        backup,
+        oplog,
+        point,
+        (layout, f),
+        out,
+        (progress, tee),
+    )?;
+    let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
+    Ok((slice, stake))
+}
+
 /// What the restore keeps and loses, said (through `progress`) before anything is
 /// applied.
 fn at_stake(
@@ -796,23 +826,21 @@ fn slice_and_seed(
     out: &OutDir,
     (progress, timer): (&dyn Progress, &PhaseTimer),
 ) -> Result<(SliceOutcome, Stake, Model), PlanError> {
-    let slice_and_stake = |backup: &BackupRead| {
-        let mut slice = write_slice(
+    let sliced = |backup: &BackupRead| {
+        let (slice, stake) = slice_and_stake(
             req,
             opts,
-            backup,
-            oplog,
+            (backup, oplog),
             point,
             (layout, f),
             out,
             (progress, None),
         )?;
-        let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
         timer.mark("slice written");
         Ok::<_, PlanError>((slice, stake))
     };
     let Some(c) = &req.content else {
-        let (slice, stake) = slice_and_stake(backup)?;
+        let (slice, stake) = sliced(backup)?;
         let model = seed_counts(req, &mut backup.inv, layout, f);
         return Ok((slice, stake, model));
     };
@@ -823,12 +851,12 @@ fn slice_and_seed(
     if oplog.out_of_order > 0 {
         // The slice is sorted in up to `sort_memory` while it is written: that and
         // the replica's budget at once would break the promise of `--memory`.
-        let (slice, stake) = slice_and_stake(backup)?;
+        let (slice, stake) = sliced(backup)?;
         let model = seed_content(req, c, (inv, cold), (layout, f), progress, None)?;
         return Ok((slice, stake, model));
     }
     let ((slice, stake), (model, (wall, cpu))) = overlap(
-        || slice_and_stake(backup),
+        || sliced(backup),
         |alongside| {
             let clock = ThreadClock::start();
             let m = seed_content(req, c, (inv, cold), (layout, f), progress, Some(alongside))?;

@@ -105,20 +105,15 @@ pub(super) fn run(
             return Ok(None);
         };
         let release = ReleaseOnDrop(&alongside);
-        let sliced = write_slice(
+        let sliced = slice_and_stake(
             req,
             opts,
-            backup,
-            oplog,
+            (backup, oplog),
             point,
             (layout, f),
             out,
             (progress, Some(tee)),
-        )
-        .map(|mut slice| {
-            let stake = at_stake(req, opts, (backup, oplog), point, f, &mut slice, progress);
-            (slice, stake)
-        });
+        );
         timer.mark("slice written");
         alongside.release(sliced.is_err());
         drop(release);
