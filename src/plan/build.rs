@@ -31,8 +31,6 @@ use super::stake::{self, Stake};
 use super::steps::{self, CommandValues, RestoreSpec};
 pub use super::timing::PhaseTimer;
 use super::timing::ThreadClock;
-
-mod streamed;
 use super::until::{self, UntilSpec};
 use super::versions::{Rules, VersionHints};
 use super::{
@@ -40,6 +38,8 @@ use super::{
     FORMAT,
 };
 use crate::engine::walk::{Ignored, Source, TxnDecision, Visitor, Walker};
+
+mod streamed;
 
 /// The files `pitr plan` writes into its output directory.
 pub const OUT_FILES: [&str; 4] = ["oplog.bson", "plan.json", RESTORE_DIR, RESTORE_ARCHIVE];
@@ -387,7 +387,6 @@ struct BackupRead {
 }
 
 impl BackupRead {
-    /// The backup's own oplog is replayed with it (it has one).
     /// The backup's own oplog file, when it is replayed with it.
     fn own_oplog_replayed(&self) -> Option<&Path> {
         self.inv
@@ -396,6 +395,7 @@ impl BackupRead {
             .filter(|_| self.replays_own_oplog())
     }
 
+    /// The backup's own oplog is replayed with it (it has one).
     fn replays_own_oplog(&self) -> bool {
         self.range.is_some()
     }
@@ -665,7 +665,7 @@ impl Layout {
         slice: &mut SliceOutcome,
     ) -> Result<Layout, PlanError> {
         self.replays_slice = coverage.mode == Mode::AfterBackup && slice.entries > 0;
-        self.one_run = self.replays_slice && self.restore_all && !self.backup_in_spare;
+        self.one_run = self.replays_slice && !self.second_run_with_slice();
         // A streamed archive's one run is made at run time from the backup and the
         // slice (`OUT/oplog.bson`): nothing more is written.
         self.one_run_written = self.one_run && self.mongorestore_inputs && !self.stream;
@@ -684,7 +684,8 @@ impl Layout {
     }
 
     /// The lint's second run ([`Linter::set_second_run`]) once [`Layout::with_slice`]
-    /// found a slice with entries to replay after the backup.
+    /// found a slice with entries to replay after the backup (then it is not one
+    /// run: the streamed apply sets it before the slice is known).
     fn second_run_with_slice(&self) -> bool {
         !self.restore_all || self.backup_in_spare
     }
@@ -1561,10 +1562,7 @@ fn early_cold(req: &PlanRequest, inv: &Inventory) -> Option<crate::engine::repli
         .backup
         .namespaces
         .iter()
-        .filter(|n| {
-            let (db, coll) = n.ns.split_once('.').unwrap_or((&n.ns, ""));
-            !coll.starts_with("system.") && !matches!(db, "admin" | "local" | "config")
-        })
+        .filter(|n| cold::eligible_name(n.data_ns.as_deref().unwrap_or(&n.ns)))
         .filter_map(|n| n.data_file.clone())
         .filter(|f| crate::storage::Location::of_path(f).is_ok_and(|l| l.is_local()))
         .collect();

@@ -61,14 +61,19 @@ pub fn late() -> bool {
 /// not capped, not clustered, no collation), outside the system databases and
 /// collections.
 pub fn eligible(ns: &str, c: &super::CollInfo) -> bool {
-    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
     c.kind == super::CollKind::Collection
         && !c.is_capped()
         && !c.is_clustered()
         && c.has_id_index()
         && !super::hash::ids_follow_a_collation(c)
-        && !coll.starts_with("system.")
-        && !matches!(db, "admin" | "local" | "config")
+        && eligible_name(ns)
+}
+
+/// The part of [`eligible`] a name decides: outside the system databases and
+/// collections (what the early checks can know before the catalog, [`early`]).
+pub fn eligible_name(ns: &str) -> bool {
+    let (db, coll) = ns.split_once('.').unwrap_or((ns, ""));
+    !coll.starts_with("system.") && !matches!(db, "admin" | "local" | "config")
 }
 
 /// One key of the sparse index every this many bytes of the file.

@@ -181,7 +181,7 @@ fn hash(sh: &Shared) {
                         && st.wanted.as_ref().is_none_or(|w| w.contains(*p))
                         && !d.md5_known()
                 })
-                .max_by_key(|(p, d)| (d.len, (*p).clone()))
+                .max_by(|a, b| a.1.len.cmp(&b.1.len).then_with(|| a.0.cmp(b.0)))
                 .map(|(p, d)| (p.clone(), Arc::clone(d)))
         };
         let Some((path, docs)) = next else {
