@@ -210,17 +210,55 @@ fn writers_give_the_sequential_bytes_on_every_mix() {
         assert_same(mix, &format!("2 writers, queues of {batch}"), &seq, &short);
         if i % 3 == 0 {
             // An odd number of partitions, and a budget passed in the middle of the
-            // apply (the documents move to disk after a batch, not in its middle).
+            // apply (the documents move to disk after a batch, not in its middle:
+            // `PITR_MOVE=late`, or they would move before the slice).
             assert_same(mix, "3 writers", &seq, &replay(gen.path(), "3", "1GiB").0);
-            let (seq_small, _, deferred) = replay_with(gen.path(), "1", "1MiB", &[]);
-            let (par_small, _) = replay_batched(gen.path(), "2", "1MiB", "50");
+            let late = [("PITR_MOVE", "late")];
+            let (seq_small, _, deferred) = replay_with(gen.path(), "1", "1MiB", &late);
+            let (par_small, on_writers, _) = replay_with(
+                gen.path(),
+                "2",
+                "1MiB",
+                &[("PITR_MOVE", "late"), ("PITR_APPLY_BATCH", "50")],
+            );
             assert_eq!(
                 par_small.3["engine_stats"]["spilled_to_disk"],
                 serde_json::Value::Bool(true),
                 "{}: the small budget was not passed",
                 mix.name()
             );
+            assert!(
+                on_writers > 0,
+                "{}: the budget was passed before the writers had any entry",
+                mix.name()
+            );
             assert_same(mix, "2 writers, 1MiB", &seq_small, &par_small);
+            // Moved before the slice, as by default: the same bytes, report and
+            // plan, but for the memory peak (lower: the slice's writes never came
+            // into memory); no entry of the slice went to the writers.
+            let (ahead, ahead_on_writers, _) = replay_with(gen.path(), "2", "1MiB", &[]);
+            let without_peak = |o: &Outputs| {
+                let mut o = o.clone();
+                let peak = o.3["engine_stats"]
+                    .as_object_mut()
+                    .and_then(|st| st.remove("peak_memory_estimate"))
+                    .and_then(|v| v.as_u64())
+                    .unwrap();
+                (o, peak)
+            };
+            let ((ahead, ahead_peak), (late, late_peak)) =
+                (without_peak(&ahead), without_peak(&seq_small));
+            assert_same(mix, "moved ahead of the slice, 1MiB", &late, &ahead);
+            assert!(
+                ahead_peak < late_peak,
+                "{}: peak {ahead_peak} ahead, {late_peak} late",
+                mix.name()
+            );
+            assert!(
+                ahead_on_writers < on_writers,
+                "{}: {ahead_on_writers} entries on the writers moved ahead, {on_writers} late",
+                mix.name()
+            );
             // Past the budget the writes are sorted and merged (the sort-merge
             // store); the B-tree store applies them one at a time: the same bytes.
             let (tree, _, none) =

@@ -48,9 +48,15 @@ impl Mongod {
     }
 
     /// The JSON lines of the log from byte `from` on, whole lines only: the server may
-    /// be writing the last one as it is read.
+    /// be writing the last one as it is read. A `from` taken while a line was being
+    /// written falls inside it: that line began before, and is skipped.
     fn log_entries(&self, from: usize) -> Vec<(String, Value)> {
         let log = self.log();
+        let from = match from {
+            0 => 0,
+            _ if log.as_bytes()[from - 1] == b'\n' => from,
+            _ => log[from..].find('\n').map_or(log.len(), |i| from + i + 1),
+        };
         let text = &log[from..];
         let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
         whole

@@ -1039,6 +1039,7 @@ fn replay_both(
         model,
         progress,
     )?;
+    model.expect_writes(slice.bytes);
     replay_slice(
         slice,
         backup.end,

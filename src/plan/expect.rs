@@ -258,6 +258,15 @@ impl Model {
         self.error.take()
     }
 
+    /// Before the slice is applied: about `bytes` of it are to come
+    /// ([`crate::engine::replica::Replica::move_to_disk_ahead`]). An error is kept
+    /// for [`Model::take_error`] as the apply's are.
+    pub fn expect_writes(&mut self, bytes: u64) {
+        if let Err(e) = self.replica.move_to_disk_ahead(bytes) {
+            self.error.get_or_insert(e);
+        }
+    }
+
     /// Remembers the counts now, as those at the backup's end.
     pub fn mark_backup_end(&mut self) {
         self.settle();

@@ -31,6 +31,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
@@ -38,6 +39,11 @@ use std::sync::Arc;
 pub const CHUNK: usize = 1 << 20;
 /// Chunks held in memory at most between the writer and the apply.
 pub const IN_FLIGHT: usize = 8;
+/// Bytes in the overflow file not read yet, at most: past them the writer waits
+/// (`replay::preflight` counts them in the work dir's room). On the 1 GiB bench at
+/// `--memory 64MiB` the writer is up to about 600 MB ahead; 256 MiB or no bound at
+/// all gave the same times within the noise (5.7-6.3 s against 5.7-5.9 s).
+pub const OVERFLOW_MAX: u64 = 512 << 20;
 
 enum Piece {
     Bytes(Vec<u8>),
@@ -54,7 +60,10 @@ enum Piece {
 enum Overflow {
     /// Not opened yet: in this directory when needed.
     Dir(PathBuf),
-    Open { file: Arc<File>, at: u64 },
+    Open {
+        file: Arc<File>,
+        at: u64,
+    },
     /// None given, or it could not be written: the writer waits.
     Wait,
 }
@@ -67,6 +76,10 @@ pub struct Tee {
     in_memory: usize,
     buf: Vec<u8>,
     overflow: Overflow,
+    /// [`OVERFLOW_MAX`] (smaller in tests).
+    overflow_max: u64,
+    /// The overflow file's bytes the reader has read.
+    read_back: Arc<AtomicU64>,
 }
 
 /// The apply's side: the slice's bytes, as a reader, ending where the writer said
@@ -81,6 +94,7 @@ pub struct SliceStream {
     ended: bool,
     /// The overflow file's bytes before this are read and their blocks freed.
     punched: u64,
+    read_back: Arc<AtomicU64>,
     #[cfg(test)]
     overflow: Option<Arc<File>>,
 }
@@ -91,6 +105,7 @@ pub struct SliceStream {
 pub fn pair(overflow_dir: Option<PathBuf>) -> (Tee, SliceStream) {
     let (to_apply, from_writer) = channel();
     let (give_back, emptied) = channel();
+    let read_back = Arc::new(AtomicU64::new(0));
     (
         Tee {
             to_apply: Some(to_apply),
@@ -98,6 +113,8 @@ pub fn pair(overflow_dir: Option<PathBuf>) -> (Tee, SliceStream) {
             in_memory: 0,
             buf: Vec::with_capacity(CHUNK),
             overflow: overflow_dir.map_or(Overflow::Wait, Overflow::Dir),
+            overflow_max: OVERFLOW_MAX,
+            read_back: Arc::clone(&read_back),
         },
         SliceStream {
             from_writer,
@@ -107,6 +124,7 @@ pub fn pair(overflow_dir: Option<PathBuf>) -> (Tee, SliceStream) {
             pos: 0,
             ended: false,
             punched: 0,
+            read_back,
             #[cfg(test)]
             overflow: None,
         },
@@ -177,7 +195,8 @@ impl Tee {
     }
 
     /// Writes `full` to the overflow file (opened at the first use); None when
-    /// there is none or it cannot be written (from then on the writer waits).
+    /// there is none or it cannot be written (from then on the writer waits), or
+    /// when it holds [`OVERFLOW_MAX`] bytes not read yet.
     fn spill(&mut self, full: &[u8]) -> Option<Piece> {
         if let Overflow::Dir(dir) = &self.overflow {
             // Unnamed: gone with its last handle, whatever happens.
@@ -192,6 +211,10 @@ impl Tee {
         let Overflow::Open { file, at } = &mut self.overflow else {
             return None;
         };
+        let unread = *at - self.read_back.load(Ordering::Acquire);
+        if unread + full.len() as u64 > self.overflow_max {
+            return None;
+        }
         if file.write_all_at(full, *at).is_err() {
             self.overflow = Overflow::Wait;
             return None;
@@ -208,10 +231,7 @@ impl Tee {
     fn send(&mut self) {
         let full = std::mem::replace(&mut self.buf, Vec::new());
         let sent = match self.piece(full) {
-            Some(p) => self
-                .to_apply
-                .as_ref()
-                .is_some_and(|tx| tx.send(p).is_ok()),
+            Some(p) => self.to_apply.as_ref().is_some_and(|tx| tx.send(p).is_ok()),
             None => false,
         };
         if !sent {
@@ -274,6 +294,7 @@ impl Read for SliceStream {
                         )
                     })?;
                     self.punched = punch_hole(&file, self.punched, at + len as u64);
+                    self.read_back.store(at + len as u64, Ordering::Release);
                     #[cfg(test)]
                     {
                         self.overflow = Some(file);
@@ -391,13 +412,49 @@ mod tests {
             }
             got.extend_from_slice(&buf[..n]);
         }
-        assert!(got == expected, "{} bytes read of {}", got.len(), expected.len());
+        assert!(
+            got == expected,
+            "{} bytes read of {}",
+            got.len(),
+            expected.len()
+        );
         // What was read is freed, but for the last block.
         let file = stream.overflow.as_ref().expect("spilled");
         let allocated = std::os::unix::fs::MetadataExt::blocks(&file.metadata().unwrap()) * 512;
         assert!(allocated <= 4096, "{allocated} bytes still allocated");
         // Unnamed: nothing is left in the directory.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// Past [`OVERFLOW_MAX`] unread bytes in the overflow file, the writer waits
+    /// for the reader.
+    #[test]
+    fn the_overflow_file_holds_at_most_its_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut tee, mut stream) = pair(Some(dir.path().to_path_buf()));
+        tee.overflow_max = 3 * CHUNK as u64;
+        let chunks = IN_FLIGHT + 3 + 2;
+        let writer = std::thread::spawn(move || {
+            for i in 0..chunks {
+                tee.put(&vec![i as u8; CHUNK]);
+            }
+            tee.end();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            !writer.is_finished(),
+            "the writer went past the overflow's share"
+        );
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        writer.join().unwrap();
+        let expected: Vec<u8> = (0..chunks).flat_map(|i| vec![i as u8; CHUNK]).collect();
+        assert!(
+            got == expected,
+            "{} bytes read of {}",
+            got.len(),
+            expected.len()
+        );
     }
 
     /// Overflow and memory take turns: the reader reads slowly while the writer
@@ -434,7 +491,12 @@ mod tests {
                 }
             }
             writer.join().unwrap();
-            assert!(got == expected, "{} bytes read of {}", got.len(), expected.len());
+            assert!(
+                got == expected,
+                "{} bytes read of {}",
+                got.len(),
+                expected.len()
+            );
         }
     }
 }

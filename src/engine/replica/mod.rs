@@ -218,6 +218,13 @@ impl Replica {
         &self.store
     }
 
+    /// [`Store::move_ahead`], once the batch in flight is applied: the documents
+    /// go to disk now when `writes` more bytes could take them past the budget.
+    pub fn move_to_disk_ahead(&mut self, writes: u64) -> Result<bool, ReplicaError> {
+        self.settle()?;
+        Ok(self.store.move_ahead(writes)?)
+    }
+
     /// Adds an (empty) namespace of the backup.
     pub fn seed_namespace(&mut self, ns: &str, make: impl FnOnce(Slot) -> CollInfo) {
         let slot = self.take_slot();

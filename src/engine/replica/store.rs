@@ -50,6 +50,14 @@ fn sort_merge() -> bool {
     std::env::var(DISK_STORE_ENV).map_or(true, |v| v.trim() != "redb")
 }
 
+/// `PITR_MOVE=late`: the documents move to disk only when they pass the budget,
+/// never ahead of the slice ([`Store::move_ahead`]), for comparisons and for the
+/// tests of a move in the middle of the apply (which still happens when the
+/// slice's bytes underestimate what it adds, or the backup's own oplog crosses).
+fn move_late() -> bool {
+    std::env::var_os("PITR_MOVE").is_some_and(|v| v == "late")
+}
+
 /// A collection's documents are addressed by this slot, not by name.
 pub type Slot = u32;
 
@@ -396,6 +404,43 @@ impl Store {
             self.peak_mem_bytes = self.peak_mem_bytes.max(self.mem_bytes);
             self.spill_pending = self.over_budget();
         }
+    }
+
+    /// Moves whole documents to the sort-merge store now, before `writes` more
+    /// bytes are applied, when these (what the oplog still to apply holds: about
+    /// an upper bound on what it adds, as an insert's entry holds the document
+    /// and an update's the change, beside fields of 100 bytes or more) could take
+    /// them past the budget; returns whether they moved. No batch of the writer
+    /// threads may be in flight. Inserts of documents so small that their heap
+    /// overhead ([`ENTRY_OVERHEAD`]) passes their entry's other fields may still
+    /// cross later: the move in the middle of the apply remains for that.
+    ///
+    /// Why: the move in the middle of the apply stops it while the documents are
+    /// written, and the writes before it ran the slower way (random reads and
+    /// writes of documents in memory, where the sort-merge store reads and writes
+    /// in sequence). On the 1 GiB bench with a budget crossed during the apply
+    /// (488 MiB), moving first took the run from 7.7-8.5 s to about the
+    /// `--memory 64MiB` run's time (docs/performance.md). When the writes would not
+    /// have crossed after all (updates in place, deletes), the run goes the disk
+    /// way for nothing, which on the bench is no slower; the work dir's room for it
+    /// is the one `replay::preflight` asks for whenever the backup and the oplog
+    /// together pass the budget.
+    pub fn move_ahead(&mut self, writes: u64) -> Result<bool, DiskError> {
+        if self.spilled()
+            || self.spill_pending
+            || self.spill_dir.is_none()
+            || self.content != Content::Documents
+            || !sort_merge()
+            || move_late()
+        {
+            return Ok(false);
+        }
+        let at_most = (self.mem_bytes as u64).saturating_add(writes);
+        if at_most <= Store::kept_in_memory(self.budget) as u64 {
+            return Ok(false);
+        }
+        self.spill()?;
+        Ok(true)
     }
 
     /// Whether a batch passed the budget and the documents have yet to move to disk.
@@ -779,6 +824,40 @@ mod tests {
         s.put(0, key_of(i), doc.as_bytes()).unwrap();
         assert!(s.spilled());
         assert_eq!(s.count(0), i as u64 + 1);
+    }
+
+    /// Ahead of the slice, the documents move only when what they hold and the
+    /// writes to come could pass the kept share; they come out the same; once
+    /// moved, nothing moves again; keys only and no work dir never move ahead.
+    #[test]
+    fn documents_move_ahead_only_when_the_writes_to_come_could_pass_the_budget() {
+        const MIB: usize = 1 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let doc = document(&Bson::Int32(0), 1000);
+        let fill = |s: &mut Store| {
+            for i in 0..500 {
+                s.put(2, key_of(i), doc.as_bytes()).unwrap();
+            }
+        };
+        let mut s = Store::new(Content::Documents, 4 * MIB, Some(dir.path()));
+        fill(&mut s);
+        let before = contents(&s);
+        let room = (Store::kept_in_memory(4 * MIB) - s.mem_bytes) as u64;
+        assert!(!s.move_ahead(room).unwrap(), "moved with room left");
+        assert!(!s.spilled());
+        assert!(s.move_ahead(room + 1).unwrap());
+        assert!(s.spilled() && s.defers(2));
+        assert_eq!(contents(&s), before);
+        assert_eq!(s.count(2), 500);
+        assert!(!s.move_ahead(u64::MAX).unwrap(), "moved twice");
+        // Keys only (counts): their cost is not the slice's bytes; nothing ahead.
+        let mut k = Store::new(Content::KeysOnly, 4 * MIB, Some(dir.path()));
+        fill(&mut k);
+        assert!(!k.move_ahead(u64::MAX).unwrap() && !k.spilled());
+        // No work dir: never on disk.
+        let mut m = Store::new(Content::Documents, 4 * MIB, None);
+        fill(&mut m);
+        assert!(!m.move_ahead(u64::MAX).unwrap() && !m.spilled());
     }
 
     fn key_of(i: i32) -> IdKey {

@@ -74,6 +74,8 @@ pub(super) fn run(
         goes_on: true,
         ..Alongside::default()
     };
+    // At most what the slice will hold (with --ns, more).
+    let slice_bytes = oplog.sizes.between(backup.end, point.until.limit);
     let untouched = untouched(backup, oplog);
     let cold = cold_hint(backup, &untouched);
     let side = Side {
@@ -87,9 +89,8 @@ pub(super) fn run(
         limit: point.until.limit,
         own_oplog: backup.own_oplog_replayed(),
         // Without --ns, about the bytes the slice will hold.
-        total: f
-            .is_none()
-            .then(|| oplog.sizes.between(backup.end, point.until.limit)),
+        total: f.is_none().then_some(slice_bytes),
+        slice_bytes,
         name: out.path.join("oplog.bson").display().to_string(),
         progress,
         alongside: &alongside,
@@ -150,6 +151,8 @@ struct Side<'a> {
     limit: Ts,
     own_oplog: Option<&'a Path>,
     total: Option<u64>,
+    /// [`Model::expect_writes`].
+    slice_bytes: u64,
     /// How errors name the slice.
     name: String,
     progress: &'a dyn Progress,
@@ -183,6 +186,7 @@ impl Side<'_> {
             &mut model,
             progress,
         )?;
+        model.expect_writes(self.slice_bytes);
         let source = SliceSource {
             entries: oplog::OplogReader::new(self.name, stream, ReadOptions::default()),
             total: (self.total, true),
