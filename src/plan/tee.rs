@@ -229,7 +229,7 @@ impl Tee {
     }
 
     fn send(&mut self) {
-        let full = std::mem::replace(&mut self.buf, Vec::new());
+        let full = std::mem::take(&mut self.buf);
         let sent = match self.piece(full) {
             Some(p) => self.to_apply.as_ref().is_some_and(|tx| tx.send(p).is_ok()),
             None => false,
