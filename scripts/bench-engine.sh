@@ -18,8 +18,10 @@
 #   unbounded     the same with --memory $BIG (default 1024GiB: every document in memory)
 #   crossing      (only when named in ONLY, after unbounded) --memory at 85% of the
 #                 unbounded run's peak estimate (or $CROSS): the backup fits, the
-#                 oplog's writes cross the budget during the apply, so the documents
-#                 move to disk from the writer threads' memory
+#                 oplog's writes would cross the budget during the apply, so the
+#                 documents move to disk before the slice (`Store::move_ahead`;
+#                 PITR_MOVE=late in the environment: from the writer threads'
+#                 memory once they cross it, as before)
 #
 # Each round measures the floor and the three runs one after the other (paired:
 # load from other tenants hits both); the ratios are per round, and the table
@@ -209,7 +211,7 @@ for name in [n for n in ("default", "small", "unbounded", "crossing") if (rounds
     rss = max(R[(r, name)][2] for r in rounds) / 1024
     b, spilled, est = budget[(rounds[0], name)]
     label = {"default": "embedded, default budget", "small": "embedded, small budget",
-             "unbounded": "embedded, unbounded", "crossing": "embedded, crossed in apply"}[name]
+             "unbounded": "embedded, unbounded", "crossing": "embedded, crossing budget"}[name]
     rss_ok = rss * 2**20 <= b + 100e6
     print(f"{label:<28} {w:7.2f} {c:7.2f} {xw:8.2f} {xc:11.2f} {entries / w:11,.0f} {rss:11.0f}  "
           f"{b / 2**20:,.0f} MiB{', past it (disk)' if spilled else ', within it'}; "

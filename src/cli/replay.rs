@@ -261,7 +261,7 @@ fn embedded_space(
         vec![
             Need {
                 dir: work.root.clone(),
-                bytes: preflight::slice_bytes(oplog) + store + copy,
+                bytes: oplog + store + copy,
                 what: if copy > 0 {
                     format!("{plain}, and a copy of the oplog")
                 } else {

@@ -708,7 +708,7 @@ fn write_slice(
 ) -> Result<SliceOutcome, PlanError> {
     if !(point.coverage.mode == Mode::AfterBackup && point.coverage.oplog_needed) {
         if let Some(mut t) = tee {
-            t.end();
+            t.end(&mut || Ok(()));
         }
         return slice::empty(&out.path);
     }

@@ -186,6 +186,14 @@ pub fn write_teed(
             source,
         })?;
     }
+    let mut tee = tee;
+    if let Some(t) = &mut tee {
+        // Chunks the apply cannot take yet are read back from here (without a
+        // second handle, the writer waits for the apply instead).
+        if let Ok(f) = out.file.as_file().try_clone() {
+            t.read_from(f, out.prefix_bytes);
+        }
+    }
     let dedup = Dedup::new(writer, out_path.clone(), tee);
     let mut sink = if req.input_sorted {
         Sink::Stream(dedup)
@@ -437,7 +445,8 @@ impl Dedup {
             source,
         })?;
         if let Some(t) = &mut self.tee {
-            t.put(bytes);
+            let w = &mut self.w;
+            t.put(bytes, &mut || w.flush());
         }
         self.group.extend_from_slice(bytes);
         self.group_ends.push(self.group.len());
@@ -451,7 +460,8 @@ impl Dedup {
     fn finish(mut self) -> Result<SinkStats, PlanError> {
         // The apply need not wait for the file's sync.
         if let Some(t) = &mut self.tee {
-            t.end();
+            let w = &mut self.w;
+            t.end(&mut || w.flush());
         }
         let io = |source| PlanError::Write {
             path: self.path.clone(),

@@ -10,15 +10,16 @@
 //!
 //! Memory stays bounded: the bytes travel in chunks of [`CHUNK`], at most
 //! [`IN_FLIGHT`] of them in memory, and the apply gives emptied chunks back to be
-//! filled again. When the apply is behind (it loads the backup's documents before
-//! it reads the slice's first entry), the writer does not wait: the chunks it
-//! cannot queue go to an overflow file in the work dir, and the queue carries only
-//! where they are ([`Piece::Spilled`]), so the order is kept. The apply reads
-//! them back from there (the page cache, mostly) and frees the file's blocks it
-//! has read. Waiting there cost 1.1 s of the 7.0 s of the 1 GiB bench at
-//! `--memory 64MiB` (docs/performance.md): the writer sat blocked while the apply
-//! loaded the backup. Without an overflow directory (or when the file cannot be
-//! written), the writer waits, as before.
+//! filled again. When the apply is behind, the writer does not wait: once the
+//! writer says where the slice's file is ([`Tee::read_from`]), a chunk that finds
+//! the queue full is only flushed to that file, and the queue carries where it is
+//! ([`Piece::InFile`]), so the order is kept; the apply reads it back from there
+//! (the page cache, mostly). Waiting cost 0.3-1.0 s of the 6-6.5 s of the 1 GiB
+//! bench at `--memory 64MiB` (docs/performance.md): the writer sat blocked while
+//! the apply, the slower side past the budget, worked. A first version wrote such
+//! chunks to a file of their own: 5% slower at 4 GiB, where the disk is the
+//! bottleneck and every byte went to it twice. Before [`Tee::read_from`] (or when
+//! the flush fails) the writer waits, as it always did.
 //!
 //! The end is said, not inferred: the writer sends an end mark once its last entry
 //! is out ([`Tee::end`]). A writer that stops without it (its error, a panic) leaves
@@ -30,8 +31,6 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
@@ -39,16 +38,11 @@ use std::sync::Arc;
 pub const CHUNK: usize = 1 << 20;
 /// Chunks held in memory at most between the writer and the apply.
 pub const IN_FLIGHT: usize = 8;
-/// Bytes in the overflow file not read yet, at most: past them the writer waits
-/// (`replay::preflight` counts them in the work dir's room). On the 1 GiB bench at
-/// `--memory 64MiB` the writer is up to about 600 MB ahead; 256 MiB or no bound at
-/// all gave the same times within the noise (5.7-6.3 s against 5.7-5.9 s).
-pub const OVERFLOW_MAX: u64 = 512 << 20;
 
 enum Piece {
     Bytes(Vec<u8>),
-    /// A chunk written to the overflow file at `at`, `len` bytes.
-    Spilled {
+    /// A chunk left in the slice's file: `len` bytes at `at`.
+    InFile {
         file: Arc<File>,
         at: u64,
         len: usize,
@@ -56,17 +50,9 @@ enum Piece {
     End,
 }
 
-/// Where chunks go when the queue is full.
-enum Overflow {
-    /// Not opened yet: in this directory when needed.
-    Dir(PathBuf),
-    Open {
-        file: Arc<File>,
-        at: u64,
-    },
-    /// None given, or it could not be written: the writer waits.
-    Wait,
-}
+/// Makes what the writer has written so far readable in the slice's file (its
+/// buffered writer's flush).
+pub type Flush<'a> = &'a mut dyn FnMut() -> io::Result<()>;
 
 /// The writer's side: entries go in whole, in the order written.
 pub struct Tee {
@@ -75,11 +61,8 @@ pub struct Tee {
     /// Chunks sent in memory and not given back yet.
     in_memory: usize,
     buf: Vec<u8>,
-    overflow: Overflow,
-    /// [`OVERFLOW_MAX`] (smaller in tests).
-    overflow_max: u64,
-    /// The overflow file's bytes the reader has read.
-    read_back: Arc<AtomicU64>,
+    /// The slice's file, read by the apply, and where the next chunk starts in it.
+    file: Option<(Arc<File>, u64)>,
 }
 
 /// The apply's side: the slice's bytes, as a reader, ending where the writer said
@@ -92,29 +75,22 @@ pub struct SliceStream {
     cur_sent: bool,
     pos: usize,
     ended: bool,
-    /// The overflow file's bytes before this are read and their blocks freed.
-    punched: u64,
-    read_back: Arc<AtomicU64>,
+    /// Chunks read from the file, for the tests.
     #[cfg(test)]
-    overflow: Option<Arc<File>>,
+    from_file: usize,
 }
 
-/// A writer's side and the reader of what it hands over; chunks that find the
-/// queue full go to an overflow file in `overflow_dir` (which must exist) when one
-/// is given.
-pub fn pair(overflow_dir: Option<PathBuf>) -> (Tee, SliceStream) {
+/// A writer's side and the reader of what it hands over.
+pub fn pair() -> (Tee, SliceStream) {
     let (to_apply, from_writer) = channel();
     let (give_back, emptied) = channel();
-    let read_back = Arc::new(AtomicU64::new(0));
     (
         Tee {
             to_apply: Some(to_apply),
             emptied,
             in_memory: 0,
             buf: Vec::with_capacity(CHUNK),
-            overflow: overflow_dir.map_or(Overflow::Wait, Overflow::Dir),
-            overflow_max: OVERFLOW_MAX,
-            read_back: Arc::clone(&read_back),
+            file: None,
         },
         SliceStream {
             from_writer,
@@ -123,30 +99,35 @@ pub fn pair(overflow_dir: Option<PathBuf>) -> (Tee, SliceStream) {
             cur_sent: false,
             pos: 0,
             ended: false,
-            punched: 0,
-            read_back,
             #[cfg(test)]
-            overflow: None,
+            from_file: 0,
         },
     )
 }
 
 impl Tee {
-    /// One entry, as written to the file.
-    pub fn put(&mut self, bytes: &[u8]) {
+    /// From now on a chunk that finds the queue full stays in the slice's file,
+    /// `file` (a handle on it that can be read), whose next byte written is at
+    /// `at` (after what came before the slice's first entry).
+    pub fn read_from(&mut self, file: File, at: u64) {
+        self.file = Some((Arc::new(file), at));
+    }
+
+    /// One entry, as written to the file (`flush` makes it readable there).
+    pub fn put(&mut self, bytes: &[u8], flush: Flush<'_>) {
         if self.to_apply.is_none() {
             return;
         }
         self.buf.extend_from_slice(bytes);
         if self.buf.len() >= CHUNK {
-            self.send();
+            self.send(flush);
         }
     }
 
     /// The slice's last entry is out: what is buffered goes, then the end mark.
-    pub fn end(&mut self) {
+    pub fn end(&mut self, flush: Flush<'_>) {
         if !self.buf.is_empty() {
-            self.send();
+            self.send(flush);
         }
         if let Some(tx) = self.to_apply.take() {
             let _ = tx.send(Piece::End);
@@ -177,63 +158,39 @@ impl Tee {
     }
 
     /// The full chunk as a piece: in memory while fewer than [`IN_FLIGHT`] are,
-    /// else in the overflow file (or, without one, after waiting for room).
-    fn piece(&mut self, full: Vec<u8>) -> Option<Piece> {
+    /// else left in the file (or, without one, after waiting for room).
+    fn piece(&mut self, full: Vec<u8>, flush: Flush<'_>) -> Option<Piece> {
         self.take_back(false);
-        if self.in_memory < IN_FLIGHT {
-            self.in_memory += 1;
-            return Some(Piece::Bytes(full));
-        }
-        if let Some(p) = self.spill(&full) {
-            return Some(p);
-        }
-        if !self.take_back(true) {
-            return None;
+        if self.in_memory >= IN_FLIGHT {
+            if let Some((file, at)) = &self.file {
+                if flush().is_ok() {
+                    return Some(Piece::InFile {
+                        file: Arc::clone(file),
+                        at: *at,
+                        len: full.len(),
+                    });
+                }
+                // Its error comes back at the slice's own flush; until then, wait.
+                self.file = None;
+            }
+            if !self.take_back(true) {
+                return None;
+            }
         }
         self.in_memory += 1;
         Some(Piece::Bytes(full))
     }
 
-    /// Writes `full` to the overflow file (opened at the first use); None when
-    /// there is none or it cannot be written (from then on the writer waits), or
-    /// when it holds [`OVERFLOW_MAX`] bytes not read yet.
-    fn spill(&mut self, full: &[u8]) -> Option<Piece> {
-        if let Overflow::Dir(dir) = &self.overflow {
-            // Unnamed: gone with its last handle, whatever happens.
-            self.overflow = match tempfile::tempfile_in(dir) {
-                Ok(f) => Overflow::Open {
-                    file: Arc::new(f),
-                    at: 0,
-                },
-                Err(_) => Overflow::Wait,
-            };
-        }
-        let Overflow::Open { file, at } = &mut self.overflow else {
-            return None;
-        };
-        let unread = *at - self.read_back.load(Ordering::Acquire);
-        if unread + full.len() as u64 > self.overflow_max {
-            return None;
-        }
-        if file.write_all_at(full, *at).is_err() {
-            self.overflow = Overflow::Wait;
-            return None;
-        }
-        let piece = Piece::Spilled {
-            file: Arc::clone(file),
-            at: *at,
-            len: full.len(),
-        };
-        *at += full.len() as u64;
-        Some(piece)
-    }
-
-    fn send(&mut self) {
+    fn send(&mut self, flush: Flush<'_>) {
         let full = std::mem::take(&mut self.buf);
-        let sent = match self.piece(full) {
+        let len = full.len() as u64;
+        let sent = match self.piece(full, flush) {
             Some(p) => self.to_apply.as_ref().is_some_and(|tx| tx.send(p).is_ok()),
             None => false,
         };
+        if let Some((_, at)) = &mut self.file {
+            *at += len;
+        }
         if !sent {
             // The apply stopped (its error is on its side): the file alone goes on.
             self.to_apply = None;
@@ -246,28 +203,6 @@ impl Tee {
     }
 }
 
-/// Frees the whole blocks of an overflow file between `from` and `to` (read),
-/// returning where the next hole starts (a file system that cannot punch holes
-/// keeps them until the file is closed). Only whole 4 KiB blocks: the block that
-/// `to` falls in also holds the next chunk's first bytes.
-fn punch_hole(file: &File, from: u64, to: u64) -> u64 {
-    use std::os::fd::AsRawFd;
-    let end = to & !4095;
-    if end > from {
-        // SAFETY: a valid open descriptor; the range is within the file.
-        unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                from as libc::off_t,
-                (end - from) as libc::off_t,
-            );
-        }
-        return end;
-    }
-    from
-}
-
 impl Read for SliceStream {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         while self.pos == self.cur.len() {
@@ -277,7 +212,7 @@ impl Read for SliceStream {
             if std::mem::take(&mut self.cur_sent) {
                 let _ = self.emptied.send(std::mem::take(&mut self.cur));
             }
-            // A chunk read from the overflow file keeps its buffer for the next.
+            // A chunk read from the file keeps its buffer for the next.
             self.cur.clear();
             self.pos = 0;
             match self.from_writer.recv() {
@@ -285,19 +220,17 @@ impl Read for SliceStream {
                     self.cur = b;
                     self.cur_sent = true;
                 }
-                Ok(Piece::Spilled { file, at, len }) => {
+                Ok(Piece::InFile { file, at, len }) => {
                     self.cur.resize(len, 0);
                     file.read_exact_at(&mut self.cur, at).map_err(|e| {
                         io::Error::new(
                             e.kind(),
-                            format!("reading the slice back from its overflow file in the work dir: {e}"),
+                            format!("reading the slice back from its file: {e}"),
                         )
                     })?;
-                    self.punched = punch_hole(&file, self.punched, at + len as u64);
-                    self.read_back.store(at + len as u64, Ordering::Release);
                     #[cfg(test)]
                     {
-                        self.overflow = Some(file);
+                        self.from_file += 1;
                     }
                 }
                 Ok(Piece::End) => self.ended = true,
@@ -317,6 +250,8 @@ impl Read for SliceStream {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{BufWriter, Write};
+
     use super::*;
 
     fn entries(n: usize) -> Vec<Vec<u8>> {
@@ -328,35 +263,53 @@ mod tests {
             .collect()
     }
 
+    /// Writes `all` as the slice's writer does: to a file (after `prefix` bytes
+    /// of something else) through a buffered writer, each entry teed after it.
+    /// `pause` sleeps now and then, so that the reader catches up.
+    fn write_slice(mut tee: Tee, all: &[Vec<u8>], in_file: bool, pause: bool) {
+        let file = tempfile::tempfile().unwrap();
+        let mut w = BufWriter::with_capacity(1 << 20, file.try_clone().unwrap());
+        w.write_all(&[0xEE; 100]).unwrap();
+        if in_file {
+            tee.read_from(file, 100);
+        }
+        for (i, e) in all.iter().enumerate() {
+            w.write_all(e).unwrap();
+            tee.put(e, &mut || w.flush());
+            if pause && i % 1500 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        tee.end(&mut || w.flush());
+    }
+
     #[test]
     fn what_is_put_is_read_in_order_up_to_the_end_mark() {
         let all = entries(4000);
         let expected: Vec<u8> = all.concat();
         assert!(expected.len() > 4 * CHUNK, "crosses several chunks");
-        let (mut tee, mut stream) = pair(None);
-        let writer = std::thread::spawn(move || {
-            for e in &all {
-                tee.put(e);
-            }
-            tee.end();
-        });
-        let mut got = Vec::new();
-        stream.read_to_end(&mut got).unwrap();
-        writer.join().unwrap();
-        assert!(
-            got == expected,
-            "{} bytes read of {}",
-            got.len(),
-            expected.len()
-        );
+        for in_file in [false, true] {
+            let (tee, mut stream) = pair();
+            let all = all.clone();
+            let writer = std::thread::spawn(move || write_slice(tee, &all, in_file, false));
+            let mut got = Vec::new();
+            stream.read_to_end(&mut got).unwrap();
+            writer.join().unwrap();
+            assert!(
+                got == expected,
+                "{} bytes read of {}",
+                got.len(),
+                expected.len()
+            );
+        }
     }
 
     #[test]
     fn a_writer_gone_without_the_end_mark_is_an_error_not_an_end() {
-        let (mut tee, mut stream) = pair(None);
+        let (mut tee, mut stream) = pair();
         let writer = std::thread::spawn(move || {
-            tee.put(&vec![1u8; CHUNK + 10]);
-            tee.put(&[2u8; 10]);
+            tee.put(&vec![1u8; CHUNK + 10], &mut || Ok(()));
+            tee.put(&[2u8; 10], &mut || Ok(()));
             // Dropped here without `end`: the slice failed.
         });
         let mut got = Vec::new();
@@ -372,37 +325,34 @@ mod tests {
 
     #[test]
     fn a_reader_gone_lets_the_writer_finish() {
-        let dir = tempfile::tempdir().unwrap();
-        for overflow in [None, Some(dir.path().to_path_buf())] {
-            let (mut tee, stream) = pair(overflow);
+        for in_file in [false, true] {
+            let (tee, stream) = pair();
             drop(stream);
             // Far more than the queue holds: never blocks.
-            for _ in 0..(IN_FLIGHT * 4) {
-                tee.put(&vec![0u8; CHUNK]);
-            }
-            tee.end();
+            write_slice(tee, &vec![vec![0u8; CHUNK]; IN_FLIGHT * 4], in_file, false);
         }
     }
 
-    /// The writer ends without waiting for a reader that has not started: what
-    /// the queue cannot hold goes through the overflow file, in order, and its
-    /// blocks are freed as they are read.
+    /// With the slice's file known, the writer ends without waiting for a reader
+    /// that has not started: what the queue cannot hold is read back from the
+    /// file, in order.
     #[test]
     fn a_reader_behind_does_not_hold_the_writer_back() {
-        let dir = tempfile::tempdir().unwrap();
         let all = entries(20_000);
         let expected: Vec<u8> = all.concat();
-        assert!(expected.len() > 3 * IN_FLIGHT * CHUNK, "spills");
-        let (mut tee, mut stream) = pair(Some(dir.path().to_path_buf()));
-        // Joined before anything is read: a writer that waited would hang here.
-        std::thread::spawn(move || {
-            for e in &all {
-                tee.put(e);
-            }
-            tee.end();
-        })
-        .join()
-        .unwrap();
+        assert!(expected.len() > 3 * IN_FLIGHT * CHUNK, "past the queue");
+        let (tee, mut stream) = pair();
+        // Done before anything is read, or it waited.
+        let writer = std::thread::spawn(move || write_slice(tee, &all, true, false));
+        let start = std::time::Instant::now();
+        while !writer.is_finished() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "the writer waits for a reader that has not started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        writer.join().unwrap();
         let mut got = Vec::new();
         let mut buf = vec![0u8; 7777];
         loop {
@@ -418,37 +368,34 @@ mod tests {
             got.len(),
             expected.len()
         );
-        // What was read is freed, but for the last block.
-        let file = stream.overflow.as_ref().expect("spilled");
-        let allocated = std::os::unix::fs::MetadataExt::blocks(&file.metadata().unwrap()) * 512;
-        assert!(allocated <= 4096, "{allocated} bytes still allocated");
-        // Unnamed: nothing is left in the directory.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(
+            stream.from_file > 10,
+            "{} chunks from the file",
+            stream.from_file
+        );
     }
 
-    /// Past [`OVERFLOW_MAX`] unread bytes in the overflow file, the writer waits
-    /// for the reader.
+    /// Chunks in memory and in the file take turns: the reader reads slowly while
+    /// the writer writes, pausing now and then; the bytes come back as written.
     #[test]
-    fn the_overflow_file_holds_at_most_its_share() {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut tee, mut stream) = pair(Some(dir.path().to_path_buf()));
-        tee.overflow_max = 3 * CHUNK as u64;
-        let chunks = IN_FLIGHT + 3 + 2;
-        let writer = std::thread::spawn(move || {
-            for i in 0..chunks {
-                tee.put(&vec![i as u8; CHUNK]);
-            }
-            tee.end();
-        });
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        assert!(
-            !writer.is_finished(),
-            "the writer went past the overflow's share"
-        );
+    fn chunks_in_memory_and_in_the_file_keep_their_order() {
+        let all = entries(12_000);
+        let expected: Vec<u8> = all.concat();
+        let (tee, mut stream) = pair();
+        let writer = std::thread::spawn(move || write_slice(tee, &all, true, true));
         let mut got = Vec::new();
-        stream.read_to_end(&mut got).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if got.len() % 5 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
         writer.join().unwrap();
-        let expected: Vec<u8> = (0..chunks).flat_map(|i| vec![i as u8; CHUNK]).collect();
         assert!(
             got == expected,
             "{} bytes read of {}",
@@ -457,46 +404,27 @@ mod tests {
         );
     }
 
-    /// Overflow and memory take turns: the reader reads slowly while the writer
-    /// writes, so some chunks are queued and some spilled, in any order; the bytes
-    /// come back as written. With an overflow directory that cannot be used, the
-    /// writer waits instead.
+    /// A flush that fails leaves the chunk in memory (the writer waits), and
+    /// nothing is read from the file after it.
     #[test]
-    fn chunks_in_memory_and_in_the_overflow_file_keep_their_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("missing");
-        for overflow in [Some(dir.path().to_path_buf()), Some(missing)] {
-            let all = entries(12_000);
-            let expected: Vec<u8> = all.concat();
-            let (mut tee, mut stream) = pair(overflow);
-            let writer = std::thread::spawn(move || {
-                for (i, e) in all.iter().enumerate() {
-                    tee.put(e);
-                    if i % 1500 == 0 {
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                    }
-                }
-                tee.end();
-            });
-            let mut got = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            loop {
-                let n = stream.read(&mut buf).unwrap();
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-                if got.len() % 5 == 0 {
-                    std::thread::sleep(std::time::Duration::from_micros(200));
-                }
+    fn a_failed_flush_falls_back_to_waiting() {
+        let (mut tee, mut stream) = pair();
+        tee.read_from(tempfile::tempfile().unwrap(), 0);
+        let writer = std::thread::spawn(move || {
+            for i in 0..(IN_FLIGHT * 3) {
+                tee.put(&vec![i as u8; CHUNK], &mut || {
+                    Err(io::Error::other("disk full"))
+                });
             }
-            writer.join().unwrap();
-            assert!(
-                got == expected,
-                "{} bytes read of {}",
-                got.len(),
-                expected.len()
-            );
-        }
+            tee.end(&mut || Ok(()));
+        });
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        writer.join().unwrap();
+        let expected: Vec<u8> = (0..IN_FLIGHT * 3)
+            .flat_map(|i| vec![i as u8; CHUNK])
+            .collect();
+        assert!(got == expected, "{} bytes read", got.len());
+        assert_eq!(stream.from_file, 0);
     }
 }

@@ -3,8 +3,7 @@
 //! final rename, after the whole replay.
 //!
 //! The space needed is estimated from the inputs' sizes on disk: the slice is at
-//! most the oplog (with the embedded engine, plus what the apply has yet to read
-//! of it, [`slice_bytes`]), the dump (and the dump of what the incident destroys) at most
+//! most the oplog, the dump (and the dump of what the incident destroys) at most
 //! about the backup plus the oplog's inserts, and the embedded engine's on-disk store
 //! past `--memory` up to twice the backup and the oplog ([`store_bytes`]). The
 //! estimate is deliberately generous (a drop makes the output smaller);
@@ -26,13 +25,6 @@ pub fn store_bytes(backup: u64, oplog: u64, budget: u64) -> u64 {
         data if data > budget => data.saturating_mul(2),
         _ => 0,
     }
-}
-
-/// The embedded engine's slice of an oplog of `oplog` bytes in the work dir: at most
-/// the oplog, and while it is written, what the apply has not read yet of it
-/// (`plan::tee`'s overflow file, at most [`crate::plan::tee::OVERFLOW_MAX`]).
-pub fn slice_bytes(oplog: u64) -> u64 {
-    oplog.saturating_add(oplog.min(crate::plan::tee::OVERFLOW_MAX))
 }
 
 /// `--out` cannot be written, or the disks lack room.

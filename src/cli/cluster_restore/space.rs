@@ -8,9 +8,8 @@
 //!
 //! - beside `--out`: the merged dump, at most every member's data: Σ(b + o);
 //! - in the work dir, embedded engine (the members replayed one after the other,
-//!   each one's files removed before the next): the largest member's slice (with
-//!   what the apply has yet to read of it, `preflight::slice_bytes`) and, past
-//!   `--memory`, its on-disk store: max(`slice_bytes(o)` + `store_bytes(b, o, --memory)`);
+//!   each one's files removed before the next): the largest member's slice and, past
+//!   `--memory`, its on-disk store: max(o + `preflight::store_bytes(b, o, --memory)`);
 //! - in the work dir, `--engine mongod`: every member's slice and resolved inputs
 //!   (Σ o), the spares' data of the `--jobs` largest members at once (b + o each;
 //!   each spare's dbpath is removed at its end), and every member's `mongodump`
@@ -98,9 +97,7 @@ fn needs(
     } else {
         let largest = sizes
             .iter()
-            .map(|s| {
-                preflight::slice_bytes(s.oplog) + preflight::store_bytes(s.backup, s.oplog, budget)
-            })
+            .map(|s| s.oplog + preflight::store_bytes(s.backup, s.oplog, budget))
             .max()
             .unwrap_or(0);
         needs.push(Need {
@@ -140,27 +137,26 @@ mod tests {
     fn what_each_engine_writes_where() {
         let dirs = (Path::new("/w"), Path::new("/o"));
         let data = 10 + 4 + 300 + 50 + 200 + 80 + 1 + 1;
-        // Past --memory (100 MB) the largest member's on-disk store joins its slice
-        // (twice, with what the apply has yet to read of it: `preflight::slice_bytes`):
-        // twice its data (`preflight::store_bytes`), 2 x 50 + 2 x 350 MB.
+        // Past --memory (100 MB) the largest member's on-disk store joins its slice:
+        // twice its data (`preflight::store_bytes`), 50 + 2 x 350 MB.
         assert_eq!(
             bytes(&needs(&sizes(), false, 100 * MB, 1, dirs)),
-            [("/o".into(), data), ("/w".into(), 800)]
+            [("/o".into(), data), ("/w".into(), 750)]
         );
         // A member whose backup fits but whose oplog's writes pass the budget
         // (200 + 80 MB past 250 MB) has a store too; within 300 MB, none has.
         assert_eq!(
             bytes(&needs(&sizes(), false, 250 * MB, 1, dirs))[1],
-            ("/w".into(), 2 * 50 + 2 * 350)
+            ("/w".into(), 50 + 2 * 350)
         );
         assert_eq!(
             bytes(&needs(&sizes()[2..], false, 300 * MB, 1, dirs))[1],
-            ("/w".into(), 2 * 80)
+            ("/w".into(), 80)
         );
         // Within it, only the largest slice.
         assert_eq!(
             bytes(&needs(&sizes(), false, 1000 * MB, 1, dirs)),
-            [("/o".into(), data), ("/w".into(), 2 * 80)]
+            [("/o".into(), data), ("/w".into(), 80)]
         );
         let slices = 4 + 50 + 80 + 1;
         assert_eq!(

@@ -69,7 +69,7 @@ pub(super) fn run(
     let Some(c) = &req.content else {
         return Ok(None);
     };
-    let (tee, stream) = tee::pair(Some(c.spill_dir.clone()));
+    let (tee, stream) = tee::pair();
     let alongside = Alongside {
         goes_on: true,
         ..Alongside::default()
