@@ -283,6 +283,32 @@ mod tests {
         tee.end(&mut || w.flush());
     }
 
+    /// Reads `stream` to its end `piece` bytes at a time, pausing now and then
+    /// with `pause`.
+    fn read_in_pieces(stream: &mut SliceStream, piece: usize, pause: bool) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; piece];
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            if n == 0 {
+                return got;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if pause && got.len() % 5 == 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+    }
+
+    fn assert_bytes(got: &[u8], expected: &[u8]) {
+        assert!(
+            got == expected,
+            "{} bytes read of {}",
+            got.len(),
+            expected.len()
+        );
+    }
+
     #[test]
     fn what_is_put_is_read_in_order_up_to_the_end_mark() {
         let all = entries(4000);
@@ -295,12 +321,7 @@ mod tests {
             let mut got = Vec::new();
             stream.read_to_end(&mut got).unwrap();
             writer.join().unwrap();
-            assert!(
-                got == expected,
-                "{} bytes read of {}",
-                got.len(),
-                expected.len()
-            );
+            assert_bytes(&got, &expected);
         }
     }
 
@@ -353,21 +374,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         writer.join().unwrap();
-        let mut got = Vec::new();
-        let mut buf = vec![0u8; 7777];
-        loop {
-            let n = stream.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-        }
-        assert!(
-            got == expected,
-            "{} bytes read of {}",
-            got.len(),
-            expected.len()
-        );
+        assert_bytes(&read_in_pieces(&mut stream, 7777, false), &expected);
         assert!(
             stream.from_file > 10,
             "{} chunks from the file",
@@ -383,25 +390,9 @@ mod tests {
         let expected: Vec<u8> = all.concat();
         let (tee, mut stream) = pair();
         let writer = std::thread::spawn(move || write_slice(tee, &all, true, true));
-        let mut got = Vec::new();
-        let mut buf = vec![0u8; 1 << 16];
-        loop {
-            let n = stream.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            got.extend_from_slice(&buf[..n]);
-            if got.len() % 5 == 0 {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-        }
+        let got = read_in_pieces(&mut stream, 1 << 16, true);
         writer.join().unwrap();
-        assert!(
-            got == expected,
-            "{} bytes read of {}",
-            got.len(),
-            expected.len()
-        );
+        assert_bytes(&got, &expected);
     }
 
     /// A flush that fails leaves the chunk in memory (the writer waits), and
@@ -424,7 +415,7 @@ mod tests {
         let expected: Vec<u8> = (0..IN_FLIGHT * 3)
             .flat_map(|i| vec![i as u8; CHUNK])
             .collect();
-        assert!(got == expected, "{} bytes read", got.len());
+        assert_bytes(&got, &expected);
         assert_eq!(stream.from_file, 0);
     }
 }
