@@ -318,7 +318,7 @@ fn replay(
                 found,
             } = st;
             let layout = layout.with_slice(&point.coverage, &mut slice)?;
-            linter.set_second_run(layout.replays_slice && !layout.one_run);
+            linter.set_second_run(layout.second_run());
             let prepared = replay_end(
                 req,
                 (backup.end, oplog),
@@ -342,7 +342,7 @@ fn replay(
             let layout = layout.with_slice(&point.coverage, &mut slice)?;
             timer.mark("replica seeded");
             let mut linter = Linter::new(&backup.rules);
-            linter.set_second_run(layout.replays_slice && !layout.one_run);
+            linter.set_second_run(layout.second_run());
             let prepared = replay_both(
                 req,
                 (backup, oplog),
@@ -681,6 +681,12 @@ impl Layout {
             slice.prefix_bytes = 0;
         }
         Ok(self)
+    }
+
+    /// Whether the slice is replayed in a run of its own, after the backup's
+    /// (once [`Layout::with_slice`] is known): the lint's second run.
+    fn second_run(&self) -> bool {
+        self.replays_slice && !self.one_run
     }
 
     /// The lint's second run ([`Linter::set_second_run`]) once [`Layout::with_slice`]
@@ -1032,14 +1038,13 @@ fn replay_both(
     let mut walker = Walker::new(backup.rules.mongorestore.clone());
     let found = replay_backup_part(
         req,
-        backup.own_oplog_replayed(),
+        (backup.own_oplog_replayed(), slice.bytes),
         limit,
         &mut walker,
         linter,
         model,
         progress,
     )?;
-    model.expect_writes(slice.bytes);
     replay_slice(
         slice,
         backup.end,
@@ -1060,10 +1065,12 @@ fn replay_both(
 }
 
 /// The backup's own oplog, when it is replayed, then the model told the backup's
-/// part is over. Returns the backup oplog's first entry at or after the limit.
+/// part is over and about how many bytes of slice are to come
+/// ([`Model::expect_writes`]). Returns the backup oplog's first entry at or after
+/// the limit.
 fn replay_backup_part(
     req: &PlanRequest,
-    own_oplog: Option<&Path>,
+    (own_oplog, slice_bytes): (Option<&Path>, u64),
     limit: Ts,
     walker: &mut Walker,
     linter: &mut Linter,
@@ -1078,6 +1085,7 @@ fn replay_backup_part(
         found = replay_backup_oplog(p, opts, limit, walker, linter, model, progress)?;
     }
     model.mark_backup_end();
+    model.expect_writes(slice_bytes);
     Ok(found)
 }
 
@@ -1224,7 +1232,7 @@ fn restore_spec(
         backup_oplog_limit: (point.coverage.mode == Mode::WithinBackupOplog || layout.one_run)
             .then_some(limit),
         ns_include,
-        slice_dir: (layout.replays_slice && !layout.one_run).then(|| out_dir.clone()),
+        slice_dir: layout.second_run().then(|| out_dir.clone()),
         limit,
         plan_file: Path::new(&out_dir).join("plan.json").display().to_string(),
         dump_namespaces: dump_namespaces(filter, expected, &point.known_ns),

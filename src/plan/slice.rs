@@ -148,7 +148,7 @@ pub fn write(req: &SliceRequest<'_>, progress: &dyn Progress) -> Result<SliceOut
 /// before the file is synced.
 pub fn write_teed(
     req: &SliceRequest<'_>,
-    tee: Option<Tee>,
+    mut tee: Option<Tee>,
     progress: &dyn Progress,
 ) -> Result<SliceOutcome, PlanError> {
     // An oplog archive: only the chunks from the backup's end to the first entry at
@@ -186,7 +186,6 @@ pub fn write_teed(
             source,
         })?;
     }
-    let mut tee = tee;
     if let Some(t) = &mut tee {
         // Chunks the apply cannot take yet are read back from here (without a
         // second handle, the writer waits for the apply instead).

@@ -13,7 +13,7 @@
 //! is not applied where it lands: the replica resolves its collection and `_id` as
 //! for the writer threads ([`super::partition`]) and hands it here with its place in
 //! the oplog ([`Sorted::defer`]); the buffer (a quarter
-//! of the budget) is sorted by collection and `_id` (stably: a document's writes
+//! of the budget, at most [`RUN_BUFFER_MAX`]) is sorted by collection and `_id` (stably: a document's writes
 //! keep their oplog order) and written as a *run*, on a thread of its own while the
 //! next buffer fills ([`RunWriter`]; two buffers, half the budget in all). When the collection must be read, or
 //! a command touches it, [`Sorted::merge`] reads the base and every run's share in

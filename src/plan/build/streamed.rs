@@ -74,7 +74,7 @@ pub(super) fn run(
         goes_on: true,
         ..Alongside::default()
     };
-    // At most what the slice will hold (with --ns, more).
+    // About, and at most, the bytes the slice will hold (with --ns, more).
     let slice_bytes = oplog.sizes.between(backup.end, point.until.limit);
     let untouched = untouched(backup, oplog);
     let cold = cold_hint(backup, &untouched);
@@ -88,7 +88,7 @@ pub(super) fn run(
         backup_end: backup.end,
         limit: point.until.limit,
         own_oplog: backup.own_oplog_replayed(),
-        // Without --ns, about the bytes the slice will hold.
+        // Without --ns, the progress's estimate.
         total: f.is_none().then_some(slice_bytes),
         slice_bytes,
         name: out.path.join("oplog.bson").display().to_string(),
@@ -151,7 +151,7 @@ struct Side<'a> {
     limit: Ts,
     own_oplog: Option<&'a Path>,
     total: Option<u64>,
-    /// [`Model::expect_writes`].
+    /// [`Model::expect_writes`], by [`replay_backup_part`].
     slice_bytes: u64,
     /// How errors name the slice.
     name: String,
@@ -179,14 +179,13 @@ impl Side<'_> {
         let mut walker = Walker::new(self.rules.mongorestore.clone());
         let found = replay_backup_part(
             req,
-            self.own_oplog,
+            (self.own_oplog, self.slice_bytes),
             self.limit,
             &mut walker,
             &mut linter,
             &mut model,
             progress,
         )?;
-        model.expect_writes(self.slice_bytes);
         let source = SliceSource {
             entries: oplog::OplogReader::new(self.name, stream, ReadOptions::default()),
             total: (self.total, true),
