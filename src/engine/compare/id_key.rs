@@ -24,6 +24,8 @@ use crate::error::Hint;
 const INLINE: usize = 30;
 /// `{_id: v}`: 4-byte length, type byte, "_id" NUL, value, NUL.
 const VALUE_AT: usize = 4 + 1 + 4;
+/// `{_id: ObjectId}`: the value's 12 bytes and the NUL after them.
+const OID_KEY_LEN: usize = VALUE_AT + 12 + 1;
 
 /// Why an `_id` key could not be built or read back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -162,7 +164,11 @@ impl IdKey {
 }
 
 impl PartialEq for IdKey {
+    #[inline]
     fn eq(&self, other: &IdKey) -> bool {
+        if let (Some(a), Some(b)) = (self.inline_oid(), other.inline_oid()) {
+            return a == b;
+        }
         self.cmp(other) == Ordering::Equal
     }
 }
@@ -176,7 +182,34 @@ impl PartialOrd for IdKey {
 }
 
 impl Ord for IdKey {
+    #[inline]
     fn cmp(&self, other: &IdKey) -> Ordering {
+        if let (Some(a), Some(b)) = (self.inline_oid(), other.inline_oid()) {
+            return a.cmp(&b);
+        }
+        self.cmp_general(other)
+    }
+}
+
+impl IdKey {
+    /// An ObjectId's 12 bytes as one big-endian word (compared as the server
+    /// compares them: byte by byte), read at a fixed place without bounds checks
+    /// (the in-memory documents' tables compare keys on every lookup, and sort
+    /// them): the 4 bytes after the value are the terminating NUL and the
+    /// buffer's zero padding.
+    #[inline]
+    fn inline_oid(&self) -> Option<u128> {
+        match &self.repr {
+            Repr::Inline { len, buf } if buf[4] == raw::T_OID && *len as usize == OID_KEY_LEN => {
+                let mut w = [0u8; 16];
+                w.copy_from_slice(&buf[VALUE_AT..VALUE_AT + 16]);
+                Some(u128::from_be_bytes(w))
+            }
+            _ => None,
+        }
+    }
+
+    fn cmp_general(&self, other: &IdKey) -> Ordering {
         let (ka, va) = (self.element_type(), self.value_bytes());
         let (kb, vb) = (other.element_type(), other.value_bytes());
         same_kind_cmp(ka, va, kb, vb).unwrap_or_else(|| cmp_val(&self.val(), &other.val()))

@@ -17,7 +17,10 @@
 //! at most 96 MiB), every document moves to disk at once and later writes go there
 //! (`PITR_DISK_STORE=redb`: all to the B-tree store, as before the sort-merge one).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use std::path::{Path, PathBuf};
 
 use super::disk::{self, DiskError, DiskStore};
@@ -61,51 +64,164 @@ fn move_late() -> bool {
 /// A collection's documents are addressed by this slot, not by name.
 pub type Slot = u32;
 
-/// Per-entry heap overhead assumed on top of the bytes (B-tree node share, two
-/// allocations' headers, the `Box` pointers). Measured with glibc's malloc: a
-/// million documents of 100, 300 and 1,000 bytes under int32 and ObjectId `_id`s,
-/// in two partitions, took 111-119 bytes each beyond their own (the 64 assumed
-/// before undercounted the heap by 5-10%: past the 100 MB of headroom `--memory`
-/// promises once the budget is a few GiB).
-const ENTRY_OVERHEAD: usize = 112;
+/// Per-entry heap overhead assumed on top of the bytes (the hash table's share,
+/// the document's allocation header, the key inline). Measured with glibc's malloc
+/// (`cargo run --release --example store_memory`): a million documents of 100, 300
+/// and 1,000 bytes under int32 and ObjectId `_id`s, in two partitions, took 111-125
+/// bytes each beyond their own while hashed (77 with 1.8 million: the tables grow
+/// by doubling, so their share depends on how full they are), 56-69 once sorted
+/// ([`Store::flush`]). The B-tree they lived in before took 111-119; 64, assumed
+/// before that, undercounted the heap by 5-10%: past the 100 MB of headroom
+/// `--memory` promises once the budget is a few GiB.
+const ENTRY_OVERHEAD: usize = 120;
+
+/// One document in memory: its `_id` and its bytes.
+pub(crate) type Entry = (IdKey, Box<[u8]>);
+
+/// Hash tables per collection and partition: a table grows by doubling, and for
+/// a moment holds its old and new arrays; sixteen smaller tables keep that moment
+/// to a sixteenth of the collection, and the same for the move to sorted order
+/// ([`Coll::sort`]).
+const SHARDS: usize = 16;
+
+/// The hash of an `_id` in the in-memory tables (agrees with [`IdKey`]'s `Eq`,
+/// across numeric types too). Bits 32-35 choose the shard: hashbrown places by
+/// the low bits and tags by the top seven.
+fn key_hash(key: &IdKey) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x6964_6b65).hash_one(key)
+}
+
+fn shard(hash: u64) -> usize {
+    (hash >> 32) as usize % SHARDS
+}
+
+fn rehash(e: &Entry) -> u64 {
+    key_hash(&e.0)
+}
+
+/// One collection's documents in one partition. While the oplog is applied they
+/// are hashed by `_id` (a point lookup per write: the B-tree they lived in before
+/// cost a cache miss at each of its levels, 2.3 M documents deep on the bench, and
+/// was half of the writer threads' time); reads in `_id` order (`dbHash`, the
+/// dump, the move to disk) sort them once ([`Store::flush`]), and a later write
+/// hashes them again.
+enum Coll {
+    Hashed(Box<[HashTable<Entry>; SHARDS]>),
+    Sorted(Vec<Entry>),
+}
+
+impl Default for Coll {
+    fn default() -> Coll {
+        Coll::Hashed(Box::default())
+    }
+}
+
+impl Coll {
+    fn get(&self, key: &IdKey) -> Option<&Entry> {
+        match self {
+            Coll::Hashed(t) => {
+                let h = key_hash(key);
+                t[shard(h)].find(h, |e| e.0 == *key)
+            }
+            Coll::Sorted(v) => v.binary_search_by(|e| e.0.cmp(key)).ok().map(|i| &v[i]),
+        }
+    }
+
+    fn get_mut(&mut self, key: &IdKey) -> Option<&mut Entry> {
+        match self {
+            Coll::Hashed(t) => {
+                let h = key_hash(key);
+                t[shard(h)].find_mut(h, |e| e.0 == *key)
+            }
+            Coll::Sorted(v) => match v.binary_search_by(|e| e.0.cmp(key)) {
+                Ok(i) => Some(&mut v[i]),
+                Err(_) => None,
+            },
+        }
+    }
+
+    /// The tables, hashing the documents again if they were sorted.
+    fn tables(&mut self) -> &mut [HashTable<Entry>; SHARDS] {
+        if let Coll::Sorted(v) = self {
+            let mut t: Box<[HashTable<Entry>; SHARDS]> = Box::default();
+            for e in std::mem::take(v) {
+                let h = key_hash(&e.0);
+                t[shard(h)].insert_unique(h, e, rehash);
+            }
+            *self = Coll::Hashed(t);
+        }
+        match self {
+            Coll::Hashed(t) => t,
+            Coll::Sorted(_) => unreachable!("hashed above"),
+        }
+    }
+
+    /// Sorts the documents by `_id` (the server's index order), a table at a time
+    /// so that the tables and the sorted list together hold no more than the
+    /// tables did, but for one table.
+    fn sort(&mut self) {
+        let Coll::Hashed(t) = self else {
+            return;
+        };
+        let mut v = Vec::with_capacity(t.iter().map(HashTable::len).sum());
+        for table in t.iter_mut() {
+            v.extend(std::mem::take(table));
+        }
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        *self = Coll::Sorted(v);
+    }
+
+    /// Every document, in no particular order unless sorted.
+    fn iter(&self) -> Box<dyn Iterator<Item = &Entry> + '_> {
+        match self {
+            Coll::Hashed(t) => Box::new(t.iter().flat_map(HashTable::iter)),
+            Coll::Sorted(v) => Box::new(v.iter()),
+        }
+    }
+
+    fn into_sorted(mut self) -> Vec<Entry> {
+        self.sort();
+        match self {
+            Coll::Sorted(v) => v,
+            Coll::Hashed(_) => unreachable!("sorted above"),
+        }
+    }
+}
 
 /// One partition of the in-memory documents: every `_id` lives in the partition
 /// [`Store::part_of`] names, so writer threads applying a batch
 /// ([`super::partition`]) each own one partition and share nothing (no lock).
 #[derive(Default)]
 pub(crate) struct Part {
-    mem: FastMap<Slot, BTreeMap<IdKey, Box<[u8]>>>,
+    mem: FastMap<Slot, Coll>,
     counts: FastMap<Slot, u64>,
 }
 
 impl Part {
     pub(crate) fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
-        self.mem.get(&slot).and_then(|m| m.get(key)).map(|d| &d[..])
+        self.mem.get(&slot)?.get(key).map(|e| &e.1[..])
     }
 
     /// Inserts or replaces: whether a document was replaced, and the change of
     /// the memory estimate.
     pub(crate) fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
         let add = Store::cost(&key, doc.len());
-        let old = self
-            .mem
-            .entry(slot)
-            .or_default()
-            .insert(key, doc.to_vec().into_boxed_slice());
-        match old {
+        let coll = self.mem.entry(slot).or_default();
+        if let Some(e) = coll.get_mut(&key) {
+            let old = std::mem::replace(&mut e.1, Box::from(doc));
             // Same key size: the old entry cost `add` with the old document's length.
-            Some(old) => (true, doc.len() as isize - old.len() as isize),
-            None => {
-                *self.counts.entry(slot).or_default() += 1;
-                (false, add as isize)
-            }
+            return (true, doc.len() as isize - old.len() as isize);
         }
+        let h = key_hash(&key);
+        coll.tables()[shard(h)].insert_unique(h, (key, Box::from(doc)), rehash);
+        *self.counts.entry(slot).or_default() += 1;
+        (false, add as isize)
     }
 
     /// Replaces a document in place (over its bytes when the size is unchanged):
     /// the change of the memory estimate, None when it is absent.
     pub(crate) fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
-        let old = self.mem.get_mut(&slot).and_then(|m| m.get_mut(key))?;
+        let old = &mut self.mem.get_mut(&slot)?.get_mut(key)?.1;
         let old_len = old.len();
         if old_len == doc.len() {
             old.copy_from_slice(doc);
@@ -117,11 +233,25 @@ impl Part {
 
     /// Removes: the change of the memory estimate, None when it was absent.
     pub(crate) fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
-        let (k, doc) = self.mem.get_mut(&slot).and_then(|m| m.remove_entry(key))?;
+        let coll = self.mem.get_mut(&slot)?;
+        coll.get(key)?;
+        let h = key_hash(key);
+        let (k, doc) = coll.tables()[shard(h)]
+            .find_entry(h, |e| e.0 == *key)
+            .ok()?
+            .remove()
+            .0;
         if let Some(c) = self.counts.get_mut(&slot) {
             *c -= 1;
         }
         Some(-(Store::cost(&k, doc.len()) as isize))
+    }
+
+    /// Sorts every collection's documents by `_id`.
+    fn sort(&mut self) {
+        for c in self.mem.values_mut() {
+            c.sort();
+        }
     }
 }
 
@@ -590,8 +720,8 @@ impl Store {
         let mut freed = 0usize;
         for p in &mut self.parts {
             if let Some(m) = p.mem.remove(&slot) {
-                for (k, doc) in m {
-                    freed += Self::cost(&k, doc.len());
+                for (k, doc) in m.iter() {
+                    freed += Self::cost(k, doc.len());
                 }
             }
         }
@@ -613,14 +743,19 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.for_each(slot, f);
         }
-        let maps: Vec<_> = self.parts.iter().filter_map(|p| p.mem.get(&slot)).collect();
-        if let [m] = maps[..] {
-            for (k, doc) in m {
+        let colls: Vec<&Coll> = self.parts.iter().filter_map(|p| p.mem.get(&slot)).collect();
+        if colls.iter().all(|c| matches!(c, Coll::Sorted(_))) {
+            let sorted = colls.iter().map(|c| c.iter().map(|(k, d)| (k, d)));
+            for (k, doc) in merge_sorted(sorted.collect()) {
                 f(k, doc)?;
             }
             return Ok(());
         }
-        for (k, doc) in merge_sorted(maps.into_iter().map(|m| m.iter()).collect()) {
+        // Not sorted since the last write ([`Store::flush`] sorts): a sorted list
+        // of references for this scan.
+        let mut all: Vec<&Entry> = colls.iter().flat_map(|c| c.iter()).collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (k, doc) in all {
             f(k, doc)?;
         }
         Ok(())
@@ -659,7 +794,7 @@ impl Store {
                 .parts
                 .iter_mut()
                 .filter_map(|p| p.mem.remove(&slot))
-                .map(BTreeMap::into_iter)
+                .map(|c| c.into_sorted().into_iter())
                 .collect();
             match &mut target {
                 Target::Tree(d) => d.load(slot, merge_sorted(maps))?,
@@ -684,8 +819,19 @@ impl Store {
         Ok(())
     }
 
-    /// Makes pending disk writes readable by a fresh scan (a no-op in memory).
+    /// Makes pending disk writes readable by a fresh scan; in memory, sorts every
+    /// collection's documents by `_id` for the scans in order to come (each
+    /// partition on a thread of its own).
     pub fn flush(&mut self) -> Result<(), DiskError> {
+        if let [part] = &mut self.parts[..] {
+            part.sort();
+        } else {
+            std::thread::scope(|s| {
+                for part in &mut self.parts {
+                    s.spawn(|| part.sort());
+                }
+            });
+        }
         match &mut self.disk {
             Some(d) => d.flush(),
             None => Ok(()),
@@ -863,6 +1009,84 @@ mod tests {
     fn key_of(i: i32) -> IdKey {
         let raw = bson::RawBson::Int32(i);
         IdKey::from_value(raw.as_raw_bson_ref())
+    }
+
+    #[test]
+    fn the_in_memory_tables_keep_the_servers_id_order_hashed_or_sorted() {
+        // Two partitions (as with two writer threads), `_id`s of every kind the
+        // tests know (equal numbers of different types are one `_id`; ObjectIds
+        // and long strings), writes between sorts (`flush`) so that sorted
+        // collections are read, replaced in place, written to and hashed again:
+        // the contents and their order are always a B-tree's over the same keys.
+        use std::collections::BTreeMap;
+        for (seed, long_every) in [(11u64, 0u64), (12, 13)] {
+            let mut s = Store::partitioned(Content::Documents, usize::MAX, None, 2);
+            let mut model: BTreeMap<(Slot, IdKey), Vec<u8>> = BTreeMap::new();
+            let mut rng = Rng(seed);
+            let mut out = Vec::new();
+            for n in 0..20_000usize {
+                let slot = rng.below(3) as Slot;
+                let i = rng.below(5_000);
+                // The same value under another numeric type half of the time.
+                let v = match id(i, long_every) {
+                    Bson::Int32(x) if rng.below(2) == 0 => Bson::Int64(i64::from(x)),
+                    Bson::Int64(x) if rng.below(2) == 0 => Bson::Double(x as f64),
+                    other => other,
+                };
+                let key = IdKey::from_value(
+                    bson::RawBson::try_from(v.clone())
+                        .unwrap()
+                        .as_raw_bson_ref(),
+                );
+                match rng.below(10) {
+                    0..=4 => {
+                        let d = document(&v, 20 + n % 90);
+                        let replaced = s.put(slot, key.clone(), d.as_bytes()).unwrap();
+                        let had = model.insert((slot, key), d.as_bytes().to_vec()).is_some();
+                        assert_eq!(replaced, had, "put {v:?}");
+                    }
+                    5..=6 => {
+                        if s.mem_get(slot, &key).is_some() {
+                            // Same size (over the bytes) or not.
+                            let d = document(&v, if n % 2 == 0 { 7 } else { 20 + n % 90 });
+                            s.mem_replace(slot, &key, d.as_bytes()).unwrap();
+                            model.insert((slot, key), d.as_bytes().to_vec());
+                        } else {
+                            assert!(!model.contains_key(&(slot, key)), "{v:?} lost");
+                        }
+                    }
+                    7..=8 => {
+                        let removed = s.remove(slot, &key).unwrap();
+                        assert_eq!(
+                            removed,
+                            model.remove(&(slot, key)).is_some(),
+                            "remove {v:?}"
+                        );
+                    }
+                    _ => {
+                        out.clear();
+                        let found = s.get(slot, &key, &mut out).unwrap();
+                        assert_eq!(found.then_some(&out), model.get(&(slot, key)), "get {v:?}");
+                    }
+                }
+                if n % 1_500 == 0 {
+                    s.flush().unwrap();
+                }
+                if n % 2_500 == 0 || n == 19_999 {
+                    let want: Vec<(Slot, Vec<u8>, Vec<u8>)> = model
+                        .iter()
+                        .map(|((slot, k), d)| (*slot, k.document_bytes().to_vec(), d.clone()))
+                        .collect();
+                    assert_eq!(contents(&s), want, "seed {seed}, op {n}");
+                    s.flush().unwrap();
+                    assert_eq!(contents(&s), want, "seed {seed}, op {n}, sorted");
+                    for slot in 0..3 {
+                        let n = model.keys().filter(|(sl, _)| *sl == slot).count() as u64;
+                        assert_eq!(s.count(slot), n);
+                    }
+                }
+            }
+        }
     }
 
     /// The spill path (the on-disk store, [`super::super::disk`]) gives byte-identical contents
