@@ -124,9 +124,11 @@ pub(super) struct Queued {
 /// A full queue handed to the writer threads (each owns its partition meanwhile),
 /// not joined yet: the walk reads and queues the next entries in the meantime.
 pub(super) struct InFlight {
-    handles: Vec<std::thread::JoinHandle<(Part, Outcome)>>,
+    handles: Vec<std::thread::JoinHandle<(Part, Outcome, Vec<Queued>)>>,
     base_applied: u64,
     len: usize,
+    /// The queue's bytes, taken back for the next queue once the writers are done.
+    bytes: std::sync::Arc<Vec<u8>>,
 }
 
 /// The entries queued for the writers.
@@ -143,6 +145,10 @@ pub(super) struct Batch {
     pub len: usize,
     /// Entries per queue (0: [`BATCH_OPS`]).
     pub limit: usize,
+    /// The queues and bytes of the queue applied last, emptied, for the next one:
+    /// growing new ones for every queue (8 MiB of bytes, reallocated and copied
+    /// as they grew) showed in the walking thread's profile.
+    spare: (Vec<Vec<Queued>>, Vec<u8>),
 }
 
 impl Batch {
@@ -197,13 +203,13 @@ enum Effect {
 /// A writer: applies its queue to its partition, in order, until the first error.
 pub(super) fn run(
     part: &mut Part,
-    queue: Vec<Queued>,
+    queue: &mut Vec<Queued>,
     bytes: &[u8],
     opts: ApplyOptions,
 ) -> Outcome {
     let mut out = Outcome::default();
     let mut scratch = Vec::new();
-    for q in queue {
+    for q in queue.drain(..) {
         let seq = q.seq;
         match apply(part, q, bytes, opts, &mut scratch) {
             Ok(Effect::Bytes(d, grows)) => out.bytes.push((seq, d, grows)),
@@ -666,8 +672,9 @@ impl super::Replica {
         }
         let len = self.batch.len;
         let base_applied = self.batch.base_applied;
-        let queues = std::mem::take(&mut self.batch.queues);
-        let bytes = std::sync::Arc::new(std::mem::take(&mut self.batch.bytes));
+        let (spare_queues, spare_bytes) = std::mem::take(&mut self.batch.spare);
+        let queues = std::mem::replace(&mut self.batch.queues, spare_queues);
+        let bytes = std::sync::Arc::new(std::mem::replace(&mut self.batch.bytes, spare_bytes));
         self.batch.len = 0;
         let opts = self.opts.update;
         let handles = self
@@ -676,11 +683,11 @@ impl super::Replica {
             .iter_mut()
             .map(std::mem::take)
             .zip(queues)
-            .map(|(mut part, queue)| {
+            .map(|(mut part, mut queue)| {
                 let bytes = std::sync::Arc::clone(&bytes);
                 std::thread::spawn(move || {
-                    let o = run(&mut part, queue, &bytes, opts);
-                    (part, o)
+                    let o = run(&mut part, &mut queue, &bytes, opts);
+                    (part, o, queue)
                 })
             })
             .collect();
@@ -690,6 +697,7 @@ impl super::Replica {
             handles,
             base_applied,
             len,
+            bytes,
         });
         Ok(())
     }
@@ -701,11 +709,17 @@ impl super::Replica {
             return Ok(());
         };
         let mut outcomes = Vec::with_capacity(f.handles.len());
+        let mut queues = Vec::with_capacity(f.handles.len());
         for (i, h) in f.handles.into_iter().enumerate() {
-            let (part, o) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let (part, o, queue) = h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             self.store.parts_mut()[i] = part;
             outcomes.push(o);
+            queues.push(queue);
         }
+        // Every writer is done with the bytes: they serve the next queue.
+        let mut bytes = std::sync::Arc::try_unwrap(f.bytes).unwrap_or_default();
+        bytes.clear();
+        self.batch.spare = (queues, bytes);
         let r = self.merge(outcomes, f.base_applied, f.len);
         if r.is_err() {
             self.batch.discard();
@@ -728,7 +742,7 @@ impl super::Replica {
         if !self.batch.is_empty() {
             let len = self.batch.len;
             let base = self.batch.base_applied;
-            let queues = std::mem::take(&mut self.batch.queues);
+            let mut queues = std::mem::take(&mut self.batch.queues);
             let bytes = std::mem::take(&mut self.batch.bytes);
             self.batch.len = 0;
             let opts = self.opts.update;
@@ -736,15 +750,16 @@ impl super::Replica {
             let outcomes = if len < MIN_SHARED {
                 let parts = self.store.parts_mut().iter_mut();
                 parts
-                    .zip(queues)
+                    .zip(queues.iter_mut())
                     .map(|(part, queue)| run(part, queue, &bytes, opts))
                     .collect()
             } else {
                 self.batches_shared += 1;
-                write_in_parallel(self.store.parts_mut(), queues, &bytes, opts)
+                write_in_parallel(self.store.parts_mut(), &mut queues, &bytes, opts)
             };
             self.batch.bytes = bytes;
             self.batch.bytes.clear();
+            self.batch.queues = queues;
             self.merge(outcomes, base, len)?;
         }
         if self.store.deferred() {
@@ -793,12 +808,12 @@ impl super::Replica {
 /// Each partition's queue applied on its own thread (this one takes the first).
 fn write_in_parallel(
     parts: &mut [Part],
-    queues: Vec<Vec<Queued>>,
+    queues: &mut [Vec<Queued>],
     bytes: &[u8],
     opts: ApplyOptions,
 ) -> Vec<Outcome> {
     std::thread::scope(|s| {
-        let mut work = parts.iter_mut().zip(queues);
+        let mut work = parts.iter_mut().zip(queues.iter_mut());
         let mine = work.next();
         let others: Vec<_> = work
             .map(|(part, queue)| {
