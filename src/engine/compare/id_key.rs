@@ -247,7 +247,18 @@ fn same_kind_cmp(ka: u8, va: &[u8], kb: u8, vb: &[u8]) -> Option<Ordering> {
 }
 
 impl Hash for IdKey {
+    #[inline]
     fn hash<H: Hasher>(&self, state: &mut H) {
+        // An ObjectId fed to the hasher exactly as `hash_val` feeds it (its type
+        // bracket, then its 12 bytes), without building a `Val`: the in-memory
+        // documents' tables hash a key per write.
+        if self.element_type() == raw::T_OID {
+            if let Some(o) = self.value_bytes().get(..12) {
+                state.write_i32(super::canonical_type(raw::T_OID).unwrap_or(128));
+                state.write(o);
+                return;
+            }
+        }
         hash_val(&self.val(), state)
     }
 }

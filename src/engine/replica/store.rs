@@ -207,15 +207,25 @@ impl Part {
     pub(crate) fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
         let add = Store::cost(&key, doc.len());
         let coll = self.mem.entry(slot).or_default();
-        if let Some(e) = coll.get_mut(&key) {
-            let old = std::mem::replace(&mut e.1, Box::from(doc));
-            // Same key size: the old entry cost `add` with the old document's length.
-            return (true, doc.len() as isize - old.len() as isize);
+        // Same key size: the old entry cost `add` with the old document's length.
+        let replaced = |old: &mut Box<[u8]>| {
+            let old = std::mem::replace(old, Box::from(doc));
+            (true, doc.len() as isize - old.len() as isize)
+        };
+        if let Coll::Sorted(_) = coll {
+            if let Some(e) = coll.get_mut(&key) {
+                return replaced(&mut e.1);
+            }
         }
         let h = key_hash(&key);
-        coll.tables()[shard(h)].insert_unique(h, (key, Box::from(doc)), rehash);
-        *self.counts.entry(slot).or_default() += 1;
-        (false, add as isize)
+        match coll.tables()[shard(h)].entry(h, |e| e.0 == key, rehash) {
+            hashbrown::hash_table::Entry::Occupied(mut o) => replaced(&mut o.get_mut().1),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert((key, Box::from(doc)));
+                *self.counts.entry(slot).or_default() += 1;
+                (false, add as isize)
+            }
+        }
     }
 
     /// Replaces a document in place (over its bytes when the size is unchanged):

@@ -566,3 +566,42 @@ fn deep_nesting_does_not_overflow_the_stack() {
     let r = crate::engine::update::apply_oplog_update(&x, &o, Default::default(), &mut Vec::new());
     assert!(r.is_err(), "{r:?}");
 }
+
+/// The fast paths of ObjectId keys (one word compared, the bytes hashed without a
+/// `Val`) give what the general path gives: the order of `cmp_val` and the hash of
+/// `hash_val`, which keys of every other type still go through.
+#[test]
+fn object_id_keys_take_the_general_paths_order_and_hash() {
+    use super::super::compare::{cmp_val, hash_val, Val};
+    let oids: Vec<[u8; 12]> = [
+        "000000000000000000000000",
+        "000000000000000000000001",
+        "00000001ffffffffffffffff",
+        "65f0a1b2c3d4e5f601234567",
+        "65f0a1b2c3d4e5f601234568",
+        "80000000000000000000ff00",
+        "ffffffffffffffffffffffff",
+    ]
+    .iter()
+    .map(|h| ObjectId::from_str(h).unwrap().bytes())
+    .collect();
+    fn general(o: &[u8; 12]) -> Val<'_> {
+        Val::from_raw(bson::spec::ElementType::ObjectId as u8, &o[..])
+    }
+    let key = |o: &[u8; 12]| IdKey::from_value(RawBsonRef::ObjectId(ObjectId::from_bytes(*o)));
+    for a in &oids {
+        let ka = key(a);
+        let mut h = DefaultHasher::new();
+        hash_val(&general(a), &mut h);
+        assert_eq!(hash(&ka), h.finish(), "hash of {a:?}");
+        for b in &oids {
+            let kb = key(b);
+            assert_eq!(
+                ka.cmp(&kb),
+                cmp_val(&general(a), &general(b)),
+                "{a:?} against {b:?}"
+            );
+            assert_eq!(ka == kb, a == b);
+        }
+    }
+}
