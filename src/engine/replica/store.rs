@@ -12,7 +12,7 @@
 //! expected counts and lint need membership, not content.
 //!
 //! Memory accounting is an estimate of the heap held (document bytes, key bytes and
-//! a fixed per-entry overhead for the B-tree node and allocations); when it passes the
+//! a fixed per-entry overhead for the hash table and allocations); when it passes the
 //! budget, less what the on-disk store holds while they move ([`disk::own_memory`],
 //! at most 96 MiB), every document moves to disk at once and later writes go there
 //! (`PITR_DISK_STORE=redb`: all to the B-tree store, as before the sort-merge one).
