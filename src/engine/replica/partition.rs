@@ -289,21 +289,56 @@ fn refused(q: &Queued, bytes: &[u8], e: UpdateError) -> Result<Effect, ReplicaEr
 /// Where a writer finds and writes documents: its partition, or one document at a
 /// time in the merge of the sort-merge store ([`One`]).
 pub(super) trait Docs {
-    fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]>;
+    /// The stored document, read and then written over by an update: one lookup.
+    fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<DocMut<'_>>;
     fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize);
-    fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize>;
     fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize>;
 }
 
+/// A stored document an update reads, then replaces.
+pub(super) enum DocMut<'a> {
+    /// In a partition (the change of the memory estimate is the change of size).
+    Boxed(&'a mut Box<[u8]>),
+    /// The merge's current document (the sort-merge store counts no memory).
+    Merged(&'a mut Vec<u8>),
+}
+
+impl DocMut<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            DocMut::Boxed(b) => b,
+            DocMut::Merged(v) => v,
+        }
+    }
+
+    /// Writes `doc` over the document (over its bytes when the size is
+    /// unchanged): the change of the memory estimate.
+    fn set(self, doc: &[u8]) -> isize {
+        match self {
+            DocMut::Boxed(old) => {
+                let old_len = old.len();
+                if old_len == doc.len() {
+                    old.copy_from_slice(doc);
+                } else {
+                    *old = Box::from(doc);
+                }
+                doc.len() as isize - old_len as isize
+            }
+            DocMut::Merged(v) => {
+                v.clear();
+                v.extend_from_slice(doc);
+                0
+            }
+        }
+    }
+}
+
 impl Docs for Part {
-    fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
-        Part::get(self, slot, key)
+    fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<DocMut<'_>> {
+        Part::get_mut(self, slot, key).map(DocMut::Boxed)
     }
     fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
         Part::put(self, slot, key, doc)
-    }
-    fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
-        Part::replace(self, slot, key, doc)
     }
     fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
         Part::remove(self, slot, key)
@@ -314,22 +349,14 @@ impl Docs for Part {
 struct One<'a>(&'a mut Doc);
 
 impl Docs for One<'_> {
-    fn get(&self, _: Slot, _: &IdKey) -> Option<&[u8]> {
-        self.0.live.then_some(&self.0.bytes[..])
+    fn get_mut(&mut self, _: Slot, _: &IdKey) -> Option<DocMut<'_>> {
+        self.0.live.then_some(DocMut::Merged(&mut self.0.bytes))
     }
     fn put(&mut self, _: Slot, _: IdKey, doc: &[u8]) -> (bool, isize) {
         let replaced = std::mem::replace(&mut self.0.live, true);
         self.0.bytes.clear();
         self.0.bytes.extend_from_slice(doc);
         (replaced, 0)
-    }
-    fn replace(&mut self, _: Slot, _: &IdKey, doc: &[u8]) -> Option<isize> {
-        if !self.0.live {
-            return None;
-        }
-        self.0.bytes.clear();
-        self.0.bytes.extend_from_slice(doc);
-        Some(0)
     }
     fn remove(&mut self, _: Slot, _: &IdKey) -> Option<isize> {
         std::mem::replace(&mut self.0.live, false).then_some(0)
@@ -358,13 +385,19 @@ fn apply(
         Kind::Update { upsert } => {
             let o = RawDocument::from_bytes(o).map_err(|e| failure(&q, bytes, e.to_string()))?;
             scratch.clear();
-            let r = match part.get(q.slot, &q.key) {
-                Some(cur) => update::classify(o).and_then(|kind| {
-                    let cur = RawDocument::from_bytes(cur).map_err(|e| {
-                        UpdateError::malformed("the stored document", e.to_string())
-                    })?;
-                    update::apply(cur, kind, opts, scratch)
-                }),
+            let r = match part.get_mut(q.slot, &q.key) {
+                Some(cur) => {
+                    let r = update::classify(o).and_then(|kind| {
+                        let doc = RawDocument::from_bytes(cur.bytes()).map_err(|e| {
+                            UpdateError::malformed("the stored document", e.to_string())
+                        })?;
+                        update::apply(doc, kind, opts, scratch)
+                    });
+                    return match r {
+                        Ok(()) => Ok(Effect::Bytes(cur.set(scratch), true)),
+                        Err(e) => refused(&q, bytes, e),
+                    };
+                }
                 None if !upsert => return missing(&q, bytes, "an update of a missing document"),
                 None => {
                     update::classify(o).and_then(|kind| update::upsert(&q.key, kind, opts, scratch))
@@ -373,11 +406,8 @@ fn apply(
             if let Err(e) = r {
                 return refused(&q, bytes, e);
             }
-            let d = match part.replace(q.slot, &q.key, scratch) {
-                Some(d) => d,
-                None => part.put(q.slot, q.key, scratch).1,
-            };
-            Ok(Effect::Bytes(d, true))
+            // An upsert of a missing document.
+            Ok(Effect::Bytes(part.put(q.slot, q.key, scratch).1, true))
         }
     }
 }

@@ -202,6 +202,11 @@ impl Part {
         self.mem.get(&slot)?.get(key).map(|e| &e.1[..])
     }
 
+    /// The document, to be written over.
+    pub(crate) fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<&mut Box<[u8]>> {
+        Some(&mut self.mem.get_mut(&slot)?.get_mut(key)?.1)
+    }
+
     /// Inserts or replaces: whether a document was replaced, and the change of
     /// the memory estimate.
     pub(crate) fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
