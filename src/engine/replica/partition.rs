@@ -315,15 +315,7 @@ impl DocMut<'_> {
     /// unchanged): the change of the memory estimate.
     fn set(self, doc: &[u8]) -> isize {
         match self {
-            DocMut::Boxed(old) => {
-                let old_len = old.len();
-                if old_len == doc.len() {
-                    old.copy_from_slice(doc);
-                } else {
-                    *old = Box::from(doc);
-                }
-                doc.len() as isize - old_len as isize
-            }
+            DocMut::Boxed(old) => super::store::overwrite(old, doc),
             DocMut::Merged(v) => {
                 v.clear();
                 v.extend_from_slice(doc);

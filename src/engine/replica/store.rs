@@ -84,9 +84,10 @@ pub(crate) type Entry = (IdKey, Box<[u8]>);
 /// ([`Coll::sort`]).
 const SHARDS: usize = 16;
 
-/// The hash of an `_id` in the in-memory tables (agrees with [`IdKey`]'s `Eq`,
-/// across numeric types too). Bits 32-35 choose the shard: hashbrown places by
-/// the low bits and tags by the top seven.
+/// The hash of an `_id` in the in-memory tables and for its partition (agrees
+/// with [`IdKey`]'s `Eq`, across numeric types too). Bits 32-35 choose the shard,
+/// the bits from 36 the partition ([`Store::part_of`]): hashbrown places by the
+/// low bits and tags by the top seven.
 fn key_hash(key: &IdKey) -> u64 {
     foldhash::fast::FixedState::with_seed(0x6964_6b65).hash_one(key)
 }
@@ -188,6 +189,19 @@ impl Coll {
     }
 }
 
+/// Writes `doc` over a stored document (over its bytes when the size is
+/// unchanged, else in an allocation of the new size): the change of the memory
+/// estimate.
+pub(crate) fn overwrite(old: &mut Box<[u8]>, doc: &[u8]) -> isize {
+    let old_len = old.len();
+    if old_len == doc.len() {
+        old.copy_from_slice(doc);
+    } else {
+        *old = Box::from(doc);
+    }
+    doc.len() as isize - old_len as isize
+}
+
 /// One partition of the in-memory documents: every `_id` lives in the partition
 /// [`Store::part_of`] names, so writer threads applying a batch
 /// ([`super::partition`]) each own one partition and share nothing (no lock).
@@ -213,10 +227,7 @@ impl Part {
         let add = Store::cost(&key, doc.len());
         let coll = self.mem.entry(slot).or_default();
         // Same key size: the old entry cost `add` with the old document's length.
-        let replaced = |old: &mut Box<[u8]>| {
-            let old = std::mem::replace(old, Box::from(doc));
-            (true, doc.len() as isize - old.len() as isize)
-        };
+        let replaced = |old: &mut Box<[u8]>| (true, overwrite(old, doc));
         if let Coll::Sorted(_) = coll {
             if let Some(e) = coll.get_mut(&key) {
                 return replaced(&mut e.1);
@@ -236,14 +247,7 @@ impl Part {
     /// Replaces a document in place (over its bytes when the size is unchanged):
     /// the change of the memory estimate, None when it is absent.
     pub(crate) fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
-        let old = &mut self.mem.get_mut(&slot)?.get_mut(key)?.1;
-        let old_len = old.len();
-        if old_len == doc.len() {
-            old.copy_from_slice(doc);
-        } else {
-            *old = Box::from(doc);
-        }
-        Some(doc.len() as isize - old_len as isize)
+        Some(overwrite(self.get_mut(slot, key)?, doc))
     }
 
     /// Removes: the change of the memory estimate, None when it was absent.
@@ -299,7 +303,6 @@ pub struct Store {
     /// The in-memory documents, split by the hash of their `_id` (one partition
     /// unless the replica applies on several writer threads).
     parts: Vec<Part>,
-    partitioner: foldhash::fast::FixedState,
     mem_bytes: usize,
     budget: usize,
     spill_dir: Option<PathBuf>,
@@ -335,7 +338,6 @@ impl Store {
         Store {
             content,
             parts: (0..parts.max(1)).map(|_| Part::default()).collect(),
-            partitioner: foldhash::fast::FixedState::with_seed(0x7069_7472),
             mem_bytes: 0,
             budget,
             spill_dir: spill_dir.map(Path::to_path_buf),
@@ -362,8 +364,7 @@ impl Store {
         if self.parts.len() == 1 {
             return 0;
         }
-        (std::hash::BuildHasher::hash_one(&self.partitioner, key) % self.parts.len() as u64)
-            as usize
+        ((key_hash(key) >> 36) % self.parts.len() as u64) as usize
     }
 
     /// The partitions, for writer threads that each take one.
