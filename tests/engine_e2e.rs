@@ -175,6 +175,83 @@ fn verify_json(cwd: &Path, mongod: &Mongod, plan_file: &Path) -> Output {
     )
 }
 
+/// `--keep-slice`: the plan keeps the slice the engine applied, byte for byte the
+/// one `pitr plan` writes for the same inputs and limit; without it, the same dump
+/// and counts, and no slice left anywhere in the work dir.
+#[test]
+fn keep_slice_keeps_pitr_plans_slice_and_without_it_nothing_is_left() {
+    let fixture = Path::new(FIXTURE);
+    let kept = tempfile::tempdir().unwrap();
+    let (o, kept_report) = embedded(kept.path(), fixture, "auto", &["--keep-slice"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let slice = std::fs::read(kept.path().join("work/plan/oplog.bson")).unwrap();
+    let pj = read_json(&kept.path().join("work/plan/plan.json"));
+    assert_eq!(pj["slice"]["kept"], true);
+    assert_eq!(pj["slice"]["bytes"], slice.len() as u64);
+    assert!(
+        pj["slice"]["entries"].as_u64().unwrap() > 0,
+        "{}",
+        pj["slice"]
+    );
+    let md = std::fs::read_to_string(kept.path().join("work/report.md")).unwrap();
+    assert!(md.contains("applied and kept in `"), "{md}");
+
+    let plan = run_pitr(
+        kept.path(),
+        &[
+            "plan",
+            "--backup",
+            fixture.join("backup").to_str().unwrap(),
+            "--oplog",
+            fixture.join("oplog.bson").to_str().unwrap(),
+            "--until",
+            "auto",
+            "--out",
+            "by-plan",
+        ],
+        &[],
+    );
+    assert_eq!(code(&plan), 0, "{}", show(&plan));
+    // pitr plan writes the one-run layout here: the backup's own entries, then
+    // the slice.
+    let theirs = read_json(&kept.path().join("by-plan/plan.json"));
+    assert_eq!(theirs["slice"]["bytes"], slice.len() as u64);
+    let file = std::fs::read(theirs["slice"]["oplog_file"].as_str().unwrap()).unwrap();
+    assert!(
+        file.ends_with(&slice),
+        "the kept slice is not the end of pitr plan's {}",
+        theirs["slice"]["oplog_file"]
+    );
+
+    let plain = tempfile::tempdir().unwrap();
+    let (o, report) = embedded(plain.path(), fixture, "auto", &[]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let md = std::fs::read_to_string(plain.path().join("work/report.md")).unwrap();
+    assert!(
+        md.contains("applied as they were read and not kept"),
+        "{md}"
+    );
+    let (report, kept_report) = (report.unwrap(), kept_report.unwrap());
+    assert_eq!(counts_of(&report), counts_of(&kept_report));
+    assert_eq!(report["namespaces"], kept_report["namespaces"]);
+    let pj = read_json(&plain.path().join("work/plan/plan.json"));
+    assert_eq!(pj["slice"]["kept"], false);
+    assert_eq!(pj["slice"]["bytes"], slice.len() as u64);
+    let mut bson_files = Vec::new();
+    let mut dirs = vec![plain.path().join("work")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "bson" || x == "tmp") {
+                bson_files.push(p);
+            }
+        }
+    }
+    assert!(bson_files.is_empty(), "{bson_files:?}");
+}
+
 /// `dbHash` of `db.coll` and its count, through the driver.
 #[test]
 fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
@@ -190,15 +267,16 @@ fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
         assert_eq!(code(&o), 0, "{form}: {}", show(&o));
         let report = report.unwrap();
         let plan_file: PathBuf = tmp.path().join("work/plan/plan.json");
-        // The engine applied the slice itself: the plan keeps it alone, and no
-        // copy for a mongorestore run that does not happen.
+        // The engine applied the slice as it read it: no copy of it (without
+        // --keep-slice) and none for a mongorestore run that does not happen.
         let plan_dir = tmp.path().join("work/plan");
-        assert!(plan_dir.join("oplog.bson").is_file(), "{form}");
+        assert!(!plan_dir.join("oplog.bson").exists(), "{form}");
         assert!(!plan_dir.join("restore").exists(), "{form}");
         assert!(!plan_dir.join("restore.archive").exists(), "{form}");
         let pj: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&plan_file).unwrap()).unwrap();
         assert_eq!(pj["restore"]["inputs_written"], false, "{form}");
+        assert_eq!(pj["slice"]["kept"], false, "{form}");
         assert!(
             pj["slice"]["oplog_file"]
                 .as_str()

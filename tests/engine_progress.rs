@@ -17,13 +17,14 @@ use replay_common::{code, run_pitr, show, stderr, FIXTURE};
 
 /// Every phase of an embedded replay that stops at a drop, in order.
 /// (The dump is written while the other cores hash: one phase, counting the
-/// documents hashed plus those written. The slice is written while the backup's
-/// documents load and its own oplog applies, on another thread: see [`ALONGSIDE`].)
+/// documents hashed plus those written. The slice is read (not kept: no
+/// `--keep-slice`) while the backup's documents load and its own oplog applies, on
+/// another thread: see [`ALONGSIDE`].)
 const PHASES: [&str; 9] = [
     "reading the backup",
     "reading the backup's oplog",
     "reading the oplog",
-    "writing the slice",
+    "reading the slice",
     "loading the backup's documents",
     "applying the backup's oplog",
     "applying the oplog slice",
@@ -31,7 +32,7 @@ const PHASES: [&str; 9] = [
     "writing the destroyed documents",
 ];
 
-/// The phases that run while the slice is written (`src/plan/build/streamed.rs`):
+/// The phases that run while the slice is read (`src/plan/build/streamed.rs`):
 /// after the oplog's reading, before the slice's apply, in this order, but in any
 /// order with the slice's writing.
 const ALONGSIDE: [&str; 4] = [

@@ -400,6 +400,7 @@ fn plan_members<'a>(
                 content: Some((memory, predict.path().to_path_buf())),
                 txns: &p.txns,
                 mongod: Some(hints.clone()),
+                keep_slice: true,
             },
             &Quiet,
         )?;

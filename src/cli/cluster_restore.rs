@@ -198,6 +198,7 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 content: is_config.then(|| (budget.bytes as usize, spill.path().to_path_buf())),
                 txns: &p.txns,
                 mongod: None,
+                keep_slice: true,
             },
             &Quiet,
         )?;
@@ -668,6 +669,7 @@ fn replay_members(
                 content: Some((memory, spill.path().to_path_buf())),
                 txns: &p.txns,
                 mongod: None,
+                keep_slice: a.keep_slice,
             },
             &Quiet,
         )?;

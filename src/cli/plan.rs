@@ -539,7 +539,15 @@ fn render_expected(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
 /// The slice written.
 fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     let s = &p.slice;
-    writeln!(out, "Slice     {}", s.oplog_file)?;
+    if s.kept {
+        writeln!(out, "Slice     {}", s.oplog_file)?;
+    } else {
+        writeln!(
+            out,
+            "Slice     applied as read, not kept (`--keep-slice` writes it as {})",
+            s.oplog_file
+        )?;
+    }
     writeln!(
         out,
         "  {} entries ({} bytes): ts > {} (backup end) and < {} (limit, exclusive)",
@@ -587,11 +595,14 @@ fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         writeln!(out, "  --skip {}: {what}: {}", k.ts, k.entry.describe())?;
     }
     if p.restore.combined && !p.restore.inputs_written {
+        let in_file = match s.kept {
+            true => format!("in {}: ", s.oplog_file),
+            false => String::new(),
+        };
         writeln!(
             out,
-            "  in {}: the embedded engine applied it; the one-run restore files the steps below read \
-             were not written (`pitr plan` writes them)",
-            p.slice.oplog_file
+            "  {in_file}the embedded engine applied it; the one-run restore files the steps below read \
+             were not written (`pitr plan` writes them)"
         )?;
     } else if let (true, Some(st)) = (p.restore.combined, &p.restore.stream) {
         writeln!(

@@ -4,7 +4,7 @@
 //! - [`ScanProgress`]: one bar over a file's bytes, for the scans of `find-drop`,
 //!   `oplog` and `plan` (hidden when stderr is not a terminal or the input is small).
 //! - [`PhaseProgress`]: every long phase of `pitr replay --engine embedded` (reading
-//!   the backup and the oplog, writing the slice, loading the backup's documents,
+//!   the backup and the oplog, reading (or writing) the slice, loading the backup's documents,
 //!   applying the backup's oplog and the slice, hashing, writing the dumps). On a
 //!   terminal, a bar per phase with its rate and time left; otherwise (a log, CI) a
 //!   line every [`DEFAULT_INTERVAL`] (`PITR_PROGRESS_INTERVAL`: e.g. `500ms`, `0.1s`,

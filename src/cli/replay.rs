@@ -146,6 +146,12 @@ pub struct ReplayArgs {
     /// holds its damage (without this, such a replay ends with exit 1, INCIDENT REPLAYED)
     #[arg(long)]
     pub accept_incidents: bool,
+    /// Embedded engine: also keep the oplog slice it applied as WORKDIR/plan/oplog.bson
+    /// (with --cluster, each member's), as `pitr plan` writes it. Without it the
+    /// slice is applied as it is read and not written: a copy as big as the slice
+    /// (the --engine mongod plan always keeps it: mongorestore reads it)
+    #[arg(long)]
+    pub keep_slice: bool,
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]
     pub json: bool,
@@ -254,14 +260,18 @@ fn embedded_space(
         return Ok(None);
     }
     let (backup, oplog) = input_sizes(a);
-    // The slice, and past --memory the on-disk store of the documents.
+    // The slice when it is kept, and past --memory the on-disk store of the
+    // documents.
     let store = preflight::store_bytes(backup, oplog, budget);
+    let (slice, plain) = match a.keep_slice {
+        true => (oplog, "the slice and the engine's on-disk store"),
+        false => (0, "the engine's on-disk store"),
+    };
     let needs = |copy: u64| {
-        let plain = "the slice and the engine's on-disk store";
         vec![
             Need {
                 dir: work.root.clone(),
-                bytes: oplog + store + copy,
+                bytes: slice + store + copy,
                 what: if copy > 0 {
                     format!("{plain}, and a copy of the oplog")
                 } else {
@@ -918,8 +928,10 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         .plan
         .request(Some(work.plan_dir()), cwd.clone(), Default::default());
     // The engine applies the slice itself: no copy of it (or of an archive backup)
-    // for a mongorestore run that will not happen.
+    // for a mongorestore run that will not happen, and the slice kept only when
+    // asked for.
     req.mongorestore_inputs = false;
+    req.keep_slice = a.keep_slice;
     if a.dry_run {
         let plan = match plan::build(
             &req,

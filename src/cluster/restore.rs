@@ -79,6 +79,9 @@ pub struct MemberJob<'a> {
     /// inputs written, expected counts and hashes predicted as mongorestore
     /// replays, for verification), with what is known of the programs' versions.
     pub mongod: Option<crate::plan::versions::VersionHints>,
+    /// Keep the member's slice in its plan ([`PlanRequest::keep_slice`]): always
+    /// for mongorestore; for the embedded engine, `--keep-slice`.
+    pub keep_slice: bool,
 }
 
 /// Runs the single-replica-set plan of one member at the limit.
@@ -106,6 +109,7 @@ pub fn member_plan(
             config_server,
         }),
         mongorestore_inputs: mongod,
+        keep_slice: mongod || job.keep_slice,
         versions: job.mongod.unwrap_or_default(),
         decided: Some(job.txns.decisions()),
         ..PlanRequest::new(

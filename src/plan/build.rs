@@ -79,6 +79,12 @@ pub struct PlanRequest {
     /// False for the embedded engine, which applies the slice itself: on a large
     /// oplog that copy is as big as the slice.
     pub mongorestore_inputs: bool,
+    /// Keep the slice as `OUT/oplog.bson`. False for the embedded engine without
+    /// `--keep-slice`: an oplog in ts order is then applied as it is read and never
+    /// written (a copy as big as the slice, which `pitr plan` with the same inputs
+    /// writes identically); one out of order is still sorted through a temporary
+    /// file, removed at the end.
+    pub keep_slice: bool,
     /// The backup's data is already in the spare (a recovered snapshot backup, issue
     /// 23; `backup` is then the mongodump taken of it): the slice is replayed alone,
     /// never in one run with a restore of the backup.
@@ -119,6 +125,7 @@ impl PlanRequest {
             versions: VersionHints::default(),
             content: None,
             mongorestore_inputs: true,
+            keep_slice: true,
             backup_in_spare: false,
             stream_archive: false,
             decided: None,
@@ -249,7 +256,7 @@ pub fn build_with_model(
         backup: backup_section(req, &backup),
         oplog: range_of(&oplog_scan),
         steps: steps::steps(&restore, &CommandValues::placeholders()),
-        slice: slice_section(&slice, &backup, &layout, &out, limit),
+        slice: slice_section(req, &slice, &backup, &layout, &out, limit),
         skips: skip_outcomes(&slice),
         until: point.until,
         coverage: point.coverage,
@@ -730,6 +737,7 @@ fn write_slice(
             skips: &point.skip_set,
             input_sorted: oplog.out_of_order == 0,
             dir: &out.path,
+            keep: req.keep_slice,
             sort_memory: req.sort_memory,
             prefix: backup
                 .inv
@@ -1300,6 +1308,7 @@ fn backup_section(req: &PlanRequest, backup: &BackupRead) -> BackupSection {
 }
 
 fn slice_section(
+    req: &PlanRequest,
     slice: &SliceOutcome,
     backup: &BackupRead,
     layout: &Layout,
@@ -1319,6 +1328,7 @@ fn slice_section(
         .display()
         .to_string(),
         after_backup_oplog: layout.one_run_written,
+        kept: req.keep_slice,
         entries: slice.entries,
         bytes: slice.bytes,
         first_ts: slice.first_ts,
@@ -2306,21 +2316,20 @@ impl OutDir {
                     .map_err(|e| write_err(&self.path, e))?;
             }
         }
-        match fs::remove_file(&plan_path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(write_err(&plan_path, e)),
-        }
+        remove_if_there(&plan_path).map_err(|e| write_err(&plan_path, e))?;
         match restore_dir {
             // One run: the slice lives inside restore/oplog.bson; a stale
             // OUT/oplog.bson of an earlier plan must not be taken for this one's.
             Some(dir) => {
                 onerun::install(dir, &self.path)?;
-                match fs::remove_file(&oplog_path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(write_err(&oplog_path, e)),
-                }
+                remove_if_there(&oplog_path).map_err(|e| write_err(&oplog_path, e))?;
+                drop(slice);
+            }
+            None if !plan.slice.kept => {
+                // Applied as it was read: no OUT/oplog.bson, and none of an earlier
+                // plan left to be taken for this one's.
+                onerun::remove_stale(&self.path)?;
+                remove_if_there(&oplog_path).map_err(|e| write_err(&oplog_path, e))?;
                 drop(slice);
             }
             None => {
@@ -2335,6 +2344,14 @@ impl OutDir {
             .map_err(|e| write_err(&plan_path, e.error))?;
         self.done = true;
         Ok(())
+    }
+}
+
+/// Removes `path`; already gone is fine.
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 

@@ -35,7 +35,8 @@
 //!   `reordered` (pitr sorted it), `duplicates_dropped` (identical repeats),
 //!   `same_ts_kept` (different entries sharing a ts), `filtered_out`, `skipped`,
 //!   `after_backup_oplog` (the slice is in `restore/oplog.bson` after the backup's
-//!   own entries: the one-run layout);
+//!   own entries: the one-run layout), `kept` (false: the embedded engine applied
+//!   the entries as it read them and wrote no `oplog_file`);
 //! - `stake`: [`stake::Stake`]: the critical and high incidents the restore replays
 //!   (`incidents`) and the writes at or after the limit it leaves out (`lost`);
 //! - `expected`: array of [`expect::ExpectedNs`] (`ns`, `exists`, `documents`,
@@ -343,4 +344,14 @@ pub struct SliceSection {
     /// `restore/oplog.bson`; see [`steps::RestoreSpec`]).
     #[serde(default)]
     pub after_backup_oplog: bool,
+    /// `oplog_file` was written and kept. False for the embedded engine's plan
+    /// without `--keep-slice` ([`super::PlanRequest::keep_slice`]): its entries were
+    /// applied as they were read, and `oplog_file` names where `pitr plan` (or
+    /// `--keep-slice`) would write them. Plans made before this field: true.
+    #[serde(default = "kept_by_default")]
+    pub kept: bool,
+}
+
+fn kept_by_default() -> bool {
+    true
 }

@@ -59,6 +59,10 @@ pub struct SliceRequest<'a> {
     pub input_sorted: bool,
     /// Directory for the temporary output and sort runs.
     pub dir: &'a Path,
+    /// The slice is kept (`OUT/oplog.bson`). Without it, and with a tee (the
+    /// entries applied as they are read), nothing is written: the writer waits
+    /// for the apply instead of leaving chunks in the file for it.
+    pub keep: bool,
     pub sort_memory: usize,
     /// Bytes to write first, before the slice: the backup's own oplog (decompressed),
     /// so that the file is at once what a one-run mongorestore reads (the backup's
@@ -161,12 +165,18 @@ pub fn write_teed(
     };
     let mut r = oplog::open_range(req.oplog, req.opts, &range)?;
     let (counter, total) = r.progress();
-    let mut tick = progress.pass("writing the slice", counter, total);
+    // Not kept and applied as read: the file stays empty (and is removed).
+    let to_file = req.keep || tee.is_none() || req.prefix.is_some() || !req.input_sorted;
+    let what = match to_file {
+        true => "writing the slice",
+        false => "reading the slice",
+    };
+    let mut tick = progress.pass(what, counter, total);
     let file = temp_in(req.dir)?;
     let out_path = file.path().to_path_buf();
     let mut out = outcome(file);
     let mut writer = BufWriter::with_capacity(
-        1 << 20,
+        if to_file { 1 << 20 } else { 0 },
         out.file
             .as_file()
             .try_clone()
@@ -186,14 +196,14 @@ pub fn write_teed(
             source,
         })?;
     }
-    if let Some(t) = &mut tee {
+    if let Some(t) = tee.as_mut().filter(|_| to_file) {
         // Chunks the apply cannot take yet are read back from here (without a
         // second handle, the writer waits for the apply instead).
         if let Ok(f) = out.file.as_file().try_clone() {
             t.read_from(f, out.prefix_bytes);
         }
     }
-    let dedup = Dedup::new(writer, out_path.clone(), tee);
+    let dedup = Dedup::new(to_file.then_some(writer), out_path.clone(), tee);
     let mut sink = if req.input_sorted {
         Sink::Stream(dedup)
     } else {
@@ -388,7 +398,8 @@ struct SinkStats {
 /// The final writer, fed in ts order: drops an entry identical to one already
 /// written with the same ts.
 struct Dedup {
-    w: BufWriter<File>,
+    /// None: the slice is not kept, only handed to the tee.
+    w: Option<BufWriter<File>>,
     path: PathBuf,
     group_ts: Option<Ts>,
     /// The entries written with `group_ts` (almost always one), one after another
@@ -401,7 +412,7 @@ struct Dedup {
 }
 
 impl Dedup {
-    fn new(w: BufWriter<File>, path: PathBuf, tee: Option<Tee>) -> Dedup {
+    fn new(w: Option<BufWriter<File>>, path: PathBuf, tee: Option<Tee>) -> Dedup {
         Dedup {
             w,
             path,
@@ -439,13 +450,15 @@ impl Dedup {
             self.group.clear();
             self.group_ends.clear();
         }
-        self.w.write_all(bytes).map_err(|source| PlanError::Write {
-            path: self.path.clone(),
-            source,
-        })?;
+        if let Some(w) = &mut self.w {
+            w.write_all(bytes).map_err(|source| PlanError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        }
         if let Some(t) = &mut self.tee {
             let w = &mut self.w;
-            t.put(bytes, &mut || w.flush());
+            t.put(bytes, &mut || flush(w));
         }
         self.group.extend_from_slice(bytes);
         self.group_ends.push(self.group.len());
@@ -460,16 +473,23 @@ impl Dedup {
         // The apply need not wait for the file's sync.
         if let Some(t) = &mut self.tee {
             let w = &mut self.w;
-            t.end(&mut || w.flush());
+            t.end(&mut || flush(w));
         }
         let io = |source| PlanError::Write {
             path: self.path.clone(),
             source,
         };
-        self.w.flush().map_err(io)?;
-        self.w.get_ref().sync_all().map_err(io)?;
+        if let Some(w) = &mut self.w {
+            w.flush().map_err(io)?;
+            w.get_ref().sync_all().map_err(io)?;
+        }
         Ok(self.stats)
     }
+}
+
+/// The slice's buffered writer flushed, when there is one.
+fn flush(w: &mut Option<BufWriter<File>>) -> std::io::Result<()> {
+    w.as_mut().map_or(Ok(()), |w| w.flush())
 }
 
 enum Sink {
@@ -742,9 +762,55 @@ mod tests {
             skips,
             input_sorted: sorted,
             dir,
+            keep: true,
             sort_memory: memory,
             prefix: None,
         }
+    }
+
+    /// Not kept, with a tee (the embedded engine): the apply gets the bytes the
+    /// kept slice holds, in order, and nothing is written; the stats are the same.
+    /// Many entries, so that the writer waits for the reader (8 chunks of 1 MiB).
+    #[test]
+    fn a_slice_not_kept_is_handed_over_whole_and_never_written() {
+        let d = tempfile::tempdir().unwrap();
+        let pad = "x".repeat(2000);
+        let docs: Vec<Document> = (0..12_000u32)
+            .map(|i| {
+                let mut e = ins(10 + i / 1000, i % 1000 + 1, "a.b");
+                e.insert("pad", pad.as_str());
+                e
+            })
+            .collect();
+        let path = write_oplog(d.path(), &docs);
+        let (none, skips) = (HashSet::new(), HashSet::new());
+        let mut r = req(&path, d.path(), true, DEFAULT_SORT_MEMORY, &none, &skips);
+        r.to_exclusive = Ts::new(30, 0);
+        let kept = write(&r, &Quiet).unwrap();
+        let want = std::fs::read(kept.file.path()).unwrap();
+        assert!(want.len() > 16 << 20, "{}", want.len());
+        r.keep = false;
+        let (tee, mut stream) = crate::plan::tee::pair();
+        let (out, got) = std::thread::scope(|s| {
+            let reader = s.spawn(move || {
+                let mut got = Vec::new();
+                std::io::Read::read_to_end(&mut stream, &mut got).map(|_| got)
+            });
+            let out = write_teed(&r, Some(tee), &Quiet).unwrap();
+            (out, reader.join().unwrap().unwrap())
+        });
+        assert!(
+            got == want,
+            "{} bytes handed over, {} kept",
+            got.len(),
+            want.len()
+        );
+        assert_eq!(std::fs::metadata(out.file.path()).unwrap().len(), 0);
+        assert_eq!(
+            (out.entries, out.bytes, out.first_ts, out.last_ts),
+            (kept.entries, kept.bytes, kept.first_ts, kept.last_ts)
+        );
+        assert_eq!(out.entries, 12_000 - 1);
     }
 
     #[test]

@@ -584,6 +584,7 @@ fn with_client(
             config_server: false,
         }),
         mongorestore_inputs: false,
+        keep_slice: false,
         ..PlanRequest::new(req.backup.clone(), oplog_spec, until, work.to_path_buf())
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {

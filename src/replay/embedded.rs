@@ -165,6 +165,9 @@ pub struct EmbeddedReport {
     pub report_md: String,
     pub restore_point: RestorePoint,
     pub backup: BackupBrief,
+    /// The oplog's entries applied after the backup (the plan's); `kept` says
+    /// whether `WORKDIR/plan/oplog.bson` holds them (`--keep-slice`).
+    pub slice: plan::SliceSection,
     pub lint: Vec<plan::LintItem>,
     pub out: Option<String>,
     pub out_format: String,
@@ -678,6 +681,7 @@ fn report_of(plan: &RestorePlan, work: &WorkDir, out: &Path, format: DumpFormat)
             end_source: plan.backup.end_source.clone(),
             documents: plan.backup.documents,
         },
+        slice: plan.slice.clone(),
         lint: plan.lint.clone(),
         out: Some(out.display().to_string()),
         out_format: match format {
@@ -995,6 +999,25 @@ pub fn markdown(r: &EmbeddedReport) -> String {
     describe::markdown("pitr replay (engine: embedded)", &sections(r))
 }
 
+/// The slice the engine applied, and where it is kept if it is (report only).
+fn slice_section(s: &plan::SliceSection) -> Section {
+    let entries = format!(
+        "{} entries ({}) with ts > `{}` and < `{}`",
+        s.entries,
+        crate::size::human(s.bytes),
+        s.from_exclusive,
+        s.to_exclusive
+    );
+    let text = match s.kept {
+        true => format!("{entries}, applied and kept in `{}`", s.oplog_file),
+        false => format!(
+            "{entries}, applied as they were read and not kept (`--keep-slice` writes them to `{}`, as `pitr plan` does)",
+            s.oplog_file
+        ),
+    };
+    Section::new("Slice", text).report_only()
+}
+
 /// The summary printed on stdout.
 pub fn summary(r: &EmbeddedReport) -> String {
     describe::text(&sections(r))
@@ -1024,6 +1047,7 @@ fn sections(r: &EmbeddedReport) -> Vec<Section> {
         )
         .report_only(),
     );
+    v.push(slice_section(&r.slice));
     let mut stake = Section::new("At stake", "").report_only().item(Item::Pre(
         r.stake.text_lines(p.limit).into_iter().skip(1).collect(),
     ));

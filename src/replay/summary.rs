@@ -184,9 +184,12 @@ fn inputs(r: &ReplayReport) -> Section {
             c.backup_end, c.limit
         ),
     };
+    let kept = match sl.kept {
+        true => format!("`{}`", sl.oplog_file),
+        false => "(applied as read, not kept: `--keep-slice` keeps it)".to_string(),
+    };
     let mut slice = format!(
-        "slice `{}`: {}, ts > `{}` and < `{}`",
-        sl.oplog_file,
+        "slice {kept}: {}, ts > `{}` and < `{}`",
         counted(sl.entries, "entry", "entries"),
         sl.from_exclusive,
         sl.to_exclusive
