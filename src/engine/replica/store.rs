@@ -189,6 +189,18 @@ impl Coll {
     }
 }
 
+/// A hint to load the cache line at `p` (nothing where there is no such hint).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Writes `doc` over a stored document (over its bytes when the size is
 /// unchanged, else in an allocation of the new size): the change of the memory
 /// estimate.
@@ -214,6 +226,21 @@ pub(crate) struct Part {
 impl Part {
     pub(crate) fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
         self.mem.get(&slot)?.get(key).map(|e| &e.1[..])
+    }
+
+    /// Brings where `key`'s document lives into the cache (its table's control
+    /// bytes and bucket, and the document's first bytes), so that the write that
+    /// follows finds them there. The writer threads call it for a few queued
+    /// entries before applying them: the lookups' cache misses, each a trip to
+    /// memory among millions of documents, then overlap instead of following one
+    /// another. Changes nothing.
+    pub(crate) fn prefetch(&self, slot: Slot, key: &IdKey) {
+        if let Some(Coll::Hashed(t)) = self.mem.get(&slot) {
+            let h = key_hash(key);
+            if let Some(e) = t[shard(h)].find(h, |e| e.0 == *key) {
+                prefetch(e.1.as_ptr());
+            }
+        }
     }
 
     /// The document, to be written over.
