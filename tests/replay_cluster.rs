@@ -150,6 +150,9 @@ fn fixture_at_auto_and_other_limits_equals_the_truth() {
             );
         }
         assert_eq!(report["members"].as_array().unwrap().len(), 4);
+        // The members' slices were applied as they were read: none kept.
+        let kept = kept_slices(tmp.path());
+        assert!(kept.is_empty(), "--until {until}: {kept:?}");
         seen.push(limit);
     }
     // The limits are different points: the test is not comparing one state nine times.
@@ -205,15 +208,37 @@ fn incidents_replayed_exit_1_unless_accepted() {
     assert_eq!(v["exit_code"], 0);
 }
 
+/// The files named `oplog.bson` under `dir` (any depth) outside `dir/out`.
+fn kept_slices(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() && p != dir.join("out") {
+                dirs.push(p);
+            } else if p.file_name().is_some_and(|n| n == "oplog.bson") {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
 /// `--per-member`: each member's own dump at the limit under out/members/<id>/: the
 /// shards' documents of a sharded namespace are the merged dump's plus what was
 /// left out (orphans, clones), and the config server's holds its routing table.
+/// `--keep-slice` is refused with `--cluster` (the member plans are temporary).
 #[test]
 fn per_member_dumps_hold_each_members_state() {
     let tmp = tempfile::tempdir().unwrap();
     let cluster = Path::new(FIXTURE).join("cluster.toml");
     // During the migration's clone (the truth's decoy: the clone's last insert):
     // shard1 holds clones it does not own yet.
+    let o = replay_with(tmp.path(), &cluster, "1795222841:28", &["--keep-slice"]).unwrap_err();
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(stderr(&o).contains("--keep-slice"), "{}", show(&o));
+    assert!(!tmp.path().join("out").exists());
     let report = replay_with(tmp.path(), &cluster, "1795222841:28", &["--per-member"])
         .unwrap_or_else(|o| panic!("{}", show(&o)));
     let merged = dump_content(&tmp.path().join("out"));

@@ -669,7 +669,8 @@ fn replay_members(
                 content: Some((memory, spill.path().to_path_buf())),
                 txns: &p.txns,
                 mongod: None,
-                keep_slice: a.keep_slice,
+                // The member plans live in a temporary dir removed at the end.
+                keep_slice: false,
             },
             &Quiet,
         )?;

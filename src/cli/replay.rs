@@ -146,11 +146,12 @@ pub struct ReplayArgs {
     /// holds its damage (without this, such a replay ends with exit 1, INCIDENT REPLAYED)
     #[arg(long)]
     pub accept_incidents: bool,
-    /// Embedded engine: also keep the oplog slice it applied as WORKDIR/plan/oplog.bson
-    /// (with --cluster, each member's), as `pitr plan` writes it. Without it the
-    /// slice is applied as it is read and not written: a copy as big as the slice
-    /// (the --engine mongod plan always keeps it: mongorestore reads it)
-    #[arg(long)]
+    /// Embedded engine: also keep the oplog slice it applied as WORKDIR/plan/oplog.bson,
+    /// as `pitr plan` writes it. Without it the slice is applied as it is read and
+    /// not written: a copy as big as the slice (the --engine mongod plan always
+    /// keeps it: mongorestore reads it). Not with --cluster, whose embedded replay
+    /// keeps no member plans (`pitr plan --cluster` writes them)
+    #[arg(long, conflicts_with = "cluster")]
     pub keep_slice: bool,
     /// Print report.json on stdout instead of the summary (with --dry-run: the plan and commands)
     #[arg(long)]

@@ -80,7 +80,8 @@ pub struct MemberJob<'a> {
     /// replays, for verification), with what is known of the programs' versions.
     pub mongod: Option<crate::plan::versions::VersionHints>,
     /// Keep the member's slice in its plan ([`PlanRequest::keep_slice`]): always
-    /// for mongorestore; for the embedded engine, `--keep-slice`.
+    /// for mongorestore and `pitr plan --cluster`; the embedded replay's member
+    /// plans are temporary.
     pub keep_slice: bool,
 }
 
