@@ -8,8 +8,9 @@
 //!
 //! - beside `--out`: the merged dump, at most every member's data: Σ(b + o);
 //! - in the work dir, embedded engine (the members replayed one after the other,
-//!   each one's files removed before the next): the largest member's slice and, past
-//!   `--memory`, its on-disk store: max(o + `preflight::store_bytes(b, o, --memory)`);
+//!   each one's files removed before the next): past `--memory`, the largest
+//!   member's on-disk store: max(`preflight::store_bytes(b, o, --memory)`) (a
+//!   member's slice is applied as it is read, not written);
 //! - in the work dir, `--engine mongod`: every member's slice and resolved inputs
 //!   (Σ o), the spares' data of the `--jobs` largest members at once (b + o each;
 //!   each spare's dbpath is removed at its end), and every member's `mongodump`
@@ -97,14 +98,16 @@ fn needs(
     } else {
         let largest = sizes
             .iter()
-            .map(|s| s.oplog + preflight::store_bytes(s.backup, s.oplog, budget))
+            .map(|s| preflight::store_bytes(s.backup, s.oplog, budget))
             .max()
             .unwrap_or(0);
-        needs.push(Need {
-            dir: work.to_path_buf(),
-            bytes: largest,
-            what: "a member's slice and the engine's on-disk store (one member at a time)".into(),
-        });
+        if largest > 0 {
+            needs.push(Need {
+                dir: work.to_path_buf(),
+                bytes: largest,
+                what: "the engine's on-disk store for a member (one member at a time)".into(),
+            });
+        }
     }
     needs
 }
@@ -131,32 +134,33 @@ mod tests {
             .collect()
     }
 
-    /// The embedded engine holds one member's files at a time; the mongod engine
-    /// every slice, the `--jobs` largest spares and every member's dump.
+    /// The embedded engine holds one member's on-disk store at a time (its slice
+    /// is not written); the mongod engine every slice, the `--jobs` largest spares
+    /// and every member's dump.
     #[test]
     fn what_each_engine_writes_where() {
         let dirs = (Path::new("/w"), Path::new("/o"));
         let data = 10 + 4 + 300 + 50 + 200 + 80 + 1 + 1;
-        // Past --memory (100 MB) the largest member's on-disk store joins its slice:
-        // twice its data (`preflight::store_bytes`), 50 + 2 x 350 MB.
+        // Past --memory (100 MB) the largest member's on-disk store: twice its
+        // data (`preflight::store_bytes`), 2 x 350 MB.
         assert_eq!(
             bytes(&needs(&sizes(), false, 100 * MB, 1, dirs)),
-            [("/o".into(), data), ("/w".into(), 750)]
+            [("/o".into(), data), ("/w".into(), 700)]
         );
         // A member whose backup fits but whose oplog's writes pass the budget
         // (200 + 80 MB past 250 MB) has a store too; within 300 MB, none has.
         assert_eq!(
             bytes(&needs(&sizes(), false, 250 * MB, 1, dirs))[1],
-            ("/w".into(), 50 + 2 * 350)
+            ("/w".into(), 2 * 350)
         );
         assert_eq!(
-            bytes(&needs(&sizes()[2..], false, 300 * MB, 1, dirs))[1],
-            ("/w".into(), 80)
+            bytes(&needs(&sizes()[2..], false, 300 * MB, 1, dirs)),
+            [("/o".into(), 280 + 2)]
         );
-        // Within it, only the largest slice.
+        // Within it, nothing in the work dir.
         assert_eq!(
             bytes(&needs(&sizes(), false, 1000 * MB, 1, dirs)),
-            [("/o".into(), data), ("/w".into(), 80)]
+            [("/o".into(), data)]
         );
         let slices = 4 + 50 + 80 + 1;
         assert_eq!(
