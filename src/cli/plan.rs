@@ -544,7 +544,7 @@ fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     } else {
         writeln!(
             out,
-            "Slice     applied as read, not kept (`--keep-slice` writes it as {})",
+            "Slice     not kept: the engine applies it as it reads it (`--keep-slice` writes it as {})",
             s.oplog_file
         )?;
     }
