@@ -2316,20 +2316,20 @@ impl OutDir {
                     .map_err(|e| write_err(&self.path, e))?;
             }
         }
-        remove_if_there(&plan_path).map_err(|e| write_err(&plan_path, e))?;
+        onerun::remove_file(&plan_path)?;
         match restore_dir {
             // One run: the slice lives inside restore/oplog.bson; a stale
             // OUT/oplog.bson of an earlier plan must not be taken for this one's.
             Some(dir) => {
                 onerun::install(dir, &self.path)?;
-                remove_if_there(&oplog_path).map_err(|e| write_err(&oplog_path, e))?;
+                onerun::remove_file(&oplog_path)?;
                 drop(slice);
             }
             None if !plan.slice.kept => {
                 // Applied as it was read: no OUT/oplog.bson, and none of an earlier
                 // plan left to be taken for this one's.
                 onerun::remove_stale(&self.path)?;
-                remove_if_there(&oplog_path).map_err(|e| write_err(&oplog_path, e))?;
+                onerun::remove_file(&oplog_path)?;
                 drop(slice);
             }
             None => {
@@ -2344,14 +2344,6 @@ impl OutDir {
             .map_err(|e| write_err(&plan_path, e.error))?;
         self.done = true;
         Ok(())
-    }
-}
-
-/// Removes `path`; already gone is fine.
-fn remove_if_there(path: &Path) -> std::io::Result<()> {
-    match fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
     }
 }
 

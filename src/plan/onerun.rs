@@ -257,7 +257,7 @@ pub fn install(written: Written, out: &Path) -> Result<PathBuf, PlanError> {
     let archive = out.join(RESTORE_ARCHIVE);
     match written {
         Written::Dir(tmp) => {
-            remove_archive(&archive)?;
+            remove_file(&archive)?;
             install_dir(tmp, out)
         }
         Written::Archive(tmp) => {
@@ -274,10 +274,11 @@ pub fn install(written: Written, out: &Path) -> Result<PathBuf, PlanError> {
 /// Removes an earlier plan's one-run outputs (a plan that needs none).
 pub fn remove_stale(out: &Path) -> Result<(), PlanError> {
     remove_dir(&out.join(RESTORE_DIR))?;
-    remove_archive(&out.join(RESTORE_ARCHIVE))
+    remove_file(&out.join(RESTORE_ARCHIVE))
 }
 
-fn remove_archive(p: &Path) -> Result<(), PlanError> {
+/// Removes the file `p` of an earlier plan; already gone is fine.
+pub(super) fn remove_file(p: &Path) -> Result<(), PlanError> {
     match fs::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),

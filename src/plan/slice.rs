@@ -175,23 +175,27 @@ pub fn write_teed(
     let file = temp_in(req.dir)?;
     let out_path = file.path().to_path_buf();
     let mut out = outcome(file);
-    let mut writer = BufWriter::with_capacity(
-        if to_file { 1 << 20 } else { 0 },
-        out.file
-            .as_file()
-            .try_clone()
-            .map_err(|source| PlanError::Write {
-                path: out_path.clone(),
-                source,
-            })?,
-    );
-    if let Some(p) = req.prefix {
+    let mut writer = match to_file {
+        true => Some(BufWriter::with_capacity(
+            1 << 20,
+            out.file
+                .as_file()
+                .try_clone()
+                .map_err(|source| PlanError::Write {
+                    path: out_path.clone(),
+                    source,
+                })?,
+        )),
+        false => None,
+    };
+    // A prefix is always written (`to_file`).
+    if let (Some(p), Some(writer)) = (req.prefix, writer.as_mut()) {
         let f = File::open(p).map_err(|source| PlanError::Io {
             path: p.to_path_buf(),
             source,
         })?;
         let (mut r, _) = crate::oplog::source::decompressed(&p.display().to_string(), f)?;
-        out.prefix_bytes = std::io::copy(&mut r, &mut writer).map_err(|source| PlanError::Io {
+        out.prefix_bytes = std::io::copy(&mut r, writer).map_err(|source| PlanError::Io {
             path: p.to_path_buf(),
             source,
         })?;
@@ -203,7 +207,7 @@ pub fn write_teed(
             t.read_from(f, out.prefix_bytes);
         }
     }
-    let dedup = Dedup::new(to_file.then_some(writer), out_path.clone(), tee);
+    let dedup = Dedup::new(writer, out_path.clone(), tee);
     let mut sink = if req.input_sorted {
         Sink::Stream(dedup)
     } else {

@@ -235,9 +235,10 @@ impl Part {
     /// memory among millions of documents, then overlap instead of following one
     /// another. Changes nothing.
     pub(crate) fn prefetch(&self, slot: Slot, key: &IdKey) {
-        if let Some(Coll::Hashed(t)) = self.mem.get(&slot) {
-            let h = key_hash(key);
-            if let Some(e) = t[shard(h)].find(h, |e| e.0 == *key) {
+        // Sorted (only after `Store::flush`), a lookup is a binary search: nothing
+        // worth bringing ahead.
+        if let Some(coll @ Coll::Hashed(_)) = self.mem.get(&slot) {
+            if let Some(e) = coll.get(key) {
                 prefetch(e.1.as_ptr());
             }
         }
