@@ -175,31 +175,10 @@ pub fn write_teed(
     let file = temp_in(req.dir)?;
     let out_path = file.path().to_path_buf();
     let mut out = outcome(file);
-    let mut writer = match to_file {
-        true => Some(BufWriter::with_capacity(
-            1 << 20,
-            out.file
-                .as_file()
-                .try_clone()
-                .map_err(|source| PlanError::Write {
-                    path: out_path.clone(),
-                    source,
-                })?,
-        )),
+    let writer = match to_file {
+        true => Some(file_writer(req, &mut out)?),
         false => None,
     };
-    // A prefix is always written (`to_file`).
-    if let (Some(p), Some(writer)) = (req.prefix, writer.as_mut()) {
-        let f = File::open(p).map_err(|source| PlanError::Io {
-            path: p.to_path_buf(),
-            source,
-        })?;
-        let (mut r, _) = crate::oplog::source::decompressed(&p.display().to_string(), f)?;
-        out.prefix_bytes = std::io::copy(&mut r, writer).map_err(|source| PlanError::Io {
-            path: p.to_path_buf(),
-            source,
-        })?;
-    }
     if let Some(t) = tee.as_mut().filter(|_| to_file) {
         // Chunks the apply cannot take yet are read back from here (without a
         // second handle, the writer waits for the apply instead).
@@ -489,6 +468,35 @@ impl Dedup {
         }
         Ok(self.stats)
     }
+}
+
+/// The writer of the slice's file, after the request's prefix (copied, its length
+/// in `out.prefix_bytes`).
+fn file_writer(
+    req: &SliceRequest<'_>,
+    out: &mut SliceOutcome,
+) -> Result<BufWriter<File>, PlanError> {
+    let file = out
+        .file
+        .as_file()
+        .try_clone()
+        .map_err(|source| PlanError::Write {
+            path: out.file.path().to_path_buf(),
+            source,
+        })?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    if let Some(p) = req.prefix {
+        let f = File::open(p).map_err(|source| PlanError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+        let (mut r, _) = crate::oplog::source::decompressed(&p.display().to_string(), f)?;
+        out.prefix_bytes = std::io::copy(&mut r, &mut writer).map_err(|source| PlanError::Io {
+            path: p.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(writer)
 }
 
 /// The slice's buffered writer flushed, when there is one.
