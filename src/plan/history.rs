@@ -50,11 +50,14 @@ impl Remembered {
     /// The lookup the replay oplog's pass uses.
     pub fn into_lookup(self) -> Lookup {
         let mut by_ts: HashMap<Ts, Vec<u64>> = HashMap::with_capacity(self.entries.len());
+        let mut span: Option<(Ts, Ts)> = None;
         for (ts, h) in self.entries {
             by_ts.entry(ts).or_default().push(h);
+            span = Some(span.map_or((ts, ts), |(lo, hi)| (lo.min(ts), hi.max(ts))));
         }
         Lookup {
             by_ts,
+            span,
             identical: HashSet::new(),
             different: None,
         }
@@ -66,6 +69,9 @@ impl Remembered {
 #[derive(Debug, Default)]
 pub struct Lookup {
     by_ts: HashMap<Ts, Vec<u64>>,
+    /// The smallest and largest remembered `ts`: the replay oplog's entries outside
+    /// it (almost all of them) are let go without hashing their `ts`.
+    span: Option<(Ts, Ts)>,
     /// Remembered positions the replay oplog holds with identical bytes.
     identical: HashSet<Ts>,
     /// The first position seen with other bytes.
@@ -75,6 +81,9 @@ pub struct Lookup {
 impl Lookup {
     /// One entry of the replay oplog.
     pub fn see(&mut self, ts: Ts, bytes: &[u8]) {
+        if self.span.is_none_or(|(lo, hi)| ts < lo || ts > hi) {
+            return;
+        }
         let Some(hashes) = self.by_ts.get(&ts) else {
             return;
         };

@@ -251,6 +251,9 @@ pub fn scan(
         ..OplogScan::default()
     };
     let mut prev: Option<Ts> = None;
+    // A few positions, looked up once per entry: sorted, searched without hashing.
+    let mut positions: Vec<Ts> = probe.positions.iter().copied().collect();
+    positions.sort_unstable();
     while let Some(e) = r.next_entry()? {
         s.entries += 1;
         if s.entries.is_multiple_of(8192) {
@@ -284,7 +287,7 @@ pub fn scan(
         if let Some(h) = probe.history {
             h.borrow_mut().see(ts, e.raw.as_bytes());
         }
-        if probe.positions.contains(&ts) && !s.found.contains_key(&ts) {
+        if positions.binary_search(&ts).is_ok() && !s.found.contains_key(&ts) {
             s.found.insert(ts, EntryRef::of(&e));
         }
         let (offset, index) = (e.offset, e.index);
