@@ -240,7 +240,7 @@ mod tests {
                     { "op": "i", "ns": "deep.er", "o": { "_id": 2 } } ] } } ] } },
             // An operation without `op`: the entry's parser refuses it, `Seen` does not.
             doc! { "ts": ts(10), "op": "c", "ns": "admin.$cmd", "o": { "applyOps": [
-                { "ns": "odd.one", "o": { "_id": 3 } } ] } },
+            { "ns": "odd.one", "o": { "_id": 3 } } ] } },
         ];
         let (mut by_bytes, mut by_entry) = (Seen::default(), Seen::default());
         for d in &docs {
@@ -252,8 +252,18 @@ mod tests {
         assert!(by_bytes.namespaces.contains("deep.er") && by_bytes.namespaces.contains("odd.one"));
         assert_eq!(by_entry.namespaces, by_bytes.namespaces);
         assert_eq!(
-            (by_entry.first, by_entry.last, by_entry.entries, by_entry.more),
-            (by_bytes.first, by_bytes.last, by_bytes.entries, by_bytes.more)
+            (
+                by_entry.first,
+                by_entry.last,
+                by_entry.entries,
+                by_entry.more
+            ),
+            (
+                by_bytes.first,
+                by_bytes.last,
+                by_bytes.entries,
+                by_bytes.more
+            )
         );
     }
 }
