@@ -208,6 +208,8 @@ pub(super) fn run(
     opts: ApplyOptions,
 ) -> Outcome {
     let mut out = Outcome::default();
+    // One write per entry, almost always: no reallocation as the queue is applied.
+    out.bytes.reserve(queue.len());
     let mut scratch = Vec::new();
     // A group of entries at a time: their documents' places brought into the
     // cache together ([`Part::prefetch`]: the misses overlap), then applied in
