@@ -124,6 +124,14 @@ fn replay_args(
         "writers {writers}, --memory {memory}: {}",
         show(&o)
     );
+    // Nothing beside the outputs: no temporary dump or staging directory
+    // (`.out.pitr-…`, `.out.pitr-cold-…`) is left behind.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !matches!(n.as_str(), "out" | "out-destroyed" | "work"))
+        .collect();
+    assert!(left.is_empty(), "left beside the dump: {left:?}");
     let run = tmp.path().canonicalize().unwrap();
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(tmp.path().join("work/report.json")).unwrap())
@@ -334,10 +342,11 @@ fn add_untouched(backup: &Path) -> Vec<u8> {
 
 /// Collections no entry touches stay in the backup's files and are copied to the
 /// dump (`src/engine/replica/cold.rs`), checked while the oplog is read (or at the
-/// seeding, `PITR_COLD=late`); loading them instead (`PITR_COLD=load`)
-/// gives the same dump, destroyed documents, report and plan, within the budget and
-/// past it, as a directory, `--gzip` and `--archive`. Only the memory they did not
-/// take differs.
+/// seeding, `PITR_COLD=late`), their files copied beside a plain directory dump
+/// while the oplog is applied (or by the dump, `PITR_COLD_COPY=0`); loading them
+/// instead (`PITR_COLD=load`) gives the same dump, destroyed documents, report and
+/// plan, within the budget and past it, as a directory, `--gzip` and `--archive`.
+/// Only the memory they did not take differs.
 #[test]
 fn collections_left_in_the_backup_give_the_loaded_bytes() {
     let gen = tempfile::tempdir().unwrap();
@@ -380,6 +389,17 @@ fn collections_left_in_the_backup_give_the_loaded_bytes() {
             without_memory(replay_args(gen.path(), "2", memory, &[("PITR_COLD", "late")], more).0);
         assert_same(Mix::Current, &format!("{what}, late"), &late, &cold);
         assert_eq!(late_cold, (n, bytes), "{what}");
+        // Copied by the dump itself rather than ahead of it.
+        let (by_dump, by_dump_cold) = without_memory(
+            replay_args(gen.path(), "2", memory, &[("PITR_COLD_COPY", "0")], more).0,
+        );
+        assert_same(
+            Mix::Current,
+            &format!("{what}, copied by the dump"),
+            &by_dump,
+            &cold,
+        );
+        assert_eq!(by_dump_cold, (n, bytes), "{what}");
         assert!(
             n >= 1 && bytes >= ordered.len() as u64,
             "{what}: {n} collections, {bytes} bytes"

@@ -479,6 +479,7 @@ fn merge_dumps(
                 strict: false,
                 defer_hashes: true,
                 config_server: m.role == cluster::Role::Config,
+                cold_copies: None,
             },
             &Quiet,
         )

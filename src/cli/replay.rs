@@ -475,6 +475,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
             strict: false,
             defer_hashes: false,
             config_server: false,
+            cold_copies: None,
         });
     }
     let built = plan::build(

@@ -108,6 +108,7 @@ pub fn member_plan(
             strict: !mongod,
             defer_hashes: !mongod,
             config_server,
+            cold_copies: None,
         }),
         mongorestore_inputs: mongod,
         keep_slice: mongod || job.keep_slice,

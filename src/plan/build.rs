@@ -150,6 +150,11 @@ pub struct ContentOptions {
     /// Replay as a config server applies its own oplog: the sharding catalog's
     /// `applyOps` on `config.$cmd` are applied (see `RestoreRules::config_server`).
     pub config_server: bool,
+    /// A directory on the dump's file system where the files of collections left
+    /// cold are copied while the oplog is applied, for the dump to rename into
+    /// place ([`crate::engine::replica::cold::ColdDocs::copy_ahead`]; the embedded
+    /// replay's plain directory dump). None: the dump copies them.
+    pub cold_copies: Option<PathBuf>,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
@@ -1585,7 +1590,8 @@ fn early_cold(req: &PlanRequest, inv: &Inventory) -> Option<crate::engine::repli
         .filter_map(|n| n.data_file.clone())
         .filter(|f| crate::storage::Location::of_path(f).is_ok_and(|l| l.is_local()))
         .collect();
-    cold::early(files)
+    let copies = req.content.as_ref().and_then(|c| c.cold_copies.clone());
+    cold::early(files, copies)
 }
 
 /// The collections of a directory backup that `untouched` says no entry names,

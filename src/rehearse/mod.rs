@@ -582,6 +582,7 @@ fn with_client(
             strict: true,
             defer_hashes: false,
             config_server: false,
+            cold_copies: None,
         }),
         mongorestore_inputs: false,
         keep_slice: false,

@@ -209,6 +209,7 @@ pub fn run(
     };
     let mut req = r.req;
     let memory = r.memory.bytes as usize;
+    let cold_copies = cold_staging(&r.out, r.format);
     req.content = Some(ContentOptions {
         memory,
         spill_dir: spill.path().to_path_buf(),
@@ -216,6 +217,7 @@ pub fn run(
         // Hashed while the dump is written (below), on the other cores.
         defer_hashes: true,
         config_server: false,
+        cold_copies: cold_copies.as_ref().map(|d| d.path().to_path_buf()),
     });
     let (mut plan, mut model) = match plan::build_with_model(&req, progress) {
         Ok(x) => x,
@@ -302,6 +304,9 @@ pub fn run(
         &mut report,
     );
     drop(spill);
+    // Copies made ahead and not renamed into the dump (a collection warmed after
+    // all, an error, Ctrl-C) go with it.
+    drop(cold_copies);
     timer.mark("replica freed");
     let (result, committed) = match &r.upload {
         Some(url) if committed && result.is_ok() => {
@@ -978,6 +983,33 @@ fn burst_documents(
 }
 
 /// `<out><suffix>` beside `out` (for an archive file, before its extension).
+/// The staging directory beside `out` where collections left cold are copied
+/// while the oplog is applied, so that a plain directory dump renames them into
+/// place instead of writing them in its last phase (removed when dropped); None
+/// for a compressed or archive dump, when `out`'s parent does not exist yet, or
+/// with `PITR_COLD_COPY=0` (the dump copies them).
+fn cold_staging(out: &Path, format: DumpFormat) -> Option<tempfile::TempDir> {
+    use crate::engine::replica::cold;
+    if !matches!(format, DumpFormat::Directory { gzip: false })
+        || cold::disabled()
+        || cold::copy_ahead_disabled()
+    {
+        return None;
+    }
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dump".into());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}.pitr-cold-"))
+        .tempdir_in(parent)
+        .ok()
+}
+
 fn sibling(out: &Path, suffix: &str) -> PathBuf {
     let name = out
         .file_name()

@@ -13,6 +13,8 @@
 //!
 //! - the dump copies the file ([`ColdDocs::copy_to`]; the kernel's
 //!   `copy_file_range`), and the hash is the MD5 of its bytes ([`ColdDocs::md5`]);
+//!   the embedded replay has the copy made ahead, while the oplog is applied, beside
+//!   the dump ([`ColdDocs::copy_ahead`]), and the dump renames it into place;
 //! - reads stream the file ([`ColdDocs::for_each`]), and a single document is
 //!   found through a sparse index of the file's keys ([`ColdDocs::get`]);
 //! - none of it counts against `--memory`.
@@ -49,6 +51,16 @@ pub const COLD_ENV: &str = "PITR_COLD";
 /// Whether [`COLD_ENV`] turns cold collections off.
 pub fn disabled() -> bool {
     std::env::var(COLD_ENV).is_ok_and(|v| v.trim() == "load")
+}
+
+/// The environment variable that turns the copies made ahead off (`0`): the dump
+/// copies cold collections' files itself, as before them (for comparisons and
+/// benchmarks).
+pub const COPY_AHEAD_ENV: &str = "PITR_COLD_COPY";
+
+/// Whether [`COPY_AHEAD_ENV`] turns the copies made ahead off.
+pub fn copy_ahead_disabled() -> bool {
+    std::env::var(COPY_AHEAD_ENV).is_ok_and(|v| v.trim() == "0")
 }
 
 /// Whether [`COLD_ENV`] leaves the files' checks to the seeding.
@@ -95,6 +107,20 @@ pub struct ColdDocs {
     /// reader waits for the background hashing ([`hash_in_background`]) instead
     /// of hashing the file twice.
     md5: Mutex<Option<[u8; 16]>>,
+    /// The copy made ahead of the dump ([`ColdDocs::copy_ahead`]); held locked
+    /// while it is made, so that the dump waits for it instead of copying twice.
+    ahead: Mutex<Ahead>,
+}
+
+/// Where the copy made ahead of the dump stands.
+#[derive(Debug, Default)]
+enum Ahead {
+    #[default]
+    NotYet,
+    /// A complete copy of the file, in the staging directory beside the dump.
+    Made(tempfile::TempPath),
+    /// The dump has copied the file itself (or taken the copy): none is made.
+    Taken,
 }
 
 impl ColdDocs {
@@ -142,6 +168,7 @@ impl ColdDocs {
             modified,
             index,
             md5: Mutex::new(None),
+            ahead: Mutex::default(),
         }))
     }
 
@@ -248,18 +275,79 @@ impl ColdDocs {
         Ok(h.finalize().into())
     }
 
-    /// Writes the documents to `dest` (a new file): a copy of the data file, made
-    /// by the kernel (`copy_file_range`) 64 MiB at a time, so that a Ctrl-C stops
-    /// it soon.
+    /// Writes the documents to `dest` (a new file): the copy made ahead when there
+    /// is one (renamed there, the data file checked unchanged since the copy was
+    /// made: same length and modification time as when it was checked), else a
+    /// copy of the data file made now. Waits for a copy being made ahead.
     pub fn copy_to(&self, dest: &Path) -> Result<(), ReplicaError> {
+        let made = {
+            let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
+            match std::mem::replace(&mut *ahead, Ahead::Taken) {
+                Ahead::Made(p) => Some(p),
+                Ahead::NotYet | Ahead::Taken => None,
+            }
+        };
+        if let Some(p) = made {
+            self.open()?;
+            match p.persist(dest) {
+                Ok(()) => return Ok(()),
+                // Another file system after all: copied below (the copy made
+                // ahead is removed with its error).
+                Err(e) => drop(e),
+            }
+        }
+        let mut out = File::create(dest).map_err(|e| io_failed(dest, e))?;
+        self.copy_into(&mut out, dest, &|| false)
+    }
+
+    /// Copies the data file into `dir` (the staging directory beside the dump, on
+    /// the dump's file system) so that [`ColdDocs::copy_to`] only renames it: the
+    /// embedded replay has it made while the oplog is applied, when the disk is
+    /// otherwise idle, instead of in the dump's last phase. Nothing when a copy was
+    /// made or the dump has copied the file already; given up (the partial copy
+    /// removed) as soon as `stop` says so or on Ctrl-C.
+    pub fn copy_ahead(&self, dir: &Path, stop: &dyn Fn() -> bool) -> Result<(), ReplicaError> {
+        let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
+        if !matches!(*ahead, Ahead::NotYet) {
+            return Ok(());
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix("cold-")
+            .suffix(".bson")
+            .tempfile_in(dir)
+            .map_err(|e| io_failed(dir, e))?;
+        let path = tmp.path().to_path_buf();
+        self.copy_into(tmp.as_file_mut(), &path, stop)?;
+        *ahead = Ahead::Made(tmp.into_temp_path());
+        Ok(())
+    }
+
+    /// Whether a copy made ahead waits to be renamed into the dump.
+    pub fn copied_ahead(&self) -> bool {
+        matches!(
+            *self.ahead.lock().unwrap_or_else(PoisonError::into_inner),
+            Ahead::Made(_)
+        )
+    }
+
+    /// The data file copied into `out` (at `dest`) by the kernel
+    /// (`copy_file_range`) 64 MiB at a time, so that a Ctrl-C or `stop` ends it
+    /// soon; refused when the file changed since it was checked.
+    fn copy_into(
+        &self,
+        out: &mut File,
+        dest: &Path,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<(), ReplicaError> {
         const CHUNK: u64 = 64 << 20;
         let src = self.open()?;
-        let mut out = File::create(dest).map_err(|e| io_failed(dest, e))?;
         let mut copied = 0u64;
         loop {
             interrupt::check()?;
-            let n =
-                std::io::copy(&mut (&src).take(CHUNK), &mut out).map_err(|e| io_failed(dest, e))?;
+            if stop() {
+                return Err(ReplicaError::Interrupted);
+            }
+            let n = std::io::copy(&mut (&src).take(CHUNK), out).map_err(|e| io_failed(dest, e))?;
             if n == 0 {
                 break;
             }
@@ -490,6 +578,58 @@ mod tests {
         let e = d.md5().unwrap_err();
         assert!(e.to_string().contains("changed"), "{e}");
         assert!(d.for_each(&mut |_| Ok(())).is_err());
+    }
+
+    /// A copy made ahead is what the dump renames into place (the same bytes, the
+    /// staging directory left empty); one given up leaves nothing and the dump
+    /// copies; a data file changed after the copy was made is refused, never
+    /// handed over stale.
+    #[test]
+    fn a_copy_made_ahead_is_renamed_into_the_dump() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = tempfile::tempdir().unwrap();
+        let p = file_of(dir.path(), "t.bson", &ordered(2000));
+        let bytes = std::fs::read(&p).unwrap();
+        let staged = || std::fs::read_dir(staging.path()).unwrap().count();
+
+        // Given up midway: nothing left; the dump copies the file itself.
+        let d = check(&p).unwrap();
+        let e = d.copy_ahead(staging.path(), &|| true).unwrap_err();
+        assert!(matches!(e, ReplicaError::Interrupted), "{e}");
+        assert!(!d.copied_ahead());
+        assert_eq!(staged(), 0);
+        let dest = dir.path().join("dump-1.bson");
+        d.copy_to(&dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+
+        // Made: renamed into place, once; a second dump copies again.
+        let d = check(&p).unwrap();
+        d.copy_ahead(staging.path(), &|| false).unwrap();
+        assert!(d.copied_ahead());
+        assert_eq!(staged(), 1);
+        let dest = dir.path().join("dump-2.bson");
+        d.copy_to(&dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+        assert_eq!(staged(), 0, "renamed, not copied");
+        assert!(!d.copied_ahead());
+        let again = dir.path().join("dump-3.bson");
+        d.copy_to(&again).unwrap();
+        assert_eq!(std::fs::read(&again).unwrap(), bytes);
+        // The dump has the file already: no copy is made after it.
+        d.copy_ahead(staging.path(), &|| false).unwrap();
+        assert_eq!(staged(), 0);
+
+        // The data file changed after the copy was made: refused, copy removed.
+        let d = check(&p).unwrap();
+        d.copy_ahead(staging.path(), &|| false).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        std::io::Write::write_all(&mut f, &bson::to_vec(&doc! { "_id": "zz" }).unwrap()).unwrap();
+        drop(f);
+        let dest = dir.path().join("dump-4.bson");
+        let e = d.copy_to(&dest).unwrap_err();
+        assert!(e.to_string().contains("changed"), "{e}");
+        assert!(!dest.exists());
+        assert_eq!(staged(), 0);
     }
 
     #[test]

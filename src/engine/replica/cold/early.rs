@@ -13,9 +13,15 @@
 //! hashing goes on for the wanted files only, at the lowest CPU priority, as
 //! [`super::hash_in_background`] would ([`Early::hand_over`]).
 //!
+//! With a staging directory beside the dump (the embedded replay's plain directory
+//! dump), the thread then copies the wanted files there ([`ColdDocs::copy_ahead`],
+//! largest first), so that the dump renames them into place instead of writing
+//! gigabytes in its last phase: the copies' writes reach the disk while the oplog
+//! is applied.
+//!
 //! Nothing changes but when the work is done: a file the early thread could not
 //! check (an error, Ctrl-C) is checked by the seeding, which meets the error in its
-//! place; a hash not made is made by the dump. The results are the same
+//! place; a hash not made is made by the dump, a copy not made is made by the dump. The results are the same
 //! [`ColdDocs`] the seeding would have made, with the same guard against a file
 //! changed since (its length and modification time, checked on every read).
 
@@ -39,6 +45,8 @@ struct Shared {
     state: Mutex<State>,
     changed: Condvar,
     stop: Arc<AtomicBool>,
+    /// Where the wanted files are copied ahead of the dump, if anywhere.
+    copies: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -66,13 +74,17 @@ impl Shared {
 }
 
 /// Starts checking `candidates` (local plain data files of a directory backup, in
-/// the backup's order) on a thread of its own; None when there are none or the
-/// thread cannot start (the seeding checks them then).
-pub fn early(candidates: Vec<PathBuf>) -> Option<Early> {
+/// the backup's order) on a thread of its own, then hashing and, with `copies`,
+/// copying the wanted ones there; None when there are none or the thread cannot
+/// start (the seeding checks them then).
+pub fn early(candidates: Vec<PathBuf>, copies: Option<PathBuf>) -> Option<Early> {
     if candidates.is_empty() {
         return None;
     }
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        copies,
+        ..Shared::default()
+    });
     let on_thread = Arc::clone(&shared);
     std::thread::Builder::new()
         .name("pitr-cold-early".into())
@@ -187,7 +199,12 @@ fn hash(sh: &Shared) {
         let Some((path, docs)) = next else {
             // Nothing left: until the seeding says what it wants, more may be.
             let st = sh.lock();
-            if st.wanted.is_some() || sh.stopped() {
+            if sh.stopped() {
+                return;
+            }
+            if st.wanted.is_some() {
+                drop(st);
+                copy(sh);
                 return;
             }
             let _ = sh.changed.wait_timeout(st, Duration::from_millis(100));
@@ -201,6 +218,28 @@ fn hash(sh: &Shared) {
             }
             !sh.wanted(&path)
         });
+    }
+}
+
+/// The wanted cold files copied into [`Shared::copies`], largest first (at the
+/// lowest priority: the hashing lowered it). A copy that fails is left to the dump.
+fn copy(sh: &Shared) {
+    let Some(dir) = &sh.copies else {
+        return;
+    };
+    let mut wanted: Vec<(PathBuf, Arc<ColdDocs>)> = {
+        let st = sh.lock();
+        st.checked
+            .iter()
+            .filter_map(|(p, d)| Some((p.clone(), Arc::clone(d.as_ref()?))))
+            .filter(|(p, _)| st.wanted.as_ref().is_some_and(|w| w.contains(p)))
+            .collect()
+    };
+    wanted.sort_by(|a, b| b.1.len.cmp(&a.1.len).then_with(|| a.0.cmp(&b.0)));
+    for (path, docs) in wanted {
+        if sh.stopped() || docs.copy_ahead(dir, &|| !sh.wanted(&path)).is_err() {
+            return;
+        }
     }
 }
 
@@ -223,7 +262,8 @@ mod tests {
         reversed.reverse();
         let c = file_of(dir.path(), "c.bson", &reversed);
         let missing = dir.path().join("missing.bson");
-        let e = early(vec![a.clone(), b.clone(), c.clone(), missing.clone()]).expect("a thread");
+        let e =
+            early(vec![a.clone(), b.clone(), c.clone(), missing.clone()], None).expect("a thread");
         e.want(
             [a.clone(), c.clone(), missing.clone()]
                 .into_iter()
@@ -245,6 +285,51 @@ mod tests {
         drop(e);
     }
 
+    /// With a staging directory, the wanted cold files are copied there once hashed
+    /// (only those: not a file the seeding did not want, not one out of order), and
+    /// the dump renames the copy into place.
+    #[test]
+    fn wanted_cold_files_are_copied_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = tempfile::tempdir().unwrap();
+        let a = file_of(dir.path(), "a.bson", &ordered(3000));
+        let b = file_of(dir.path(), "b.bson", &ordered(500));
+        let mut reversed = ordered(200);
+        reversed.reverse();
+        let c = file_of(dir.path(), "c.bson", &reversed);
+        let e = early(
+            vec![a.clone(), b.clone(), c.clone()],
+            Some(staging.path().to_path_buf()),
+        )
+        .expect("a thread");
+        e.want([a.clone(), c.clone()].into_iter().collect());
+        let got = e.checked(&a).unwrap().expect("cold");
+        let bg = e.hand_over();
+        let start = std::time::Instant::now();
+        while !got.copied_ahead() {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "no copy made ahead in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let staged: Vec<_> = std::fs::read_dir(staging.path())
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .collect();
+        assert_eq!(staged.len(), 1, "only the wanted cold file: {staged:?}");
+        assert_eq!(
+            std::fs::read(&staged[0]).unwrap(),
+            std::fs::read(&a).unwrap()
+        );
+        let dest = dir.path().join("dump.bson");
+        got.copy_to(&dest).unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), std::fs::read(&a).unwrap());
+        assert_eq!(std::fs::read_dir(staging.path()).unwrap().count(), 0);
+        drop(bg);
+        drop(e);
+    }
+
     /// Files not wanted are let go: a seeding waiting for the checks waits only for
     /// the wanted ones (here the first; the others may have been checked before it
     /// said so).
@@ -254,7 +339,7 @@ mod tests {
         let files: Vec<PathBuf> = (0..20)
             .map(|i| file_of(dir.path(), &format!("{i}.bson"), &ordered(2000)))
             .collect();
-        let e = early(files.clone()).expect("a thread");
+        let e = early(files.clone(), None).expect("a thread");
         e.want(files[..1].iter().cloned().collect());
         assert!(e.checked(&files[0]).flatten().is_some());
         let st = e.shared.lock();
