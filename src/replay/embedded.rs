@@ -209,7 +209,7 @@ pub fn run(
     };
     let mut req = r.req;
     let memory = r.memory.bytes as usize;
-    let cold_copies = cold_staging(&r.out, r.format);
+    let cold_copies = cold_staging(&r.out, r.format, !req.ns.is_empty());
     req.content = Some(ContentOptions {
         memory,
         spill_dir: spill.path().to_path_buf(),
@@ -986,11 +986,14 @@ fn burst_documents(
 /// The staging directory beside `out` where collections left cold are copied
 /// while the oplog is applied, so that a plain directory dump renames them into
 /// place instead of writing them in its last phase (removed when dropped); None
-/// for a compressed or archive dump, when `out`'s parent does not exist yet, or
-/// with `PITR_COLD_COPY=0` (the dump copies them).
-fn cold_staging(out: &Path, format: DumpFormat) -> Option<tempfile::TempDir> {
+/// for a compressed or archive dump, with `--ns` (`ns_filtered`: the dump leaves
+/// most collections out, and a copy of one it leaves out would be written for
+/// nothing), when `out`'s parent does not exist yet, or with `PITR_COLD_COPY=0`
+/// (the dump copies them).
+fn cold_staging(out: &Path, format: DumpFormat, ns_filtered: bool) -> Option<tempfile::TempDir> {
     use crate::engine::replica::cold;
     if !matches!(format, DumpFormat::Directory { gzip: false })
+        || ns_filtered
         || cold::disabled()
         || cold::copy_ahead_disabled()
     {
