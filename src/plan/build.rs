@@ -154,7 +154,7 @@ pub struct ContentOptions {
     /// cold are copied while the oplog is applied, for the dump to rename into
     /// place ([`crate::engine::replica::cold::ColdDocs::copy_ahead`]; the embedded
     /// replay's plain directory dump). None: the dump copies them.
-    pub cold_copies: Option<PathBuf>,
+    pub cold_copies: Option<crate::engine::replica::cold::CopyAhead>,
 }
 
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::engine::replica::cold;
 use crate::engine::replica::dump::{self, DumpFormat, Dumped};
 use crate::engine::replica::{
     interrupt, CollInfo, Content, Meter, Replica, ReplicaError, ReplicaOptions,
@@ -217,7 +218,7 @@ pub fn run(
         // Hashed while the dump is written (below), on the other cores.
         defer_hashes: true,
         config_server: false,
-        cold_copies: cold_copies.as_ref().map(|d| d.path().to_path_buf()),
+        cold_copies: cold_copies.as_ref().map(|(_, c)| c.clone()),
     });
     let (mut plan, mut model) = match plan::build_with_model(&req, progress) {
         Ok(x) => x,
@@ -988,17 +989,18 @@ fn burst_documents(
 /// place instead of writing them in its last phase (removed when dropped); None
 /// for a compressed or archive dump, with `--ns` (`ns_filtered`: the dump leaves
 /// most collections out, and a copy of one it leaves out would be written for
-/// nothing), when `out`'s parent does not exist yet, or with `PITR_COLD_COPY=0`
-/// (the dump copies them).
-fn cold_staging(out: &Path, format: DumpFormat, ns_filtered: bool) -> Option<tempfile::TempDir> {
-    use crate::engine::replica::cold;
-    if !matches!(format, DumpFormat::Directory { gzip: false })
-        || ns_filtered
-        || cold::disabled()
-        || cold::copy_ahead_disabled()
-    {
+/// nothing), or when `out`'s parent does not exist yet (the dump copies them).
+/// Whether copies are made, and from what size on, is
+/// [`cold::CopyAhead::from_bytes_by_default`]'s.
+fn cold_staging(
+    out: &Path,
+    format: DumpFormat,
+    ns_filtered: bool,
+) -> Option<(tempfile::TempDir, cold::CopyAhead)> {
+    if !matches!(format, DumpFormat::Directory { gzip: false }) || ns_filtered || cold::disabled() {
         return None;
     }
+    let from_bytes = cold::CopyAhead::from_bytes_by_default()?;
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -1007,10 +1009,15 @@ fn cold_staging(out: &Path, format: DumpFormat, ns_filtered: bool) -> Option<tem
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "dump".into());
-    tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix(&format!(".{name}.pitr-cold-"))
         .tempdir_in(parent)
-        .ok()
+        .ok()?;
+    let copy = cold::CopyAhead {
+        dir: dir.path().to_path_buf(),
+        from_bytes,
+    };
+    Some((dir, copy))
 }
 
 fn sibling(out: &Path, suffix: &str) -> PathBuf {

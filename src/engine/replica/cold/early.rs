@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{interrupt, lowest_priority, Background, ColdDocs, ReplicaError};
+use super::{interrupt, lowest_priority, Background, ColdDocs, CopyAhead, ReplicaError};
 
 /// The early thread's handle: dropped before [`Early::hand_over`], it stops the
 /// thread.
@@ -46,7 +46,7 @@ struct Shared {
     changed: Condvar,
     stop: Arc<AtomicBool>,
     /// Where the wanted files are copied ahead of the dump, if anywhere.
-    copies: Option<PathBuf>,
+    copies: Option<CopyAhead>,
 }
 
 #[derive(Default)]
@@ -77,7 +77,7 @@ impl Shared {
 /// the backup's order) on a thread of its own, then hashing and, with `copies`,
 /// copying the wanted ones there; None when there are none or the thread cannot
 /// start (the seeding checks them then).
-pub fn early(candidates: Vec<PathBuf>, copies: Option<PathBuf>) -> Option<Early> {
+pub fn early(candidates: Vec<PathBuf>, copies: Option<CopyAhead>) -> Option<Early> {
     if candidates.is_empty() {
         return None;
     }
@@ -222,9 +222,10 @@ fn hash(sh: &Shared) {
 }
 
 /// The wanted cold files copied into [`Shared::copies`], largest first (at the
-/// lowest priority: the hashing lowered it). A copy that fails is left to the dump.
+/// lowest priority: the hashing lowered it), when they hold
+/// [`CopyAhead::from_bytes`] together. A copy that fails is left to the dump.
 fn copy(sh: &Shared) {
-    let Some(dir) = &sh.copies else {
+    let Some(CopyAhead { dir, from_bytes }) = &sh.copies else {
         return;
     };
     let mut wanted: Vec<(PathBuf, Arc<ColdDocs>)> = {
@@ -235,6 +236,9 @@ fn copy(sh: &Shared) {
             .filter(|(p, _)| st.wanted.as_ref().is_some_and(|w| w.contains(p)))
             .collect()
     };
+    if wanted.iter().map(|(_, d)| d.len).sum::<u64>() < *from_bytes {
+        return;
+    }
     wanted.sort_by(|a, b| b.1.len.cmp(&a.1.len).then_with(|| a.0.cmp(&b.0)));
     for (path, docs) in wanted {
         if sh.stopped() || docs.copy_ahead(dir, &|| !sh.wanted(&path)).is_err() {
@@ -297,9 +301,35 @@ mod tests {
         let mut reversed = ordered(200);
         reversed.reverse();
         let c = file_of(dir.path(), "c.bson", &reversed);
+        // The wanted cold files copied only from `from_bytes` on, together.
+        let len = std::fs::metadata(&a).unwrap().len();
+        for (from_bytes, copied) in [(len + 1, 0), (len, 1)] {
+            let sh = Shared {
+                copies: Some(CopyAhead {
+                    dir: staging.path().to_path_buf(),
+                    from_bytes,
+                }),
+                ..Shared::default()
+            };
+            {
+                let mut st = sh.lock();
+                st.checked
+                    .insert(a.clone(), Some(Arc::new(check(&a).unwrap())));
+                st.wanted = Some([a.clone()].into_iter().collect());
+            }
+            copy(&sh);
+            let staged = std::fs::read_dir(staging.path()).unwrap().count();
+            assert_eq!(staged, copied, "from {from_bytes} bytes, {len} wanted");
+        }
+        drop(std::fs::remove_dir_all(staging.path()));
+        std::fs::create_dir(staging.path()).unwrap();
+
         let e = early(
             vec![a.clone(), b.clone(), c.clone()],
-            Some(staging.path().to_path_buf()),
+            Some(CopyAhead {
+                dir: staging.path().to_path_buf(),
+                from_bytes: 0,
+            }),
         )
         .expect("a thread");
         e.want([a.clone(), c.clone()].into_iter().collect());
