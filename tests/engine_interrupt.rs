@@ -90,6 +90,9 @@ fn interrupt(sc: &DropScenario, cwd: &Path, workdir: &str, p: &Point, signal: i3
         &[
             ("PITR_PROGRESS_INTERVAL", "0.05s"),
             ("PITR_TEST_SLOW_DOCUMENTS", "25ms"),
+            // Collections no entry touches copied beside the dump whatever their
+            // size: the copies and their staging directory are interrupted too.
+            ("PITR_COLD_COPY", "1"),
         ],
     )
     .stdout(Stdio::piped())
@@ -193,6 +196,8 @@ fn assert_nothing_left(cwd: &Path, workdir: &str, what: &str) {
 #[test]
 fn ctrl_c_at_any_phase_exits_130_at_once_and_leaves_nothing_then_a_rerun_works() {
     let sc = drop_scenario(12 << 20, 40_000, 100);
+    // A collection the oplog never touches, left in its file and copied ahead.
+    replay_common::add_untouched(&sc.backup());
     let cwd = tempfile::tempdir().unwrap();
     for (k, p) in POINTS.iter().enumerate() {
         let workdir = format!("work-{k}");
@@ -253,11 +258,16 @@ fn ctrl_c_at_any_phase_exits_130_at_once_and_leaves_nothing_then_a_rerun_works()
             "out",
             "--json",
         ],
-        &[],
+        &[("PITR_COLD_COPY", "1")],
     );
     assert_eq!(replay_common::code(&o), 0, "{}", replay_common::show(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["destroyed"]["documents"].as_u64(), Some(sc.documents));
+    // Collections left in the backup's files, whose copies the runs above made
+    // ahead of the dump (and left nothing of when interrupted).
+    let cold = j["engine_stats"]["collections_from_backup_files"].as_u64();
+    assert!(cold.is_some_and(|n| n >= 1), "cold collections: {cold:?}");
+    assert_eq!(hidden(cwd.path()), Vec::<String>::new());
     assert_eq!(
         replay_common::bson_docs(&cwd.path().join("out-destroyed/bulk/filler.bson")) as u64,
         sc.documents

@@ -310,36 +310,6 @@ fn a_bad_writer_count_is_refused() {
     assert!(!tmp.path().join("out").exists());
 }
 
-/// Adds to a generated backup a database the oplog never touches: `cold.ordered`
-/// (its file in `_id` order: left in the backup's file) and `cold.shuffled` (out of
-/// order: loaded). Returns the ordered file's bytes.
-fn add_untouched(backup: &Path) -> Vec<u8> {
-    let dir = backup.join("cold");
-    std::fs::create_dir_all(&dir).unwrap();
-    let doc = |i: i64| {
-        let id = if i % 3 == 0 {
-            bson::Bson::Double(i as f64 + 0.5)
-        } else {
-            bson::Bson::Int64(i)
-        };
-        bson::to_vec(&bson::doc! { "_id": id, "n": i, "pad": "p".repeat((i % 50) as usize) })
-            .unwrap()
-    };
-    let ordered: Vec<u8> = (0..4000).flat_map(doc).collect();
-    let shuffled: Vec<u8> = (0..4000).map(|i| (i * 7919) % 4000).flat_map(doc).collect();
-    for (name, bytes) in [("ordered", &ordered), ("shuffled", &shuffled)] {
-        std::fs::write(dir.join(format!("{name}.bson")), bytes).unwrap();
-        std::fs::write(
-            dir.join(format!("{name}.metadata.json")),
-            format!(
-                r#"{{"indexes":[{{"v":{{"$numberInt":"2"}},"key":{{"_id":{{"$numberInt":"1"}}}},"name":"_id_"}}],"collectionName":"{name}","type":"collection"}}"#
-            ),
-        )
-        .unwrap();
-    }
-    ordered
-}
-
 /// Collections no entry touches stay in the backup's files and are copied to the
 /// dump (`src/engine/replica/cold.rs`), checked while the oplog is read (or at the
 /// seeding, `PITR_COLD=late`), their files copied by the dump or beside a plain
@@ -359,7 +329,7 @@ fn collections_left_in_the_backup_give_the_loaded_bytes() {
         mix: Mix::Current,
     })
     .unwrap();
-    let ordered = add_untouched(&gen.path().join("backup"));
+    let ordered = replay_common::add_untouched(&gen.path().join("backup"));
     let without_memory = |mut o: Outputs| {
         let st = o.3["engine_stats"].as_object_mut().unwrap();
         let cold = (

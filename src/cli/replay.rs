@@ -469,14 +469,11 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         .prefix(".pitr-engine-")
         .tempdir_in(&work.root)?;
     if !a.dry_run && req.expect {
-        req.content = Some(plan::ContentOptions {
-            memory: crate::memory::budget(a.memory.map(|m| m as u64)).bytes as usize,
-            spill_dir: predict.path().to_path_buf(),
-            strict: false,
-            defer_hashes: false,
-            config_server: false,
-            cold_copies: None,
-        });
+        let memory = crate::memory::budget(a.memory.map(|m| m as u64)).bytes as usize;
+        req.content = Some(plan::ContentOptions::predicting(
+            memory,
+            predict.path().to_path_buf(),
+        ));
     }
     let built = plan::build(
         &req,

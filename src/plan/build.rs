@@ -157,6 +157,22 @@ pub struct ContentOptions {
     pub cold_copies: Option<crate::engine::replica::cold::CopyAhead>,
 }
 
+impl ContentOptions {
+    /// The content as a mongorestore replay leaves it (`--engine mongod`'s
+    /// prediction): applied leniently, hashes in the plan, no config-server rules,
+    /// no copies made ahead; documents past `memory` in `spill_dir`.
+    pub fn predicting(memory: usize, spill_dir: PathBuf) -> ContentOptions {
+        ContentOptions {
+            memory,
+            spill_dir,
+            strict: false,
+            defer_hashes: false,
+            config_server: false,
+            cold_copies: None,
+        }
+    }
+}
+
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
 pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, PlanError> {
     build_with_model(req, progress).map(|(plan, _)| plan)

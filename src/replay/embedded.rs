@@ -210,7 +210,7 @@ pub fn run(
     };
     let mut req = r.req;
     let memory = r.memory.bytes as usize;
-    let cold_copies = cold_staging(&r.out, r.format, !req.ns.is_empty());
+    let cold_copies = ColdStaging::beside(&r.out, r.format, !req.ns.is_empty());
     req.content = Some(ContentOptions {
         memory,
         spill_dir: spill.path().to_path_buf(),
@@ -218,17 +218,11 @@ pub fn run(
         // Hashed while the dump is written (below), on the other cores.
         defer_hashes: true,
         config_server: false,
-        cold_copies: cold_copies.as_ref().map(|(_, c)| c.clone()),
+        cold_copies: cold_copies.copy_ahead(),
     });
     let (mut plan, mut model) = match plan::build_with_model(&req, progress) {
         Ok(x) => x,
-        Err(plan::PlanError::Replica(ReplicaError::Interrupted)) => {
-            return (None, Err(interrupted()));
-        }
-        Err(plan::PlanError::Replica(e @ ReplicaError::CreateOverExisting { .. })) => {
-            return (None, Err(recreated_after_skip(&req, &r.out, e)));
-        }
-        Err(e) => return (None, Err(e.into())),
+        Err(e) => return (None, Err(plan_failure(e, &req, &r.out))),
     };
     let filter = plan::filter::NsFilter::new(&req.ns).ok().flatten();
     let include = |ns: &str| filter.as_ref().is_none_or(|f| f.matches(ns));
@@ -305,8 +299,6 @@ pub fn run(
         &mut report,
     );
     drop(spill);
-    // Copies made ahead and not renamed into the dump (a collection warmed after
-    // all, an error, Ctrl-C) go with it.
     drop(cold_copies);
     timer.mark("replica freed");
     let (result, committed) = match &r.upload {
@@ -343,7 +335,10 @@ fn release_replica(
     started: std::time::Instant,
     report: &mut EmbeddedReport,
 ) {
-    let replica = model.into_replica();
+    let mut replica = model.into_replica();
+    // Before the copies' staging directory goes (a replica left to the exit would
+    // keep its thread copying).
+    replica.stop_cold_work();
     report.engine_stats = Some(EngineStats {
         entries_applied: replica.applied,
         tolerated_idempotent: replica.tolerated.idempotent,
@@ -983,43 +978,94 @@ fn burst_documents(
     Ok(lost)
 }
 
-/// `<out><suffix>` beside `out` (for an archive file, before its extension).
-/// The staging directory beside `out` where collections left cold are copied
-/// while the oplog is applied, so that a plain directory dump renames them into
-/// place instead of writing them in its last phase (removed when dropped); None
-/// for a compressed or archive dump, with `--ns` (`ns_filtered`: the dump leaves
-/// most collections out, and a copy of one it leaves out would be written for
-/// nothing), or when `out`'s parent does not exist yet (the dump copies them).
-/// Whether copies are made, and from what size on, is
-/// [`cold::CopyAhead::from_bytes_by_default`]'s.
-fn cold_staging(
-    out: &Path,
-    format: DumpFormat,
-    ns_filtered: bool,
-) -> Option<(tempfile::TempDir, cold::CopyAhead)> {
-    if !matches!(format, DumpFormat::Directory { gzip: false }) || ns_filtered || cold::disabled() {
-        return None;
+/// What a failed plan means for the run: Ctrl-C, a `--skip` whose collection is
+/// created again later, or the plan's own error.
+fn plan_failure(e: plan::PlanError, req: &PlanRequest, out: &Path) -> Failure {
+    match e {
+        plan::PlanError::Replica(ReplicaError::Interrupted) => interrupted(),
+        plan::PlanError::Replica(e @ ReplicaError::CreateOverExisting { .. }) => {
+            recreated_after_skip(req, out, e)
+        }
+        e => e.into(),
     }
-    let from_bytes = cold::CopyAhead::from_bytes_by_default()?;
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".into());
-    let dir = tempfile::Builder::new()
-        .prefix(&format!(".{name}.pitr-cold-"))
-        .tempdir_in(parent)
-        .ok()?;
-    let copy = cold::CopyAhead {
-        dir: dir.path().to_path_buf(),
-        from_bytes,
-    };
-    Some((dir, copy))
 }
 
+/// The staging directory beside `--out` where collections left cold are copied
+/// while the oplog is applied, so that a plain directory dump renames them into
+/// place instead of writing them in its last phase. Removed when dropped, with
+/// whatever copies were not renamed into the dump (a collection loaded after all,
+/// an error, Ctrl-C).
+struct ColdStaging(Option<(tempfile::TempDir, cold::CopyAhead)>);
+
+impl ColdStaging {
+    /// None for a compressed or archive dump, with `--ns` (`ns_filtered`: the dump
+    /// leaves most collections out, and a copy of one it leaves out would be
+    /// written for nothing), or when `out`'s parent does not exist yet (the dump
+    /// copies them). Whether copies are made, and from what size on, is
+    /// [`cold::CopyAhead::from_bytes_by_default`]'s.
+    fn beside(out: &Path, format: DumpFormat, ns_filtered: bool) -> ColdStaging {
+        ColdStaging(Self::make(out, format, ns_filtered))
+    }
+
+    fn make(
+        out: &Path,
+        format: DumpFormat,
+        ns_filtered: bool,
+    ) -> Option<(tempfile::TempDir, cold::CopyAhead)> {
+        if !matches!(format, DumpFormat::Directory { gzip: false })
+            || ns_filtered
+            || cold::disabled()
+        {
+            return None;
+        }
+        let from_bytes = cold::CopyAhead::from_bytes_by_default()?;
+        let parent = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "dump".into());
+        let dir = tempfile::Builder::new()
+            .prefix(&format!(".{name}.pitr-cold-"))
+            .tempdir_in(parent)
+            .ok()?;
+        let copy = cold::CopyAhead {
+            dir: dir.path().to_path_buf(),
+            from_bytes,
+        };
+        Some((dir, copy))
+    }
+
+    fn copy_ahead(&self) -> Option<cold::CopyAhead> {
+        self.0.as_ref().map(|(_, c)| c.clone())
+    }
+}
+
+impl Drop for ColdStaging {
+    /// The thread that copies into the directory was told to stop
+    /// ([`Replica::stop_cold_work`], or the plan's end) and does at its next
+    /// block: a copy it started just as the directory was emptied would keep it
+    /// from going, so the removal is tried again for up to a second (nothing is
+    /// left beside the dump).
+    fn drop(&mut self) {
+        let Some((dir, _)) = self.0.take() else {
+            return;
+        };
+        let path = dir.keep();
+        for _ in 0..40 {
+            match std::fs::remove_dir_all(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// `<out><suffix>` beside `out` (for an archive file, before its extension).
 fn sibling(out: &Path, suffix: &str) -> PathBuf {
     let name = out
         .file_name()

@@ -322,3 +322,33 @@ pub fn step<'a>(report: &'a serde_json::Value, kind: &str) -> &'a serde_json::Va
         .find(|s| s["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} step in {report}"))
 }
+
+/// Adds to a generated backup a database the oplog never touches: `cold.ordered`
+/// (its file in `_id` order: left in the backup's file) and `cold.shuffled` (out of
+/// order: loaded). Returns the ordered file's bytes.
+pub fn add_untouched(backup: &Path) -> Vec<u8> {
+    let dir = backup.join("cold");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = |i: i64| {
+        let id = if i % 3 == 0 {
+            bson::Bson::Double(i as f64 + 0.5)
+        } else {
+            bson::Bson::Int64(i)
+        };
+        bson::to_vec(&bson::doc! { "_id": id, "n": i, "pad": "p".repeat((i % 50) as usize) })
+            .unwrap()
+    };
+    let ordered: Vec<u8> = (0..4000).flat_map(doc).collect();
+    let shuffled: Vec<u8> = (0..4000).map(|i| (i * 7919) % 4000).flat_map(doc).collect();
+    for (name, bytes) in [("ordered", &ordered), ("shuffled", &shuffled)] {
+        std::fs::write(dir.join(format!("{name}.bson")), bytes).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.metadata.json")),
+            format!(
+                r#"{{"indexes":[{{"v":{{"$numberInt":"2"}},"key":{{"_id":{{"$numberInt":"1"}}}},"name":"_id_"}}],"collectionName":"{name}","type":"collection"}}"#
+            ),
+        )
+        .unwrap();
+    }
+    ordered
+}

@@ -293,6 +293,13 @@ impl Replica {
         }
     }
 
+    /// Stops the cold collections' hashing and the copies made ahead of the dump
+    /// on their thread ([`Replica::hash_cold_in_background`]; the dump is written,
+    /// or failed): a hash or a copy under way ends at its next block.
+    pub fn stop_cold_work(&mut self) {
+        self.cold_hashing = None;
+    }
+
     /// The cold documents of `ns` ([`cold`]), if it has them.
     pub fn cold(&self, ns: &str) -> Option<&cold::ColdDocs> {
         self.colls
