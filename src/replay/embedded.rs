@@ -1019,14 +1019,7 @@ impl ColdStaging {
             return None;
         }
         let from_bytes = cold::CopyAhead::from_bytes_by_default()?;
-        let parent = out
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "dump".into());
+        let (parent, name) = dump::beside(out);
         let dir = tempfile::Builder::new()
             .prefix(&format!(".{name}.pitr-cold-"))
             .tempdir_in(parent)

@@ -199,6 +199,21 @@ pub fn check_new(out: &Path, format: DumpFormat) -> Result<(), DumpError> {
     Ok(())
 }
 
+/// Where a dump at `out` goes and its name there, for temporary names beside it
+/// (`.NAME.pitr-…`): the current directory for a bare name, `dump` for a path
+/// without one.
+pub fn beside(out: &Path) -> (&Path, String) {
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dump".into());
+    (parent, name)
+}
+
 /// Writes `items` of the replica (from [`select`]) under a temporary name beside
 /// `out`, advancing `meter` by the documents written; stops on Ctrl-C (the
 /// temporary name is removed).
@@ -226,18 +241,11 @@ pub fn prepare_flushed(
     meter: &Meter,
 ) -> Result<Pending, DumpError> {
     check_new(out, format)?;
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let (parent, name) = beside(out);
     fs::create_dir_all(parent).map_err(|source| DumpError::Io {
         path: parent.to_path_buf(),
         source,
     })?;
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".into());
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}.pitr-"))
         .tempdir_in(parent)
