@@ -1060,10 +1060,7 @@ impl Drop for ColdStaging {
 
 /// `<out><suffix>` beside `out` (for an archive file, before its extension).
 fn sibling(out: &Path, suffix: &str) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".into());
+    let (_, name) = dump::beside(out);
     out.with_file_name(format!("{name}{suffix}"))
 }
 

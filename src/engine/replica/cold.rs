@@ -91,7 +91,7 @@ impl CopyAhead {
 /// The dirty page cache past which Linux starts writing back (and soon throttles
 /// writers): `vm.dirty_background_bytes` when set, else `vm.dirty_background_ratio`
 /// percent of the memory available now. None where `/proc` does not say.
-pub fn dirty_background_bytes() -> Option<u64> {
+fn dirty_background_bytes() -> Option<u64> {
     let read = |p: &str| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok();
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     dirty_background(
@@ -376,6 +376,7 @@ impl ColdDocs {
     }
 
     /// Whether a copy made ahead waits to be renamed into the dump.
+    #[cfg(test)]
     pub fn copied_ahead(&self) -> bool {
         matches!(
             *self.ahead.lock().unwrap_or_else(PoisonError::into_inner),

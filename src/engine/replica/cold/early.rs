@@ -59,6 +59,16 @@ struct State {
     wanted: Option<HashSet<PathBuf>>,
 }
 
+impl State {
+    /// The files checked cold that the seeding wants (every one until it says).
+    fn cold_wanted(&self) -> impl Iterator<Item = (&PathBuf, &Arc<ColdDocs>)> {
+        self.checked
+            .iter()
+            .filter_map(|(p, d)| Some((p, d.as_ref()?)))
+            .filter(|(p, _)| self.wanted.as_ref().is_none_or(|w| w.contains(*p)))
+    }
+}
+
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -185,14 +195,8 @@ fn hash(sh: &Shared) {
     loop {
         let next = {
             let st = sh.lock();
-            st.checked
-                .iter()
-                .filter_map(|(p, d)| d.as_ref().map(|d| (p, d)))
-                .filter(|(p, d)| {
-                    !tried.contains(*p)
-                        && st.wanted.as_ref().is_none_or(|w| w.contains(*p))
-                        && !d.md5_known()
-                })
+            st.cold_wanted()
+                .filter(|(p, d)| !tried.contains(*p) && !d.md5_known())
                 .max_by(|a, b| a.1.len.cmp(&b.1.len).then_with(|| a.0.cmp(b.0)))
                 .map(|(p, d)| (p.clone(), Arc::clone(d)))
         };
@@ -223,19 +227,17 @@ fn hash(sh: &Shared) {
 
 /// The wanted cold files copied into [`Shared::copies`], largest first (at the
 /// lowest priority: the hashing lowered it), when they hold
-/// [`CopyAhead::from_bytes`] together. A copy that fails is left to the dump.
+/// [`CopyAhead::from_bytes`] together. Called once the seeding has said what it
+/// wants. A copy that fails is left to the dump.
 fn copy(sh: &Shared) {
     let Some(CopyAhead { dir, from_bytes }) = &sh.copies else {
         return;
     };
-    let mut wanted: Vec<(PathBuf, Arc<ColdDocs>)> = {
-        let st = sh.lock();
-        st.checked
-            .iter()
-            .filter_map(|(p, d)| Some((p.clone(), Arc::clone(d.as_ref()?))))
-            .filter(|(p, _)| st.wanted.as_ref().is_some_and(|w| w.contains(p)))
-            .collect()
-    };
+    let mut wanted: Vec<(PathBuf, Arc<ColdDocs>)> = sh
+        .lock()
+        .cold_wanted()
+        .map(|(p, d)| (p.clone(), Arc::clone(d)))
+        .collect();
     if wanted.iter().map(|(_, d)| d.len).sum::<u64>() < *from_bytes {
         return;
     }
