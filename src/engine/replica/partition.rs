@@ -115,6 +115,9 @@ pub(super) struct Queued {
     pub phase: Phase,
     pub slot: Slot,
     pub key: IdKey,
+    /// The key's hash in the in-memory tables, computed once, where it is queued
+    /// (it also chose the partition).
+    pub hash: u64,
     /// `o` (an insert's document, an update's change) in the batch's bytes.
     pub o: (usize, usize),
     pub ns: (usize, usize),
@@ -224,7 +227,7 @@ pub(super) fn run(
         }
         if group > 1 {
             for q in &next {
-                part.prefetch(q.slot, &q.key);
+                part.prefetch(q.slot, &q.key, q.hash);
             }
         }
         for q in next.drain(..) {
@@ -320,9 +323,10 @@ fn refused(q: &Queued, bytes: &[u8], e: UpdateError) -> Result<Effect, ReplicaEr
 /// time in the merge of the sort-merge store ([`One`]).
 pub(super) trait Docs {
     /// The stored document, read and then written over by an update: one lookup.
-    fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<DocMut<'_>>;
-    fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize);
-    fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize>;
+    /// `h`: the key's hash in the in-memory tables ([`Queued::hash`]).
+    fn get_mut(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<DocMut<'_>>;
+    fn put(&mut self, slot: Slot, key: IdKey, h: u64, doc: &[u8]) -> (bool, isize);
+    fn remove(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<isize>;
 }
 
 /// A stored document an update reads, then replaces.
@@ -356,14 +360,14 @@ impl DocMut<'_> {
 }
 
 impl Docs for Part {
-    fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<DocMut<'_>> {
-        Part::get_mut(self, slot, key).map(DocMut::Boxed)
+    fn get_mut(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<DocMut<'_>> {
+        Part::get_mut(self, slot, key, h).map(DocMut::Boxed)
     }
-    fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
-        Part::put(self, slot, key, doc)
+    fn put(&mut self, slot: Slot, key: IdKey, h: u64, doc: &[u8]) -> (bool, isize) {
+        Part::put(self, slot, key, h, doc)
     }
-    fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
-        Part::remove(self, slot, key)
+    fn remove(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<isize> {
+        Part::remove(self, slot, key, h)
     }
 }
 
@@ -371,16 +375,16 @@ impl Docs for Part {
 struct One<'a>(&'a mut Doc);
 
 impl Docs for One<'_> {
-    fn get_mut(&mut self, _: Slot, _: &IdKey) -> Option<DocMut<'_>> {
+    fn get_mut(&mut self, _: Slot, _: &IdKey, _: u64) -> Option<DocMut<'_>> {
         self.0.live.then_some(DocMut::Merged(&mut self.0.bytes))
     }
-    fn put(&mut self, _: Slot, _: IdKey, doc: &[u8]) -> (bool, isize) {
+    fn put(&mut self, _: Slot, _: IdKey, _: u64, doc: &[u8]) -> (bool, isize) {
         let replaced = std::mem::replace(&mut self.0.live, true);
         self.0.bytes.clear();
         self.0.bytes.extend_from_slice(doc);
         (replaced, 0)
     }
-    fn remove(&mut self, _: Slot, _: &IdKey) -> Option<isize> {
+    fn remove(&mut self, _: Slot, _: &IdKey, _: u64) -> Option<isize> {
         std::mem::replace(&mut self.0.live, false).then_some(0)
     }
 }
@@ -397,17 +401,17 @@ fn apply(
     let o = &bytes[q.o.0..q.o.1];
     match q.kind {
         Kind::Insert => {
-            let (_, d) = part.put(q.slot, q.key, o);
+            let (_, d) = part.put(q.slot, q.key, q.hash, o);
             Ok(Effect::Bytes(d, true))
         }
-        Kind::Delete => match part.remove(q.slot, &q.key) {
+        Kind::Delete => match part.remove(q.slot, &q.key, q.hash) {
             Some(d) => Ok(Effect::Bytes(d, false)),
             None => missing(&q, bytes, "a delete of a missing document"),
         },
         Kind::Update { upsert } => {
             let o = RawDocument::from_bytes(o).map_err(|e| failure(&q, bytes, e.to_string()))?;
             scratch.clear();
-            let r = match part.get_mut(q.slot, &q.key) {
+            let r = match part.get_mut(q.slot, &q.key, q.hash) {
                 Some(cur) => {
                     let r = update::classify(o).and_then(|kind| {
                         let doc = RawDocument::from_bytes(cur.bytes()).map_err(|e| {
@@ -429,7 +433,10 @@ fn apply(
                 return refused(&q, bytes, e);
             }
             // An upsert of a missing document.
-            Ok(Effect::Bytes(part.put(q.slot, q.key, scratch).1, true))
+            Ok(Effect::Bytes(
+                part.put(q.slot, q.key, q.hash, scratch).1,
+                true,
+            ))
         }
     }
 }
@@ -577,7 +584,8 @@ impl super::Replica {
             _ => self.batch.keep(o.as_bytes()),
         };
         let ns = self.batch.keep(op.ns.as_bytes());
-        let part = self.store.part_of(&key);
+        let hash = super::store::key_hash(&key);
+        let part = self.store.part_of(hash);
         let seq = self.batch.len as u32;
         self.batch.queues[part].push(Queued {
             seq,
@@ -585,6 +593,7 @@ impl super::Replica {
             phase,
             slot,
             key,
+            hash,
             o,
             ns,
             ts: op.ts,
@@ -675,6 +684,8 @@ impl super::Replica {
                     phase,
                     slot,
                     key: key.clone(),
+                    // `One` holds the merge's one document: no table to look up.
+                    hash: 0,
                     o: (4, 4 + olen),
                     ns: (4 + olen, op.payload.len()),
                     ts,

@@ -88,7 +88,7 @@ const SHARDS: usize = 16;
 /// with [`IdKey`]'s `Eq`, across numeric types too). Bits 32-35 choose the shard,
 /// the bits from 36 the partition ([`Store::part_of`]): hashbrown places by the
 /// low bits and tags by the top seven.
-fn key_hash(key: &IdKey) -> u64 {
+pub(crate) fn key_hash(key: &IdKey) -> u64 {
     foldhash::fast::FixedState::with_seed(0x6964_6b65).hash_one(key)
 }
 
@@ -118,22 +118,17 @@ impl Default for Coll {
 }
 
 impl Coll {
-    fn get(&self, key: &IdKey) -> Option<&Entry> {
+    /// `h`: the key's [`key_hash`] (computed once per write, by whoever queued it).
+    fn get(&self, key: &IdKey, h: u64) -> Option<&Entry> {
         match self {
-            Coll::Hashed(t) => {
-                let h = key_hash(key);
-                t[shard(h)].find(h, |e| e.0 == *key)
-            }
+            Coll::Hashed(t) => t[shard(h)].find(h, |e| e.0 == *key),
             Coll::Sorted(v) => v.binary_search_by(|e| e.0.cmp(key)).ok().map(|i| &v[i]),
         }
     }
 
-    fn get_mut(&mut self, key: &IdKey) -> Option<&mut Entry> {
+    fn get_mut(&mut self, key: &IdKey, h: u64) -> Option<&mut Entry> {
         match self {
-            Coll::Hashed(t) => {
-                let h = key_hash(key);
-                t[shard(h)].find_mut(h, |e| e.0 == *key)
-            }
+            Coll::Hashed(t) => t[shard(h)].find_mut(h, |e| e.0 == *key),
             Coll::Sorted(v) => match v.binary_search_by(|e| e.0.cmp(key)) {
                 Ok(i) => Some(&mut v[i]),
                 Err(_) => None,
@@ -224,8 +219,9 @@ pub(crate) struct Part {
 }
 
 impl Part {
-    pub(crate) fn get(&self, slot: Slot, key: &IdKey) -> Option<&[u8]> {
-        self.mem.get(&slot)?.get(key).map(|e| &e.1[..])
+    /// `h` is `key`'s [`key_hash`], here and in every method taking one.
+    pub(crate) fn get(&self, slot: Slot, key: &IdKey, h: u64) -> Option<&[u8]> {
+        self.mem.get(&slot)?.get(key, h).map(|e| &e.1[..])
     }
 
     /// Brings where `key`'s document lives into the cache (its table's control
@@ -234,34 +230,33 @@ impl Part {
     /// entries before applying them: the lookups' cache misses, each a trip to
     /// memory among millions of documents, then overlap instead of following one
     /// another. Changes nothing.
-    pub(crate) fn prefetch(&self, slot: Slot, key: &IdKey) {
+    pub(crate) fn prefetch(&self, slot: Slot, key: &IdKey, h: u64) {
         // Sorted (only after `Store::flush`), a lookup is a binary search: nothing
         // worth bringing ahead.
         if let Some(coll @ Coll::Hashed(_)) = self.mem.get(&slot) {
-            if let Some(e) = coll.get(key) {
+            if let Some(e) = coll.get(key, h) {
                 prefetch(e.1.as_ptr());
             }
         }
     }
 
     /// The document, to be written over.
-    pub(crate) fn get_mut(&mut self, slot: Slot, key: &IdKey) -> Option<&mut Box<[u8]>> {
-        Some(&mut self.mem.get_mut(&slot)?.get_mut(key)?.1)
+    pub(crate) fn get_mut(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<&mut Box<[u8]>> {
+        Some(&mut self.mem.get_mut(&slot)?.get_mut(key, h)?.1)
     }
 
     /// Inserts or replaces: whether a document was replaced, and the change of
     /// the memory estimate.
-    pub(crate) fn put(&mut self, slot: Slot, key: IdKey, doc: &[u8]) -> (bool, isize) {
+    pub(crate) fn put(&mut self, slot: Slot, key: IdKey, h: u64, doc: &[u8]) -> (bool, isize) {
         let add = Store::cost(&key, doc.len());
         let coll = self.mem.entry(slot).or_default();
         // Same key size: the old entry cost `add` with the old document's length.
         let replaced = |old: &mut Box<[u8]>| (true, overwrite(old, doc));
         if let Coll::Sorted(_) = coll {
-            if let Some(e) = coll.get_mut(&key) {
+            if let Some(e) = coll.get_mut(&key, h) {
                 return replaced(&mut e.1);
             }
         }
-        let h = key_hash(&key);
         match coll.tables()[shard(h)].entry(h, |e| e.0 == key, rehash) {
             hashbrown::hash_table::Entry::Occupied(mut o) => replaced(&mut o.get_mut().1),
             hashbrown::hash_table::Entry::Vacant(v) => {
@@ -274,15 +269,14 @@ impl Part {
 
     /// Replaces a document in place (over its bytes when the size is unchanged):
     /// the change of the memory estimate, None when it is absent.
-    pub(crate) fn replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Option<isize> {
-        Some(overwrite(self.get_mut(slot, key)?, doc))
+    pub(crate) fn replace(&mut self, slot: Slot, key: &IdKey, h: u64, doc: &[u8]) -> Option<isize> {
+        Some(overwrite(self.get_mut(slot, key, h)?, doc))
     }
 
     /// Removes: the change of the memory estimate, None when it was absent.
-    pub(crate) fn remove(&mut self, slot: Slot, key: &IdKey) -> Option<isize> {
+    pub(crate) fn remove(&mut self, slot: Slot, key: &IdKey, h: u64) -> Option<isize> {
         let coll = self.mem.get_mut(&slot)?;
-        coll.get(key)?;
-        let h = key_hash(key);
+        coll.get(key, h)?;
         let (k, doc) = coll.tables()[shard(h)]
             .find_entry(h, |e| e.0 == *key)
             .ok()?
@@ -386,13 +380,13 @@ impl Store {
         self.parts.len()
     }
 
-    /// The partition holding `key` (equal `_id`s of different numeric types hash
-    /// alike: [`IdKey`]'s `Hash` agrees with its `Eq`).
-    pub(crate) fn part_of(&self, key: &IdKey) -> usize {
+    /// The partition holding the key whose [`key_hash`] is `h` (equal `_id`s of
+    /// different numeric types hash alike: [`IdKey`]'s `Hash` agrees with its `Eq`).
+    pub(crate) fn part_of(&self, h: u64) -> usize {
         if self.parts.len() == 1 {
             return 0;
         }
-        ((key_hash(key) >> 36) % self.parts.len() as u64) as usize
+        ((h >> 36) % self.parts.len() as u64) as usize
     }
 
     /// The partitions, for writer threads that each take one.
@@ -641,7 +635,8 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.get(slot, key, out);
         }
-        match self.parts[self.part_of(key)].get(slot, key) {
+        let h = key_hash(key);
+        match self.parts[self.part_of(h)].get(slot, key, h) {
             Some(doc) => {
                 out.extend_from_slice(doc);
                 Ok(true)
@@ -655,14 +650,16 @@ impl Store {
         if self.spilled() {
             return None;
         }
-        self.parts[self.part_of(key)].get(slot, key)
+        let h = key_hash(key);
+        self.parts[self.part_of(h)].get(slot, key, h)
     }
 
     /// Replaces an in-memory document (after [`Store::mem_get`] found it): over its
     /// bytes when the size is unchanged, else in an allocation of the new size.
     pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<(), DiskError> {
-        let p = self.part_of(key);
-        let Some(delta) = self.parts[p].replace(slot, key, doc) else {
+        let h = key_hash(key);
+        let p = self.part_of(h);
+        let Some(delta) = self.parts[p].replace(slot, key, h, doc) else {
             return self.put(slot, key.clone(), doc).map(|_| ());
         };
         self.add_bytes(delta);
@@ -676,7 +673,8 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
         }
-        Ok(self.parts[self.part_of(key)].get(slot, key).is_some())
+        let h = key_hash(key);
+        Ok(self.parts[self.part_of(h)].get(slot, key, h).is_some())
     }
 
     /// Inserts or replaces; returns whether a document was replaced.
@@ -719,8 +717,9 @@ impl Store {
             }
             return Ok(replaced);
         }
-        let p = self.part_of(&key);
-        let (replaced, delta) = self.parts[p].put(slot, key, doc);
+        let h = key_hash(&key);
+        let p = self.part_of(h);
+        let (replaced, delta) = self.parts[p].put(slot, key, h, doc);
         self.add_bytes(delta);
         self.grew()?;
         Ok(replaced)
@@ -738,8 +737,9 @@ impl Store {
             }
             return Ok(removed);
         }
-        let p = self.part_of(key);
-        match self.parts[p].remove(slot, key) {
+        let h = key_hash(key);
+        let p = self.part_of(h);
+        match self.parts[p].remove(slot, key, h) {
             Some(delta) => {
                 self.add_bytes(delta);
                 Ok(true)
