@@ -17,6 +17,11 @@
 //! touched there), and queues it for the writer owning its partition. A full queue
 //! is handed to the writer threads, each taking its partition along (no lock), while
 //! the caller reads and queues the next ([`super::Replica::settle`] waits for it).
+//! A queue found full while the writers are still at the previous one keeps growing
+//! (up to [`GROWN`] times its size) instead of waiting for them: waiting left a core
+//! idle whenever one writer finished before the other (the walk blocked, the first
+//! writer done), about a fifth of the apply phase once the cold collections were
+//! hashed (docs/performance.md, "A queue that grows while the writers work").
 //! A committed transaction's CRUD operations are queued like any other, as the
 //! server shares them out (`_addOplogChainOpsToWriterVectors` -> `addDerivedOps`).
 //! What is not partitionable is applied alone, after every queued entry, exactly as
@@ -31,8 +36,8 @@
 //! of tolerated entries and applied entries as they stood at it; the memory peak and
 //! the move to disk are computed from the writes' effects in oplog order
 //! ([`super::store::Store::batch_applied`]; the move waits until no queue is in
-//! flight, so the memory used may pass the budget by two queues, at most twice
-//! [`BATCH_BYTES`] of entries).
+//! flight, so the memory used may pass the budget by two queues, at most
+//! [`BATCH_BYTES`] of entries in flight and [`GROWN_BYTES`] being queued).
 
 use bson::RawDocument;
 
@@ -47,6 +52,12 @@ use crate::oplog::Ts;
 pub const BATCH_OPS: usize = 8192;
 /// Bytes of queued entries (their `o` and namespace) before the writers apply them.
 pub const BATCH_BYTES: usize = 8 << 20;
+/// A full queue grows up to this many times [`BATCH_OPS`] (or the test's
+/// `PITR_APPLY_BATCH`) while the writers are busy with the previous one.
+pub const GROWN: usize = 8;
+/// Bytes of queued entries at which a queue is handed over even when the writers are
+/// busy (it then waits for them).
+pub const GROWN_BYTES: usize = 2 * BATCH_BYTES;
 /// A queue shorter than this (cut short by a command or a transaction) is applied on
 /// the calling thread, partition after partition: handing it to another thread
 /// would cost more than it saves.
@@ -167,13 +178,29 @@ impl Batch {
         self.len = 0;
     }
 
-    pub fn is_full(&self) -> bool {
-        let limit = if self.limit == 0 {
+    fn entries_limit(&self) -> usize {
+        if self.limit == 0 {
             BATCH_OPS
         } else {
             self.limit
-        };
-        self.len >= limit || self.bytes.len() >= BATCH_BYTES
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len >= self.entries_limit() || self.bytes.len() >= BATCH_BYTES
+    }
+
+    /// Full, and handed over now: the writers are done with the queue in flight
+    /// (or there is none), or it has grown as far as it may.
+    fn ready(&self) -> bool {
+        if !self.is_full() {
+            return false;
+        }
+        let busy = self
+            .inflight
+            .as_ref()
+            .is_some_and(|f| f.handles.iter().any(|h| !h.is_finished()));
+        !busy || self.len >= GROWN * self.entries_limit() || self.bytes.len() >= GROWN_BYTES
     }
 
     /// Copies `b` into the batch's bytes; its range there.
@@ -599,7 +626,7 @@ impl super::Replica {
             ts: op.ts,
         });
         self.batch.len += 1;
-        if self.batch.is_full() {
+        if self.batch.ready() {
             self.hand_off()?;
         }
         Ok(())
