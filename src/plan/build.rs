@@ -757,6 +757,7 @@ fn write_slice(
             ns_txn_keys: &oplog.ns_txn_keys,
             skips: &point.skip_set,
             input_sorted: oplog.out_of_order == 0,
+            input_unique_ts: oplog.duplicates == 0,
             dir: &out.path,
             keep: req.keep_slice,
             sort_memory: req.sort_memory,
