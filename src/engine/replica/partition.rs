@@ -1177,4 +1177,78 @@ mod tests {
             assert!(same_as_sequential(seed, writers, 12_000, u32::MAX, 120_000));
         }
     }
+
+    /// Writes to a capped collection go to the writers like any other (pitr keeps
+    /// its documents by `_id` and models no size limit), with the sequential
+    /// result.
+    #[test]
+    fn capped_writes_are_shared_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seq = replica(1, usize::MAX, dir.path());
+        let mut par = replica(2, usize::MAX, dir.path());
+        par.set_batch_entries(64);
+        let mut rng = Rng(3);
+        for i in 1..=2_000u32 {
+            let d = doc! { "ts": ts(i), "op": "i", "ns": "t.c", "ui": uuid(3),
+            "o": { "_id": id(&mut rng, 100_000), "v": i } };
+            let raw = RawDocumentBuf::from_document(&d).unwrap();
+            let e = Entry::parse(&raw).unwrap();
+            seq.apply(&e, Phase::Idempotent).unwrap();
+            par.apply_partitioned(&e, Phase::Idempotent).unwrap();
+        }
+        par.settle().unwrap();
+        assert_eq!(par.on_writers, 2_000, "every insert on the writers");
+        assert!(
+            par.batches_shared > 1,
+            "{} queues shared",
+            par.batches_shared
+        );
+        assert_eq!(state(&seq), state(&par));
+    }
+
+    /// A full queue is handed over at once when no queue is in flight or the
+    /// writers are done with it; while they are busy it grows, up to [`GROWN`]
+    /// times its size or [`GROWN_BYTES`].
+    #[test]
+    fn a_full_queue_grows_while_the_writers_are_busy() {
+        let mut b = Batch {
+            limit: 4,
+            ..Batch::default()
+        };
+        b.len = 3;
+        assert!(!b.ready(), "not full");
+        b.len = 4;
+        assert!(b.ready(), "full, nothing in flight");
+        // A writer busy until told to finish.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let busy = std::thread::spawn(move || {
+            let _ = wait.recv();
+            (Part::default(), Outcome::default(), Vec::new())
+        });
+        b.inflight = Some(InFlight {
+            handles: vec![busy],
+            base_applied: 0,
+            len: 4,
+            bytes: std::sync::Arc::new(Vec::new()),
+        });
+        for len in [4, 5, GROWN * 4 - 1] {
+            b.len = len;
+            assert!(!b.ready(), "{len} entries, the writers busy: it grows");
+        }
+        b.len = GROWN * 4;
+        assert!(b.ready(), "grown as far as it may");
+        b.len = 4;
+        b.bytes = vec![0; GROWN_BYTES];
+        assert!(b.ready(), "{GROWN_BYTES} bytes queued");
+        b.bytes.clear();
+        go.send(()).unwrap();
+        let f = b.inflight.as_ref().unwrap();
+        while !f.handles.iter().all(|h| h.is_finished()) {
+            std::thread::yield_now();
+        }
+        assert!(b.ready(), "the writers are done: handed over");
+        for h in b.inflight.take().unwrap().handles {
+            h.join().unwrap();
+        }
+    }
 }
