@@ -1002,7 +1002,7 @@ impl ColdStaging {
     /// leaves most collections out, and a copy of one it leaves out would be
     /// written for nothing), or when `out`'s parent does not exist yet (the dump
     /// copies them). Whether copies are made, and from what size on, is
-    /// [`cold::CopyAhead::from_bytes_by_default`]'s.
+    /// [`cold::copy_ahead_from_bytes`]'s.
     fn beside(out: &Path, format: DumpFormat, ns_filtered: bool) -> ColdStaging {
         ColdStaging(Self::make(out, format, ns_filtered))
     }
@@ -1018,7 +1018,7 @@ impl ColdStaging {
         {
             return None;
         }
-        let from_bytes = cold::CopyAhead::from_bytes_by_default()?;
+        let from_bytes = cold::copy_ahead_from_bytes()?;
         let (parent, name) = dump::beside(out);
         let dir = tempfile::Builder::new()
             .prefix(&format!(".{name}.pitr-cold-"))

@@ -56,7 +56,7 @@ pub fn disabled() -> bool {
 /// The environment variable that decides the copies made ahead: `0` never (the
 /// dump copies cold collections' files itself, as before them), `1` always;
 /// otherwise past the kernel's dirty page limit
-/// ([`CopyAhead::from_bytes_by_default`]). For comparisons and benchmarks.
+/// ([`copy_ahead_from_bytes`]). For comparisons and benchmarks.
 pub const COPY_AHEAD_ENV: &str = "PITR_COLD_COPY";
 
 /// Where cold collections' files are copied ahead of the dump
@@ -70,21 +70,19 @@ pub struct CopyAhead {
     pub from_bytes: u64,
 }
 
-impl CopyAhead {
-    /// From what size on copies are made, as [`COPY_AHEAD_ENV`] says: never (None)
-    /// with `0`, from any size with `1`, and by default once the cold files pass
-    /// what the kernel lets the page cache hold dirty before it starts writing
-    /// back ([`dirty_background_bytes`]). Below that the dump's write goes at memory
-    /// speed and a copy made during the apply only takes CPU and memory bandwidth
-    /// from it (1 GiB bench: the apply 0.5 s longer, the dump 0.2 s shorter); past
-    /// it the dump's write waits for the disk (4 GiB bench: the dump's last phase
-    /// 8-10 s, 2-3 s with the copies made ahead).
-    pub fn from_bytes_by_default() -> Option<u64> {
-        match std::env::var(COPY_AHEAD_ENV).as_deref().map(str::trim) {
-            Ok("0") => None,
-            Ok("1") => Some(0),
-            _ => dirty_background_bytes(),
-        }
+/// From what size on copies are made, as [`COPY_AHEAD_ENV`] says: never (None)
+/// with `0`, from any size with `1`, and by default once the cold files pass
+/// what the kernel lets the page cache hold dirty before it starts writing
+/// back ([`dirty_background_bytes`]). Below that the dump's write goes at memory
+/// speed and a copy made during the apply only takes CPU and memory bandwidth
+/// from it (1 GiB bench: the apply 0.5 s longer, the dump 0.2 s shorter); past
+/// it the dump's write waits for the disk (4 GiB bench: the dump's last phase
+/// 8-10 s, 2-3 s with the copies made ahead).
+pub fn copy_ahead_from_bytes() -> Option<u64> {
+    match std::env::var(COPY_AHEAD_ENV).as_deref().map(str::trim) {
+        Ok("0") => None,
+        Ok("1") => Some(0),
+        _ => dirty_background_bytes(),
     }
 }
 
