@@ -127,8 +127,8 @@ pub(super) struct Queued {
     pub phase: Phase,
     pub slot: Slot,
     pub key: IdKey,
-    /// The key's hash in the in-memory tables, computed once, where it is queued
-    /// (it also chose the partition).
+    /// The key's hash in the in-memory tables, computed once where it is queued
+    /// ([`super::store::Store::locate`], which chose the partition with it).
     pub hash: u64,
     /// `o` (an insert's document, an update's change) in the batch's bytes.
     pub o: (usize, usize),
@@ -616,8 +616,7 @@ impl super::Replica {
             _ => self.batch.keep(o.as_bytes()),
         };
         let ns = self.batch.keep(op.ns.as_bytes());
-        let hash = super::store::key_hash(&key);
-        let part = self.store.part_of(hash);
+        let (part, hash) = self.store.locate(&key);
         let seq = self.batch.len as u32;
         self.batch.queues[part].push(Queued {
             seq,

@@ -86,9 +86,9 @@ const SHARDS: usize = 16;
 
 /// The hash of an `_id` in the in-memory tables and for its partition (agrees
 /// with [`IdKey`]'s `Eq`, across numeric types too). Bits 32-35 choose the shard,
-/// the bits from 36 the partition ([`Store::part_of`]): hashbrown places by the
+/// the bits from 36 the partition ([`Store::locate`]): hashbrown places by the
 /// low bits and tags by the top seven.
-pub(crate) fn key_hash(key: &IdKey) -> u64 {
+fn key_hash(key: &IdKey) -> u64 {
     foldhash::fast::FixedState::with_seed(0x6964_6b65).hash_one(key)
 }
 
@@ -210,7 +210,7 @@ pub(crate) fn overwrite(old: &mut Box<[u8]>, doc: &[u8]) -> isize {
 }
 
 /// One partition of the in-memory documents: every `_id` lives in the partition
-/// [`Store::part_of`] names, so writer threads applying a batch
+/// [`Store::locate`] names, so writer threads applying a batch
 /// ([`super::partition`]) each own one partition and share nothing (no lock).
 #[derive(Default)]
 pub(crate) struct Part {
@@ -396,13 +396,16 @@ impl Store {
         self.parts.len()
     }
 
-    /// The partition holding the key whose [`key_hash`] is `h` (equal `_id`s of
-    /// different numeric types hash alike: [`IdKey`]'s `Hash` agrees with its `Eq`).
-    pub(crate) fn part_of(&self, h: u64) -> usize {
+    /// The partition holding `key`, and the key's hash in the tables ([`Part`]'s
+    /// methods take it; the writer threads get it queued with the write). Equal
+    /// `_id`s of different numeric types hash alike: [`IdKey`]'s `Hash` agrees with
+    /// its `Eq`.
+    pub(crate) fn locate(&self, key: &IdKey) -> (usize, u64) {
+        let h = key_hash(key);
         if self.parts.len() == 1 {
-            return 0;
+            return (0, h);
         }
-        ((h >> 36) % self.parts.len() as u64) as usize
+        (((h >> 36) % self.parts.len() as u64) as usize, h)
     }
 
     /// The partitions, for writer threads that each take one.
@@ -651,8 +654,8 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.get(slot, key, out);
         }
-        let h = key_hash(key);
-        match self.parts[self.part_of(h)].get(slot, key, h) {
+        let (p, h) = self.locate(key);
+        match self.parts[p].get(slot, key, h) {
             Some(doc) => {
                 out.extend_from_slice(doc);
                 Ok(true)
@@ -666,15 +669,14 @@ impl Store {
         if self.spilled() {
             return None;
         }
-        let h = key_hash(key);
-        self.parts[self.part_of(h)].get(slot, key, h)
+        let (p, h) = self.locate(key);
+        self.parts[p].get(slot, key, h)
     }
 
     /// Replaces an in-memory document (after [`Store::mem_get`] found it): over its
     /// bytes when the size is unchanged, else in an allocation of the new size.
     pub fn mem_replace(&mut self, slot: Slot, key: &IdKey, doc: &[u8]) -> Result<(), DiskError> {
-        let h = key_hash(key);
-        let p = self.part_of(h);
+        let (p, h) = self.locate(key);
         let Some(delta) = self.parts[p].replace(slot, key, h, doc) else {
             return self.put(slot, key.clone(), doc).map(|_| ());
         };
@@ -689,8 +691,8 @@ impl Store {
         if let Some(d) = &self.disk {
             return d.contains(slot, key);
         }
-        let h = key_hash(key);
-        Ok(self.parts[self.part_of(h)].get(slot, key, h).is_some())
+        let (p, h) = self.locate(key);
+        Ok(self.parts[p].get(slot, key, h).is_some())
     }
 
     /// Inserts or replaces; returns whether a document was replaced.
@@ -733,8 +735,7 @@ impl Store {
             }
             return Ok(replaced);
         }
-        let h = key_hash(&key);
-        let p = self.part_of(h);
+        let (p, h) = self.locate(&key);
         let (replaced, delta) = self.parts[p].put(slot, key, h, doc);
         self.add_bytes(delta);
         self.grew()?;
@@ -753,8 +754,7 @@ impl Store {
             }
             return Ok(removed);
         }
-        let h = key_hash(key);
-        let p = self.part_of(h);
+        let (p, h) = self.locate(key);
         match self.parts[p].remove(slot, key, h) {
             Some(delta) => {
                 self.add_bytes(delta);

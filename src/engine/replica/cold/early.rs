@@ -21,7 +21,7 @@
 //!
 //! Nothing changes but when the work is done: a file the early thread could not
 //! check (an error, Ctrl-C) is checked by the seeding, which meets the error in its
-//! place; a hash not made is made by the dump, a copy not made is made by the dump. The results are the same
+//! place; a hash or a copy not made is made by the dump. The results are the same
 //! [`ColdDocs`] the seeding would have made, with the same guard against a file
 //! changed since (its length and modification time, checked on every read).
 
