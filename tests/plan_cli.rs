@@ -591,6 +591,76 @@ fn ns_filtering_replays_only_the_selected_namespaces() {
     );
 }
 
+/// `pitr replay`'s free-space check runs before the scan can tell an oplog out of
+/// order, whose slice the embedded engine then sorts through the work dir: the plan
+/// asks the caller's check (`PlanRequest::sort_room`) once its scan says so, with
+/// the sort's peak bytes, and a refusal stops it before any slice is written. An
+/// oplog in order never asks.
+#[test]
+fn an_unsorted_oplog_asks_the_callers_room_before_it_is_sorted() {
+    use pitr::plan::{sort_peak_bytes, PlanError, PlanRequest, SortRoom, UntilSpec};
+    use std::sync::{Arc, Mutex};
+    let request = |s: &Scenario, asked: &Arc<Mutex<Vec<u64>>>, room: bool| {
+        let asked = asked.clone();
+        PlanRequest {
+            out: Some(s.root.join("plan")),
+            sort_room: Some(SortRoom(Arc::new(move |bytes| {
+                asked.lock().unwrap().push(bytes);
+                match room {
+                    true => Ok(()),
+                    false => Err(PlanError::NoRoom {
+                        message: "no room for the sort".into(),
+                        hint: "make room".into(),
+                    }),
+                }
+            }))),
+            ..PlanRequest::new(
+                s.root.join("backup"),
+                s.root.join("oplog.bson").display().to_string(),
+                UntilSpec::Auto,
+                s.root.clone(),
+            )
+        }
+    };
+    let mut entries = Scenario::main_oplog();
+    entries.swap(4, 7);
+    let s = Scenario::with_oplog(entries.clone());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let req = request(&s, &asked, false);
+    let e = pitr::plan::build(&req, &pitr::plan::Quiet).unwrap_err();
+    assert!(matches!(e, PlanError::NoRoom { .. }), "{e:?}");
+    assert_eq!(e.to_string(), "no room for the sort");
+    assert_eq!(pitr::error::Hint::hint(&e).as_deref(), Some("make room"));
+    assert!(!s.root.join("plan/oplog.bson").exists());
+    // With room: asked once, and the plan is made with the slice sorted.
+    asked.lock().unwrap().clear();
+    let plan = pitr::plan::build(&request(&s, &asked, true), &pitr::plan::Quiet).unwrap();
+    assert!(plan.slice.reordered);
+    // The bytes asked for: the entries after the backup's end, whatever their
+    // order (the slice is some of them); well under the sort's memory, so no
+    // sorted runs beside it.
+    let end = plan.backup.end_ts;
+    let after: u64 = entries
+        .iter()
+        .filter(|d| {
+            let t = d.get_timestamp("ts").unwrap();
+            Ts::new(t.time, t.increment) > end
+        })
+        .map(|d| bson::to_vec(d).unwrap().len() as u64)
+        .sum();
+    let whole = fs::metadata(s.root.join("oplog.bson")).unwrap().len();
+    assert!(0 < after && after < whole, "{after} of {whole}");
+    assert_eq!(*asked.lock().unwrap(), [after]);
+    assert_eq!(sort_peak_bytes(after, req.sort_memory), after);
+    // In ts order: never asked.
+    let s = Scenario::new();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    pitr::plan::build(&request(&s, &asked, false), &pitr::plan::Quiet).unwrap();
+    assert!(asked.lock().unwrap().is_empty());
+    // Past the sort's memory, the sorted runs beside the slice count too.
+    assert_eq!(sort_peak_bytes(300 << 20, 256 << 20), 600 << 20);
+}
+
 #[test]
 fn an_unsorted_oplog_is_sorted_into_the_slice() {
     let mut entries = Scenario::main_oplog();

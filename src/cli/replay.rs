@@ -261,28 +261,91 @@ fn embedded_space(
         return Ok(None);
     }
     let (backup, oplog) = input_sizes(a);
-    // The slice when it is kept, and past --memory the on-disk store of the
-    // documents.
-    let store = preflight::store_bytes(backup, oplog, budget);
-    let (slice, plain) = match a.keep_slice {
-        true => (oplog, "the slice and the engine's on-disk store"),
-        false => (0, "the engine's on-disk store"),
+    let space = EmbeddedSpace {
+        work: work.root.clone(),
+        out: out.to_path_buf(),
+        backup,
+        oplog,
+        budget,
     };
-    let needs = |copy: u64| {
+    // The slice when it is kept (an oplog out of order is checked again once the
+    // scan says so: `sort_room`).
+    let slice = if a.keep_slice { oplog } else { 0 };
+    spool_if_room(a, work, oplog, |copy| space.needs(slice, copy))
+}
+
+/// What an embedded run writes, for [`preflight::check_space`].
+#[derive(Clone)]
+struct EmbeddedSpace {
+    work: PathBuf,
+    out: PathBuf,
+    backup: u64,
+    oplog: u64,
+    budget: u64,
+}
+
+impl EmbeddedSpace {
+    /// In the work dir the slice's `slice` bytes (kept, or sorted), past `--memory`
+    /// the on-disk store of the documents, and a `copy` of an oplog object; the
+    /// dump beside `--out`.
+    fn needs(&self, slice: u64, copy: u64) -> Vec<Need> {
+        let store = preflight::store_bytes(self.backup, self.oplog, self.budget);
+        let mut what = vec![];
+        if slice > 0 {
+            what.push("the slice");
+        }
+        what.push("the engine's on-disk store");
+        if copy > 0 {
+            what.push("a copy of the oplog");
+        }
+        let what = match what.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => String::new(),
+        };
         vec![
             Need {
-                dir: work.root.clone(),
+                dir: self.work.clone(),
                 bytes: slice + store + copy,
-                what: if copy > 0 {
-                    format!("{plain}, and a copy of the oplog")
-                } else {
-                    plain.into()
-                },
+                what,
             },
-            out_need(out, backup + oplog),
+            out_need(&self.out, self.backup + self.oplog),
         ]
+    }
+}
+
+/// The check the plan runs once its scan finds the oplog out of order
+/// ([`plan::SortRoom`]): the embedded run's needs again, with the sorted slice and
+/// its runs in the work dir (and the oplog's copy there when the spool is on).
+/// None with `--dry-run` (nothing is written) or `--no-space-check`.
+fn sort_room(
+    a: &ReplayArgs,
+    work: &WorkDir,
+    out: &Path,
+    budget: u64,
+    spooled: bool,
+) -> Option<plan::SortRoom> {
+    if a.dry_run || a.no_space_check {
+        return None;
+    }
+    let (backup, oplog) = input_sizes(a);
+    let space = EmbeddedSpace {
+        work: work.root.clone(),
+        out: out.to_path_buf(),
+        backup,
+        oplog,
+        budget,
     };
-    spool_if_room(a, work, oplog, needs)
+    let copy = if spooled { oplog } else { 0 };
+    use crate::error::Hint;
+    Some(plan::SortRoom(Arc::new(move |sorted| {
+        preflight::check_space(&space.needs(sorted, copy)).map_err(|e| plan::PlanError::NoRoom {
+            message: format!(
+                "the oplog is out of order, so its slice is sorted in the work dir first: {e}"
+            ),
+            hint: e.hint().unwrap_or_default(),
+        })
+    })))
 }
 
 /// With the oplog in a bucket, turns the spool on (`oplog::spool`: the run's later
@@ -923,6 +986,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     } else {
         DumpFormat::Directory { gzip: a.gzip }
     };
+    let sort_room = sort_room(&a, &work, &out, budget.bytes, spool.is_some());
     let mut req = a
         .plan
         .request(Some(work.plan_dir()), cwd.clone(), Default::default());
@@ -931,6 +995,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     // asked for.
     req.mongorestore_inputs = false;
     req.keep_slice = a.keep_slice;
+    req.sort_room = sort_room;
     if a.dry_run {
         let plan = match plan::build(
             &req,
@@ -1036,6 +1101,59 @@ mod tests {
             }) => Ok(a),
             Ok(other) => Err(format!("not replay: {other:?}")),
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The check the plan asks once its scan finds the oplog out of order: the
+    /// embedded run's needs with the sorted slice in the work dir, refused with the
+    /// work dir, the sizes and the usual hint when they do not fit; not asked for
+    /// with `--no-space-check` or `--dry-run`.
+    #[test]
+    fn the_sort_of_an_oplog_out_of_order_is_checked_against_the_work_dirs_room() {
+        use crate::error::Hint;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().join("work");
+        let w = w.to_str().unwrap();
+        let args = |extra: &[&str]| {
+            let mut v = vec![
+                "--backup",
+                "b",
+                "--oplog",
+                "o.bson",
+                "--until",
+                "auto",
+                "--workdir",
+                w,
+            ];
+            v.extend_from_slice(extra);
+            parse(&v).unwrap()
+        };
+        let a = args(&[]);
+        let work = crate::replay::WorkDir::create(a.workdir.as_deref(), d.path()).unwrap();
+        let out = d.path().join("dump");
+        let room = super::sort_room(&a, &work, &out, 1 << 30, false).expect("checked");
+        (room.0)(1 << 20).unwrap();
+        let e = (room.0)(u64::MAX / 4).unwrap_err();
+        let message = e.to_string();
+        assert!(message.starts_with("the oplog is out of order, so its slice is sorted in the work dir first: not enough free space"), "{message}");
+        assert!(
+            message.contains(&work.root.display().to_string()),
+            "{message}"
+        );
+        assert!(
+            message.contains("the slice and the engine's on-disk store"),
+            "{message}"
+        );
+        assert!(
+            e.hint().unwrap().contains("--no-space-check"),
+            "{:?}",
+            e.hint()
+        );
+        for flag in ["--no-space-check", "--dry-run"] {
+            assert!(
+                super::sort_room(&args(&[flag]), &work, &out, 1 << 30, false).is_none(),
+                "{flag}"
+            );
         }
     }
 

@@ -101,6 +101,36 @@ pub struct PlanRequest {
     /// member's own commit entry falls ([`Walker::decide_prepared`]). None: a replica
     /// set's plan, where mongorestore's limit alone decides.
     pub decided: Option<std::sync::Arc<HashMap<Vec<u8>, TxnDecision>>>,
+    /// Asked, once the scan found the oplog out of order and before its slice is
+    /// sorted in the output directory, whether that fits (see [`SortRoom`]). None:
+    /// not asked (`pitr plan`, `--no-space-check`).
+    pub sort_room: Option<SortRoom>,
+}
+
+/// The caller's free-space check for the sorting of an oplog found out of order
+/// (which only the scan can tell, after the caller's own check ran): called with
+/// the bytes the sort writes into the output directory at its peak, the slice and,
+/// past `sort_memory`, its sorted runs beside it. The embedded replay counts no
+/// slice up front (an oplog in ts order is applied as it is read, never written).
+#[derive(Clone)]
+pub struct SortRoom(pub std::sync::Arc<dyn Fn(u64) -> Result<(), PlanError> + Send + Sync>);
+
+impl std::fmt::Debug for SortRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SortRoom(..)")
+    }
+}
+
+/// What sorting a slice of at most `slice_bytes` out of order writes at its peak:
+/// the slice and, past `sort_memory`, as much again in sorted runs, which stay
+/// until the merge into the slice is done ([`slice::write_teed`]).
+pub fn sort_peak_bytes(slice_bytes: u64, sort_memory: usize) -> u64 {
+    let runs = if slice_bytes > sort_memory as u64 {
+        slice_bytes
+    } else {
+        0
+    };
+    slice_bytes + runs
 }
 
 impl PlanRequest {
@@ -129,6 +159,7 @@ impl PlanRequest {
             backup_in_spare: false,
             stream_archive: false,
             decided: None,
+            sort_room: None,
         }
     }
 }
@@ -745,6 +776,11 @@ fn write_slice(
             t.end(&mut || Ok(()));
         }
         return slice::empty(&out.path);
+    }
+    if let (Some(room), true) = (&req.sort_room, oplog.out_of_order > 0) {
+        // The slice holds entries after the backup's end only: counted by the scan
+        // whatever their order (`SizeSamples` assume ts order).
+        (room.0)(sort_peak_bytes(oplog.bytes_after_from, req.sort_memory))?;
     }
     slice::write_teed(
         &SliceRequest {

@@ -106,6 +106,11 @@ pub enum PlanError {
     /// `PITR_APPLY_WRITERS` is not a number of writer threads.
     #[error("{0}")]
     Writers(String),
+
+    /// The caller's check of the room an oplog out of order needs to be sorted
+    /// ([`super::build::SortRoom`]) refused: its message and hint.
+    #[error("{message}")]
+    NoRoom { message: String, hint: String },
 }
 
 impl Hint for PlanError {
@@ -158,6 +163,7 @@ impl Hint for PlanError {
                 "pass a new or empty directory to --out (a previous plan's directory, holding only oplog.bson and plan.json, is replaced)".into()
             }
             PlanError::Write { .. } => "check the free disk space and the permissions of the output directory".into(),
+            PlanError::NoRoom { hint, .. } => hint.clone(),
             PlanError::Changed { .. } => {
                 "the file must not change while planning: copy it somewhere stable and plan from the copy".into()
             }

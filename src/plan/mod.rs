@@ -77,7 +77,10 @@ use crate::engine::replica::Meter;
 use crate::oplog::Ts;
 use crate::stream::ByteCounter;
 
-pub use build::{build, build_with_model, load_dump, ContentOptions, PlanRequest, OUT_FILES};
+pub use build::{
+    build, build_with_model, load_dump, sort_peak_bytes, ContentOptions, PlanRequest, SortRoom,
+    OUT_FILES,
+};
 pub use coverage::{Coverage, Mode};
 pub use error::PlanError;
 pub use expect::ExpectedNs;

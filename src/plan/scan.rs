@@ -151,6 +151,9 @@ pub struct OplogScan {
     pub seen: Seen,
     /// Where the bytes are, by ts: a slice's size before it is written.
     pub sizes: SizeSamples,
+    /// The bytes of the entries after [`Probe::chunks_from`] (of every entry without
+    /// it): at least a slice from there, in whatever order the entries came.
+    pub bytes_after_from: u64,
 }
 
 impl OplogScan {
@@ -270,6 +273,9 @@ pub fn scan(
         }
         prev = Some(ts);
         s.sizes.see(s.entries, ts, e.raw.as_bytes().len());
+        if probe.chunks_from.is_none_or(|f| ts > f) {
+            s.bytes_after_from += e.raw.as_bytes().len() as u64;
+        }
         if let Some(t) = probe.target {
             if ts >= t && s.at_or_after_target.as_ref().is_none_or(|b| ts < b.ts) {
                 s.at_or_after_target = Some(EntryRef::of(&e));
