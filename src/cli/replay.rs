@@ -251,14 +251,22 @@ fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
 /// slice, the engine's on-disk store past the memory budget, the dump beside `--out`,
 /// and, when it fits too, a copy of an oplog object that the run's later passes read
 /// instead of the bucket (`oplog::spool`, on for as long as the guard returned lives).
+/// With it, the check the plan runs once its scan finds the oplog out of order
+/// ([`sort_room`]).
 fn embedded_space(
     a: &ReplayArgs,
     work: &WorkDir,
     out: &Path,
     budget: u64,
-) -> Result<Option<crate::oplog::spool::SpoolGuard>, Failure> {
+) -> Result<
+    (
+        Option<crate::oplog::spool::SpoolGuard>,
+        Option<plan::SortRoom>,
+    ),
+    Failure,
+> {
     if a.dry_run || a.no_space_check {
-        return Ok(None);
+        return Ok((None, None));
     }
     let (backup, oplog) = input_sizes(a);
     let space = EmbeddedSpace {
@@ -271,7 +279,9 @@ fn embedded_space(
     // The slice when it is kept (an oplog out of order is checked again once the
     // scan says so: `sort_room`).
     let slice = if a.keep_slice { oplog } else { 0 };
-    spool_if_room(a, work, oplog, |copy| space.needs(slice, copy))
+    let spool = spool_if_room(a, work, oplog, |copy| space.needs(slice, copy))?;
+    let copy = if spool.is_some() { oplog } else { 0 };
+    Ok((spool, Some(sort_room(space, copy))))
 }
 
 /// What an embedded run writes, for [`preflight::check_space`].
@@ -316,36 +326,17 @@ impl EmbeddedSpace {
 
 /// The check the plan runs once its scan finds the oplog out of order
 /// ([`plan::SortRoom`]): the embedded run's needs again, with the sorted slice and
-/// its runs in the work dir (and the oplog's copy there when the spool is on).
-/// None with `--dry-run` (nothing is written) or `--no-space-check`.
-fn sort_room(
-    a: &ReplayArgs,
-    work: &WorkDir,
-    out: &Path,
-    budget: u64,
-    spooled: bool,
-) -> Option<plan::SortRoom> {
-    if a.dry_run || a.no_space_check {
-        return None;
-    }
-    let (backup, oplog) = input_sizes(a);
-    let space = EmbeddedSpace {
-        work: work.root.clone(),
-        out: out.to_path_buf(),
-        backup,
-        oplog,
-        budget,
-    };
-    let copy = if spooled { oplog } else { 0 };
+/// its runs in the work dir (and the oplog's `copy` there when the spool is on).
+fn sort_room(space: EmbeddedSpace, copy: u64) -> plan::SortRoom {
     use crate::error::Hint;
-    Some(plan::SortRoom(Arc::new(move |sorted| {
+    plan::SortRoom(Arc::new(move |sorted| {
         preflight::check_space(&space.needs(sorted, copy)).map_err(|e| plan::PlanError::NoRoom {
             message: format!(
                 "the oplog is out of order, so its slice is sorted in the work dir first: {e}"
             ),
             hint: e.hint().unwrap_or_default(),
         })
-    })))
+    }))
 }
 
 /// With the oplog in a bucket, turns the spool on (`oplog::spool`: the run's later
@@ -974,7 +965,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     };
     // Measured once, at the start: what the engine may keep in memory.
     let budget = crate::memory::budget(a.memory.map(|m| m as u64));
-    let spool = match embedded_space(&a, &work, &out, budget.bytes) {
+    let (spool, sort_room) = match embedded_space(&a, &work, &out, budget.bytes) {
         Ok(s) => s,
         Err(e) => {
             work.discard_if_unused();
@@ -986,7 +977,6 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     } else {
         DumpFormat::Directory { gzip: a.gzip }
     };
-    let sort_room = sort_room(&a, &work, &out, budget.bytes, spool.is_some());
     let mut req = a
         .plan
         .request(Some(work.plan_dir()), cwd.clone(), Default::default());
@@ -1131,7 +1121,9 @@ mod tests {
         let a = args(&[]);
         let work = crate::replay::WorkDir::create(a.workdir.as_deref(), d.path()).unwrap();
         let out = d.path().join("dump");
-        let room = super::sort_room(&a, &work, &out, 1 << 30, false).expect("checked");
+        let (spool, room) = super::embedded_space(&a, &work, &out, 1 << 30).unwrap();
+        assert!(spool.is_none(), "a local oplog is never copied");
+        let room = room.expect("checked");
         (room.0)(1 << 20).unwrap();
         let e = (room.0)(u64::MAX / 4).unwrap_err();
         let message = e.to_string();
@@ -1150,10 +1142,8 @@ mod tests {
             e.hint()
         );
         for flag in ["--no-space-check", "--dry-run"] {
-            assert!(
-                super::sort_room(&args(&[flag]), &work, &out, 1 << 30, false).is_none(),
-                "{flag}"
-            );
+            let (_, room) = super::embedded_space(&args(&[flag]), &work, &out, 1 << 30).unwrap();
+            assert!(room.is_none(), "{flag}");
         }
     }
 
