@@ -636,22 +636,19 @@ fn an_unsorted_oplog_asks_the_callers_room_before_it_is_sorted() {
     asked.lock().unwrap().clear();
     let plan = pitr::plan::build(&request(&s, &asked, true), &pitr::plan::Quiet).unwrap();
     assert!(plan.slice.reordered);
-    // The bytes asked for: the entries after the backup's end, whatever their
-    // order (the slice is some of them); well under the sort's memory, so no
-    // sorted runs beside it.
-    let end = plan.backup.end_ts;
-    let after: u64 = entries
+    // The bytes asked for: the entries between the backup's end and the limit,
+    // whatever their order, counted by the second (those in the same second as
+    // either end too); well under the sort's memory, so no sorted runs beside it.
+    let (end, limit) = (plan.backup.end_ts, plan.until.limit);
+    let slice: u64 = entries
         .iter()
-        .filter(|d| {
-            let t = d.get_timestamp("ts").unwrap();
-            Ts::new(t.time, t.increment) > end
-        })
+        .filter(|d| (end.t..=limit.t).contains(&d.get_timestamp("ts").unwrap().time))
         .map(|d| bson::to_vec(d).unwrap().len() as u64)
         .sum();
     let whole = fs::metadata(s.root.join("oplog.bson")).unwrap().len();
-    assert!(0 < after && after < whole, "{after} of {whole}");
-    assert_eq!(*asked.lock().unwrap(), [after]);
-    assert_eq!(sort_peak_bytes(after, req.sort_memory), after);
+    assert!(0 < slice && slice < whole, "{slice} of {whole}");
+    assert_eq!(*asked.lock().unwrap(), [slice]);
+    assert_eq!(sort_peak_bytes(slice, req.sort_memory), slice);
     // In ts order: never asked.
     let s = Scenario::new();
     let asked = Arc::new(Mutex::new(Vec::new()));

@@ -778,9 +778,10 @@ fn write_slice(
         return slice::empty(&out.path);
     }
     if let (Some(room), true) = (&req.sort_room, oplog.out_of_order > 0) {
-        // The slice holds entries after the backup's end only: counted by the scan
-        // whatever their order (`SizeSamples` assume ts order).
-        (room.0)(sort_peak_bytes(oplog.bytes_after_from, req.sort_memory))?;
+        // The slice's entries, between the backup's end and the limit, counted by
+        // the scan whatever their order (`SizeSamples` assume ts order).
+        let slice = oplog.by_time.at_most_between(backup.end, point.until.limit);
+        (room.0)(sort_peak_bytes(slice, req.sort_memory))?;
     }
     slice::write_teed(
         &SliceRequest {

@@ -151,9 +151,9 @@ pub struct OplogScan {
     pub seen: Seen,
     /// Where the bytes are, by ts: a slice's size before it is written.
     pub sizes: SizeSamples,
-    /// The bytes of the entries after [`Probe::chunks_from`] (of every entry without
-    /// it): at least a slice from there, in whatever order the entries came.
-    pub bytes_after_from: u64,
+    /// The bytes by ts in whatever order the entries came: an upper bound for an
+    /// oplog out of order, whose slice is sorted through a file.
+    pub by_time: BytesByTime,
 }
 
 impl OplogScan {
@@ -220,6 +220,73 @@ impl SizeSamples {
     }
 }
 
+/// The entries' bytes by the seconds of their `ts`, in buckets of `width`
+/// seconds (doubled whenever more than [`BytesByTime::MAX`] buckets would be
+/// needed, so memory stays small whatever the oplog's span), whatever the order
+/// the entries came in: [`BytesByTime::at_most_between`] bounds a slice's size
+/// where [`SizeSamples`], which assume ts order, cannot.
+#[derive(Clone, Debug)]
+pub struct BytesByTime {
+    width: u32,
+    /// Bucket (`ts.t / width`) -> bytes.
+    buckets: std::collections::BTreeMap<u32, u64>,
+    /// The bucket the last entries fell in, and their bytes not yet added to
+    /// `buckets` (entries in ts order mostly share one).
+    open: Option<(u32, u64)>,
+}
+
+impl Default for BytesByTime {
+    fn default() -> Self {
+        BytesByTime {
+            width: 1,
+            buckets: Default::default(),
+            open: None,
+        }
+    }
+}
+
+impl BytesByTime {
+    const MAX: usize = 1 << 12;
+
+    fn see(&mut self, ts: Ts, len: usize) {
+        let b = ts.t / self.width;
+        match &mut self.open {
+            Some((open, bytes)) if *open == b => *bytes += len as u64,
+            _ => {
+                // Closing may coarsen the buckets: the key is taken again after.
+                self.close();
+                self.open = Some((ts.t / self.width, len as u64));
+            }
+        }
+    }
+
+    /// Adds the open bucket's bytes, coarsening while there are too many buckets.
+    fn close(&mut self) {
+        let Some((b, bytes)) = self.open.take() else {
+            return;
+        };
+        *self.buckets.entry(b).or_default() += bytes;
+        while self.buckets.len() > Self::MAX {
+            self.width = self.width.saturating_mul(2);
+            let old = std::mem::take(&mut self.buckets);
+            for (k, v) in old {
+                *self.buckets.entry(k / 2).or_default() += v;
+            }
+        }
+    }
+
+    /// At least the bytes of the entries with `from < ts < to` (those of the
+    /// entries in the same buckets as `from` and `to` too).
+    pub fn at_most_between(&self, from: Ts, to: Ts) -> u64 {
+        let (lo, hi) = (from.t / self.width, to.t / self.width);
+        let open = match self.open {
+            Some((b, bytes)) if (lo..=hi).contains(&b) => bytes,
+            _ => 0,
+        };
+        open + self.buckets.range(lo..=hi).map(|(_, v)| v).sum::<u64>()
+    }
+}
+
 /// Reads the whole oplog at `spec` once.
 pub fn scan(
     spec: &str,
@@ -273,9 +340,7 @@ pub fn scan(
         }
         prev = Some(ts);
         s.sizes.see(s.entries, ts, e.raw.as_bytes().len());
-        if probe.chunks_from.is_none_or(|f| ts > f) {
-            s.bytes_after_from += e.raw.as_bytes().len() as u64;
-        }
+        s.by_time.see(ts, e.raw.as_bytes().len());
         if let Some(t) = probe.target {
             if ts >= t && s.at_or_after_target.as_ref().is_none_or(|b| ts < b.ts) {
                 s.at_or_after_target = Some(EntryRef::of(&e));
@@ -415,11 +480,49 @@ mod tests {
             std::fs::metadata(&path).unwrap().len()
         );
         assert_eq!((s.out_of_order, s.duplicates), (1, 1));
+        assert_eq!(
+            s.by_time.at_most_between(Ts::new(0, 0), Ts::new(99, 0)),
+            std::fs::metadata(&path).unwrap().len()
+        );
         let at = s.at_or_after_target.unwrap();
         assert_eq!(at.describe(), "11:5 c a.$cmd drop a.b");
         assert_eq!(at.num_records, Some(2));
         assert!(s.found.contains_key(&Ts::new(12, 1)) && !s.found.contains_key(&Ts::new(99, 1)));
         assert_eq!(s.ns_txn_keys.len(), 1);
         assert_eq!(s.findings.len(), 1);
+    }
+
+    /// An oplog out of order: the bytes between two positions bounded whatever the
+    /// order, exact to the bucket; a long span coarsens the buckets, never losing a
+    /// byte.
+    #[test]
+    fn bytes_by_time_bound_a_range_in_any_order_and_stay_small() {
+        let mut b = BytesByTime::default();
+        for (t, len) in [(10, 100), (30, 300), (20, 200), (10, 1)] {
+            b.see(Ts::new(t, 1), len);
+        }
+        assert_eq!(b.at_most_between(Ts::new(10, 5), Ts::new(20, 0)), 301);
+        assert_eq!(b.at_most_between(Ts::new(11, 0), Ts::new(19, 0)), 0);
+        assert_eq!(b.at_most_between(Ts::new(0, 0), Ts::new(99, 0)), 601);
+        // One entry a second over three times as many seconds as buckets, backwards.
+        let mut b = BytesByTime::default();
+        let n = 3 * BytesByTime::MAX as u32;
+        for t in (0..n).rev() {
+            b.see(Ts::new(t, 1), 10);
+        }
+        b.close();
+        assert!(
+            b.buckets.len() <= BytesByTime::MAX && b.width >= 2,
+            "{} buckets of {} s",
+            b.buckets.len(),
+            b.width
+        );
+        assert_eq!(
+            b.at_most_between(Ts::new(0, 0), Ts::new(n, 0)),
+            10 * n as u64
+        );
+        let some = b.at_most_between(Ts::new(100, 0), Ts::new(200, 0));
+        let slack = 2 * b.width as u64;
+        assert!((990..=10 * (101 + slack)).contains(&some), "{some}");
     }
 }
