@@ -280,8 +280,13 @@ fn embedded_space(
     // scan says so: `sort_room`).
     let slice = if a.keep_slice { oplog } else { 0 };
     let spool = spool_if_room(a, work, oplog, |copy| space.needs(slice, copy))?;
+    // The sort's bytes in the work dir beside the oplog's copy (the spool lasts
+    // through the plan).
     let copy = if spool.is_some() { oplog } else { 0 };
-    Ok((spool, Some(sort_room(space, copy))))
+    Ok((
+        spool,
+        Some(sort_room(move |sorted| space.needs(sorted, copy))),
+    ))
 }
 
 /// What an embedded run writes, for [`preflight::check_space`].
@@ -325,12 +330,12 @@ impl EmbeddedSpace {
 }
 
 /// The check the plan runs once its scan finds the oplog out of order
-/// ([`plan::SortRoom`]): the embedded run's needs again, with the sorted slice and
-/// its runs in the work dir (and the oplog's `copy` there when the spool is on).
-fn sort_room(space: EmbeddedSpace, copy: u64) -> plan::SortRoom {
+/// ([`plan::SortRoom`]): the run's needs again (`needs`, given the bytes of the
+/// sorted slice and its runs in the work dir), refused with the usual hint.
+fn sort_room(needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static) -> plan::SortRoom {
     use crate::error::Hint;
     plan::SortRoom(Arc::new(move |sorted| {
-        preflight::check_space(&space.needs(sorted, copy)).map_err(|e| plan::PlanError::NoRoom {
+        preflight::check_space(&needs(sorted)).map_err(|e| plan::PlanError::NoRoom {
             message: format!(
                 "the oplog is out of order, so its slice is sorted in the work dir first: {e}"
             ),
@@ -484,6 +489,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         upload,
         download,
         spool,
+        sort_room,
     } = mongod_places(&a, &cwd)?;
     // The programs first: their versions decide what the plan's lint expects them to
     // skip and refuse (a dry run runs only these `--version`s).
@@ -499,6 +505,7 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
         cwd.clone(),
         tools::version_hints(&probed),
     );
+    req.sort_room = sort_room;
     if let Err(e) = fetch_backup(download.as_ref(), &probed, a.dry_run, &mut req) {
         work.discard_if_unused();
         return Err(e);
@@ -652,6 +659,8 @@ struct MongodPlaces {
     /// An oplog in a bucket: one copy for the plan's passes (`oplog::spool`), while
     /// this lives.
     spool: Option<crate::oplog::spool::SpoolGuard>,
+    /// The plan's check of an oplog out of order (`PlanRequest::sort_room`).
+    sort_room: Option<plan::SortRoom>,
 }
 
 /// `--out` checked (a local path new or empty and writable, a URL holding nothing),
@@ -692,20 +701,21 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
             url if streamed_archive(&url)? => None,
             url => Some(download::measure(&url, &work.root)?),
         };
-        let spool = if !a.dry_run && !a.no_space_check {
+        let (spool, sort_room) = if !a.dry_run && !a.no_space_check {
             mongod_space(a, &work, out.as_deref(), download.as_ref())?
         } else {
-            None
+            (None, None)
         };
-        Ok((out, download, spool))
+        Ok((out, download, spool, sort_room))
     })();
     match settled {
-        Ok((out, download, spool)) => Ok(MongodPlaces {
+        Ok((out, download, spool, sort_room)) => Ok(MongodPlaces {
             work,
             out,
             upload,
             download,
             spool,
+            sort_room,
         }),
         Err(e) => {
             work.discard_if_unused();
@@ -793,40 +803,75 @@ fn upload_dump(url: &Location, ex: &mut crate::replay::Execution) {
 
 /// The space a restore onto a spare needs: its data directory lives in the work dir
 /// (about the backup and the oplog's writes, as the dump does), beside the slice;
-/// and a backup in a bucket is downloaded there first.
+/// and a backup in a bucket is downloaded there first. With it, the check the plan
+/// runs once its scan finds the oplog out of order ([`sort_room`]: the slice's
+/// sorted runs beside it).
 fn mongod_space(
     a: &ReplayArgs,
     work: &WorkDir,
     out: Option<&Path>,
     download: Option<&download::Download>,
-) -> Result<Option<crate::oplog::spool::SpoolGuard>, Failure> {
+) -> Result<
+    (
+        Option<crate::oplog::spool::SpoolGuard>,
+        Option<plan::SortRoom>,
+    ),
+    Failure,
+> {
     let (backup, oplog) = input_sizes(a);
-    let needs = |copy: u64| {
+    let space = MongodSpace {
+        work: work.root.clone(),
+        out: out.map(Path::to_path_buf),
+        download: download.map(|d| (d.bytes, format!("the backup downloaded from {}", d.url))),
+        backup,
+        oplog,
+    };
+    // An oplog in a bucket: the plan's passes over it (the scan, the slice, the
+    // prediction of the content) read one copy in the work dir, as the embedded
+    // engine's do, when it fits. The slice: at most the whole oplog.
+    let spool = spool_if_room(a, work, oplog, |copy| space.needs(oplog, copy))?;
+    let copy = if spool.is_some() { oplog } else { 0 };
+    Ok((
+        spool,
+        Some(sort_room(move |sorted| space.needs(sorted, copy))),
+    ))
+}
+
+/// What a restore onto a spare writes, for [`preflight::check_space`].
+struct MongodSpace {
+    work: PathBuf,
+    out: Option<PathBuf>,
+    /// A backup in a bucket: its bytes, and what to call them.
+    download: Option<(u64, String)>,
+    backup: u64,
+    oplog: u64,
+}
+
+impl MongodSpace {
+    /// In the work dir the slice's `slice` bytes, the spare's data, a `copy` of an
+    /// oplog object and a downloaded backup; the dump beside `--out`.
+    fn needs(&self, slice: u64, copy: u64) -> Vec<Need> {
         let mut needs = vec![Need {
-            dir: work.root.clone(),
-            bytes: oplog + backup + oplog + copy,
+            dir: self.work.clone(),
+            bytes: slice + self.backup + self.oplog + copy,
             what: if copy > 0 {
                 "the slice, the spare mongod's data and a copy of the oplog".into()
             } else {
                 "the slice and the spare mongod's data".into()
             },
         }];
-        if let Some(d) = download {
+        if let Some((bytes, what)) = &self.download {
             needs.push(Need {
-                dir: work.root.clone(),
-                bytes: d.bytes,
-                what: format!("the backup downloaded from {}", d.url),
+                dir: self.work.clone(),
+                bytes: *bytes,
+                what: what.clone(),
             });
         }
-        if let Some(o) = out {
-            needs.push(out_need(o, backup + oplog));
+        if let Some(o) = &self.out {
+            needs.push(out_need(o, self.backup + self.oplog));
         }
         needs
-    };
-    // An oplog in a bucket: the plan's passes over it (the scan, the slice, the
-    // prediction of the content) read one copy in the work dir, as the embedded
-    // engine's do, when it fits.
-    spool_if_room(a, work, oplog, needs)
+    }
 }
 
 /// Where a dry run would run.
@@ -1145,6 +1190,17 @@ mod tests {
             let (_, room) = super::embedded_space(&args(&[flag]), &work, &out, 1 << 30).unwrap();
             assert!(room.is_none(), "{flag}");
         }
+        // `--engine mongod`: the slice is kept for mongorestore, the sort's runs
+        // beside it are what the check up front could not count.
+        let (_, room) = super::mongod_space(&a, &work, Some(&out), None).unwrap();
+        let room = room.expect("checked");
+        (room.0)(1 << 20).unwrap();
+        let message = (room.0)(u64::MAX / 4).unwrap_err().to_string();
+        assert!(
+            message.contains("is sorted in the work dir first")
+                && message.contains("the slice and the spare mongod's data"),
+            "{message}"
+        );
     }
 
     #[test]
