@@ -290,7 +290,6 @@ fn embedded_space(
 }
 
 /// What an embedded run writes, for [`preflight::check_space`].
-#[derive(Clone)]
 struct EmbeddedSpace {
     work: PathBuf,
     out: PathBuf,

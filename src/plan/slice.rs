@@ -191,8 +191,12 @@ pub fn write_teed(
             t.read_from(f, out.prefix_bytes);
         }
     }
-    let mut dedup = Dedup::new(writer, out_path.clone(), tee);
-    dedup.unique = req.input_sorted && req.input_unique_ts;
+    let dedup = Dedup::new(
+        writer,
+        out_path.clone(),
+        tee,
+        req.input_sorted && req.input_unique_ts,
+    );
     let mut sink = if req.input_sorted {
         Sink::Stream(dedup)
     } else {
@@ -403,7 +407,9 @@ struct Dedup {
 }
 
 impl Dedup {
-    fn new(w: Option<BufWriter<File>>, path: PathBuf, tee: Option<Tee>) -> Dedup {
+    /// `unique`: no two entries share a ts ([`SliceRequest::input_unique_ts`] of
+    /// an oplog in ts order), so no group is kept to compare with.
+    fn new(w: Option<BufWriter<File>>, path: PathBuf, tee: Option<Tee>, unique: bool) -> Dedup {
         Dedup {
             w,
             path,
@@ -411,7 +417,7 @@ impl Dedup {
             group_ts: None,
             group: Vec::new(),
             group_ends: Vec::new(),
-            unique: false,
+            unique,
             stats: SinkStats {
                 entries: 0,
                 bytes: 0,
