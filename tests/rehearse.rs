@@ -896,6 +896,56 @@ fn assert_refused(o: &Output, message: &str, hint: &str) {
     );
 }
 
+/// A work dir without room for the engine's on-disk store (past `--memory`) is
+/// refused before the server is even reached (nothing listens at the URI: a
+/// rehearsal that went on would fail connecting instead). The backup's files add up
+/// to 8 TiB: a sparse file beside its dumps, whose apparent size is what is counted.
+#[test]
+fn a_work_dir_without_room_for_the_store_is_refused_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("backup");
+    std::fs::create_dir(&b).unwrap();
+    let f = std::fs::File::create(b.join("notes.sparse")).unwrap();
+    f.set_len(8 << 40).unwrap();
+    let uri = format!(
+        "mongodb://127.0.0.1:{}/?serverSelectionTimeoutMS=500",
+        free_port()
+    );
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "rehearse",
+            "--uri",
+            &uri,
+            "--backup",
+            b.to_str().unwrap(),
+            "--work-dir",
+            work.to_str().unwrap(),
+            "--memory",
+            "64MiB",
+        ];
+        v.extend_from_slice(extra);
+        pitr(&v)
+    };
+    let o = args(&[]);
+    assert_refused(
+        &o,
+        "the rehearsal writes about 16.0 TiB there (the engine's on-disk store)",
+        "give --work-dir (and --out) on a larger filesystem",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("`{}`", work.display())) && err.contains("16.0 TiB"),
+        "{err}"
+    );
+    // Skipped, the rehearsal goes on to the server (and finds nothing there).
+    let o = args(&["--no-space-check"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("on-disk store"), "{}", show(&o));
+    assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+}
+
 #[test]
 fn a_mongos_is_refused() {
     let m = mongod(&[], &[("PITR_STANDIN_MODE", "mongos")]);

@@ -401,6 +401,10 @@ fn plan_members<'a>(
                 txns: &p.txns,
                 mongod: Some(hints.clone()),
                 keep_slice: true,
+                // Every member's slice was counted before any was planned, but not
+                // the sorted runs beside one out of order.
+                sort_room: (!a.no_space_check && !a.dry_run)
+                    .then(|| super::replay::sort_room_in(mw.root.clone(), 0)),
             },
             &Quiet,
         )?;

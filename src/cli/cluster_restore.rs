@@ -16,6 +16,7 @@ use crate::cluster::{self, ClusterFile};
 use crate::error::Failure;
 use crate::oplog::{ReadOptions, Ts};
 use crate::plan::{Quiet, UntilSpec};
+use crate::replay::preflight;
 use crate::table::counted;
 
 use super::plan::{PlanArgs, PlanInputArgs};
@@ -199,6 +200,9 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 txns: &p.txns,
                 mongod: None,
                 keep_slice: true,
+                // `pitr plan` checks no free space (it writes a temporary
+                // directory and renames it when complete).
+                sort_room: None,
             },
             &Quiet,
         )?;
@@ -671,6 +675,12 @@ fn replay_members(
                 mongod: None,
                 // The member plans live in a temporary dir removed at the end.
                 keep_slice: false,
+                sort_room: (!a.no_space_check).then(|| {
+                    let backup = preflight::input_size(&m.backup);
+                    let oplog = m.oplog.iter().map(|o| preflight::input_size(o)).sum();
+                    let store = preflight::store_bytes(backup, oplog, memory as u64);
+                    super::replay::sort_room_in(work.to_path_buf(), store)
+                }),
             },
             &Quiet,
         )?;

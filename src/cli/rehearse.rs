@@ -106,8 +106,9 @@ pub struct RehearseArgs {
     /// Write --out as one archive file (`mongodump --archive`)
     #[arg(long, requires = "out")]
     pub archive: bool,
-    /// Skip the check that --out's filesystem has room for the dump
-    #[arg(long, requires = "out")]
+    /// Skip the checks that the work dir has room for the engine's on-disk store (past
+    /// --memory) and for sorting an oplog out of order, and --out's filesystem for the dump
+    #[arg(long)]
     pub no_space_check: bool,
     /// Where temporary files go (the oplog read, the engine's on-disk store) [default: the system temp dir]
     #[arg(long, value_name = "DIR")]
@@ -151,6 +152,9 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         check_metrics_dir(path)?;
     }
     let out = check_out(&a)?;
+    // The same rule as the embedded replay's (crate::memory).
+    let memory = crate::memory::budget(a.memory.map(|m| m as u64)).bytes;
+    check_room(&a, out.as_ref(), memory)?;
     let req = RehearseRequest {
         uri: a.uri.clone(),
         backup: a.backup.clone(),
@@ -161,14 +165,14 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         full: a.full,
         sample: a.sample,
         ns: a.ns.clone(),
-        // The same rule as the embedded replay's (crate::memory).
-        memory: crate::memory::budget(a.memory.map(|m| m as u64)).bytes as usize,
+        memory: memory as usize,
         work_parent: a.work_dir.clone().unwrap_or_else(std::env::temp_dir),
         max_read_rate: a.max_read_rate,
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
         show_values: a.show_values,
         out,
+        sort_room: (!a.no_space_check).then(|| work_sort_room(&a, memory)),
     };
     let progress = super::progress::PhaseProgress::for_stderr(a.json);
     let quiet = a.json;
@@ -295,22 +299,111 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
         return Err(PreflightError::ArchiveOverDir(o).into());
     }
     preflight::check_writable(&o)?;
-    if !a.no_space_check {
-        let bytes = preflight::input_size(&a.backup)
-            + a.oplog
-                .as_deref()
-                .map_or(0, |s| preflight::input_size(Path::new(s)));
-        preflight::check_space(&[Need {
+    Ok(Some(OutSpec { path: o, format }))
+}
+
+/// Input sizes: the backup's bytes and the given oplog's (0 when it is read from
+/// the server: its size is known only once it is read).
+fn input_sizes(a: &RehearseArgs) -> (u64, u64) {
+    let oplog = a
+        .oplog
+        .as_deref()
+        .map_or(0, |s| preflight::input_size(Path::new(s)));
+    (preflight::input_size(&a.backup), oplog)
+}
+
+/// The work dir's parent (`--work-dir`, or the system temp dir).
+fn work_parent(a: &RehearseArgs) -> PathBuf {
+    a.work_dir.clone().unwrap_or_else(std::env::temp_dir)
+}
+
+/// Refused before anything is read (unless `--no-space-check`): a work dir without
+/// room for the engine's on-disk store (past `--memory`, as the embedded replay
+/// counts it), and `--out`'s filesystem without room for the dump, summed when
+/// they share one. A rehearsal that fills the disk at 3 a.m. proves nothing.
+fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<(), Failure> {
+    if a.no_space_check {
+        return Ok(());
+    }
+    let (backup, oplog) = input_sizes(a);
+    let mut needs = vec![Need {
+        dir: work_parent(a),
+        bytes: preflight::store_bytes(backup, oplog, memory),
+        what: "the engine's on-disk store".into(),
+    }];
+    if let Some(o) = out {
+        needs.push(Need {
             dir: o
+                .path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."))
                 .to_path_buf(),
-            bytes,
+            bytes: backup + oplog,
             what: "the dump of the rebuilt state".into(),
-        }])?;
+        });
     }
-    Ok(Some(OutSpec { path: o, format }))
+    preflight::check_space(&needs).map_err(|e| match no_room(e) {
+        Ok((message, hint)) => Failure::new(message)
+            .with_hint(hint)
+            .with_exit_code(crate::error::exit::ERROR),
+        Err(e) => e.into(),
+    })
+}
+
+/// A filesystem without room, in a rehearsal's words (its flag is `--work-dir`):
+/// the message and the hint; other errors as they are.
+fn no_room(e: PreflightError) -> Result<(String, String), PreflightError> {
+    use crate::size::human;
+    let PreflightError::NoSpace {
+        dir,
+        needed,
+        free,
+        what,
+    } = e
+    else {
+        return Err(e);
+    };
+    Ok((
+        format!(
+            "not enough free space on the filesystem of `{}`: the rehearsal writes about {} there ({what}), {} are free",
+            dir.display(),
+            human(needed),
+            human(free)
+        ),
+        "free some space, or give --work-dir (and --out) on a larger filesystem; the estimate is \
+         generous: --no-space-check skips it"
+            .into(),
+    ))
+}
+
+/// The check of the work dir's room when the oplog is out of order (its slice is
+/// then sorted there): the sorted slice, and past `--memory` the engine's on-disk
+/// store. An oplog read from the server is counted by what it wrote there before
+/// the plan (already off the free space), not in the store's estimate.
+fn work_sort_room(a: &RehearseArgs, memory: u64) -> crate::plan::SortRoom {
+    let (backup, oplog) = input_sizes(a);
+    let store = preflight::store_bytes(backup, oplog, memory);
+    let work = work_parent(a);
+    crate::plan::SortRoom(std::sync::Arc::new(move |sorted| {
+        let need = Need {
+            dir: work.clone(),
+            bytes: sorted + store,
+            what: super::replay::sorted_what(store).into(),
+        };
+        preflight::check_space(&[need]).map_err(|e| {
+            let (message, hint) = match no_room(e) {
+                Ok(x) => x,
+                Err(e) => (e.to_string(), crate::error::Hint::hint(&e).unwrap_or_default()),
+            };
+            crate::plan::PlanError::NoRoom {
+                message: format!(
+                    "the oplog is out of order, so its slice is sorted in the work dir first: {message}"
+                ),
+                hint,
+            }
+        })
+    }))
 }
 
 fn secs(s: u64) -> String {
@@ -582,6 +675,34 @@ mod tests {
             Ok(_) => Err("other command".into()),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    /// An oplog found out of order is sorted in the work dir: the check then asked
+    /// for (`PlanRequest::sort_room`) counts the sorted slice in the work dir and
+    /// speaks of the rehearsal's `--work-dir`.
+    #[test]
+    fn the_sort_of_an_oplog_out_of_order_is_checked_in_the_work_dir() {
+        use crate::error::Hint;
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().to_str().unwrap();
+        let a = parse(&["--uri", "u", "--backup", "b", "--work-dir", w]).unwrap();
+        let room = work_sort_room(&a, 1 << 30);
+        (room.0)(1 << 20).unwrap();
+        let e = (room.0)(u64::MAX / 4).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.starts_with("the oplog is out of order, so its slice is sorted in the work dir first: not enough free space on the filesystem of")
+                && message.contains(w)
+                && message.contains("the rehearsal writes about")
+                && message.contains("(the sorted slice)"),
+            "{message}"
+        );
+        assert!(e.hint().unwrap().contains("--work-dir"), "{:?}", e.hint());
+        assert!(
+            parse(&["--uri", "u", "--backup", "b", "--no-space-check"])
+                .unwrap()
+                .no_space_check
+        );
     }
 
     #[test]

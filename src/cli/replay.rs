@@ -331,7 +331,9 @@ impl EmbeddedSpace {
 /// The check the plan runs once its scan finds the oplog out of order
 /// ([`plan::SortRoom`]): the run's needs again (`needs`, given the bytes of the
 /// sorted slice and its runs in the work dir), refused with the usual hint.
-fn sort_room(needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static) -> plan::SortRoom {
+pub(super) fn sort_room(
+    needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static,
+) -> plan::SortRoom {
     use crate::error::Hint;
     plan::SortRoom(Arc::new(move |sorted| {
         preflight::check_space(&needs(sorted)).map_err(|e| plan::PlanError::NoRoom {
@@ -341,6 +343,30 @@ fn sort_room(needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static) -> plan::
             hint: e.hint().unwrap_or_default(),
         })
     }))
+}
+
+/// [`sort_room`] for a run whose own needs were checked (or not) before the plan
+/// (a cluster member, a rehearsal): the sorted slice and its runs in `work`, plus
+/// `store` bytes of the engine's on-disk store that the rebuild still writes
+/// there, against what is free in `work` when the scan finds the oplog out of
+/// order.
+pub(super) fn sort_room_in(work: PathBuf, store: u64) -> plan::SortRoom {
+    sort_room(move |sorted| {
+        vec![Need {
+            dir: work.clone(),
+            bytes: sorted + store,
+            what: sorted_what(store).into(),
+        }]
+    })
+}
+
+/// What a sort's check counts: the sorted slice, and the `store` bytes of the
+/// engine's on-disk store when there are any.
+pub(super) fn sorted_what(store: u64) -> &'static str {
+    match store {
+        0 => "the sorted slice",
+        _ => "the sorted slice and the engine's on-disk store",
+    }
 }
 
 /// With the oplog in a bucket, turns the spool on (`oplog::spool`: the run's later
@@ -1198,6 +1224,28 @@ mod tests {
         assert!(
             message.contains("is sorted in the work dir first")
                 && message.contains("the slice and the spare mongod's data"),
+            "{message}"
+        );
+    }
+
+    /// A cluster member's and a rehearsal's check (`sort_room_in`): the sorted
+    /// slice plus what the engine's store still writes, against the work dir.
+    #[test]
+    fn a_members_sort_counts_the_store_still_to_come() {
+        let d = tempfile::tempdir().unwrap();
+        let room = super::sort_room_in(d.path().to_path_buf(), 0);
+        (room.0)(1 << 20).unwrap();
+        let message = (room.0)(u64::MAX / 4).unwrap_err().to_string();
+        assert!(
+            message.contains(&d.path().display().to_string())
+                && message.contains("(the sorted slice)"),
+            "{message}"
+        );
+        // A store too large for the disk: a slice of one byte is refused with it.
+        let room = super::sort_room_in(d.path().to_path_buf(), u64::MAX / 4);
+        let message = (room.0)(1).unwrap_err().to_string();
+        assert!(
+            message.contains("(the sorted slice and the engine's on-disk store)"),
             "{message}"
         );
     }

@@ -83,6 +83,9 @@ pub struct MemberJob<'a> {
     /// for mongorestore and `pitr plan --cluster`; the embedded replay's member
     /// plans are temporary.
     pub keep_slice: bool,
+    /// The run's check of its work dir once the member's oplog is found out of
+    /// order ([`PlanRequest::sort_room`]): its slice is then sorted on disk.
+    pub sort_room: Option<crate::plan::SortRoom>,
 }
 
 /// Runs the single-replica-set plan of one member at the limit.
@@ -114,6 +117,7 @@ pub fn member_plan(
         keep_slice: mongod || job.keep_slice,
         versions: job.mongod.unwrap_or_default(),
         decided: Some(job.txns.decisions()),
+        sort_room: job.sort_room,
         ..PlanRequest::new(
             job.member.backup.clone(),
             job.range.oplog.clone(),

@@ -83,6 +83,9 @@ pub struct RehearseRequest {
     pub show_values: bool,
     /// `--out`: write the rebuilt state as a dump (checked by the caller first).
     pub out: Option<OutSpec>,
+    /// The caller's check of the work dir once the oplog is found out of order
+    /// ([`PlanRequest::sort_room`]: its slice is then sorted on disk).
+    pub sort_room: Option<crate::plan::SortRoom>,
 }
 
 /// The plan's progress without its "what the restore replays and leaves out": a
@@ -586,6 +589,7 @@ fn with_client(
         }),
         mongorestore_inputs: false,
         keep_slice: false,
+        sort_room: req.sort_room.clone(),
         ..PlanRequest::new(req.backup.clone(), oplog_spec, until, work.to_path_buf())
     };
     let (plan, model) = match plan::build_with_model(&preq, &RebuildProgress(progress)) {
