@@ -29,9 +29,9 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::{Duration, SystemTime};
 
 use md5::{Digest, Md5};
 
@@ -142,6 +142,20 @@ pub fn eligible_name(ns: &str) -> bool {
 /// One key of the sparse index every this many bytes of the file.
 const INDEX_EVERY: u64 = 64 << 10;
 
+/// Bytes copied at a time (the kernel's copy between two checks for Ctrl-C and two
+/// reports of progress).
+#[cfg(not(test))]
+const COPY_CHUNK: u64 = 64 << 20;
+#[cfg(test)]
+const COPY_CHUNK: u64 = 16 << 10;
+
+/// Bytes read at a time for the MD5 (between two checks for Ctrl-C and two reports
+/// of progress).
+#[cfg(not(test))]
+const HASH_CHUNK: usize = 1 << 20;
+#[cfg(test)]
+const HASH_CHUNK: usize = 16 << 10;
+
 /// A cold collection's documents: its backup data file, checked.
 #[derive(Debug)]
 pub struct ColdDocs {
@@ -161,6 +175,72 @@ pub struct ColdDocs {
     /// The copy made ahead of the dump ([`ColdDocs::copy_ahead`]); held locked
     /// while it is made, so that the dump waits for it instead of copying twice.
     ahead: Mutex<Ahead>,
+    /// Bytes of the file hashed, and copied, so far by whichever thread does it:
+    /// what a thread waiting for that one reports ([`lock_reporting`]), so that a
+    /// dump waiting minutes for a large collection's MD5 or copy shows it moving.
+    hashed: AtomicU64,
+    copied: AtomicU64,
+}
+
+/// How often a thread waiting for another's MD5 or copy reports its progress
+/// (and checks for Ctrl-C).
+const WAIT_POLL: Duration = Duration::from_millis(20);
+
+/// Locks `m`; while another thread holds it (the MD5 or the copy under way there),
+/// hands `progress` the bytes that thread has done (`done`) every [`WAIT_POLL`],
+/// and stops on Ctrl-C.
+fn lock_reporting<'a, T>(
+    m: &'a Mutex<T>,
+    done: &AtomicU64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<MutexGuard<'a, T>, ReplicaError> {
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Ok(g),
+            Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => {
+                progress(done.load(Ordering::Relaxed));
+                interrupt::check()?;
+                std::thread::sleep(WAIT_POLL);
+            }
+        }
+    }
+}
+
+/// Documents shown in a [`super::Meter`] as a cold collection's bytes are hashed
+/// or copied (its documents in proportion), the rest at [`DocsShown::finish`].
+pub struct DocsShown<'a> {
+    docs: &'a ColdDocs,
+    meter: &'a super::Meter,
+    shown: u64,
+}
+
+impl<'a> DocsShown<'a> {
+    pub fn new(docs: &'a ColdDocs, meter: &'a super::Meter) -> DocsShown<'a> {
+        DocsShown {
+            docs,
+            meter,
+            shown: 0,
+        }
+    }
+
+    /// `bytes` of the file done.
+    pub fn at(&mut self, bytes: u64) {
+        let d = self.docs;
+        let now = match d.len {
+            0 => 0,
+            len => (u128::from(d.count) * u128::from(bytes.min(len)) / u128::from(len)) as u64,
+        };
+        if now > self.shown {
+            self.meter.add(now - self.shown);
+            self.shown = now;
+        }
+    }
+
+    /// All `total` documents shown (the collection's count).
+    pub fn finish(self, total: u64) {
+        self.meter.add(total.saturating_sub(self.shown));
+    }
 }
 
 /// Where the copy made ahead of the dump stands.
@@ -220,6 +300,8 @@ impl ColdDocs {
             index,
             md5: Mutex::new(None),
             ahead: Mutex::default(),
+            hashed: AtomicU64::new(0),
+            copied: AtomicU64::new(0),
         }))
     }
 
@@ -285,6 +367,18 @@ impl ColdDocs {
         self.md5_unless(&|| false)
     }
 
+    /// [`ColdDocs::md5`], handing `progress` the bytes hashed as they are, here or
+    /// on the thread hashing the file already (the dump then waits for it).
+    pub fn md5_reporting(&self, progress: &mut dyn FnMut(u64)) -> Result<[u8; 16], ReplicaError> {
+        let mut kept = lock_reporting(&self.md5, &self.hashed, progress)?;
+        if let Some(h) = *kept {
+            return Ok(h);
+        }
+        let h = self.hash_file(&|| false, progress)?;
+        *kept = Some(h);
+        Ok(h)
+    }
+
     /// Whether the MD5 is made, or being made on another thread.
     fn md5_known(&self) -> bool {
         self.md5.try_lock().map_or(true, |kept| kept.is_some())
@@ -296,15 +390,21 @@ impl ColdDocs {
         if let Some(h) = *kept {
             return Ok(h);
         }
-        let h = self.hash_file(stop)?;
+        let h = self.hash_file(stop, &mut |_| {})?;
         *kept = Some(h);
         Ok(h)
     }
 
-    fn hash_file(&self, stop: &dyn Fn() -> bool) -> Result<[u8; 16], ReplicaError> {
+    /// The file's MD5, with the bytes hashed so far in `hashed` and `progress`.
+    fn hash_file(
+        &self,
+        stop: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<[u8; 16], ReplicaError> {
+        self.hashed.store(0, Ordering::Relaxed);
         let mut file = self.open()?;
         let mut h = Md5::new();
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![0u8; HASH_CHUNK];
         let mut total = 0u64;
         loop {
             interrupt::check()?;
@@ -319,6 +419,8 @@ impl ColdDocs {
             };
             h.update(&buf[..n]);
             total += n as u64;
+            self.hashed.store(total, Ordering::Relaxed);
+            progress(total);
         }
         if total != self.len {
             return Err(changed(&self.path));
@@ -330,9 +432,11 @@ impl ColdDocs {
     /// is one (renamed there, the data file checked unchanged since the copy was
     /// made: same length and modification time as when it was checked), else a
     /// copy of the data file made now. Waits for a copy being made ahead.
-    pub fn copy_to(&self, dest: &Path) -> Result<(), ReplicaError> {
+    /// `progress` is handed the bytes copied as they are, here or by the copy made
+    /// ahead while the dump waits for it.
+    pub fn copy_to(&self, dest: &Path, progress: &mut dyn FnMut(u64)) -> Result<(), ReplicaError> {
         let made = {
-            let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut ahead = lock_reporting(&self.ahead, &self.copied, progress)?;
             match std::mem::replace(&mut *ahead, Ahead::Taken) {
                 Ahead::Made(p) => Some(p),
                 Ahead::NotYet | Ahead::Taken => None,
@@ -348,7 +452,7 @@ impl ColdDocs {
             }
         }
         let mut out = File::create(dest).map_err(|e| io_failed(dest, e))?;
-        self.copy_into(&mut out, dest, &|| false)
+        self.copy_into(&mut out, dest, &|| false, progress)
     }
 
     /// Copies the data file into `dir` (the staging directory beside the dump, on
@@ -368,7 +472,7 @@ impl ColdDocs {
             .tempfile_in(dir)
             .map_err(|e| io_failed(dir, e))?;
         let path = tmp.path().to_path_buf();
-        self.copy_into(tmp.as_file_mut(), &path, stop)?;
+        self.copy_into(tmp.as_file_mut(), &path, stop, &mut |_| {})?;
         *ahead = Ahead::Made(tmp.into_temp_path());
         Ok(())
     }
@@ -385,13 +489,16 @@ impl ColdDocs {
     /// The data file copied into `out` (at `dest`) by the kernel
     /// (`copy_file_range`) 64 MiB at a time, so that a Ctrl-C or `stop` ends it
     /// soon; refused when the file changed since it was checked.
+    /// Copies the file into `out` a [`COPY_CHUNK`] at a time, with the bytes copied
+    /// so far in `copied` and `progress`.
     fn copy_into(
         &self,
         out: &mut File,
         dest: &Path,
         stop: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64),
     ) -> Result<(), ReplicaError> {
-        const CHUNK: u64 = 64 << 20;
+        self.copied.store(0, Ordering::Relaxed);
         let src = self.open()?;
         let mut copied = 0u64;
         loop {
@@ -399,11 +506,14 @@ impl ColdDocs {
             if stop() {
                 return Err(ReplicaError::Interrupted);
             }
-            let n = std::io::copy(&mut (&src).take(CHUNK), out).map_err(|e| io_failed(dest, e))?;
+            let n =
+                std::io::copy(&mut (&src).take(COPY_CHUNK), out).map_err(|e| io_failed(dest, e))?;
             if n == 0 {
                 break;
             }
             copied += n;
+            self.copied.store(copied, Ordering::Relaxed);
+            progress(copied);
         }
         if copied != self.len {
             return Err(changed(&self.path));
@@ -580,7 +690,7 @@ mod tests {
             assert_eq!(d.get(&key(&absent)).unwrap(), None, "{absent}");
         }
         let copy = dir.path().join("copy.bson");
-        d.copy_to(&copy).unwrap();
+        d.copy_to(&copy, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&copy).unwrap(), bytes);
     }
 
@@ -632,6 +742,86 @@ mod tests {
         assert!(d.for_each(&mut |_| Ok(())).is_err());
     }
 
+    /// The MD5 and the copy hand over their progress as they go, and so does a
+    /// thread waiting for another's (the dump waiting for the early hashing or the
+    /// copy made ahead): a large collection's minutes of either are not a frozen
+    /// progress line. The documents shown follow the bytes, all of them at the end.
+    #[test]
+    fn the_md5_and_the_copy_report_their_progress_and_so_does_a_wait_for_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = file_of(dir.path(), "t.bson", &ordered(2000));
+        let bytes = std::fs::read(&p).unwrap();
+        let len = bytes.len() as u64;
+        assert!(len > 8 * COPY_CHUNK && len > 8 * HASH_CHUNK as u64, "{len}");
+        let rising_to_len = |seen: &[u64]| {
+            seen.len() > 8 && seen.windows(2).all(|w| w[0] <= w[1]) && seen.last() == Some(&len)
+        };
+        // Done here.
+        let d = check(&p).unwrap();
+        let mut seen = Vec::new();
+        let md5 = d.md5_reporting(&mut |b| seen.push(b)).unwrap();
+        assert_eq!(md5, <[u8; 16]>::from(Md5::digest(&bytes)));
+        assert!(rising_to_len(&seen), "{seen:?}");
+        let mut seen = Vec::new();
+        d.copy_to(&dir.path().join("c1.bson"), &mut |b| seen.push(b))
+            .unwrap();
+        assert!(rising_to_len(&seen), "{seen:?}");
+        // Done by another thread, slowed down, while this one waits: this one
+        // reports where that one is, then has the result without doing it again.
+        let staging = tempfile::tempdir().unwrap();
+        let d = Arc::new(check(&p).unwrap());
+        let slow = || {
+            std::thread::sleep(Duration::from_millis(15));
+            false
+        };
+        for what in ["md5", "copy"] {
+            let other = {
+                let d = d.clone();
+                let staging = staging.path().to_path_buf();
+                std::thread::spawn(move || match what {
+                    "md5" => d.md5_unless(&slow).map(drop),
+                    _ => d.copy_ahead(&staging, &slow),
+                })
+            };
+            let done = match what {
+                "md5" => &d.hashed,
+                _ => &d.copied,
+            };
+            while done.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            let mut seen = Vec::new();
+            match what {
+                "md5" => {
+                    let h = d.md5_reporting(&mut |b| seen.push(b)).unwrap();
+                    assert_eq!(h, <[u8; 16]>::from(Md5::digest(&bytes)));
+                }
+                _ => {
+                    let dest = dir.path().join("c2.bson");
+                    d.copy_to(&dest, &mut |b| seen.push(b)).unwrap();
+                    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+                    assert_eq!(std::fs::read_dir(staging.path()).unwrap().count(), 0);
+                }
+            }
+            other.join().unwrap().unwrap();
+            assert!(
+                seen.iter().any(|&b| 0 < b && b < len),
+                "{what}: nothing reported while waiting: {seen:?}"
+            );
+        }
+        // Shown as documents: in proportion, never past the count, the rest at the end.
+        let meter = super::super::Meter::new();
+        let mut shown = DocsShown::new(&d, &meter);
+        shown.at(len / 2);
+        assert_eq!(meter.get(), d.count / 2);
+        shown.at(len / 4);
+        assert_eq!(meter.get(), d.count / 2, "never backwards");
+        shown.at(len * 3);
+        assert_eq!(meter.get(), d.count);
+        shown.finish(d.count);
+        assert_eq!(meter.get(), d.count);
+    }
+
     /// A copy made ahead is what the dump renames into place (the same bytes, the
     /// staging directory left empty); one given up leaves nothing and the dump
     /// copies; a data file changed after the copy was made is refused, never
@@ -651,7 +841,7 @@ mod tests {
         assert!(!d.copied_ahead());
         assert_eq!(staged(), 0);
         let dest = dir.path().join("dump-1.bson");
-        d.copy_to(&dest).unwrap();
+        d.copy_to(&dest, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), bytes);
 
         // Made: renamed into place, once; a second dump copies again.
@@ -660,12 +850,12 @@ mod tests {
         assert!(d.copied_ahead());
         assert_eq!(staged(), 1);
         let dest = dir.path().join("dump-2.bson");
-        d.copy_to(&dest).unwrap();
+        d.copy_to(&dest, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), bytes);
         assert_eq!(staged(), 0, "renamed, not copied");
         assert!(!d.copied_ahead());
         let again = dir.path().join("dump-3.bson");
-        d.copy_to(&again).unwrap();
+        d.copy_to(&again, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&again).unwrap(), bytes);
         // The dump has the file already: no copy is made after it.
         d.copy_ahead(staging.path(), &|| false).unwrap();
@@ -678,7 +868,7 @@ mod tests {
         std::io::Write::write_all(&mut f, &bson::to_vec(&doc! { "_id": "zz" }).unwrap()).unwrap();
         drop(f);
         let dest = dir.path().join("dump-4.bson");
-        let e = d.copy_to(&dest).unwrap_err();
+        let e = d.copy_to(&dest, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("changed"), "{e}");
         assert!(!dest.exists());
         assert_eq!(staged(), 0);

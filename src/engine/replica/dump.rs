@@ -390,9 +390,10 @@ fn write_dir(
             let data_path = dir.join(format!("{data_name}.bson{gz}"));
             if let Some(d) = r.cold(ns).filter(|_| !gzip) {
                 // The data file's bytes are the documents in `_id` order.
-                d.copy_to(&data_path)?;
+                let mut shown = super::cold::DocsShown::new(d, meter);
+                d.copy_to(&data_path, &mut |bytes| shown.at(bytes))?;
+                shown.finish(d.count);
                 documents = d.count;
-                meter.add(d.count);
             } else {
                 write_documents(r, ns, &data_path, gzip, (&mut documents, &mut batch))?;
             }

@@ -125,9 +125,11 @@ impl Replica {
             }));
         }
         if let Some(d) = self.cold(ns) {
-            // The documents are the data file's bytes, in `_id` order.
-            let md5 = d.md5()?;
-            meter.add(documents);
+            // The documents are the data file's bytes, in `_id` order (shown as
+            // they are hashed, or as the thread hashing them already goes).
+            let mut shown = super::cold::DocsShown::new(d, meter);
+            let md5 = d.md5_reporting(&mut |bytes| shown.at(bytes))?;
+            shown.finish(documents);
             return Ok(Some(CollHash {
                 ns: ns.to_string(),
                 documents,

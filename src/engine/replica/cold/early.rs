@@ -355,7 +355,7 @@ mod tests {
             std::fs::read(&a).unwrap()
         );
         let dest = dir.path().join("dump.bson");
-        got.copy_to(&dest).unwrap();
+        got.copy_to(&dest, &mut |_| {}).unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), std::fs::read(&a).unwrap());
         assert_eq!(std::fs::read_dir(staging.path()).unwrap().count(), 0);
         drop(bg);
