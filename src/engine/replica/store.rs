@@ -156,15 +156,10 @@ impl Coll {
     /// so that the tables and the sorted list together hold no more than the
     /// tables did, but for one table.
     fn sort(&mut self) {
-        let Coll::Hashed(t) = self else {
-            return;
-        };
-        let mut v = Vec::with_capacity(t.iter().map(HashTable::len).sum());
-        for table in t.iter_mut() {
-            v.extend(std::mem::take(table));
+        if let Coll::Hashed(_) = self {
+            let c = std::mem::replace(self, Coll::Sorted(Vec::new()));
+            *self = Coll::Sorted(c.into_sorted());
         }
-        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        *self = Coll::Sorted(v);
     }
 
     /// Every document, in no particular order unless sorted.
@@ -175,12 +170,21 @@ impl Coll {
         }
     }
 
-    fn into_sorted(mut self) -> Vec<Entry> {
-        self.sort();
-        match self {
-            Coll::Sorted(v) => v,
-            Coll::Hashed(_) => unreachable!("sorted above"),
-        }
+    /// The documents sorted by `_id`, the tables moved out one at a time (each
+    /// freed once its entries are in the list).
+    fn into_sorted(self) -> Vec<Entry> {
+        let mut v = match self {
+            Coll::Sorted(v) => return v,
+            Coll::Hashed(t) => {
+                let mut v = Vec::with_capacity(t.iter().map(HashTable::len).sum());
+                for table in *t {
+                    v.extend(table);
+                }
+                v
+            }
+        };
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 }
 
