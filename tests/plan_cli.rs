@@ -1202,3 +1202,63 @@ fn expect_max_ids_bounds_the_replay_not_only_the_backup() {
         .unwrap()
         .contains("the backup holds more than 1000 documents"));
 }
+
+/// An output directory without room for the slice and mongorestore's one-run inputs
+/// is refused before anything is read. The inputs: an oplog of 8 TiB, a sparse file
+/// whose apparent size is what is counted (and which is no oplog at all: a plan
+/// that went on would fail reading it instead); then an archive backup of 8 TiB
+/// beside the real oplog, whose one-run copy counts too. `--no-space-check` goes on
+/// (and meets the files for what they are).
+#[test]
+fn an_output_without_room_is_refused_before_anything_is_read() {
+    let s = Scenario::new();
+    let sparse = |name: &str| {
+        let f = fs::File::create(s.root.join(name)).unwrap();
+        f.set_len(8 << 40).unwrap();
+    };
+    sparse("huge.bson");
+    let args = [
+        "plan",
+        "--backup",
+        "backup",
+        "--oplog",
+        "huge.bson",
+        "--until",
+        "end",
+    ];
+    let o = pitr_in(&s.root, &args);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "not enough free space on the filesystem of `{}`: the plan writes about 8.0 TiB there (the slice)",
+            s.root.display()
+        )) && err.contains("hint: free some space, or give --out on a larger filesystem"),
+        "{err}"
+    );
+    assert_eq!(s.outputs(), ["huge.bson"], "nothing written");
+    sparse("backup.archive");
+    let args = [
+        "plan",
+        "--backup",
+        "backup.archive",
+        "--oplog",
+        "oplog.bson",
+        "--until",
+        "end",
+    ];
+    let err = stderr(&pitr_in(&s.root, &args));
+    assert!(
+        err.contains(
+            "the plan writes about 8.0 TiB there (the slice and the one-run restore archive)"
+        ),
+        "{err}"
+    );
+    let mut skipped = args.to_vec();
+    skipped.push("--no-space-check");
+    let o = pitr_in(&s.root, &skipped);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("free space"), "{}", stderr(&o));
+    // Within the disk: the usual plan.
+    s.plan_json(&["--until", "end"]);
+}

@@ -3,7 +3,7 @@
 //! The work is in [`crate::plan`]; this file parses flags and renders the result.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{exit, Failure};
 use crate::oplog::Ts;
@@ -78,6 +78,10 @@ pub struct PlanArgs {
     /// [default: the source server's version recorded in the backup, else the newest pitr knows]
     #[arg(long, value_name = "VERSION")]
     pub mongod_version: Option<String>,
+    /// Skip the check that --out's filesystem has room for the slice and mongorestore's
+    /// one-run inputs
+    #[arg(long)]
+    pub no_space_check: bool,
 }
 
 impl PlanArgs {
@@ -234,6 +238,9 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
              commands of this plan need it downloaded first"
         );
     }
+    if !a.no_space_check {
+        check_room(&req)?;
+    }
     let plan = plan::build(
         &req,
         &CliProgress {
@@ -254,6 +261,43 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     } else {
         exit::OK
     })
+}
+
+/// Refused before anything is read (unless `--no-space-check`): an output directory
+/// whose filesystem lacks room for what the plan writes there, estimated from the
+/// inputs' sizes as `pitr replay --engine mongod` counts them: the slice (at most
+/// the oplog's bytes) and, for mongorestore's one run, an archive backup copied with
+/// the slice appended (its bytes and the oplog's again). A directory backup's files
+/// are linked, and the slice hard-linked, not copied (with a gzip backup, the
+/// compressed oplog beside the links is not counted).
+fn check_room(req: &PlanRequest) -> Result<(), Failure> {
+    use crate::replay::preflight::{self, Need};
+    let oplog = preflight::input_size(Path::new(&req.oplog));
+    let archive = req.mongorestore_inputs && req.backup.is_file();
+    let one_run = match archive {
+        true => preflight::input_size(&req.backup) + oplog,
+        false => 0,
+    };
+    let dir = match &req.out {
+        Some(o) => o
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| req.cwd.clone(), Path::to_path_buf),
+        None => req.cwd.clone(),
+    };
+    let need = Need {
+        dir,
+        bytes: oplog + one_run,
+        what: match archive {
+            true => "the slice and the one-run restore archive".into(),
+            false => "the slice".into(),
+        },
+    };
+    const WORDS: super::room::Words = super::room::Words {
+        who: "the plan",
+        elsewhere: "give --out on a larger filesystem",
+    };
+    preflight::check_space(&[need]).map_err(|e| super::room::failure(e, &WORDS))
 }
 
 fn at(ts: Ts) -> String {

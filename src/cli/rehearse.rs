@@ -343,39 +343,14 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
             what: "the dump of the rebuilt state".into(),
         });
     }
-    preflight::check_space(&needs).map_err(|e| match no_room(e) {
-        Ok((message, hint)) => Failure::new(message)
-            .with_hint(hint)
-            .with_exit_code(crate::error::exit::ERROR),
-        Err(e) => e.into(),
-    })
+    preflight::check_space(&needs).map_err(|e| super::room::failure(e, &WORDS))
 }
 
-/// A filesystem without room, in a rehearsal's words (its flag is `--work-dir`):
-/// the message and the hint; other errors as they are.
-fn no_room(e: PreflightError) -> Result<(String, String), PreflightError> {
-    use crate::size::human;
-    let PreflightError::NoSpace {
-        dir,
-        needed,
-        free,
-        what,
-    } = e
-    else {
-        return Err(e);
-    };
-    Ok((
-        format!(
-            "not enough free space on the filesystem of `{}`: the rehearsal writes about {} there ({what}), {} are free",
-            dir.display(),
-            human(needed),
-            human(free)
-        ),
-        "free some space, or give --work-dir (and --out) on a larger filesystem; the estimate is \
-         generous: --no-space-check skips it"
-            .into(),
-    ))
-}
+/// A rehearsal's words for a filesystem without room (its flag is `--work-dir`).
+const WORDS: super::room::Words = super::room::Words {
+    who: "the rehearsal",
+    elsewhere: "give --work-dir (and --out) on a larger filesystem",
+};
 
 /// The check of the work dir's room when the oplog is out of order (its slice is
 /// then sorted there): the sorted slice, and past `--memory` the engine's on-disk
@@ -392,7 +367,7 @@ fn work_sort_room(a: &RehearseArgs, memory: u64) -> crate::plan::SortRoom {
             what: super::replay::sorted_what(store).into(),
         };
         preflight::check_space(&[need]).map_err(|e| {
-            let (message, hint) = match no_room(e) {
+            let (message, hint) = match super::room::message(e, &WORDS) {
                 Ok(x) => x,
                 Err(e) => (e.to_string(), crate::error::Hint::hint(&e).unwrap_or_default()),
             };
