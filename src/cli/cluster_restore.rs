@@ -200,8 +200,9 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 txns: &p.txns,
                 mongod: None,
                 keep_slice: true,
-                // `pitr plan` checks no free space (it writes a temporary
-                // directory and renames it when complete).
+                // `pitr plan --cluster` checks no free space yet (a disk that
+                // fills stops it with the write's error; its temporary directory
+                // is removed).
                 sort_room: None,
             },
             &Quiet,

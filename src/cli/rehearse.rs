@@ -166,7 +166,7 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         sample: a.sample,
         ns: a.ns.clone(),
         memory: memory as usize,
-        work_parent: a.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+        work_parent: work_parent(&a),
         max_read_rate: a.max_read_rate,
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
