@@ -189,6 +189,52 @@ fn refused(cluster: &Path, args: &[&str], wanted: &[&str]) {
     }
 }
 
+/// A cluster whose inputs cannot fit beside `--out` is refused before any member is
+/// read, by `pitr plan --cluster` (every member's slice) as by `replay --cluster`
+/// (the merged dump): one member's oplog has a second file of 8 TiB, a sparse file
+/// whose apparent size is what is counted (no oplog at all, and a second source,
+/// which a member may not list yet: a run that went on would be refused anyway).
+#[test]
+fn a_cluster_without_room_beside_its_output_is_refused_before_anything_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = edited_fixture(tmp.path(), |t| {
+        t.replace(
+            "oplog = [\"shard1/oplog.bson\"]",
+            "oplog = [\"shard1/oplog.bson\", \"shard1/huge.bson\"]",
+        )
+    });
+    fs::File::create(tmp.path().join("shard1/huge.bson"))
+        .unwrap()
+        .set_len(8 << 40)
+        .unwrap();
+    refused(
+        &cluster,
+        &["--until", "auto"],
+        &[
+            "not enough free space on the filesystem of",
+            "TiB there",
+            "--no-space-check",
+        ],
+    );
+    // The plan's own words and bytes: every slice, 8 TiB and the fixture's oplogs.
+    let o = run_pitr(
+        tmp.path(),
+        &[
+            "plan",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--until",
+            "auto",
+        ],
+        &[],
+    );
+    assert!(
+        stderr(&o).contains("the plan writes about 8.0 TiB there (every member's slice)"),
+        "{}",
+        show(&o)
+    );
+}
+
 /// A limit after the fan-out delete: the dump is written, the report lists the
 /// incident, and the exit is 1 unless --accept-incidents.
 #[test]

@@ -174,14 +174,22 @@ fn staging(out: &Path) -> Result<tempfile::TempDir, Failure> {
 }
 
 pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
-    let p = prepare(&a.input, load(&a.input)?)?;
     let cwd = std::env::current_dir()?;
+    let budget = crate::memory::budget(None);
+    let file = load(&a.input)?;
+    if !a.no_space_check {
+        let parent = match &a.out {
+            Some(o) => cwd.join(o).parent().unwrap_or(&cwd).to_path_buf(),
+            None => cwd.clone(),
+        };
+        space::check_plan(&file, &parent, budget.bytes)?;
+    }
+    let p = prepare(&a.input, file)?;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| cwd.join(format!("pitr-cluster-plan-{}-{}", p.limit.t, p.limit.i)));
     let tmp = staging(&out)?;
-    let budget = crate::memory::budget(None);
     let mut members = Vec::new();
     let mut routing = None;
     for (m, r) in p.file.members().zip(&p.ranges) {
@@ -200,9 +208,9 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 txns: &p.txns,
                 mongod: None,
                 keep_slice: true,
-                // `pitr plan --cluster` checks no free space yet (a disk that
-                // fills stops it with the write's error; its temporary directory
-                // is removed).
+                // Every slice was counted up front (at most its oplog's bytes),
+                // as `pitr plan` counts its own; not the sorted runs beside one
+                // out of order (past --sort-memory), as `pitr plan` does not.
                 sort_room: None,
             },
             &Quiet,

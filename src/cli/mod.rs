@@ -27,7 +27,7 @@ pub mod progress;
 pub mod rehearse;
 pub mod replay;
 mod replay_snapshot;
-mod room;
+pub(crate) mod room;
 pub mod scan;
 pub mod stats;
 pub mod status;

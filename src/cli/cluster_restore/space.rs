@@ -55,6 +55,39 @@ pub(super) fn check(
     preflight::check_space(&needs).map_err(Failure::from)
 }
 
+/// `pitr plan --cluster`'s check (unless `--no-space-check`), before any member is
+/// read: beside `--out` (`out_parent`: the plan is staged there), every member's
+/// slice (at most its oplog's bytes) and, past `--memory`, the config server's
+/// on-disk store (its routing is read from its documents at the limit).
+pub(super) fn check_plan(
+    file: &cluster::ClusterFile,
+    out_parent: &Path,
+    budget: u64,
+) -> Result<(), Failure> {
+    let mut slices = 0;
+    let mut store = 0;
+    for m in file.members() {
+        let oplog: u64 = m.oplog.iter().map(|o| preflight::input_size(o)).sum();
+        slices += oplog;
+        if m.role == cluster::Role::Config {
+            store = preflight::store_bytes(preflight::input_size(&m.backup), oplog, budget);
+        }
+    }
+    let need = Need {
+        dir: existing(out_parent),
+        bytes: slices + store,
+        what: match store {
+            0 => "every member's slice".into(),
+            _ => "every member's slice and the config server's on-disk store".into(),
+        },
+    };
+    const WORDS: crate::cli::room::Words = crate::cli::room::Words {
+        who: "the plan",
+        elsewhere: "give --out on a larger filesystem",
+    };
+    preflight::check_space(&[need]).map_err(|e| crate::cli::room::failure(e, &WORDS))
+}
+
 /// The nearest directory of `p` that exists (the one whose filesystem will hold it).
 fn existing(p: &Path) -> PathBuf {
     p.ancestors()
