@@ -239,7 +239,7 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
         );
     }
     if !a.no_space_check {
-        check_room(&req)?;
+        req.sort_room = Some(check_room(&req)?);
     }
     let plan = plan::build(
         &req,
@@ -269,9 +269,15 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
 /// the oplog's bytes) and, for mongorestore's one run, an archive backup copied with
 /// the slice appended (its bytes and the oplog's again). A directory backup's files
 /// are linked, and the slice hard-linked, not copied (with a gzip backup, the
-/// compressed oplog beside the links is not counted).
-fn check_room(req: &PlanRequest) -> Result<(), Failure> {
+/// compressed oplog beside the links is not counted). Returns the check asked for
+/// once the scan finds the oplog out of order: the sorted slice (and its runs past
+/// `--sort-memory`) with the one-run copy, against what is free then.
+fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
     use crate::replay::preflight::{self, Need};
+    const WORDS: super::room::Words = super::room::Words {
+        who: "the plan",
+        elsewhere: "give --out on a larger filesystem",
+    };
     let oplog = preflight::input_size(Path::new(&req.oplog));
     let archive = req.mongorestore_inputs && req.backup.is_file();
     let one_run = match archive {
@@ -285,19 +291,22 @@ fn check_room(req: &PlanRequest) -> Result<(), Failure> {
             .map_or_else(|| req.cwd.clone(), Path::to_path_buf),
         None => req.cwd.clone(),
     };
-    let need = Need {
-        dir,
-        bytes: oplog + one_run,
-        what: match archive {
-            true => "the slice and the one-run restore archive".into(),
-            false => "the slice".into(),
-        },
+    let needs = move |slice: u64| {
+        vec![Need {
+            dir: dir.clone(),
+            bytes: slice + one_run,
+            what: match archive {
+                true => "the slice and the one-run restore archive".into(),
+                false => "the slice".into(),
+            },
+        }]
     };
-    const WORDS: super::room::Words = super::room::Words {
-        who: "the plan",
-        elsewhere: "give --out on a larger filesystem",
-    };
-    preflight::check_space(&[need]).map_err(|e| super::room::failure(e, &WORDS))
+    preflight::check_space(&needs(oplog)).map_err(|e| super::room::failure(e, &WORDS))?;
+    Ok(super::room::sort_room(
+        needs,
+        "the plan's directory",
+        &WORDS,
+    ))
 }
 
 fn at(ts: Ts) -> String {
@@ -710,6 +719,39 @@ mod tests {
 
     use crate::cli::{Cli, Command};
     use crate::plan::UntilSpec;
+
+    /// An oplog found out of order is sorted in the plan's directory: the check
+    /// asked then counts the sort's peak with the one-run copy, in the plan's words.
+    #[test]
+    fn the_sort_of_an_oplog_out_of_order_is_checked_in_the_plans_directory() {
+        use crate::error::Hint;
+        let d = tempfile::tempdir().unwrap();
+        let oplog = d.path().join("oplog.bson");
+        std::fs::write(&oplog, [5u8, 0, 0, 0, 0]).unwrap();
+        let a = parse(&[
+            "--backup",
+            "b",
+            "--oplog",
+            oplog.to_str().unwrap(),
+            "--until",
+            "end",
+        ])
+        .unwrap();
+        let req = a
+            .input
+            .request(None, d.path().to_path_buf(), Default::default());
+        let room = super::check_room(&req).unwrap();
+        (room.0)(1 << 20).unwrap();
+        let e = (room.0)(u64::MAX / 4).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.starts_with("the oplog is out of order, so its slice is sorted in the plan's directory first: not enough free space on the filesystem of")
+                && message.contains(&d.path().display().to_string())
+                && message.contains("the plan writes about"),
+            "{message}"
+        );
+        assert!(e.hint().unwrap().contains("give --out"), "{:?}", e.hint());
+    }
 
     fn parse(args: &[&str]) -> Result<super::PlanArgs, String> {
         let mut all = vec!["pitr", "plan"];

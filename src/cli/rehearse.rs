@@ -360,25 +360,17 @@ fn work_sort_room(a: &RehearseArgs, memory: u64) -> crate::plan::SortRoom {
     let (backup, oplog) = input_sizes(a);
     let store = preflight::store_bytes(backup, oplog, memory);
     let work = work_parent(a);
-    crate::plan::SortRoom(std::sync::Arc::new(move |sorted| {
-        let need = Need {
-            dir: work.clone(),
-            bytes: sorted + store,
-            what: super::replay::sorted_what(store).into(),
-        };
-        preflight::check_space(&[need]).map_err(|e| {
-            let (message, hint) = match super::room::message(e, &WORDS) {
-                Ok(x) => x,
-                Err(e) => (e.to_string(), crate::error::Hint::hint(&e).unwrap_or_default()),
-            };
-            crate::plan::PlanError::NoRoom {
-                message: format!(
-                    "the oplog is out of order, so its slice is sorted in the work dir first: {message}"
-                ),
-                hint,
-            }
-        })
-    }))
+    super::room::sort_room(
+        move |sorted| {
+            vec![Need {
+                dir: work.clone(),
+                bytes: sorted + store,
+                what: super::replay::sorted_what(store).into(),
+            }]
+        },
+        "the work dir",
+        &WORDS,
+    )
 }
 
 fn secs(s: u64) -> String {

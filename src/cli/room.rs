@@ -2,8 +2,11 @@
 //! replay's `PreflightError::NoSpace` names `--out` and `--workdir`, but `pitr
 //! rehearse` has a `--work-dir` and `pitr plan` no work dir at all.
 
-use crate::error::{exit, Failure};
-use crate::replay::preflight::PreflightError;
+use std::sync::Arc;
+
+use crate::error::{exit, Failure, Hint};
+use crate::plan::{PlanError, SortRoom};
+use crate::replay::preflight::{self, Need, PreflightError};
 
 /// How a command speaks of a filesystem without room.
 pub(crate) struct Words {
@@ -49,4 +52,29 @@ pub(crate) fn failure(e: PreflightError, w: &Words) -> Failure {
             .with_exit_code(exit::ERROR),
         Err(e) => e.into(),
     }
+}
+
+/// The check a plan asks for once its scan finds the oplog out of order
+/// ([`crate::plan::PlanRequest::sort_room`]): `needs`, given the bytes the sort
+/// writes at its peak, against the disks, refused in `w`'s words and saying where
+/// the slice is sorted (`place`: "the work dir").
+pub(crate) fn sort_room(
+    needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static,
+    place: &'static str,
+    w: &'static Words,
+) -> SortRoom {
+    SortRoom(Arc::new(move |sorted| {
+        preflight::check_space(&needs(sorted)).map_err(|e| {
+            let (message, hint) = match message(e, w) {
+                Ok(x) => x,
+                Err(e) => (e.to_string(), e.hint().unwrap_or_default()),
+            };
+            PlanError::NoRoom {
+                message: format!(
+                    "the oplog is out of order, so its slice is sorted in {place} first: {message}"
+                ),
+                hint,
+            }
+        })
+    }))
 }
