@@ -126,7 +126,10 @@ impl Bucket {
             .env("AWS_ENDPOINT_URL", self.server.endpoint())
             .env("AWS_ALLOW_HTTP", "true")
             .env("PITR_STORAGE_RETRIES", "1")
-            .env("PITR_STORAGE_RETRY_SECS", "3");
+            .env("PITR_STORAGE_RETRY_SECS", "3")
+            // A SIGKILLed archiver leaves its local staging directory (one partial
+            // chunk) behind: in the test's directory, not in the machine's /tmp.
+            .env("TMPDIR", self.tmp.path());
         c
     }
 
