@@ -404,7 +404,7 @@ fn plan_members<'a>(
                 // Every member's slice was counted before any was planned, but not
                 // the sorted runs beside one out of order.
                 sort_room: (!a.no_space_check && !a.dry_run)
-                    .then(|| super::replay::sort_room_in(mw.root.clone(), 0)),
+                    .then(|| super::room::sort_room_in(mw.root.clone(), 0, &super::room::REPLAY)),
             },
             &Quiet,
         )?;

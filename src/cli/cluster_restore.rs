@@ -688,7 +688,7 @@ fn replay_members(
                     let backup = preflight::input_size(&m.backup);
                     let oplog = m.oplog.iter().map(|o| preflight::input_size(o)).sum();
                     let store = preflight::store_bytes(backup, oplog, memory as u64);
-                    super::replay::sort_room_in(work.to_path_buf(), store)
+                    super::room::sort_room_in(work.to_path_buf(), store, &super::room::REPLAY)
                 }),
             },
             &Quiet,

@@ -274,10 +274,6 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
 /// `--sort-memory`) with the one-run copy, against what is free then.
 fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
     use crate::replay::preflight::{self, Need};
-    const WORDS: super::room::Words = super::room::Words {
-        who: "the plan",
-        elsewhere: "give --out on a larger filesystem",
-    };
     let oplog = preflight::input_size(Path::new(&req.oplog));
     let archive = req.mongorestore_inputs && req.backup.is_file();
     let one_run = match archive {
@@ -301,11 +297,12 @@ fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
             },
         }]
     };
-    preflight::check_space(&needs(oplog)).map_err(|e| super::room::failure(e, &WORDS))?;
+    preflight::check_space(&needs(oplog))
+        .map_err(|e| super::room::failure(e, &super::room::PLAN))?;
     Ok(super::room::sort_room(
         needs,
         "the plan's directory",
-        &WORDS,
+        &super::room::PLAN,
     ))
 }
 

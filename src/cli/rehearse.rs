@@ -343,14 +343,8 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
             what: "the dump of the rebuilt state".into(),
         });
     }
-    preflight::check_space(&needs).map_err(|e| super::room::failure(e, &WORDS))
+    preflight::check_space(&needs).map_err(|e| super::room::failure(e, &super::room::REHEARSE))
 }
-
-/// A rehearsal's words for a filesystem without room (its flag is `--work-dir`).
-const WORDS: super::room::Words = super::room::Words {
-    who: "the rehearsal",
-    elsewhere: "give --work-dir (and --out) on a larger filesystem",
-};
 
 /// The check of the work dir's room when the oplog is out of order (its slice is
 /// then sorted there): the sorted slice, and past `--memory` the engine's on-disk
@@ -359,18 +353,7 @@ const WORDS: super::room::Words = super::room::Words {
 fn work_sort_room(a: &RehearseArgs, memory: u64) -> crate::plan::SortRoom {
     let (backup, oplog) = input_sizes(a);
     let store = preflight::store_bytes(backup, oplog, memory);
-    let work = work_parent(a);
-    super::room::sort_room(
-        move |sorted| {
-            vec![Need {
-                dir: work.clone(),
-                bytes: sorted + store,
-                what: super::replay::sorted_what(store).into(),
-            }]
-        },
-        "the work dir",
-        &WORDS,
-    )
+    super::room::sort_room_in(work_parent(a), store, &super::room::REHEARSE)
 }
 
 fn secs(s: u64) -> String {

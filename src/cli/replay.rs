@@ -252,7 +252,7 @@ fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
 /// and, when it fits too, a copy of an oplog object that the run's later passes read
 /// instead of the bucket (`oplog::spool`, on for as long as the guard returned lives).
 /// With it, the check the plan runs once its scan finds the oplog out of order
-/// ([`sort_room`]).
+/// ([`super::room::sort_room`]).
 fn embedded_space(
     a: &ReplayArgs,
     work: &WorkDir,
@@ -285,7 +285,11 @@ fn embedded_space(
     let copy = if spool.is_some() { oplog } else { 0 };
     Ok((
         spool,
-        Some(sort_room(move |sorted| space.needs(sorted, copy))),
+        Some(super::room::sort_room(
+            move |sorted| space.needs(sorted, copy),
+            "the work dir",
+            &super::room::REPLAY,
+        )),
     ))
 }
 
@@ -325,47 +329,6 @@ impl EmbeddedSpace {
             },
             out_need(&self.out, self.backup + self.oplog),
         ]
-    }
-}
-
-/// The check the plan runs once its scan finds the oplog out of order
-/// ([`plan::SortRoom`]): the run's needs again (`needs`, given the bytes of the
-/// sorted slice and its runs in the work dir), refused with the usual hint.
-pub(super) fn sort_room(
-    needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static,
-) -> plan::SortRoom {
-    use crate::error::Hint;
-    plan::SortRoom(Arc::new(move |sorted| {
-        preflight::check_space(&needs(sorted)).map_err(|e| plan::PlanError::NoRoom {
-            message: format!(
-                "the oplog is out of order, so its slice is sorted in the work dir first: {e}"
-            ),
-            hint: e.hint().unwrap_or_default(),
-        })
-    }))
-}
-
-/// [`sort_room`] for a run whose own needs were checked (or not) before the plan
-/// (a cluster member, a rehearsal): the sorted slice and its runs in `work`, plus
-/// `store` bytes of the engine's on-disk store that the rebuild still writes
-/// there, against what is free in `work` when the scan finds the oplog out of
-/// order.
-pub(super) fn sort_room_in(work: PathBuf, store: u64) -> plan::SortRoom {
-    sort_room(move |sorted| {
-        vec![Need {
-            dir: work.clone(),
-            bytes: sorted + store,
-            what: sorted_what(store).into(),
-        }]
-    })
-}
-
-/// What a sort's check counts: the sorted slice, and the `store` bytes of the
-/// engine's on-disk store when there are any.
-pub(super) fn sorted_what(store: u64) -> &'static str {
-    match store {
-        0 => "the sorted slice",
-        _ => "the sorted slice and the engine's on-disk store",
     }
 }
 
@@ -829,7 +792,7 @@ fn upload_dump(url: &Location, ex: &mut crate::replay::Execution) {
 /// The space a restore onto a spare needs: its data directory lives in the work dir
 /// (about the backup and the oplog's writes, as the dump does), beside the slice;
 /// and a backup in a bucket is downloaded there first. With it, the check the plan
-/// runs once its scan finds the oplog out of order ([`sort_room`]: the slice's
+/// runs once its scan finds the oplog out of order ([`super::room::sort_room`]: the slice's
 /// sorted runs beside it).
 fn mongod_space(
     a: &ReplayArgs,
@@ -858,7 +821,11 @@ fn mongod_space(
     let copy = if spool.is_some() { oplog } else { 0 };
     Ok((
         spool,
-        Some(sort_room(move |sorted| space.needs(sorted, copy))),
+        Some(super::room::sort_room(
+            move |sorted| space.needs(sorted, copy),
+            "the work dir",
+            &super::room::REPLAY,
+        )),
     ))
 }
 
@@ -1228,12 +1195,13 @@ mod tests {
         );
     }
 
-    /// A cluster member's and a rehearsal's check (`sort_room_in`): the sorted
-    /// slice plus what the engine's store still writes, against the work dir.
+    /// A cluster member's check (`room::sort_room_in`): the sorted slice plus what
+    /// the engine's store still writes, against the work dir, in the replay's words.
     #[test]
     fn a_members_sort_counts_the_store_still_to_come() {
         let d = tempfile::tempdir().unwrap();
-        let room = super::sort_room_in(d.path().to_path_buf(), 0);
+        let room =
+            crate::cli::room::sort_room_in(d.path().to_path_buf(), 0, &crate::cli::room::REPLAY);
         (room.0)(1 << 20).unwrap();
         let message = (room.0)(u64::MAX / 4).unwrap_err().to_string();
         assert!(
@@ -1242,7 +1210,11 @@ mod tests {
             "{message}"
         );
         // A store too large for the disk: a slice of one byte is refused with it.
-        let room = super::sort_room_in(d.path().to_path_buf(), u64::MAX / 4);
+        let room = crate::cli::room::sort_room_in(
+            d.path().to_path_buf(),
+            u64::MAX / 4,
+            &crate::cli::room::REPLAY,
+        );
         let message = (room.0)(1).unwrap_err().to_string();
         assert!(
             message.contains("(the sorted slice and the engine's on-disk store)"),

@@ -1,7 +1,9 @@
 //! A filesystem without room, in the words of the command that found it: the
 //! replay's `PreflightError::NoSpace` names `--out` and `--workdir`, but `pitr
-//! rehearse` has a `--work-dir` and `pitr plan` no work dir at all.
+//! rehearse` has a `--work-dir` and `pitr plan` no work dir at all. [`REPLAY`]
+//! gives exactly `PreflightError::NoSpace`'s text.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{exit, Failure, Hint};
@@ -12,9 +14,28 @@ use crate::replay::preflight::{self, Need, PreflightError};
 pub(crate) struct Words {
     /// Who writes there: "the rehearsal", "the plan".
     pub who: &'static str,
-    /// The hint's way out: "give --work-dir (and --out) on a larger filesystem".
-    pub elsewhere: &'static str,
+    /// The hint's way out, with what to know of the estimate.
+    pub way_out: &'static str,
 }
+
+/// `pitr replay`'s (and `replay --cluster`'s) words, as `PreflightError::NoSpace`.
+pub(crate) const REPLAY: Words = Words {
+    who: "the replay",
+    way_out: "put --out and --workdir on a larger filesystem; the estimate is generous (a drop makes the \
+              output smaller)",
+};
+
+/// `pitr plan`'s (and `plan --cluster`'s) words: no work dir.
+pub(crate) const PLAN: Words = Words {
+    who: "the plan",
+    way_out: "give --out on a larger filesystem; the estimate is generous",
+};
+
+/// `pitr rehearse`'s words: its flag is `--work-dir`.
+pub(crate) const REHEARSE: Words = Words {
+    who: "the rehearsal",
+    way_out: "give --work-dir (and --out) on a larger filesystem; the estimate is generous",
+};
 
 /// The message and the hint of `e` when it is a filesystem without room; other
 /// errors as they are.
@@ -38,8 +59,8 @@ pub(crate) fn message(e: PreflightError, w: &Words) -> Result<(String, String), 
             human(free)
         ),
         format!(
-            "free some space, or {}; the estimate is generous: --no-space-check skips it",
-            w.elsewhere
+            "free some space, or {}: --no-space-check skips it",
+            w.way_out
         ),
     ))
 }
@@ -77,4 +98,27 @@ pub(crate) fn sort_room(
             }
         })
     }))
+}
+
+/// [`sort_room`] for a run whose own needs were checked (or not) before the plan
+/// (a cluster member, a rehearsal): the sorted slice and its runs in `work`, plus
+/// `store` bytes of the engine's on-disk store that the rebuild still writes
+/// there, against what is free in `work` when the scan finds the oplog out of
+/// order.
+pub(crate) fn sort_room_in(work: PathBuf, store: u64, w: &'static Words) -> SortRoom {
+    let what = match store {
+        0 => "the sorted slice",
+        _ => "the sorted slice and the engine's on-disk store",
+    };
+    sort_room(
+        move |sorted| {
+            vec![Need {
+                dir: work.clone(),
+                bytes: sorted + store,
+                what: what.into(),
+            }]
+        },
+        "the work dir",
+        w,
+    )
 }

@@ -81,11 +81,8 @@ pub(super) fn check_plan(
             _ => "every member's slice and the config server's on-disk store".into(),
         },
     };
-    const WORDS: crate::cli::room::Words = crate::cli::room::Words {
-        who: "the plan",
-        elsewhere: "give --out on a larger filesystem",
-    };
-    preflight::check_space(&[need]).map_err(|e| crate::cli::room::failure(e, &WORDS))
+    preflight::check_space(&[need])
+        .map_err(|e| crate::cli::room::failure(e, &crate::cli::room::PLAN))
 }
 
 /// The nearest directory of `p` that exists (the one whose filesystem will hold it).

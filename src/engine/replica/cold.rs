@@ -370,13 +370,7 @@ impl ColdDocs {
     /// [`ColdDocs::md5`], handing `progress` the bytes hashed as they are, here or
     /// on the thread hashing the file already (the dump then waits for it).
     pub fn md5_reporting(&self, progress: &mut dyn FnMut(u64)) -> Result<[u8; 16], ReplicaError> {
-        let mut kept = lock_reporting(&self.md5, &self.hashed, progress)?;
-        if let Some(h) = *kept {
-            return Ok(h);
-        }
-        let h = self.hash_file(&|| false, progress)?;
-        *kept = Some(h);
-        Ok(h)
+        self.md5_with(&|| false, progress)
     }
 
     /// Whether the MD5 is made, or being made on another thread.
@@ -386,11 +380,21 @@ impl ColdDocs {
 
     /// [`ColdDocs::md5`], given up (an error) as soon as `stop` says so.
     fn md5_unless(&self, stop: &dyn Fn() -> bool) -> Result<[u8; 16], ReplicaError> {
-        let mut kept = self.md5.lock().unwrap_or_else(PoisonError::into_inner);
+        self.md5_with(stop, &mut |_| {})
+    }
+
+    /// The MD5 made once: waits for a thread making it (reporting its bytes), else
+    /// makes it here, given up as soon as `stop` says so.
+    fn md5_with(
+        &self,
+        stop: &dyn Fn() -> bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<[u8; 16], ReplicaError> {
+        let mut kept = lock_reporting(&self.md5, &self.hashed, progress)?;
         if let Some(h) = *kept {
             return Ok(h);
         }
-        let h = self.hash_file(stop, &mut |_| {})?;
+        let h = self.hash_file(stop, progress)?;
         *kept = Some(h);
         Ok(h)
     }
@@ -487,10 +491,9 @@ impl ColdDocs {
     }
 
     /// The data file copied into `out` (at `dest`) by the kernel
-    /// (`copy_file_range`) 64 MiB at a time, so that a Ctrl-C or `stop` ends it
-    /// soon; refused when the file changed since it was checked.
-    /// Copies the file into `out` a [`COPY_CHUNK`] at a time, with the bytes copied
-    /// so far in `copied` and `progress`.
+    /// (`copy_file_range`) a [`COPY_CHUNK`] at a time, so that a Ctrl-C or `stop`
+    /// ends it soon, with the bytes copied so far in `copied` and `progress`;
+    /// refused when the file changed since it was checked.
     fn copy_into(
         &self,
         out: &mut File,
