@@ -97,6 +97,20 @@ impl Bucket {
         Bucket { server, tmp }
     }
 
+    /// The archivers' local staging directories left in their TMPDIR.
+    fn staging_dirs(&self) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(self.tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("pitr-archive-staging-")
+            })
+            .map(|e| e.path())
+            .collect()
+    }
+
     fn url(&self, rel: &str) -> String {
         format!("s3://{BUCKET}/{rel}")
     }
@@ -256,6 +270,10 @@ fn a_bucket_archive_survives_sigkill_refuses_a_second_archiver_and_holds_every_e
     std::mem::forget(wr);
     let before = b.manifest("oplog/rs0");
     assert!(before["writer"]["pid"] == pid, "{before}\n{err1}");
+    // The killed run's staging directory (its partial chunk) is left in its TMPDIR;
+    // the refused second archiver removed its own.
+    let left = b.staging_dirs();
+    assert_eq!(left.len(), 1, "{left:?}");
 
     // 3. The archiver restarts: it takes over from the killed run and follows to the
     //    end of the writer's entries, then stops cleanly.
@@ -268,6 +286,16 @@ fn a_bucket_archive_survives_sigkill_refuses_a_second_archiver_and_holds_every_e
     let (rc, out, err) = a.stop();
     assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("archived ") && out.contains(&dir), "{out}");
+    // The restarted run removed the killed one's staging directory, saying so, and
+    // its own when it stopped.
+    assert!(
+        format!("{out}{err}").contains(&format!(
+            "removed {}: the staging directory of an archiver that was killed",
+            left[0].display()
+        )),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert_eq!(b.staging_dirs(), Vec::<std::path::PathBuf>::new());
 
     let want = server_entries(&b, &uri);
     assert_eq!(want.len(), 14_000);

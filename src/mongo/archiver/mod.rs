@@ -23,6 +23,7 @@
 mod chunk;
 mod reconcile;
 mod recover;
+mod staging;
 mod target;
 
 use std::io;

@@ -17,13 +17,15 @@
 //!   kill is never in the manifest, so never read; `pitr archive prune` removes it.
 //!   A SIGKILL loses the staged chunk: the next run resumes after the manifest's last
 //!   entry, reading the lost entries from the server again (or recording the gap if
-//!   they are gone from it).
+//!   they are gone from it). The killed run's staging directory is removed by the
+//!   next run (see [`super::staging`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::chunk::{self, io_err, ChunkFacts};
+use super::staging::Staging;
 use super::ArchiveError;
 use crate::oplog::oplog_archive::lock::DirLock;
 use crate::oplog::oplog_archive::manifest::{
@@ -41,7 +43,7 @@ pub(super) enum Target {
 
 pub(super) struct Bucket {
     pub at: Location,
-    staging: tempfile::TempDir,
+    staging: Staging,
     /// The manifest as last read or written, with its version.
     known: Option<(Manifest, Version)>,
     pub me: WriterRecord,
@@ -90,12 +92,7 @@ impl Bucket {
     ) -> Result<(Bucket, Manifest), ArchiveError> {
         let s = storage::global();
         let me = WriterRecord::this_process();
-        let staging = tempfile::Builder::new()
-            .prefix("pitr-archive-staging-")
-            .tempdir()
-            .map_err(io_err("create", &std::env::temp_dir()))?;
-        fs::create_dir_all(staging.path().join(CHUNKS_DIR))
-            .map_err(io_err("create", staging.path()))?;
+        let staging = Staging::create_in(&std::env::temp_dir(), notes)?;
         let claimed = match Manifest::load_at(at)? {
             None => {
                 if !s.list(at).map_err(OplogArchiveError::from)?.is_empty() {

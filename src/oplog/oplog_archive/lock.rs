@@ -33,34 +33,47 @@ impl DirLock {
             .write(true)
             .open(&path)
             .map_err(OplogArchiveError::io("open the lock file", &path))?;
-        let op = if wait {
-            libc::LOCK_EX
-        } else {
-            libc::LOCK_EX | libc::LOCK_NB
-        };
-        loop {
-            // SAFETY: flock on a file descriptor we own.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
-            if rc == 0 {
-                return Ok(DirLock { _file: file });
-            }
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EWOULDBLOCK) => {
-                    return Err(OplogArchiveError::Busy {
-                        dir: dir.to_path_buf(),
-                        lock: path,
-                    })
-                }
-                _ => {
-                    return Err(OplogArchiveError::Io {
-                        what: "lock",
-                        path,
-                        source: e,
-                    })
-                }
-            }
+        match flock(&file, wait) {
+            Ok(true) => Ok(DirLock { _file: file }),
+            Ok(false) => Err(OplogArchiveError::Busy {
+                dir: dir.to_path_buf(),
+                lock: path,
+            }),
+            Err(source) => Err(OplogArchiveError::Io {
+                what: "lock",
+                path,
+                source,
+            }),
+        }
+    }
+
+    /// Takes the exclusive lock of the existing file `path` if no one holds it:
+    /// `Ok(None)` when it is held. Never creates the file (a sweep of stale
+    /// directories must not recreate a lock file in a directory being removed).
+    pub fn existing_if_free(path: &Path) -> std::io::Result<Option<DirLock>> {
+        let file = OpenOptions::new().write(true).open(path)?;
+        Ok(flock(&file, false)?.then_some(DirLock { _file: file }))
+    }
+}
+
+/// `flock(LOCK_EX)` on `file`, waiting or not: `Ok(false)` when another holds it.
+fn flock(file: &File, wait: bool) -> std::io::Result<bool> {
+    let op = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    loop {
+        // SAFETY: flock on a file descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(e),
         }
     }
 }
