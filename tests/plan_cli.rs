@@ -1204,7 +1204,8 @@ fn expect_max_ids_bounds_the_replay_not_only_the_backup() {
 }
 
 /// An output directory without room for the slice and mongorestore's one-run inputs
-/// is refused before anything is read. The inputs: an oplog of 8 TiB, a sparse file
+/// is refused before anything is read. The inputs: an oplog of 8 TiB (beside the
+/// directory backup's own oplog, which the one-run oplog.bson holds too), a sparse file
 /// whose apparent size is what is counted (and which is no oplog at all: a plan
 /// that went on would fail reading it instead); then an archive backup of 8 TiB
 /// beside the real oplog, whose one-run copy counts too. `--no-space-check` goes on
@@ -1231,7 +1232,7 @@ fn an_output_without_room_is_refused_before_anything_is_read() {
     let err = stderr(&o);
     assert!(
         err.contains(&format!(
-            "not enough free space on the filesystem of `{}`: the plan writes about 8.0 TiB there (the slice)",
+            "not enough free space on the filesystem of `{}`: the plan writes about 8.0 TiB there (the slice and the one-run restore/oplog.bson)",
             s.root.display()
         )) && err.contains("hint: free some space, or give --out on a larger filesystem"),
         "{err}"

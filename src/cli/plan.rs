@@ -266,20 +266,16 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
 /// Refused before anything is read (unless `--no-space-check`): an output directory
 /// whose filesystem lacks room for what the plan writes there, estimated from the
 /// inputs' sizes as `pitr replay --engine mongod` counts them: the slice (at most
-/// the oplog's bytes) and, for mongorestore's one run, an archive backup copied with
-/// the slice appended (its bytes and the oplog's again). A directory backup's files
-/// are linked, and the slice hard-linked, not copied (with a gzip backup, the
-/// compressed oplog beside the links is not counted). Returns the check asked for
-/// once the scan finds the oplog out of order: the sorted slice (and its runs past
-/// `--sort-memory`) with the one-run copy, against what is free then.
+/// the oplog's bytes) and, for mongorestore's one run ([`one_run_bytes`]), an
+/// archive backup copied with the slice appended, or the directory backup's own
+/// oplog entries. Returns the check asked for once the scan finds the oplog out of
+/// order: the sorted slice (and its runs past `--sort-memory`) with the one-run
+/// copy, against what is free then.
 fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
     use crate::replay::preflight::{self, Need};
     let oplog = preflight::input_size(Path::new(&req.oplog));
     let archive = req.mongorestore_inputs && req.backup.is_file();
-    let one_run = match archive {
-        true => preflight::input_size(&req.backup) + oplog,
-        false => 0,
-    };
+    let one_run = one_run_bytes(req, oplog);
     let dir = match &req.out {
         Some(o) => o
             .parent()
@@ -291,9 +287,10 @@ fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
         vec![Need {
             dir: dir.clone(),
             bytes: slice + one_run,
-            what: match archive {
-                true => "the slice and the one-run restore archive".into(),
-                false => "the slice".into(),
+            what: match (archive, one_run) {
+                (true, _) => "the slice and the one-run restore archive".into(),
+                (false, 0) => "the slice".into(),
+                (false, _) => "the slice and the one-run restore/oplog.bson".into(),
             },
         }]
     };
@@ -304,6 +301,47 @@ fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
         "the plan's directory",
         &super::room::PLAN,
     ))
+}
+
+/// What mongorestore's one-run inputs add beside the slice (`plan::onerun`),
+/// estimated before anything is read from the inputs' sizes:
+///
+/// - an archive backup: a copy of it with the slice appended (its bytes and the
+///   oplog's again);
+/// - a directory backup: its files are linked, not copied, but the one-run
+///   `oplog.bson` holds the backup's own oplog entries before the slice's. Written
+///   into the slice file itself and hard-linked for a plain backup restored whole
+///   (its root oplog file's bytes more); for a gzip backup, a namespace filter or a
+///   backup already in the spare, a second file: the backup's oplog, then the slice
+///   again (compressed for a gzip backup, which this counts as the compressed root
+///   oplog file plus the slice uncompressed, a bound).
+fn one_run_bytes(req: &PlanRequest, oplog: u64) -> u64 {
+    use crate::replay::preflight::input_size;
+    if !req.mongorestore_inputs {
+        return 0;
+    }
+    if req.backup.is_file() {
+        return input_size(&req.backup) + oplog;
+    }
+    let plain = req.backup.join("oplog.bson");
+    let (own, gzip) = match std::fs::metadata(&plain) {
+        Ok(m) => (m.len(), starts_with_gzip_magic(&plain)),
+        Err(_) => match std::fs::metadata(req.backup.join("oplog.bson.gz")) {
+            Ok(m) => (m.len(), true),
+            Err(_) => (0, false),
+        },
+    };
+    let linked = !gzip && req.ns.is_empty() && !req.backup_in_spare;
+    own + if linked { 0 } else { oplog }
+}
+
+/// `mongodump --gzip` of some releases names its compressed oplog `oplog.bson`.
+fn starts_with_gzip_magic(path: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 2];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|()| magic == [0x1f, 0x8b])
 }
 
 fn at(ts: Ts) -> String {
@@ -748,6 +786,55 @@ mod tests {
             "{message}"
         );
         assert!(e.hint().unwrap().contains("give --out"), "{:?}", e.hint());
+    }
+
+    /// What the one-run inputs add is counted for every backup form: the archive's
+    /// copy, a plain directory's own oplog (in the linked slice), and the second
+    /// file (own oplog, then the slice again) for a gzip backup or a filter.
+    #[test]
+    fn the_one_run_inputs_are_counted_for_every_backup_form() {
+        let d = tempfile::tempdir().unwrap();
+        let oplog = d.path().join("oplog.bson");
+        std::fs::write(&oplog, vec![0u8; 1000]).unwrap();
+        let bytes = |backup: &std::path::Path, extra: &[&str]| {
+            let mut args = vec![
+                "--backup",
+                backup.to_str().unwrap(),
+                "--oplog",
+                oplog.to_str().unwrap(),
+                "--until",
+                "end",
+            ];
+            args.extend_from_slice(extra);
+            let req = parse(&args).unwrap().input.request(
+                None,
+                d.path().to_path_buf(),
+                Default::default(),
+            );
+            assert!(req.mongorestore_inputs);
+            super::one_run_bytes(&req, 1000)
+        };
+        let archive = d.path().join("backup.archive");
+        std::fs::write(&archive, vec![0u8; 5000]).unwrap();
+        assert_eq!(bytes(&archive, &[]), 6000);
+
+        let plain = d.path().join("plain");
+        std::fs::create_dir(&plain).unwrap();
+        assert_eq!(bytes(&plain, &[]), 0, "no oplog in the backup");
+        std::fs::write(plain.join("oplog.bson"), vec![0u8; 300]).unwrap();
+        assert_eq!(bytes(&plain, &[]), 300, "linked: the slice holds them");
+        assert_eq!(bytes(&plain, &["--ns", "shop.*"]), 1300, "copied");
+
+        let gz = d.path().join("gz");
+        std::fs::create_dir(&gz).unwrap();
+        std::fs::write(gz.join("oplog.bson.gz"), vec![0x1fu8; 200]).unwrap();
+        assert_eq!(bytes(&gz, &[]), 1200);
+        let named_plain = d.path().join("gz-named-plain");
+        std::fs::create_dir(&named_plain).unwrap();
+        let mut magic = vec![0x1fu8, 0x8b];
+        magic.resize(250, 0);
+        std::fs::write(named_plain.join("oplog.bson"), magic).unwrap();
+        assert_eq!(bytes(&named_plain, &[]), 1250);
     }
 
     fn parse(args: &[&str]) -> Result<super::PlanArgs, String> {
