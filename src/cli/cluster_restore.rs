@@ -190,6 +190,11 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
         .clone()
         .unwrap_or_else(|| cwd.join(format!("pitr-cluster-plan-{}-{}", p.limit.t, p.limit.i)));
     let tmp = staging(&out)?;
+    let mut sort_rooms = match a.no_space_check {
+        false => space::plan_sort_rooms(&p.file, tmp.path(), budget.bytes),
+        true => vec![],
+    }
+    .into_iter();
     let mut members = Vec::new();
     let mut routing = None;
     for (m, r) in p.file.members().zip(&p.ranges) {
@@ -208,10 +213,10 @@ pub fn plan(a: PlanArgs) -> Result<u8, Failure> {
                 txns: &p.txns,
                 mongod: None,
                 keep_slice: true,
-                // Every slice was counted up front (at most its oplog's bytes),
-                // as `pitr plan` counts its own; not the sorted runs beside one
-                // out of order (past --sort-memory), as `pitr plan` does not.
-                sort_room: None,
+                // Every slice was counted up front (at most its oplog's bytes), as
+                // `pitr plan` counts its own; one out of order asks again for its
+                // sort's peak.
+                sort_room: sort_rooms.next(),
             },
             &Quiet,
         )?;

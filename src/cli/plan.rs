@@ -296,11 +296,7 @@ fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
     };
     preflight::check_space(&needs(oplog))
         .map_err(|e| super::room::failure(e, &super::room::PLAN))?;
-    Ok(super::room::sort_room(
-        needs,
-        "the plan's directory",
-        &super::room::PLAN,
-    ))
+    Ok(super::room::sort_room(needs, &super::room::PLAN))
 }
 
 /// What mongorestore's one-run inputs add beside the slice (`plan::onerun`),

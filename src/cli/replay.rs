@@ -287,7 +287,6 @@ fn embedded_space(
         spool,
         Some(super::room::sort_room(
             move |sorted| space.needs(sorted, copy),
-            "the work dir",
             &super::room::REPLAY,
         )),
     ))
@@ -823,7 +822,6 @@ fn mongod_space(
         spool,
         Some(super::room::sort_room(
             move |sorted| space.needs(sorted, copy),
-            "the work dir",
             &super::room::REPLAY,
         )),
     ))

@@ -16,6 +16,8 @@ pub(crate) struct Words {
     pub who: &'static str,
     /// The hint's way out, with what to know of the estimate.
     pub way_out: &'static str,
+    /// Where an oplog out of order is sorted: "the work dir".
+    pub sort_place: &'static str,
 }
 
 /// `pitr replay`'s (and `replay --cluster`'s) words, as `PreflightError::NoSpace`.
@@ -23,18 +25,21 @@ pub(crate) const REPLAY: Words = Words {
     who: "the replay",
     way_out: "put --out and --workdir on a larger filesystem; the estimate is generous (a drop makes the \
               output smaller)",
+    sort_place: "the work dir",
 };
 
 /// `pitr plan`'s (and `plan --cluster`'s) words: no work dir.
 pub(crate) const PLAN: Words = Words {
     who: "the plan",
     way_out: "give --out on a larger filesystem; the estimate is generous",
+    sort_place: "the plan's directory",
 };
 
 /// `pitr rehearse`'s words: its flag is `--work-dir`.
 pub(crate) const REHEARSE: Words = Words {
     who: "the rehearsal",
     way_out: "give --work-dir (and --out) on a larger filesystem; the estimate is generous",
+    sort_place: "the work dir",
 };
 
 /// The message and the hint of `e` when it is a filesystem without room; other
@@ -78,12 +83,12 @@ pub(crate) fn failure(e: PreflightError, w: &Words) -> Failure {
 /// The check a plan asks for once its scan finds the oplog out of order
 /// ([`crate::plan::PlanRequest::sort_room`]): `needs`, given the bytes the sort
 /// writes at its peak, against the disks, refused in `w`'s words and saying where
-/// the slice is sorted (`place`: "the work dir").
+/// the slice is sorted.
 pub(crate) fn sort_room(
     needs: impl Fn(u64) -> Vec<Need> + Send + Sync + 'static,
-    place: &'static str,
     w: &'static Words,
 ) -> SortRoom {
+    let place = w.sort_place;
     SortRoom(Arc::new(move |sorted| {
         preflight::check_space(&needs(sorted)).map_err(|e| {
             let (message, hint) = match message(e, w) {
@@ -118,7 +123,6 @@ pub(crate) fn sort_room_in(work: PathBuf, store: u64, w: &'static Words) -> Sort
                 what: what.into(),
             }]
         },
-        "the work dir",
         w,
     )
 }

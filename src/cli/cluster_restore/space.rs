@@ -85,6 +85,52 @@ pub(super) fn check_plan(
         .map_err(|e| crate::cli::room::failure(e, &crate::cli::room::PLAN))
 }
 
+/// `pitr plan --cluster`'s check once a member's scan finds its oplog out of order,
+/// one per member in `file.members()`'s order: in `dir` (the plan's staging
+/// directory), the sorted slice (and its runs past `--sort-memory`) beside what is
+/// still to be written there, the slices of the members after it and, for the
+/// config server, its on-disk store past `--memory` (freed once its routing is
+/// read), against what is free then.
+pub(super) fn plan_sort_rooms(
+    file: &cluster::ClusterFile,
+    dir: &Path,
+    budget: u64,
+) -> Vec<crate::plan::SortRoom> {
+    let oplogs: Vec<u64> = file
+        .members()
+        .map(|m| m.oplog.iter().map(|o| preflight::input_size(o)).sum())
+        .collect();
+    file.members()
+        .enumerate()
+        .map(|(i, m)| {
+            let later: u64 = oplogs[i + 1..].iter().sum();
+            let store = match m.role {
+                cluster::Role::Config => {
+                    preflight::store_bytes(preflight::input_size(&m.backup), oplogs[i], budget)
+                }
+                _ => 0,
+            };
+            let what = match (later, store) {
+                (0, 0) => "the sorted slice",
+                (_, 0) => "the sorted slice and the slices of the members still to come",
+                (0, _) => "the sorted slice and the config server's on-disk store",
+                _ => "the sorted slice, the config server's on-disk store and the slices of the members still to come",
+            };
+            let dir = dir.to_path_buf();
+            crate::cli::room::sort_room(
+                move |sorted| {
+                    vec![Need {
+                        dir: dir.clone(),
+                        bytes: sorted + later + store,
+                        what: what.into(),
+                    }]
+                },
+                &crate::cli::room::PLAN,
+            )
+        })
+        .collect()
+}
+
 /// The nearest directory of `p` that exists (the one whose filesystem will hold it).
 fn existing(p: &Path) -> PathBuf {
     p.ancestors()
@@ -225,6 +271,38 @@ mod tests {
         assert!(
             preflight::check_space(&needs(&sizes(), true, MB, 1, (dir.path(), dir.path()))).is_ok()
         );
+    }
+
+    /// A member's sort asks for its sorted slice beside the slices of the members
+    /// still to come: with the last member's oplog of 8 TiB (sparse), every earlier
+    /// member's sort is refused, the last one's is not.
+    #[test]
+    fn a_members_sort_counts_the_slices_still_to_come() {
+        let d = tempfile::tempdir().unwrap();
+        let mut toml = String::new();
+        for (i, id) in ["config", "shard0", "shard1"].iter().enumerate() {
+            std::fs::create_dir_all(d.path().join(id).join("backup")).unwrap();
+            let f = std::fs::File::create(d.path().join(id).join("oplog.bson")).unwrap();
+            f.set_len(if i == 2 { 8 << 40 } else { 1000 }).unwrap();
+            toml += &match i {
+                0 => format!("[config]\nbackup = \"{id}/backup\"\noplog = [\"{id}/oplog.bson\"]\n"),
+                _ => format!("[[shard]]\nid = \"{id}\"\nbackup = \"{id}/backup\"\noplog = [\"{id}/oplog.bson\"]\n"),
+            };
+        }
+        let path = d.path().join("cluster.toml");
+        let file = cluster::file::parse(&path, &toml).unwrap();
+        let rooms = plan_sort_rooms(&file, d.path(), 1 << 30);
+        assert_eq!(rooms.len(), 3);
+        for room in &rooms[..2] {
+            let e = (room.0)(0).unwrap_err().to_string();
+            assert!(
+                e.starts_with("the oplog is out of order, so its slice is sorted in the plan's directory first")
+                    && e.contains("the plan writes about 8.0 TiB there (the sorted slice and the slices of the members still to come)"),
+                "{e}"
+            );
+        }
+        (rooms[2].0)(1 << 20).unwrap();
+        assert!((rooms[2].0)(u64::MAX / 4).is_err());
     }
 
     #[test]
