@@ -146,10 +146,7 @@ fn summary(found: &Discovered) -> Vec<String> {
 /// Writes `text` to `path` under a temporary name in its directory, then renames it
 /// over whatever `path` was.
 pub(crate) fn write_new_or_replace(path: &Path, text: &str) -> Result<(), Failure> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = crate::storage::parent_dir(path);
     let fail = |e: std::io::Error| {
         Failure::new(format!("cannot write `{}`", path.display()))
             .with_hint("check that the directory exists and is writable")
@@ -157,7 +154,7 @@ pub(crate) fn write_new_or_replace(path: &Path, text: &str) -> Result<(), Failur
     };
     let mut tmp = tempfile::Builder::new()
         .prefix(".cluster.toml.")
-        .tempfile_in(&dir)
+        .tempfile_in(dir)
         .map_err(fail)?;
     tmp.write_all(text.as_bytes()).map_err(fail)?;
     tmp.as_file().sync_all().map_err(fail)?;

@@ -160,10 +160,7 @@ fn staging(out: &Path) -> Result<tempfile::TempDir, Failure> {
         return Err(Failure::new(format!("`{}` already exists", out.display()))
             .with_hint("choose another --out, or remove the old one"));
     }
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = crate::storage::parent_dir(out);
     std::fs::create_dir_all(parent)?;
     let name = out
         .file_name()

@@ -277,10 +277,7 @@ fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
     let archive = req.mongorestore_inputs && req.backup.is_file();
     let one_run = one_run_bytes(req, oplog);
     let dir = match &req.out {
-        Some(o) => o
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| req.cwd.clone(), Path::to_path_buf),
+        Some(o) => req.cwd.join(crate::storage::parent_dir(o)),
         None => req.cwd.clone(),
     };
     let needs = move |slice: u64| {

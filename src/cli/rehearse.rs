@@ -213,10 +213,7 @@ collector shows the previous run's result";
 
 /// `--metrics`' directory must exist and be writable (checked before the rehearsal).
 fn check_metrics_dir(path: &Path) -> Result<(), Failure> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = crate::storage::parent_dir(path);
     tempfile::Builder::new()
         .prefix(".pitr-write-check-")
         .tempfile_in(dir)
@@ -333,12 +330,7 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
     }];
     if let Some(o) = out {
         needs.push(Need {
-            dir: o
-                .path
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_path_buf(),
+            dir: crate::storage::parent_dir(&o.path).to_path_buf(),
             bytes: backup + oplog,
             what: "the dump of the rebuilt state".into(),
         });

@@ -364,11 +364,7 @@ fn spoolable_oplog(spec: &str) -> bool {
 /// The dump (and the dump of what the incident destroys) beside `out`.
 fn out_need(out: &Path, bytes: u64) -> Need {
     Need {
-        dir: out
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf(),
+        dir: crate::storage::parent_dir(out).to_path_buf(),
         bytes,
         what: "the dump of the restored data".into(),
     }

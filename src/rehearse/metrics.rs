@@ -77,10 +77,7 @@ pub fn render(r: &RehearseReport, now: f64) -> String {
 
 /// Writes `text` to `path` all or nothing (temporary file, sync, rename).
 pub fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = crate::storage::parent_dir(path);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -74,11 +74,7 @@ impl Hint for PreflightError {
 /// The directory `out` will be renamed into: it must exist and be writable (a
 /// temporary file is created and removed there).
 pub fn check_writable(out: &Path) -> Result<(), PreflightError> {
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
+    let parent = crate::storage::parent_dir(out).to_path_buf();
     tempfile::Builder::new()
         .prefix(".pitr-write-check-")
         .tempfile_in(&parent)

@@ -575,11 +575,7 @@ impl Runner<'_> {
             this.end(i);
             Err(Stop::Error(f))
         };
-        let parent = out
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
+        let parent = crate::storage::parent_dir(&out).to_path_buf();
         if let Err(e) = fs::create_dir_all(&parent) {
             return fail(
                 self,

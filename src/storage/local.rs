@@ -129,7 +129,7 @@ pub(crate) fn read_versioned(p: &Path, limit: u64) -> Result<(Vec<u8>, Version),
 /// Writes `data` to a temporary file beside `p`, synced, and returns it.
 fn staged(p: &Path, data: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     let dir = parent_dir(p);
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(dir)?;
     let name = p
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -137,7 +137,7 @@ fn staged(p: &Path, data: &[u8]) -> io::Result<tempfile::NamedTempFile> {
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(TEMP_SUFFIX)
-        .tempfile_in(&dir)?;
+        .tempfile_in(dir)?;
     tmp.write_all(data)?;
     tmp.as_file().sync_all()?;
     Ok(tmp)
@@ -154,7 +154,7 @@ pub(crate) fn put_if_absent(p: &Path, data: &[u8]) -> Result<Version, StorageErr
         }
         Err(e) => return Err(io_err(&url, Op::Write)(e.error)),
     }
-    sync_dir(&parent_dir(p)).map_err(io_err(&url, Op::Write))?;
+    sync_dir(parent_dir(p)).map_err(io_err(&url, Op::Write))?;
     Ok(Version::etag(format!("\"{}\"", md5_hex(data))))
 }
 
@@ -179,7 +179,7 @@ pub(crate) fn put_if_match(
     }
     let tmp = staged(p, data).map_err(&werr)?;
     tmp.persist(p).map_err(|e| werr(e.error))?;
-    sync_dir(&parent_dir(p)).map_err(&werr)?;
+    sync_dir(parent_dir(p)).map_err(&werr)?;
     Ok(Version::etag(format!("\"{}\"", md5_hex(data))))
 }
 

@@ -42,7 +42,7 @@ pub use error::{Op, StorageError};
 pub use location::{mask_url, Location, Scheme};
 pub use read::ObjectReader;
 pub use settings::{Settings, Tuning};
-pub use write::{StorageWriter, Written, MAX_PARTS};
+pub use write::{parent_dir, StorageWriter, Written, MAX_PARTS};
 
 use settings::Clients;
 

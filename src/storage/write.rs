@@ -338,7 +338,7 @@ impl LocalWriter {
             source,
         };
         let dir = parent_dir(&target);
-        std::fs::create_dir_all(&dir).map_err(io_err)?;
+        std::fs::create_dir_all(dir).map_err(io_err)?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -346,7 +346,7 @@ impl LocalWriter {
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(super::local::TEMP_SUFFIX)
-            .tempfile_in(&dir)
+            .tempfile_in(dir)
             .map_err(io_err)?;
         Ok(LocalWriter {
             url,
@@ -373,7 +373,7 @@ impl LocalWriter {
         tmp.as_file().sync_all().map_err(io_err)?;
         let version = super::local::version_of_file(tmp.path()).map_err(io_err)?;
         tmp.persist(&self.target).map_err(|e| io_err(e.error))?;
-        super::local::sync_dir(&parent_dir(&self.target)).map_err(io_err)?;
+        super::local::sync_dir(parent_dir(&self.target)).map_err(io_err)?;
         Ok(Written {
             size: self.written,
             version,
@@ -381,10 +381,12 @@ impl LocalWriter {
     }
 }
 
-pub(crate) fn parent_dir(p: &std::path::Path) -> PathBuf {
+/// The directory `p` goes into: its parent, or `.` for a bare file name (whose
+/// `parent()` is the empty path, which no file system call accepts).
+pub fn parent_dir(p: &std::path::Path) -> &std::path::Path {
     match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
     }
 }
 

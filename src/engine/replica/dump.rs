@@ -203,10 +203,7 @@ pub fn check_new(out: &Path, format: DumpFormat) -> Result<(), DumpError> {
 /// (`.NAME.pitr-…`): the current directory for a bare name, `dump` for a path
 /// without one.
 pub fn beside(out: &Path) -> (&Path, String) {
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = crate::storage::parent_dir(out);
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
