@@ -1,7 +1,6 @@
-//! A filesystem without room, in the words of the command that found it: the
-//! replay's `PreflightError::NoSpace` names `--out` and `--workdir`, but `pitr
-//! rehearse` has a `--work-dir` and `pitr plan` no work dir at all. [`REPLAY`]
-//! gives exactly `PreflightError::NoSpace`'s text.
+//! A filesystem without room, in the words of the command that found it
+//! ([`Words`]: the replay's, the plan's, the rehearsal's), as an error and as the
+//! check a plan asks for once its scan finds the oplog out of order.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,70 +8,11 @@ use std::sync::Arc;
 use crate::error::{exit, Failure, Hint};
 use crate::plan::{PlanError, SortRoom};
 use crate::replay::preflight::{self, Need, PreflightError};
+pub(crate) use crate::replay::preflight::{Words, PLAN, REHEARSE, REPLAY};
 
-/// How a command speaks of a filesystem without room.
-pub(crate) struct Words {
-    /// Who writes there: "the rehearsal", "the plan".
-    pub who: &'static str,
-    /// The hint's way out, with what to know of the estimate.
-    pub way_out: &'static str,
-    /// Where an oplog out of order is sorted: "the work dir".
-    pub sort_place: &'static str,
-}
-
-/// `pitr replay`'s (and `replay --cluster`'s) words, as `PreflightError::NoSpace`.
-pub(crate) const REPLAY: Words = Words {
-    who: "the replay",
-    way_out: "put --out and --workdir on a larger filesystem; the estimate is generous (a drop makes the \
-              output smaller)",
-    sort_place: "the work dir",
-};
-
-/// `pitr plan`'s (and `plan --cluster`'s) words: no work dir.
-pub(crate) const PLAN: Words = Words {
-    who: "the plan",
-    way_out: "give --out on a larger filesystem; the estimate is generous",
-    sort_place: "the plan's directory",
-};
-
-/// `pitr rehearse`'s words: its flag is `--work-dir`.
-pub(crate) const REHEARSE: Words = Words {
-    who: "the rehearsal",
-    way_out: "give --work-dir (and --out) on a larger filesystem; the estimate is generous",
-    sort_place: "the work dir",
-};
-
-/// The message and the hint of `e` when it is a filesystem without room; other
-/// errors as they are.
-pub(crate) fn message(e: PreflightError, w: &Words) -> Result<(String, String), PreflightError> {
-    use crate::size::human;
-    let PreflightError::NoSpace {
-        dir,
-        needed,
-        free,
-        what,
-    } = e
-    else {
-        return Err(e);
-    };
-    Ok((
-        format!(
-            "not enough free space on the filesystem of `{}`: {} writes about {} there ({what}), {} are free",
-            dir.display(),
-            w.who,
-            human(needed),
-            human(free)
-        ),
-        format!(
-            "free some space, or {}: --no-space-check skips it",
-            w.way_out
-        ),
-    ))
-}
-
-/// [`message`] as a failure (exit 2).
+/// `e` as a failure (exit 2), a filesystem without room in `w`'s words.
 pub(crate) fn failure(e: PreflightError, w: &Words) -> Failure {
-    match message(e, w) {
+    match e.in_words(w) {
         Ok((message, hint)) => Failure::new(message)
             .with_hint(hint)
             .with_exit_code(exit::ERROR),
@@ -91,7 +31,7 @@ pub(crate) fn sort_room(
     let place = w.sort_place;
     SortRoom(Arc::new(move |sorted| {
         preflight::check_space(&needs(sorted)).map_err(|e| {
-            let (message, hint) = match message(e, w) {
+            let (message, hint) = match e.in_words(w) {
                 Ok(x) => x,
                 Err(e) => (e.to_string(), e.hint().unwrap_or_default()),
             };

@@ -41,10 +41,7 @@ pub enum PreflightError {
     #[error("--out `{}` is an empty directory, but --archive writes one file", .0.display())]
     ArchiveOverDir(PathBuf),
 
-    #[error(
-        "not enough free space on the filesystem of `{}`: the replay writes about {} there ({what}), {} are free",
-        dir.display(), crate::size::human(*needed), crate::size::human(*free)
-    )]
+    #[error("{}", no_space_message(dir, *needed, *free, what, &REPLAY))]
     NoSpace {
         dir: PathBuf,
         needed: u64,
@@ -62,12 +59,81 @@ impl Hint for PreflightError {
                     .into()
             }
             PreflightError::ArchiveOverDir(_) => "name a new file for --archive, e.g. `--out restored.archive`".into(),
-            PreflightError::NoSpace { .. } => {
-                "free some space, or put --out and --workdir on a larger filesystem; the estimate is generous (a drop \
-                 makes the output smaller): --no-space-check skips it"
-                    .into()
-            }
+            PreflightError::NoSpace { .. } => no_space_hint(&REPLAY),
         })
+    }
+}
+
+/// How a command speaks of a filesystem without room: the replay's words name
+/// `--out` and `--workdir`, but `pitr rehearse` has a `--work-dir` and `pitr plan`
+/// no work dir at all.
+pub struct Words {
+    /// Who writes there: "the rehearsal", "the plan".
+    pub who: &'static str,
+    /// The hint's way out, with what to know of the estimate.
+    pub way_out: &'static str,
+    /// Where an oplog out of order is sorted: "the work dir".
+    pub sort_place: &'static str,
+}
+
+/// `pitr replay`'s (and `replay --cluster`'s) words, those of [`PreflightError::NoSpace`].
+pub const REPLAY: Words = Words {
+    who: "the replay",
+    way_out: "put --out and --workdir on a larger filesystem; the estimate is generous (a drop makes the \
+              output smaller)",
+    sort_place: "the work dir",
+};
+
+/// `pitr plan`'s (and `plan --cluster`'s) words: no work dir.
+pub const PLAN: Words = Words {
+    who: "the plan",
+    way_out: "give --out on a larger filesystem; the estimate is generous",
+    sort_place: "the plan's directory",
+};
+
+/// `pitr rehearse`'s words: its flag is `--work-dir`.
+pub const REHEARSE: Words = Words {
+    who: "the rehearsal",
+    way_out: "give --work-dir (and --out) on a larger filesystem; the estimate is generous",
+    sort_place: "the work dir",
+};
+
+/// A filesystem without room, in `w`'s words.
+pub fn no_space_message(dir: &Path, needed: u64, free: u64, what: &str, w: &Words) -> String {
+    use crate::size::human;
+    format!(
+        "not enough free space on the filesystem of `{}`: {} writes about {} there ({what}), {} are free",
+        dir.display(),
+        w.who,
+        human(needed),
+        human(free)
+    )
+}
+
+/// The hint of a filesystem without room, in `w`'s words.
+pub fn no_space_hint(w: &Words) -> String {
+    format!(
+        "free some space, or {}: --no-space-check skips it",
+        w.way_out
+    )
+}
+
+impl PreflightError {
+    /// The message and the hint of a filesystem without room in `w`'s words; other
+    /// errors as they are.
+    pub fn in_words(self, w: &Words) -> Result<(String, String), PreflightError> {
+        match self {
+            PreflightError::NoSpace {
+                dir,
+                needed,
+                free,
+                what,
+            } => Ok((
+                no_space_message(&dir, needed, free, &what, w),
+                no_space_hint(w),
+            )),
+            e => Err(e),
+        }
     }
 }
 
