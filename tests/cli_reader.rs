@@ -192,6 +192,62 @@ fn missing_paths_and_dirs_without_oplog() {
         "dump",
         &["directory without an oplog", "mongodump --oplog"],
     );
+    // A typo of a file that is there: the hint names it.
+    write(dir.path(), "oplog.bson", &entry(1, 1));
+    assert_bad(
+        dir.path(),
+        "oplg.bson",
+        &[
+            "cannot open `oplg.bson`",
+            "hint: did you mean `oplog.bson`? check the path",
+        ],
+    );
+    assert_bad(dir.path(), "nope.bson", &["hint: check the path"]);
+}
+
+/// A mistyped backup, oplog or cluster file path: the error names the path as
+/// given, and the hint the existing one it most likely meant.
+#[test]
+fn a_mistyped_path_is_answered_with_the_one_meant() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let backup = f.join("incident/bakup");
+    let oplog = f.join("incident/oplog.bson");
+    let o = pitr(&[
+        "plan",
+        "--backup",
+        backup.to_str().unwrap(),
+        "--oplog",
+        oplog.to_str().unwrap(),
+        "--until",
+        "auto",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!("backup `{}` does not exist", backup.display()))
+            && err.contains(&format!(
+                "hint: did you mean `{}`?",
+                f.join("incident/backup").display()
+            )),
+        "{err}"
+    );
+    let cluster = f.join("cluster/clustr.toml");
+    let o = pitr(&[
+        "plan",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--until",
+        "auto",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "hint: did you mean `{}`?",
+            f.join("cluster/cluster.toml").display()
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -190,8 +190,11 @@ impl Hint for ArchiveError {
     fn hint(&self) -> Option<String> {
         Some(match self {
             ArchiveError::Storage(e) => return e.hint(),
-            ArchiveError::Open { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                "check the path; pass the file written by `mongodump --archive=FILE` (with or without `--gzip`), or `-` for stdin".into()
+            ArchiveError::Open { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                crate::storage::not_found_hint(
+                    path,
+                    "check the path; pass the file written by `mongodump --archive=FILE` (with or without `--gzip`), or `-` for stdin",
+                )
             }
             ArchiveError::Open { .. } | ArchiveError::AfterError { .. } => return None,
             ArchiveError::NotAnArchive { looks_like, .. } => {

@@ -56,9 +56,10 @@ impl Hint for BackupError {
             BackupError::Read(e) => e.hint(),
             BackupError::Archive(e) => e.hint(),
             BackupError::Storage(e) => e.hint(),
-            BackupError::Missing(_) => Some(
-                "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote".into(),
-            ),
+            BackupError::Missing(path) => Some(crate::storage::not_found_hint(
+                path,
+                "pass the directory `mongodump --out` wrote, or the file `mongodump --archive` wrote",
+            )),
             BackupError::NotABackup { looks_like, .. } if *looks_like == super::OPLOG_FILE => Some(
                 "give this file as --oplog; --backup takes the directory `mongodump --oplog --out DIR` wrote (or its \
                  `--archive` file)"

@@ -71,6 +71,9 @@ pub enum ClusterError {
 impl Hint for ClusterError {
     fn hint(&self) -> Option<String> {
         Some(match self {
+            ClusterError::Read { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                crate::storage::not_found_hint(path, "check the path given to --cluster")
+            }
             ClusterError::Read { .. } => "check the path given to --cluster".into(),
             ClusterError::Syntax { .. } => {
                 "the file takes [config] with backup, oplog (a list) and optionally uri, and one [[shard]] per shard \
@@ -105,9 +108,10 @@ impl Hint for ClusterError {
                 "list at least one oplog source of that member (a dump of local.oplog.rs, a pitr archive directory)".into()
             }
             ClusterError::EmptyPath { .. } => "give a path (relative paths are relative to the cluster file)".into(),
-            ClusterError::MissingPath { .. } => {
-                "relative paths are relative to the cluster file's directory; fix the path or move the file".into()
-            }
+            ClusterError::MissingPath { resolved, .. } => crate::storage::not_found_hint(
+                resolved,
+                "relative paths are relative to the cluster file's directory; fix the path or move the file",
+            ),
             ClusterError::MissingMembers { .. } => {
                 "add a [[shard]] for each: a cluster without one of its shards cannot be restored, and an incident \
                  on it would go unseen"

@@ -183,8 +183,11 @@ impl ReadError {
 impl Hint for ReadError {
     fn hint(&self) -> Option<String> {
         Some(match self {
-            ReadError::Open { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin".into()
+            ReadError::Open { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+                crate::storage::not_found_hint(
+                    path,
+                    "check the path; pass a `.bson` or `.bson.gz` file, a mongodump directory, or `-` for stdin",
+                )
             }
             // A read from a store that broke: the store's own hint.
             ReadError::Open { source, .. } | ReadError::Io { source, .. } => {

@@ -323,7 +323,9 @@ impl Hint for StorageError {
                 };
                 format!("check the key (case-sensitive, taken as typed); see what is there with `{ls}`")
             }
-            StorageError::NotFound { .. } => "check the path".into(),
+            StorageError::NotFound { url, .. } => {
+                super::local::not_found_hint(std::path::Path::new(url), "check the path")
+            }
             StorageError::Unreachable { .. } => {
                 "check the network and the endpoint (AWS_ENDPOINT_URL, AZURE_STORAGE_ENDPOINT, \
                  GOOGLE_BASE_URL); for a store over plain http also set AWS_ALLOW_HTTP=true"
@@ -357,9 +359,12 @@ impl Hint for StorageError {
                  for it"
                     .into()
             }
-            StorageError::Io { source, .. } => match source.kind() {
+            StorageError::Io { source, url, .. } => match source.kind() {
                 std::io::ErrorKind::PermissionDenied => {
                     "check the file's permissions and the user pitr runs as".into()
+                }
+                std::io::ErrorKind::NotFound if !url.contains("://") => {
+                    super::local::not_found_hint(std::path::Path::new(url), "check the path")
                 }
                 std::io::ErrorKind::NotFound => "check the path".into(),
                 _ => return None,

@@ -21,6 +21,62 @@ use crate::storage::Location;
 /// such files are never listed.
 pub(crate) const TEMP_SUFFIX: &str = ".pitr-tmp";
 
+/// For a local path that does not exist, the existing path it most likely meant:
+/// the first missing component replaced by the closest name in its directory
+/// (case-insensitive edit distance of at most a third of its length, at least 1,
+/// at most 3: `bakup` for `backup`, `Oplog.bson` for `oplog.bson`), and only when
+/// the whole path so corrected exists. Written in the user's own form (relative
+/// stays relative). None when `path` exists or nothing is that close.
+pub fn did_you_mean(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if path.as_os_str().is_empty() || path.exists() {
+        return None;
+    }
+    let parts: Vec<Component<'_>> = path.components().collect();
+    let mut dir = PathBuf::new();
+    for (i, part) in parts.iter().enumerate() {
+        let next = dir.join(part);
+        if next.exists() {
+            dir = next;
+            continue;
+        }
+        let Component::Normal(missing) = part else {
+            return None;
+        };
+        let missing = missing.to_string_lossy().to_lowercase();
+        let listed = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir.as_path()
+        };
+        let names: Vec<String> = fs::read_dir(listed)
+            .ok()?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        let limit = (missing.chars().count() / 3).clamp(1, 3);
+        let best = names
+            .iter()
+            .map(|n| (strsim::levenshtein(&missing, &n.to_lowercase()), n))
+            .filter(|(d, _)| *d <= limit)
+            .min()?
+            .1;
+        let mut fixed = dir.join(best);
+        fixed.extend(&parts[i + 1..]);
+        return fixed.exists().then_some(fixed);
+    }
+    None
+}
+
+/// `hint` for a path that does not exist, led by [`did_you_mean`]'s guess when it
+/// has one: "did you mean `fixtures/incident/backup`? pass the directory ...".
+pub fn not_found_hint(path: &Path, hint: &str) -> String {
+    match did_you_mean(path) {
+        Some(p) => format!("did you mean `{}`? {hint}", p.display()),
+        None => hint.to_string(),
+    }
+}
+
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -213,5 +269,50 @@ impl Drop for Lock {
     fn drop(&mut self) {
         // SAFETY: unlocking the descriptor locked in `take`.
         unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::did_you_mean;
+    use std::fs;
+
+    #[test]
+    fn a_mistyped_path_gets_the_existing_one_it_meant() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        fs::create_dir_all(root.join("incident/backup/shop")).unwrap();
+        fs::write(root.join("incident/oplog.bson"), b"").unwrap();
+        fs::write(root.join("incident/backup/shop/orders.bson"), b"").unwrap();
+
+        // The last component, one letter off or in another case.
+        assert_eq!(
+            did_you_mean(&root.join("incident/bakup")),
+            Some(root.join("incident/backup"))
+        );
+        assert_eq!(
+            did_you_mean(&root.join("incident/Oplog.bson")),
+            Some(root.join("incident/oplog.bson"))
+        );
+        // A directory in the middle, the rest of the path kept.
+        assert_eq!(
+            did_you_mean(&root.join("incidnt/backup/shop/orders.bson")),
+            Some(root.join("incident/backup/shop/orders.bson"))
+        );
+        // Nothing close; a fix whose rest still does not exist; a path that exists.
+        assert_eq!(did_you_mean(&root.join("incident/somethingelse")), None);
+        assert_eq!(did_you_mean(&root.join("incidnt/backup/nope.bson")), None);
+        assert_eq!(did_you_mean(&root.join("incident/oplog.bson")), None);
+        // Two letters off in a short name is not close.
+        assert_eq!(did_you_mean(&root.join("incident/xx")), None);
+    }
+
+    #[test]
+    fn a_relative_path_stays_relative() {
+        // The tests run in the crate's directory: `fixtures/incident` is there.
+        assert_eq!(
+            did_you_mean(std::path::Path::new("fixtures/incidnt/oplog.bson")),
+            Some(std::path::PathBuf::from("fixtures/incident/oplog.bson"))
+        );
     }
 }
