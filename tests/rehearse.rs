@@ -455,6 +455,12 @@ fn a_consistent_chain_passes_with_the_oplog_read_from_the_server() {
     assert_eq!(o.status.code(), Some(0), "{}", show(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("REHEARSAL PASSED"), "{text}");
+    // The oplog's size was known (collStats) and its room checked before the read.
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("size is not known"),
+        "{}",
+        show(&o)
+    );
     assert!(
         text.contains("NOT MongoDB"),
         "a stand-in result says so: {text}"
@@ -827,6 +833,8 @@ const READ_ONLY: &[&str] = &[
     "ping",
     "buildInfo",
     "getParameter",
+    // The oplog's size, to estimate the room the oplog read from the server takes.
+    "collStats",
     "listDatabases",
     "listCollections",
     "listIndexes",
@@ -944,6 +952,47 @@ fn a_work_dir_without_room_for_the_store_is_refused_before_anything_is_read() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("on-disk store"), "{}", show(&o));
     assert_ne!(o.status.code(), Some(0), "{}", show(&o));
+}
+
+/// An oplog read from the server is counted before it is read, from the oplog's size
+/// (`collStats`) and the share of its time the range covers: a server whose oplog
+/// holds 8 TiB (as the stand-in is told to report) is refused before the read, with
+/// the estimate in the message; nothing is left in the work dir.
+#[test]
+fn an_oplog_from_the_server_without_room_in_the_work_dir_is_refused_before_it_is_read() {
+    let test = "an_oplog_from_the_server_without_room_in_the_work_dir_is_refused_before_it_is_read";
+    let Some(tool) = mongodump(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let m = mongod(
+        &[],
+        &[("PITR_STANDIN_OPLOG_SIZE", &(8u64 << 40).to_string())],
+    );
+    let (_d, b) = chain(&tool, &m, &dir.path().join("backup"));
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let o = rehearse(&m, &b, &["--work-dir", work.to_str().unwrap()]);
+    assert_refused(
+        &o,
+        "the oplog read from the server (estimated from its size and the time it spans) and the engine's on-disk store",
+        "give --work-dir (and --out) on a larger filesystem",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("`{}`", work.display())) && !err.contains("reading the oplog from"),
+        "refused before the read: {err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "nothing left in the work dir"
+    );
+    // Skipped, it reads the oplog and passes.
+    let o = rehearse(
+        &m,
+        &b,
+        &["--work-dir", work.to_str().unwrap(), "--no-space-check"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", show(&o));
 }
 
 #[test]

@@ -155,6 +155,8 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
     // The same rule as the embedded replay's (crate::memory).
     let memory = crate::memory::budget(a.memory.map(|m| m as u64)).bytes;
     check_room(&a, out.as_ref(), memory)?;
+    let oplog_room = (!a.no_space_check && a.oplog.is_none())
+        .then(|| server_oplog_room(&a, out.as_ref(), memory));
     let req = RehearseRequest {
         uri: a.uri.clone(),
         backup: a.backup.clone(),
@@ -173,6 +175,7 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
         show_values: a.show_values,
         out,
         sort_room: (!a.no_space_check).then(|| work_sort_room(&a, memory)),
+        oplog_room,
     };
     let progress = super::progress::PhaseProgress::for_stderr(a.json);
     let quiet = a.json;
@@ -323,19 +326,58 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
         return Ok(());
     }
     let (backup, oplog) = input_sizes(a);
+    let needs = room_needs(
+        &work_parent(a),
+        out.map(|o| o.path.as_path()),
+        (backup, oplog),
+        0,
+        memory,
+    );
+    preflight::check_space(&needs).map_err(|e| super::room::failure(e, &super::room::REHEARSE))
+}
+
+/// In the work dir, `read` bytes of oplog read from the server and, past `--memory`,
+/// the engine's on-disk store for the backup and the oplog (`sizes`); beside
+/// `out`, the dump.
+fn room_needs(
+    work: &Path,
+    out: Option<&Path>,
+    (backup, oplog): (u64, u64),
+    read: u64,
+    memory: u64,
+) -> Vec<Need> {
+    let oplog = oplog + read;
     let mut needs = vec![Need {
-        dir: work_parent(a),
-        bytes: preflight::store_bytes(backup, oplog, memory),
-        what: "the engine's on-disk store".into(),
+        dir: work.to_path_buf(),
+        bytes: read + preflight::store_bytes(backup, oplog, memory),
+        what: match read {
+            0 => "the engine's on-disk store".into(),
+            _ => "the oplog read from the server (estimated from its size and the time it spans) \
+                  and the engine's on-disk store"
+                .into(),
+        },
     }];
     if let Some(o) = out {
         needs.push(Need {
-            dir: crate::storage::parent_dir(&o.path).to_path_buf(),
+            dir: crate::storage::parent_dir(o).to_path_buf(),
             bytes: backup + oplog,
             what: "the dump of the rebuilt state".into(),
         });
     }
-    preflight::check_space(&needs).map_err(|e| super::room::failure(e, &super::room::REHEARSE))
+    needs
+}
+
+/// The check before the oplog is read from the server into the work dir
+/// ([`rehearse::OplogRoom`]), once its bytes are estimated: the oplog's file, the
+/// store and the dump for it, against what is free then.
+fn server_oplog_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> rehearse::OplogRoom {
+    let work = work_parent(a);
+    let out = out.map(|o| o.path.clone());
+    let sizes = input_sizes(a);
+    rehearse::OplogRoom(std::sync::Arc::new(move |read| {
+        let needs = room_needs(&work, out.as_deref(), sizes, read, memory);
+        preflight::check_space(&needs).map_err(|e| super::room::failure(e, &super::room::REHEARSE))
+    }))
 }
 
 /// The check of the work dir's room when the oplog is out of order (its slice is

@@ -72,6 +72,40 @@ pub async fn window(client: &ReadOnlyClient) -> Result<Option<Window>, MongoErro
     Ok(Some(Window { oldest, newest }))
 }
 
+/// An estimate of the bytes of the entries from `from` to `to` before they are read
+/// (to check a disk's room for them): the oplog's size (`collStats.size`) times the
+/// range's share of the time the oplog spans ([`range_share`]). None when the
+/// server does not say (`collStats` refused or without a size, an empty oplog).
+pub async fn range_bytes(client: &ReadOnlyClient, from: Ts, to: Ts) -> Option<u64> {
+    let w = window(client).await.ok()??;
+    let stats = client
+        .command(super::readonly::ReadCommand::OplogCollStats)
+        .await
+        .ok()?;
+    let size = match stats.get("size")? {
+        Bson::Int32(i) => u64::try_from(*i).ok()?,
+        Bson::Int64(i) => u64::try_from(*i).ok()?,
+        Bson::Double(d) if d.is_finite() && *d >= 0.0 => *d as u64,
+        _ => return None,
+    };
+    Some(range_share(size, &w, from, to))
+}
+
+/// `size` bytes times the share of the window's seconds (the oldest entry's to the
+/// newest's, both counted) that `from..=to` covers within it, rounded up: the
+/// average rate, so a range busier than the average is underestimated. The whole
+/// size for a window within one second.
+pub fn range_share(size: u64, w: &Window, from: Ts, to: Ts) -> u64 {
+    let lo = from.t.max(w.oldest.ts.t) as u128;
+    let hi = to.t.min(w.newest.ts.t) as u128;
+    if hi < lo {
+        return 0;
+    }
+    let span = w.span_secs() as u128 + 1;
+    let part = hi - lo + 1;
+    (size as u128 * part).div_ceil(span).min(size as u128) as u64
+}
+
 /// The oldest entry's position, or `None` when the oplog is empty.
 pub async fn oldest(client: &ReadOnlyClient) -> Result<Option<Ts>, MongoError> {
     Ok(edge(client, Edge::Oldest).await?.map(|e| e.ts))
@@ -446,6 +480,49 @@ async fn retry_wait<S: OplogSink>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_is_its_share_of_the_oplogs_time() {
+        let edge = |t| EdgeEntry {
+            ts: Ts::new(t, 1),
+            wall_ms: None,
+        };
+        // 100 seconds (1000..=1099) holding 1,000,000 bytes.
+        let w = Window {
+            oldest: edge(1000),
+            newest: edge(1099),
+        };
+        let size = 1_000_000;
+        assert_eq!(
+            range_share(size, &w, Ts::new(1000, 1), Ts::new(1099, 9)),
+            size
+        );
+        assert_eq!(
+            range_share(size, &w, Ts::new(1050, 1), Ts::new(1099, 1)),
+            500_000
+        );
+        // Clipped to the window at both ends; rounded up.
+        assert_eq!(range_share(size, &w, Ts::new(1, 1), Ts::new(5000, 1)), size);
+        assert_eq!(range_share(3, &w, Ts::new(1099, 1), Ts::new(1099, 2)), 1);
+        // Outside the window, or reversed: nothing.
+        assert_eq!(range_share(size, &w, Ts::new(2000, 1), Ts::new(3000, 1)), 0);
+        assert_eq!(range_share(size, &w, Ts::new(1060, 1), Ts::new(1050, 1)), 0);
+        // A window within one second: the whole size.
+        let one = Window {
+            oldest: edge(7),
+            newest: edge(7),
+        };
+        assert_eq!(range_share(size, &one, Ts::new(7, 1), Ts::new(7, 1)), size);
+        // No overflow at the edges of u32 seconds and u64 bytes.
+        let wide = Window {
+            oldest: edge(0),
+            newest: edge(u32::MAX),
+        };
+        assert_eq!(
+            range_share(u64::MAX, &wide, Ts::new(0, 1), Ts::new(u32::MAX, 1)),
+            u64::MAX
+        );
+    }
 
     #[test]
     fn coverage_of_inclusive_and_exclusive_starts() {

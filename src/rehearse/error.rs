@@ -11,7 +11,7 @@ use crate::plan::PlanError;
 
 /// The role `pitr rehearse` needs, for hints (docs/rehearse.md explains it).
 pub const REHEARSE_ROLE: &str = "db.getSiblingDB(\"admin\").createRole({role: \"pitrRehearse\", privileges: [\
-{resource: {db: \"local\", collection: \"oplog.rs\"}, actions: [\"find\"]}, \
+{resource: {db: \"local\", collection: \"oplog.rs\"}, actions: [\"find\", \"collStats\"]}, \
 {resource: {cluster: true}, actions: [\"listDatabases\", \"getParameter\"]}, \
 {resource: {db: \"\", collection: \"\"}, actions: [\"find\", \"listCollections\", \"listIndexes\"]}, \
 {resource: {db: \"\", system_buckets: \"\"}, actions: [\"find\"]}], roles: []})";

@@ -13,7 +13,7 @@
 //! history, a gap or a break in the chain), with a hint.
 //!
 //! Read-only, always: every read goes through [`crate::mongo::ReadOnlyClient`] (the
-//! oplog reader's `find` on `local.oplog.rs`, `listDatabases`, `listCollections`,
+//! oplog reader's `find` on `local.oplog.rs` and its `collStats`, `listDatabases`, `listCollections`,
 //! `listIndexes`, `find` and `aggregate` with fixed read-only pipelines on the user
 //! collections), with the URI's read preference, `secondaryPreferred` by default.
 //!
@@ -86,6 +86,21 @@ pub struct RehearseRequest {
     /// The caller's check of the work dir once the oplog is found out of order
     /// ([`PlanRequest::sort_room`]: its slice is then sorted on disk).
     pub sort_room: Option<crate::plan::SortRoom>,
+    /// The caller's check of the disks before the oplog is read from the server
+    /// into the work dir, given an estimate of its bytes
+    /// ([`crate::mongo::oplog_source::range_bytes`]).
+    pub oplog_room: Option<OplogRoom>,
+}
+
+/// See [`RehearseRequest::oplog_room`]: called with the estimated bytes of the
+/// oplog to read from the server.
+#[derive(Clone)]
+pub struct OplogRoom(pub std::sync::Arc<dyn Fn(u64) -> Result<(), Failure> + Send + Sync>);
+
+impl std::fmt::Debug for OplogRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OplogRoom(..)")
+    }
 }
 
 /// The plan's progress without its "what the restore replays and leaves out": a
@@ -470,6 +485,14 @@ fn oplog_from_server(
         batch_size: None,
         retry: req.retry,
     };
+    if let Some(room) = &req.oplog_room {
+        match rt.block_on(crate::mongo::oplog_source::range_bytes(client, backup_end, at)) {
+            Some(bytes) => (room.0)(bytes)?,
+            None => note(
+                "the oplog's size is not known (collStats refused or without a size): the work dir's room for it is not checked",
+            ),
+        }
+    }
     note(&format!(
         "reading the oplog from {backup_end} to {at} from the server"
     ));
