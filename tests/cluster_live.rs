@@ -111,15 +111,19 @@ impl Mongod {
 /// One stand-in replica set per member of the fixture, each serving its oplog; the
 /// config server's set is `csrs`, each shard's is named after it.
 fn members() -> Vec<(&'static str, String, Mongod)> {
+    members_with(&[])
+}
+
+/// [`members`], each started with `env` too.
+fn members_with(env: &[(&str, String)]) -> Vec<(&'static str, String, Mongod)> {
     MEMBERS
         .iter()
         .map(|m| {
             let set = if *m == "config" { "csrs" } else { m };
             let oplog = fixture(m).join("oplog.bson");
-            let d = Mongod::start(
-                Some(set),
-                &[("PITR_STANDIN_OPLOG", oplog.to_string_lossy().into_owned())],
-            );
+            let mut all = vec![("PITR_STANDIN_OPLOG", oplog.to_string_lossy().into_owned())];
+            all.extend(env.iter().cloned());
+            let d = Mongod::start(Some(set), &all);
             (*m, set.to_string(), d)
         })
         .collect()
@@ -444,6 +448,43 @@ fn member_credentials_come_from_the_environment_only() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("config.uri holds a password"), "{err}");
     assert!(!err.contains(secret), "{err}");
+}
+
+/// The members are dumped side by side onto one filesystem: `--out` must have room
+/// for all of them at once, each estimated from its oplog's size (`collStats`, here
+/// stand-ins reporting 3 TiB each) and the share of its time the range spans.
+/// Refused before any member is read; `--no-space-check` dumps them.
+#[test]
+fn dump_oplog_cluster_without_room_for_every_member_is_refused_before_any_is_read() {
+    let ms = members_with(&[("PITR_STANDIN_OPLOG_SIZE", (3u64 << 40).to_string())]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = cluster_file_of(tmp.path(), &ms);
+    let dir = tmp.path().join("dump");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "dump-oplog",
+            "--cluster",
+            file.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        v.extend_from_slice(extra);
+        pitr(&v)
+    };
+    let (code, _, err) = text(&args(&[]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "not enough free space on the filesystem of `{}`: the dump writes about 12.0 TiB there (every member's entries in the range",
+            tmp.path().display()
+        )),
+        "{err}"
+    );
+    assert!(!dir.exists(), "nothing written");
+    ok(&args(&["--no-space-check"]));
+    for m in MEMBERS {
+        assert!(dir.join(m).join("oplog.bson").is_file(), "{m}");
+    }
 }
 
 fn cluster_file_of(dir: &Path, members: &[(&str, String, Mongod)]) -> PathBuf {

@@ -483,6 +483,54 @@ fn a_complete_dump_is_never_overwritten() {
     );
 }
 
+/// `--out` without room for the range is refused before anything is read, the
+/// estimate from the oplog's size (`collStats`, here a stand-in reporting 8 TiB)
+/// and the share of its time the range spans; `--gzip` and `--no-space-check` are
+/// not checked, and a plain dump's estimate of the real oplog fits.
+#[test]
+fn an_out_without_room_for_the_range_is_refused_before_anything_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = mongod(
+        &[("PITR_STANDIN_OPLOG_SIZE", &(8u64 << 40).to_string())],
+        true,
+    );
+    let out = tmp.path().join("dump");
+    let o = dump(&m, &out, &[]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "not enough free space on the filesystem of `{}`: the dump writes about 8.0 TiB there (the oplog's entries in the range, estimated from the oplog's size and the time the range spans)",
+            tmp.path().display()
+        )) && err.contains("hint: free some space, or give --out on a larger filesystem, or add --gzip"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    // Half the oplog's seconds: about half the size.
+    let entries = fixture_entries();
+    let (first, last) = (entries[0].0, entries.last().unwrap().0);
+    let mid = pitr::oplog::Ts::new(first.t + (last.t - first.t) / 2, 0);
+    let o = dump(&m, &out, &["--until", &mid.to_string()]);
+    assert!(
+        stderr(&o).contains("the dump writes about 4.0 TiB"),
+        "{}",
+        stderr(&o)
+    );
+    ok(&dump(&m, &out, &["--gzip"]));
+    let out2 = tmp.path().join("dump2");
+    ok(&dump(&m, &out2, &["--no-space-check"]));
+    assert_eq!(
+        std::fs::read(out2.join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+    // The stand-in as it is: the fixture's real size fits.
+    let m = replset();
+    let out3 = tmp.path().join("dump3");
+    let o = dump(&m, &out3, &[]);
+    ok(&o);
+    assert!(!stderr(&o).contains("not known"), "{}", stderr(&o));
+}
+
 // ---------------------------------------------------------------------------------
 // rollover
 

@@ -29,14 +29,16 @@ DIR` (copy it next to a mongodump backup as oplog.bson, or pass it with --oplogF
 writes it: restore with `mongorestore --oplogReplay --gzip DIR`. Without --until the dump ends at the newest entry present \
 when it starts, so it ends even on a busy server.
 
-Read-only: pitr runs only `find` on local.oplog.rs (plus hello/buildInfo); the minimal \
-role is in docs/live-source-and-archive.md. The read preference is the URI's, secondaryPreferred by default.
+Read-only: pitr runs only `find` on local.oplog.rs (plus hello/buildInfo, and collStats for \
+its size); the minimal role is in docs/live-source-and-archive.md. The read preference is the URI's, secondaryPreferred by default.
 
 Safety: entries go to oplog.bson.partial (the plan to oplog.bson.partial.json) and the file \
 is renamed only when the dump is complete. If the dump stops (network, Ctrl-C, a crash), run \
 the same command with --resume: it keeps the complete entries of the partial file and \
 continues after the last one; the result is byte-identical to an uninterrupted dump. \
-Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up.
+Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up. \
+Before anything is read, --out's filesystem must have room for the range, estimated from the \
+oplog's size and the time the range spans (not with --gzip or --resume; --no-space-check skips it).
 
 Rollover: if the oplog no longer reaches back to --since (or to where an interrupted dump \
 stopped), the dump fails with both positions; --allow-gap continues with a warning. If the \
@@ -89,6 +91,10 @@ pub struct DumpOplogArgs {
     /// Continue when the oplog no longer reaches back to the start point (the dump then has a gap)
     #[arg(long)]
     pub allow_gap: bool,
+    /// Skip the check that --out's filesystem has room for the dump (estimated before
+    /// reading from the oplog's size and the time the range spans)
+    #[arg(long)]
+    pub no_space_check: bool,
     /// Entries per server batch (default: the server's choice)
     #[arg(long, value_name = "N", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch_size: Option<u32>,
@@ -151,8 +157,13 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
     };
+    let room_dir = crate::replay::preflight::nearest_existing(&out_dir);
+    let check = !(a.no_space_check || a.resume || a.gzip);
     let result = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
+        if check {
+            check_room(&client, &req, &room_dir).await?;
+        }
         let mut obs = CliObserver::default();
         let outcome = tokio::select! {
             r = dump::dump(&client, &topology, &req, &mut obs) => r.map_err(Failure::from),
@@ -222,6 +233,54 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         );
     }
     Ok(exit::OK)
+}
+
+/// Refused before anything is read (unless `--no-space-check`, `--resume` or
+/// `--gzip`): `dir` (where `--out` is, or its staging directory for a bucket)
+/// without room for the range's entries ([`range_estimate`]). A server that does
+/// not report the size (`collStats` refused) gets a note.
+async fn check_room(
+    client: &live::ReadOnlyClient,
+    req: &DumpRequest,
+    dir: &std::path::Path,
+) -> Result<(), Failure> {
+    match range_estimate(client, req).await {
+        Some(bytes) => refuse_without_room(dir, bytes, "the oplog's entries in the range"),
+        None => {
+            eprintln!(
+                "note: the oplog's size is not known (collStats refused or without a size): the room for the dump is not checked"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// The bytes of `req`'s range on the server, estimated before reading from the
+/// oplog's size and the share of its time the range spans
+/// ([`live::oplog_source::range_bytes`]).
+pub(super) async fn range_estimate(
+    client: &live::ReadOnlyClient,
+    req: &DumpRequest,
+) -> Option<u64> {
+    let from = req.since.unwrap_or(Ts::new(0, 0));
+    let to = req.until.unwrap_or(Ts::new(u32::MAX, u32::MAX));
+    live::oplog_source::range_bytes(client, from, to).await
+}
+
+/// `dir`'s filesystem without room for `bytes` of `what` (estimated): exit 2 in
+/// `dump-oplog`'s words.
+pub(super) fn refuse_without_room(
+    dir: &std::path::Path,
+    bytes: u64,
+    what: &str,
+) -> Result<(), Failure> {
+    use crate::replay::preflight::{check_space, Need};
+    check_space(&[Need {
+        dir: dir.to_path_buf(),
+        bytes,
+        what: format!("{what}, estimated from the oplog's size and the time the range spans"),
+    }])
+    .map_err(|e| super::room::failure(e, &super::room::DUMP_OPLOG))
 }
 
 fn interrupted(req: &DumpRequest) -> Failure {

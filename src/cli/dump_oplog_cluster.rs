@@ -175,6 +175,17 @@ fn dump_all(
             jobs.push((m.id.clone(), Some((uri, m.role == Role::Config, req))));
         }
     }
+    if !(a.no_space_check || a.resume || a.gzip) {
+        let members: Vec<(&str, &str, &DumpRequest)> = jobs
+            .iter()
+            .filter_map(|(id, job)| {
+                job.as_ref()
+                    .map(|(uri, _, req)| (id.as_str(), uri.as_str(), req))
+            })
+            .collect();
+        live::block_on(check_room(&members, out))
+            .map_err(|e| Failure::new("cannot start the async runtime").with_cause(e))??;
+    }
     let results = live::block_on(async {
         let runs = jobs.iter().map(|(id, job)| async move {
             match job {
@@ -214,6 +225,38 @@ fn dump_all(
         }
         None => Ok(done),
     }
+}
+
+/// Refused before any member is read (as `pitr dump-oplog --uri`, see
+/// [`super::dump_oplog`]): `out`'s filesystem without room for every member's
+/// range at once (they are dumped side by side), each estimated from its oplog's
+/// size and the share of its time the range spans. Not checked when a member cannot
+/// be reached or does not report its size.
+async fn check_room(members: &[(&str, &str, &DumpRequest)], out: &Path) -> Result<(), Failure> {
+    let mut bytes = 0;
+    for (id, uri, req) in members {
+        // A member that cannot be reached is reported by the dumps themselves, all
+        // at once, as they run side by side.
+        let Ok((client, _)) = live::connect(uri).await else {
+            return Ok(());
+        };
+        let est = super::dump_oplog::range_estimate(&client, req).await;
+        client.close().await;
+        match est {
+            Some(b) => bytes += b,
+            None => {
+                eprintln!(
+                    "note: member `{id}`: the oplog's size is not known (collStats refused or without a size): the room for the dumps is not checked"
+                );
+                return Ok(());
+            }
+        }
+    }
+    super::dump_oplog::refuse_without_room(
+        &crate::replay::preflight::nearest_existing(out),
+        bytes,
+        "every member's entries in the range",
+    )
 }
 
 /// One member's dump, as `pitr dump-oplog --uri` runs it, its lines on stderr after

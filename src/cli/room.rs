@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{exit, Failure, Hint};
 use crate::plan::{PlanError, SortRoom};
 use crate::replay::preflight::{self, Need, PreflightError};
-pub(crate) use crate::replay::preflight::{Words, PLAN, REHEARSE, REPLAY};
+pub(crate) use crate::replay::preflight::{Words, DUMP_OPLOG, PLAN, REHEARSE, REPLAY};
 
 /// `e` as a failure (exit 2), a filesystem without room in `w`'s words.
 pub(crate) fn failure(e: PreflightError, w: &Words) -> Failure {

@@ -98,6 +98,15 @@ pub const REHEARSE: Words = Words {
     sort_place: "the work dir",
 };
 
+/// `pitr dump-oplog`'s words: its only output is `--out`.
+pub const DUMP_OPLOG: Words = Words {
+    who: "the dump",
+    way_out:
+        "give --out on a larger filesystem, or add --gzip (not checked: its size is known only \
+              once written); the estimate is the oplog's average rate over the range",
+    sort_place: "--out's directory",
+};
+
 /// A filesystem without room, in `w`'s words.
 pub fn no_space_message(dir: &Path, needed: u64, free: u64, what: &str, w: &Words) -> String {
     use crate::size::human;
@@ -188,6 +197,15 @@ pub fn size_on_disk(p: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// The nearest directory of `p` that exists (the one whose filesystem will hold it,
+/// when it is created).
+pub fn nearest_existing(p: &Path) -> PathBuf {
+    p.ancestors()
+        .find(|d| d.is_dir())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
 /// One place the replay writes to, and how much.
 pub struct Need {
     pub dir: PathBuf,
@@ -240,6 +258,13 @@ pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nearest_existing_directory_holds_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(nearest_existing(&dir.path().join("a/b/c")), dir.path());
+        assert_eq!(nearest_existing(dir.path()), dir.path());
+    }
 
     #[test]
     fn an_unwritable_parent_and_a_missing_one_are_refused() {

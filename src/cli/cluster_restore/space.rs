@@ -16,7 +16,7 @@
 //!   each spare's dbpath is removed at its end), and every member's `mongodump`
 //!   until the merge (Σ(b + o)).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::cluster;
 use crate::error::Failure;
@@ -50,7 +50,10 @@ pub(super) fn check(
         mongod,
         budget,
         jobs,
-        (&existing(work), &existing(out)),
+        (
+            &preflight::nearest_existing(work),
+            &preflight::nearest_existing(out),
+        ),
     );
     preflight::check_space(&needs).map_err(Failure::from)
 }
@@ -74,7 +77,7 @@ pub(super) fn check_plan(
         }
     }
     let need = Need {
-        dir: existing(out_parent),
+        dir: preflight::nearest_existing(out_parent),
         bytes: slices + store,
         what: match store {
             0 => "every member's slice".into(),
@@ -129,14 +132,6 @@ pub(super) fn plan_sort_rooms(
             )
         })
         .collect()
-}
-
-/// The nearest directory of `p` that exists (the one whose filesystem will hold it).
-fn existing(p: &Path) -> PathBuf {
-    p.ancestors()
-        .find(|d| d.is_dir())
-        .unwrap_or(Path::new("."))
-        .to_path_buf()
 }
 
 /// What the run writes where (see the module documentation); `dirs`: the work dir's
@@ -303,12 +298,5 @@ mod tests {
         }
         (rooms[2].0)(1 << 20).unwrap();
         assert!((rooms[2].0)(u64::MAX / 4).is_err());
-    }
-
-    #[test]
-    fn the_nearest_existing_directory_holds_a_new_one() {
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(existing(&dir.path().join("a/b/c")), dir.path());
-        assert_eq!(existing(dir.path()), dir.path());
     }
 }
