@@ -417,6 +417,19 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
         "{}",
         show(&o)
     );
+
+    // A prefix without a manifest is named for what it is not.
+    let o = b.pitr(&["status", "--archive", &b.url("arch/chunks")]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("is not an oplog archive: there is no pitr `manifest.json` under it")
+            && err.contains(
+                "writes (it holds `manifest.json` and `chunks/`); `pitr oplog stats URL`"
+            ),
+        "{}",
+        show(&o)
+    );
 }
 
 /// `dump-oplog --out s3://...` uploads all or nothing (the manifest last), and

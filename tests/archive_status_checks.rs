@@ -307,3 +307,83 @@ fn status_on_something_else_says_what_it_is() {
     std::fs::write(other.join("manifest.json"), "{\"format\": \"x\"}").unwrap();
     assert!(said(other.to_str().unwrap()).contains("is not a pitr oplog archive manifest"));
 }
+
+/// The archive's filesystem against its growth: an archive of 28 minutes is not
+/// forecast yet; one whose chunks say it grows by 8 TiB in two hours (the first
+/// chunk's start moved two hours back, the last chunk a sparse file of 8 TiB, as
+/// the manifest records it) fills any disk here within minutes: a warning naming
+/// `--min-disk-time`, exit 1, and the figures in `--json`.
+#[test]
+fn status_forecasts_how_long_the_disk_lasts() {
+    let (_tmp, arch) = archive();
+    let o = status(&arch, &["--quick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "free on its filesystem (under an hour of history: its growth is not forecast yet)"
+        ),
+        "{}",
+        stdout(&o)
+    );
+
+    let big = copy(&arch, "big");
+    let mut m = manifest(&big);
+    let chunks = m["chunks"].as_array_mut().unwrap();
+    let first = chunks[0]["first"].as_str().unwrap().to_string();
+    let (t, i) = first.split_once(':').unwrap();
+    chunks[0]["first"] = format!("{}:{i}", t.parse::<u64>().unwrap() - 7200).into();
+    let last = chunks.last_mut().unwrap();
+    last["bytes"] = (8u64 << 40).into();
+    let file = big.join(last["file"].as_str().unwrap());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(8 << 40)
+        .unwrap();
+    std::fs::write(
+        big.join("manifest.json"),
+        serde_json::to_vec_pretty(&m).unwrap(),
+    )
+    .unwrap();
+
+    let o = status(&big, &["--quick"]);
+    assert_eq!(code(&o), 1, "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("of the archive's growth (")
+            && out.contains(" a day over the last 2 h 28 min)"),
+        "{out}"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "warning: the filesystem of the oplog archive `{}` has",
+            big.display()
+        )) && err.contains("less than --min-disk-time 2days")
+            && err.contains("pitr archive prune --keep"),
+        "{err}"
+    );
+    let o = status(&big, &["--quick", "--json"]);
+    assert_eq!(code(&o), 1);
+    let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(j["disk"]["free_bytes"].as_u64().unwrap() > 0, "{j}");
+    assert!(
+        j["disk"]["growth_per_day"].as_u64().unwrap() > 8u64 << 40,
+        "{j}"
+    );
+    assert!(
+        j["disk"]["lasts_seconds"].as_u64().unwrap() < 2 * 86_400,
+        "{j}"
+    );
+    assert!(
+        j["disk_warning"]
+            .as_str()
+            .unwrap()
+            .contains("--min-disk-time"),
+        "{j}"
+    );
+    // A threshold it meets: no warning.
+    let o = status(&big, &["--quick", "--min-disk-time", "1s"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}

@@ -5,7 +5,9 @@
 //! named for what it is (a backup directory, a mongodump archive file, ...).
 //!
 //! Exit codes: 0 intact and no gap; 1 a chunk missing or damaged, a recorded gap,
-//! or (with `--uri`) an oplog that no longer reaches back to the archive; 2 error.
+//! (with `--uri`) an oplog that no longer reaches back to the archive, or a local
+//! archive's filesystem filling within `--min-disk-time` ([`super::archive_disk`]);
+//! 2 error.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -24,6 +26,7 @@ use crate::oplog::Ts;
 use crate::size::human;
 use crate::storage::Location;
 
+use super::archive_disk::Disk;
 use super::output::counted;
 
 /// The archive against the live oplog.
@@ -62,6 +65,10 @@ struct JsonArchive<'a> {
     partial_bytes: u64,
     live: Option<Live>,
     warning: Option<String>,
+    /// A local archive's filesystem against its growth ([`super::archive_disk`]).
+    disk: Option<Disk>,
+    /// Its free space lasts less than `--min-disk-time`.
+    disk_warning: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -74,7 +81,19 @@ struct JsonSetAside<'a> {
     detail: &'a str,
 }
 
-pub fn run(at: &Location, uri: Option<&str>, json: bool, quick: bool) -> Result<u8, Failure> {
+/// What `pitr status --archive` was asked.
+pub struct Ask<'a> {
+    pub uri: Option<&'a str>,
+    pub json: bool,
+    pub quick: bool,
+    /// Warn when the archive's filesystem fills within this at its growth.
+    pub min_disk: std::time::Duration,
+}
+
+pub fn run(at: &Location, ask: &Ask<'_>) -> Result<u8, Failure> {
+    let Ask {
+        uri, json, quick, ..
+    } = *ask;
     let dir = &at.display_path();
     match at.local_path() {
         Some(p) if !is_oplog_archive(p) => return Err(not_an_archive(p)),
@@ -84,7 +103,8 @@ pub fn run(at: &Location, uri: Option<&str>, json: bool, quick: bool) -> Result<
                 "`{at}` is not an oplog archive: there is no pitr `manifest.json` under it"
             ))
             .with_hint(
-                "give the prefix `pitr archive --dir s3://bucket/prefix` writes (it holds `manifest.json` and `chunks/`);                  `pitr oplog stats URL` shows what any other oplog covers",
+                "give the prefix `pitr archive --dir s3://bucket/prefix` writes (it holds `manifest.json` and `chunks/`); \
+                 `pitr oplog stats URL` shows what any other oplog covers",
             ))
         }
         None => {}
@@ -128,14 +148,29 @@ pub fn run(at: &Location, uri: Option<&str>, json: bool, quick: bool) -> Result<
             l.oldest.unwrap_or_default().utc_string()
         )
     });
+    let disk = at
+        .local_path()
+        .and_then(|p| super::archive_disk::disk(p, &st.manifest.chunks));
+    let disk_warning = disk
+        .as_ref()
+        .and_then(|d| super::archive_disk::warning(d, &st.dir, ask.min_disk));
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if json {
-        super::output::write_json(&mut out, &json_view(&st, live.clone(), warning.clone()))?;
+        let mut view = json_view(&st, live.clone(), warning.clone());
+        view.disk = disk;
+        view.disk_warning = disk_warning.clone();
+        super::output::write_json(&mut out, &view)?;
     } else {
         render(&mut out, &st, live.as_ref())?;
+        if let Some(d) = &disk {
+            writeln!(out, "{}", super::archive_disk::line(d))?;
+        }
     }
     out.flush()?;
+    if let Some(w) = &disk_warning {
+        eprintln!("warning: {w}");
+    }
     let gaps = &st.manifest.gaps;
     if !gaps.is_empty() {
         let list: Vec<String> = gaps
@@ -170,11 +205,13 @@ pub fn run(at: &Location, uri: Option<&str>, json: bool, quick: bool) -> Result<
         )
         .with_exit_code(exit::NOT_FOUND));
     }
-    Ok(if warning.is_some() || !gaps.is_empty() {
-        exit::NOT_FOUND
-    } else {
-        exit::OK
-    })
+    Ok(
+        if warning.is_some() || disk_warning.is_some() || !gaps.is_empty() {
+            exit::NOT_FOUND
+        } else {
+            exit::OK
+        },
+    )
 }
 
 fn short_problem(d: &ChunkDamage) -> &'static str {
@@ -219,6 +256,8 @@ fn json_view(st: &ArchiveStatus, live: Option<Live>, warning: Option<String>) ->
         partial_bytes: st.partial.iter().map(|(_, n)| n).sum(),
         live,
         warning,
+        disk: None,
+        disk_warning: None,
     }
 }
 

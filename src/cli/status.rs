@@ -31,8 +31,8 @@ Read-only: hello, buildInfo, replSetGetStatus (optional) and collStats (optional
 `find` on local.oplog.rs. A mongos or a standalone without an oplog is refused (exit 2).
 
 Exit codes: 0 window at least --min-window, 1 window shorter, 2 error (with --archive: 0 \
-intact, 1 a damaged or missing chunk, a recorded gap, or the oplog no longer reaching back, \
-2 error).
+intact, 1 a damaged or missing chunk, a recorded gap, the oplog no longer reaching back, or \
+the archive's filesystem filling within --min-disk-time, 2 error).
 
 With --archive DIR: what the oplog archive covers (first and last entry, entries, chunks, \
 size), whether every chunk the manifest lists is there with its recorded size and CRC-64 \
@@ -40,7 +40,11 @@ size), whether every chunk the manifest lists is there with its recorded size an
 and set-aside histories, whether an archiver is writing it; with --uri as well, how far it \
 lags behind the live oplog, and whether the oplog still reaches back to its last entry. \
 Exit 1 names each damaged chunk and each recorded gap (a restore across them is refused), \
-or says the oplog no longer reaches back (restarting the archiver would record a gap). A \
+or says the oplog no longer reaches back (restarting the archiver would record a gap). For a \
+local directory it also says how long the free space of its filesystem lasts at the \
+archive's growth over its last week (before pruning), and warns (exit 1) under \
+--min-disk-time (default 2d): a full disk stops the archiver, and the oplog then rolls over \
+what was not archived. A \
 path that is not an oplog archive is named for what it is (no such directory, a mongodump \
 backup directory, a mongodump archive file, an oplog file).
 
@@ -64,6 +68,10 @@ pub struct StatusArgs {
     /// Machine-readable output on stdout
     #[arg(long)]
     pub json: bool,
+    /// With --archive (a local directory): warn (and exit 1) when its filesystem would
+    /// fill within this at the archive's growth over its last week (e.g. 2d, 36h)
+    #[arg(long, value_name = "DURATION", default_value = "2d", value_parser = parse_min_window)]
+    pub min_disk_time: Duration,
     /// With --archive: check only that every chunk is there with its recorded size,
     /// not its CRC-64 (which reads every chunk file whole)
     #[arg(long, requires = "archive")]
@@ -78,7 +86,15 @@ fn parse_min_window(s: &str) -> Result<Duration, String> {
 pub fn run(a: StatusArgs) -> Result<u8, Failure> {
     if let Some(dir) = &a.archive {
         let dir = crate::storage::Location::of_path(dir)?;
-        return super::archive_status::run(&dir, a.uri.as_deref(), a.json, a.quick);
+        return super::archive_status::run(
+            &dir,
+            &super::archive_status::Ask {
+                uri: a.uri.as_deref(),
+                json: a.json,
+                quick: a.quick,
+                min_disk: a.min_disk_time,
+            },
+        );
     }
     let Some(uri) = a.uri.clone() else {
         return Err(Failure::new(

@@ -227,6 +227,12 @@ fn free_space(dir: &Path) -> Option<(u64, u64)> {
     Some((st.f_bavail as u64 * st.f_frsize as u64, dev))
 }
 
+/// Free bytes for an unprivileged writer on the filesystem of `dir` (None when it
+/// cannot be asked).
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    free_space(dir).map(|(free, _)| free)
+}
+
 /// Sums the needs per filesystem and refuses the first that does not fit.
 pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
     let mut per_dev: Vec<(u64, u64, PathBuf, u64, Vec<String>)> = Vec::new();
