@@ -63,11 +63,17 @@ fn sweep(root: &Path, notes: &mut Vec<String>) {
     };
     for e in entries.flatten() {
         let name = e.file_name();
-        if !name.to_string_lossy().starts_with(PREFIX) || !e.path().is_dir() {
+        // A directory itself, not a link to one, holding a lock file itself: in a
+        // shared temp dir, nothing another user planted leads this sweep elsewhere.
+        if !name.to_string_lossy().starts_with(PREFIX) || !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         let dir = e.path();
-        let Ok(Some(_held)) = DirLock::existing_if_free(&dir.join(LOCK)) else {
+        let lock = dir.join(LOCK);
+        if !fs::symlink_metadata(&lock).is_ok_and(|m| m.file_type().is_file()) {
+            continue;
+        }
+        let Ok(Some(_held)) = DirLock::existing_if_free(&lock) else {
             continue;
         };
         let bytes = tree_bytes(&dir);
@@ -148,6 +154,26 @@ mod tests {
         drop(second);
         assert!(!a.exists() && !b.exists());
         assert_eq!(staging_dirs(root.path()), vec![format!("{PREFIX}older")]);
+    }
+
+    #[test]
+    fn links_are_never_followed() {
+        // A link named like a staging dir, to a directory holding a free lock file;
+        // a staging dir whose lock file is a link: both left alone.
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join(LOCK), b"").unwrap();
+        fs::write(elsewhere.path().join("precious"), b"x").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), root.path().join(format!("{PREFIX}link")))
+            .unwrap();
+        let linked_lock = root.path().join(format!("{PREFIX}linked-lock"));
+        fs::create_dir(&linked_lock).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join(LOCK), linked_lock.join(LOCK)).unwrap();
+        let mut notes = vec![];
+        let _s = Staging::create_in(root.path(), &mut notes).unwrap();
+        assert!(notes.is_empty(), "{notes:?}");
+        assert!(elsewhere.path().join("precious").is_file());
+        assert!(root.path().join(format!("{PREFIX}link")).exists() && linked_lock.is_dir());
     }
 
     #[test]
