@@ -106,6 +106,10 @@ pub struct ArchiveArgs {
     /// Archive what the oplog holds now, then exit
     #[arg(long)]
     pub once: bool,
+    /// Warn in the log (at most once an hour) when the archive directory's filesystem
+    /// would fill within this at the archive's growth over its last week
+    #[arg(long, value_name = "DURATION", default_value = "2d", value_parser = parse_duration)]
+    pub min_disk_time: Duration,
     /// Without a terminal, print a progress line this often
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub log_every: Duration,
@@ -172,6 +176,7 @@ pub(crate) fn request(a: &ArchiveArgs, dir: crate::storage::Location) -> Archive
         chunk_bytes: a.chunk_size,
         chunk_time: a.chunk_time,
         once: a.once,
+        min_disk: a.min_disk_time,
         await_time: a.await_time,
         batch_size: a.batch_size,
         retry: if a.once {

@@ -6,7 +6,7 @@
 //!
 //! Exit codes: 0 intact and no gap; 1 a chunk missing or damaged, a recorded gap,
 //! (with `--uri`) an oplog that no longer reaches back to the archive, or a local
-//! archive's filesystem filling within `--min-disk-time` ([`super::archive_disk`]);
+//! archive's filesystem filling within `--min-disk-time` ([`disk`]);
 //! 2 error.
 
 use std::fs;
@@ -26,8 +26,8 @@ use crate::oplog::Ts;
 use crate::size::human;
 use crate::storage::Location;
 
-use super::archive_disk::Disk;
 use super::output::counted;
+use crate::oplog::oplog_archive::disk::{self, Disk};
 
 /// The archive against the live oplog.
 #[derive(Clone, Debug, Serialize)]
@@ -65,7 +65,7 @@ struct JsonArchive<'a> {
     partial_bytes: u64,
     live: Option<Live>,
     warning: Option<String>,
-    /// A local archive's filesystem against its growth ([`super::archive_disk`]).
+    /// A local archive's filesystem against its growth ([`disk`]).
     disk: Option<Disk>,
     /// Its free space lasts less than `--min-disk-time`.
     disk_warning: Option<String>,
@@ -150,10 +150,10 @@ pub fn run(at: &Location, ask: &Ask<'_>) -> Result<u8, Failure> {
     });
     let disk = at
         .local_path()
-        .and_then(|p| super::archive_disk::disk(p, &st.manifest.chunks));
+        .and_then(|p| disk::disk(p, &st.manifest.chunks));
     let disk_warning = disk
         .as_ref()
-        .and_then(|d| super::archive_disk::warning(d, &st.dir, ask.min_disk));
+        .and_then(|d| disk::warning(d, &st.dir, ask.min_disk));
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if json {
@@ -164,7 +164,7 @@ pub fn run(at: &Location, ask: &Ask<'_>) -> Result<u8, Failure> {
     } else {
         render(&mut out, &st, live.as_ref())?;
         if let Some(d) = &disk {
-            writeln!(out, "{}", super::archive_disk::line(d))?;
+            writeln!(out, "{}", disk::line(d))?;
         }
     }
     out.flush()?;

@@ -9,7 +9,6 @@ use crate::error::{exit, Failure};
 
 pub mod archive;
 mod archive_cluster;
-mod archive_disk;
 pub mod archive_status;
 pub mod cluster;
 pub mod cluster_mongod;

@@ -284,19 +284,7 @@ pub fn span(a: Ts, b: Ts) -> String {
     human_secs(secs)
 }
 
-/// Seconds as `2 d 3 h`, `3 h 12 min`, `5 min 3 s` or `42 s`.
-pub fn human_secs(secs: u64) -> String {
-    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d} d {h} h")
-    } else if h > 0 {
-        format!("{h} h {m} min")
-    } else if m > 0 {
-        format!("{m} min {s} s")
-    } else {
-        format!("{s} s")
-    }
-}
+pub use crate::size::human_secs;
 
 impl Hint for MongoError {
     fn hint(&self) -> Option<String> {

@@ -213,31 +213,11 @@ pub struct Need {
     pub what: String,
 }
 
-/// Free bytes for an unprivileged writer on the filesystem of `dir`, and its device.
-fn free_space(dir: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(dir).ok()?.dev();
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64 * st.f_frsize as u64, dev))
-}
-
-/// Free bytes for an unprivileged writer on the filesystem of `dir` (None when it
-/// cannot be asked).
-pub fn free_bytes(dir: &Path) -> Option<u64> {
-    free_space(dir).map(|(free, _)| free)
-}
-
 /// Sums the needs per filesystem and refuses the first that does not fit.
 pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
     let mut per_dev: Vec<(u64, u64, PathBuf, u64, Vec<String>)> = Vec::new();
     for n in needs.iter().filter(|n| n.bytes > 0) {
-        let Some((free, dev)) = free_space(&n.dir) else {
+        let Some((free, dev)) = crate::storage::free_space(&n.dir) else {
             continue;
         };
         match per_dev.iter_mut().find(|d| d.0 == dev) {
@@ -294,7 +274,7 @@ mod tests {
     #[test]
     fn needs_on_one_filesystem_add_up() {
         let d = tempfile::tempdir().unwrap();
-        let (free, _) = free_space(d.path()).unwrap();
+        let (free, _) = crate::storage::free_space(d.path()).unwrap();
         // A margin: other tests write and remove files on the same filesystem
         // meanwhile (with `free / 2 + 1`, a few bytes freed by another test made
         // both fit).

@@ -77,6 +77,27 @@ pub fn not_found_hint(path: &Path, hint: &str) -> String {
     }
 }
 
+/// Free bytes for an unprivileged writer on the filesystem of `dir`, and its device
+/// (None when it cannot be asked).
+pub fn free_space(dir: &Path) -> Option<(u64, u64)> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(dir).ok()?.dev();
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_bavail as u64 * st.f_frsize as u64, dev))
+}
+
+/// Free bytes for an unprivileged writer on the filesystem of `dir`.
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    free_space(dir).map(|(free, _)| free)
+}
+
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

@@ -72,6 +72,9 @@ pub struct ArchiveRequest {
     pub await_time: Duration,
     pub batch_size: Option<u32>,
     pub retry: RetryPolicy,
+    /// A local archive's filesystem lasting less than this at the archive's growth
+    /// is a warning ([`crate::oplog::oplog_archive::disk`]), at most once an hour.
+    pub min_disk: Duration,
 }
 
 /// Where the run stands, after every batch.
@@ -231,6 +234,8 @@ struct Archiver<'a> {
     out_gaps: Vec<GapRecord>,
     out_set_aside: Vec<SetAsideRecord>,
     last_flush: Instant,
+    /// When the disk was last found short ([`Archiver::check_disk`]).
+    disk_warned: Option<Instant>,
 }
 
 /// Runs the archiver until cancelled (or, with `once`, until the newest entry at the
@@ -266,6 +271,7 @@ pub async fn run(
         out_gaps: Vec::new(),
         out_set_aside: Vec::new(),
         last_flush: Instant::now(),
+        disk_warned: None,
     };
     let result = a.follow().await;
     // Whatever ended the run, what was read is completed and recorded.
@@ -308,8 +314,30 @@ impl Archiver<'_> {
             self.obs.chunk(&rec);
             self.out_chunks.push(rec);
             self.out_gaps.extend(gap);
+            self.check_disk();
         }
         Ok(())
+    }
+
+    /// After a chunk, a local archive whose filesystem lasts less than
+    /// `min_disk` at the archive's growth is a warning, at most once an hour: a
+    /// full disk stops this archiver, and the oplog then rolls over what it did not
+    /// archive.
+    fn check_disk(&mut self) {
+        const EVERY: Duration = Duration::from_secs(3600);
+        if self.disk_warned.is_some_and(|t| t.elapsed() < EVERY) {
+            return;
+        }
+        let Target::Local { dir, .. } = &self.target else {
+            return;
+        };
+        let Some(d) = crate::oplog::oplog_archive::disk::disk(dir, &self.manifest.chunks) else {
+            return;
+        };
+        if let Some(w) = crate::oplog::oplog_archive::disk::warning(&d, dir, self.req.min_disk) {
+            self.obs.warning(&w);
+            self.disk_warned = Some(Instant::now());
+        }
     }
 
     /// Archives one entry (the server's bytes, as they are).

@@ -27,6 +27,7 @@
 //! `.manifest.lock`. A crash at any instant therefore leaves a readable archive.
 //! Recorded gaps sit between chunks, never inside one.
 
+pub mod disk;
 pub mod lock;
 pub mod manifest;
 pub mod prune;

@@ -1,8 +1,9 @@
-//! `pitr status --archive DIR`: how long the archive's filesystem lasts at the
-//! archive's recent growth. An archive that fills its disk stops its archiver, and
-//! the capped oplog then rolls over what was not archived: a gap in every restore
-//! across it. So the status says, before that happens, how many days of growth the
-//! free space holds, and warns (exit 1) below `--min-disk-time`.
+//! How long a local archive's filesystem lasts at the archive's recent growth. An
+//! archive that fills its disk stops its archiver, and the capped oplog then rolls
+//! over what was not archived: a gap in every restore across it. So `pitr status
+//! --archive` says, before that happens, how many days of growth the free space
+//! holds, and warns (exit 1) below `--min-disk-time`; `pitr archive` warns in its
+//! log too.
 //!
 //! The growth is what the newest chunks hold over the time they span, up to the last
 //! 7 days (a weekly rhythm averages out). It is growth before pruning: an archive
@@ -13,7 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::oplog::oplog_archive::manifest::ChunkRecord;
+use super::manifest::ChunkRecord;
 
 /// The longest history the growth is taken over.
 const RATE_WINDOW_SECS: u64 = 7 * 86_400;
@@ -22,7 +23,7 @@ const MIN_HISTORY_SECS: u64 = 3_600;
 
 /// The archive's filesystem against its growth.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub(super) struct Disk {
+pub struct Disk {
     /// Free bytes on the archive's filesystem, for an unprivileged writer.
     pub free_bytes: u64,
     /// Bytes the archive grew by per day; None with under an hour of history.
@@ -35,27 +36,27 @@ pub(super) struct Disk {
 
 /// The filesystem of the local archive `dir` against the growth of `chunks`; None
 /// when its free space cannot be asked.
-pub(super) fn disk(dir: &Path, chunks: &[ChunkRecord]) -> Option<Disk> {
-    let free_bytes = crate::replay::preflight::free_bytes(dir)?;
+pub fn disk(dir: &Path, chunks: &[ChunkRecord]) -> Option<Disk> {
+    let free_bytes = crate::storage::free_bytes(dir)?;
     Some(forecast(free_bytes, chunks))
 }
 
 /// The status line: `disk      312.4 GiB free: about 41 days of the archive's growth
 /// (7.6 GiB a day over the last 7 days)`.
-pub(super) fn line(d: &Disk) -> String {
+pub fn line(d: &Disk) -> String {
     use crate::size::human;
     match (d.growth_per_day, d.growth_over_seconds, d.lasts_seconds) {
         (Some(0), Some(over), _) => format!(
             "disk      {} free on its filesystem (the archive did not grow over the last {})",
             human(d.free_bytes),
-            crate::mongo::error::human_secs(over)
+            crate::size::human_secs(over)
         ),
         (Some(per_day), Some(over), Some(lasts)) => format!(
             "disk      {} free on its filesystem: {} of the archive's growth ({} a day over the last {})",
             human(d.free_bytes),
             lasting(lasts),
             human(per_day),
-            crate::mongo::error::human_secs(over)
+            crate::size::human_secs(over)
         ),
         _ => format!(
             "disk      {} free on its filesystem (under an hour of history: its growth is not forecast yet)",
@@ -65,7 +66,7 @@ pub(super) fn line(d: &Disk) -> String {
 }
 
 /// The warning when `d`'s free space lasts less than `min`, naming the directory.
-pub(super) fn warning(d: &Disk, dir: &Path, min: std::time::Duration) -> Option<String> {
+pub fn warning(d: &Disk, dir: &Path, min: std::time::Duration) -> Option<String> {
     let lasts = d.lasts_seconds?;
     (lasts < min.as_secs()).then(|| {
         format!(
