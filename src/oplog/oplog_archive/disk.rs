@@ -41,8 +41,8 @@ pub fn disk(dir: &Path, chunks: &[ChunkRecord]) -> Option<Disk> {
     Some(forecast(free_bytes, chunks))
 }
 
-/// The status line: `disk      312.4 GiB free: about 41 days of the archive's growth
-/// (7.6 GiB a day over the last 7 days)`.
+/// The status line: `disk      312.4 GiB free on its filesystem: about 41 days of
+/// the archive's growth (7.6 GiB a day over the last 7 d 0 h)`.
 pub fn line(d: &Disk) -> String {
     use crate::size::human;
     match (d.growth_per_day, d.growth_over_seconds, d.lasts_seconds) {
