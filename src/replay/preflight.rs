@@ -213,11 +213,16 @@ pub struct Need {
     pub what: String,
 }
 
-/// Sums the needs per filesystem and refuses the first that does not fit.
+/// Sums the needs per filesystem and refuses the first that does not fit. A
+/// directory not created yet counts on the filesystem of its nearest existing
+/// ancestor, where it will be created; a URL (a bucket) on none.
 pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
     let mut per_dev: Vec<(u64, u64, PathBuf, u64, Vec<String>)> = Vec::new();
     for n in needs.iter().filter(|n| n.bytes > 0) {
-        let Some((free, dev)) = crate::storage::free_space(&n.dir) else {
+        if n.dir.to_string_lossy().contains("://") {
+            continue;
+        }
+        let Some((free, dev)) = crate::storage::free_space(&nearest_existing(&n.dir)) else {
             continue;
         };
         match per_dev.iter_mut().find(|d| d.0 == dev) {
@@ -288,6 +293,26 @@ mod tests {
         let e = check_space(&[one("the dump"), one("the slice")]).unwrap_err();
         let m = e.to_string();
         assert!(m.contains("the dump + the slice"), "{m}");
+        // A directory not created yet (a new --workdir) counts where it will be:
+        // it used to be passed over.
+        let new = d.path().join("not/yet");
+        let e = check_space(&[Need {
+            dir: new.clone(),
+            bytes: u64::MAX / 4,
+            what: "the store".into(),
+        }])
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(&format!("`{}`", new.display())),
+            "{e}"
+        );
+        // A bucket is no local filesystem.
+        let url = Need {
+            dir: PathBuf::from("s3://bucket/prefix"),
+            bytes: u64::MAX / 4,
+            what: "the dump".into(),
+        };
+        assert!(check_space(&[url]).is_ok());
     }
 
     #[test]
