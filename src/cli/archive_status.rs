@@ -157,9 +157,12 @@ pub fn run(at: &Location, ask: &Ask<'_>) -> Result<u8, Failure> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if json {
-        let mut view = json_view(&st, live.clone(), warning.clone());
-        view.disk = disk;
-        view.disk_warning = disk_warning.clone();
+        let view = json_view(
+            &st,
+            live.clone(),
+            warning.clone(),
+            (disk, disk_warning.clone()),
+        );
         super::output::write_json(&mut out, &view)?;
     } else {
         render(&mut out, &st, live.as_ref())?;
@@ -224,7 +227,12 @@ fn short_problem(d: &ChunkDamage) -> &'static str {
     }
 }
 
-fn json_view(st: &ArchiveStatus, live: Option<Live>, warning: Option<String>) -> JsonArchive<'_> {
+fn json_view(
+    st: &ArchiveStatus,
+    live: Option<Live>,
+    warning: Option<String>,
+    (disk, disk_warning): (Option<Disk>, Option<String>),
+) -> JsonArchive<'_> {
     let m = &st.manifest;
     JsonArchive {
         dir: st.dir.display().to_string(),
@@ -256,8 +264,8 @@ fn json_view(st: &ArchiveStatus, live: Option<Live>, warning: Option<String>) ->
         partial_bytes: st.partial.iter().map(|(_, n)| n).sum(),
         live,
         warning,
-        disk: None,
-        disk_warning: None,
+        disk,
+        disk_warning,
     }
 }
 

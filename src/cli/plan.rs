@@ -331,10 +331,10 @@ fn one_run_bytes(req: &PlanRequest, oplog: u64) -> u64 {
 /// `mongodump --gzip` of some releases names its compressed oplog `oplog.bson`.
 fn starts_with_gzip_magic(path: &Path) -> bool {
     use std::io::Read;
-    let mut magic = [0u8; 2];
+    let mut head = [0u8; 2];
     std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|()| magic == [0x1f, 0x8b])
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| crate::stream::gzip::is_gzip(&head))
 }
 
 fn at(ts: Ts) -> String {

@@ -82,12 +82,7 @@ pub async fn range_bytes(client: &ReadOnlyClient, from: Ts, to: Ts) -> Option<u6
         .command(super::readonly::ReadCommand::OplogCollStats)
         .await
         .ok()?;
-    let size = match stats.get("size")? {
-        Bson::Int32(i) => u64::try_from(*i).ok()?,
-        Bson::Int64(i) => u64::try_from(*i).ok()?,
-        Bson::Double(d) if d.is_finite() && *d >= 0.0 => *d as u64,
-        _ => return None,
-    };
+    let size = super::status::as_u64(stats.get("size"))?;
     Some(range_share(size, &w, from, to))
 }
 

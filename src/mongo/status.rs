@@ -54,7 +54,8 @@ pub struct ServerStatus {
     pub size_note: Option<String>,
 }
 
-fn as_u64(v: Option<&Bson>) -> Option<u64> {
+/// A non-negative count as the server reports it (int32, int64 or double).
+pub(super) fn as_u64(v: Option<&Bson>) -> Option<u64> {
     match v? {
         Bson::Int32(i) if *i >= 0 => Some(*i as u64),
         Bson::Int64(i) if *i >= 0 => Some(*i as u64),
