@@ -1207,7 +1207,7 @@ fn expect_max_ids_bounds_the_replay_not_only_the_backup() {
 /// is refused before anything is read. The inputs: an oplog of 8 TiB (beside the
 /// directory backup's own oplog, which the one-run oplog.bson holds too), a sparse file
 /// whose apparent size is what is counted (and which is no oplog at all: a plan
-/// that went on would fail reading it instead); then an archive backup of 8 TiB
+/// that went on would fail reading it instead), also named through a link; then an archive backup of 8 TiB
 /// beside the real oplog, whose one-run copy counts too. `--no-space-check` goes on
 /// (and meets the files for what they are).
 #[test]
@@ -1238,6 +1238,18 @@ fn an_output_without_room_is_refused_before_anything_is_read() {
         "{err}"
     );
     assert_eq!(s.outputs(), ["huge.bson"], "nothing written");
+    // Named through a link (`latest.bson -> huge.bson`): the file it names is counted.
+    std::os::unix::fs::symlink("huge.bson", s.root.join("latest.bson")).unwrap();
+    let mut linked = args.to_vec();
+    linked[4] = "latest.bson";
+    let o = pitr_in(&s.root, &linked);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the plan writes about 8.0 TiB there"),
+        "{}",
+        stderr(&o)
+    );
+    fs::remove_file(s.root.join("latest.bson")).unwrap();
     sparse("backup.archive");
     let args = [
         "plan",

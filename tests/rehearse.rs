@@ -1396,6 +1396,106 @@ fn out_writes_the_rebuilt_state_and_the_real_mongorestore_restores_it() {
     );
 }
 
+/// `--out` in a bucket: the dump a local `--out` writes, uploaded all or nothing
+/// (a directory object by object with its manifest last, an archive as one
+/// object), nothing left in the work dir; a prefix that holds objects, or a bucket
+/// that does not exist, refused before anything is read.
+#[test]
+fn out_to_a_bucket_uploads_what_a_local_out_writes() {
+    let test = "out_to_a_bucket_uploads_what_a_local_out_writes";
+    let dir = tempfile::tempdir().unwrap();
+    let Some((m, _d, b)) = production(test, dir.path()) else {
+        return;
+    };
+    let s3 = storage_common::S3Server::start(&dir.path().join("s3"), &["nightly"]);
+    let endpoint = s3.endpoint();
+    let env = [
+        ("AWS_ACCESS_KEY_ID", storage_common::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", storage_common::SECRET_KEY),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ];
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let uri = m.uri();
+    let to_bucket = |out: &str, flags: &[&str]| {
+        let mut args = vec![
+            "rehearse",
+            "--uri",
+            &uri,
+            "--backup",
+            b.to_str().unwrap(),
+            "--margin",
+            "0",
+            "--json",
+            "--work-dir",
+            work.to_str().unwrap(),
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(flags);
+        pitr_env(&args, &env)
+    };
+    let storage = s3.storage();
+    for (name, flags) in [
+        ("state", &[][..]),
+        ("state.archive.gz", &["--archive", "--gzip"][..]),
+    ] {
+        let local = dir.path().join(name);
+        let mut args = vec!["--json", "--out", local.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        assert_passed(&rehearse(&m, &b, &args));
+        let url = format!("s3://nightly/rehearsed/{name}");
+        let o = to_bucket(&url, flags);
+        let r = assert_passed(&o);
+        assert_eq!(r["out"]["path"], url.as_str(), "{}", show(&o));
+        let at = pitr::storage::Location::parse(&url).unwrap();
+        let mut got = storage_common::objects(&storage, &at);
+        if local.is_file() {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut storage.open_read(&at).unwrap(), &mut bytes).unwrap();
+            assert_eq!(bytes, std::fs::read(&local).unwrap(), "{name}");
+            assert!(got.is_empty(), "one object, nothing under it");
+        } else {
+            let manifest = got
+                .iter()
+                .position(|(k, _)| k == ".pitr-dump.json")
+                .map(|i| got.remove(i))
+                .expect("the manifest is written");
+            let m: Value = serde_json::from_slice(&manifest.1).unwrap();
+            assert_eq!(m["objects"].as_array().unwrap().len(), got.len());
+            assert_eq!(
+                got,
+                common::files_under(&local).into_iter().collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
+        assert!(
+            std::fs::read_dir(&work).unwrap().next().is_none(),
+            "the work dir is left empty"
+        );
+    }
+
+    // Never over what a prefix holds, nor into a bucket that does not exist:
+    // refused before anything is read.
+    for (out, says) in [
+        ("s3://nightly/rehearsed/state", "already holds"),
+        ("s3://no-such-bucket/state", "no-such-bucket"),
+    ] {
+        let before = m.log().len();
+        let o = to_bucket(out, &[]);
+        assert_eq!(o.status.code(), Some(2), "{}", show(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says) && err.contains("hint:"), "{err}");
+        assert!(
+            !m.log()[before..].contains("\"find\""),
+            "nothing read: {}",
+            &m.log()[before..]
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------
 // collection options and view definitions
 

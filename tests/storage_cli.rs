@@ -15,10 +15,10 @@ mod storage_common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pitr::storage::{Location, Storage};
+use pitr::storage::Location;
 use pitr_fixturegen::layout::{convert, Layout};
 use serde_json::Value;
-use storage_common::{restored, upload_tree, S3Server, ACCESS_KEY, SECRET_KEY};
+use storage_common::{objects, restored, upload_tree, S3Server, ACCESS_KEY, SECRET_KEY};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/incident");
 const BUCKET: &str = "pitr-incident";
@@ -688,21 +688,6 @@ fn an_oplog_archive_in_a_bucket_reads_as_the_local_directory() {
             && err.contains("is missing"),
         "{err}"
     );
-}
-
-/// Every object under `prefix`, as (key below it, bytes).
-fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
-    storage
-        .list(prefix)
-        .unwrap()
-        .into_iter()
-        .map(|o| {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut storage.open_read(&o.location).unwrap(), &mut bytes)
-                .unwrap();
-            (o.location.relative_to(prefix).unwrap(), bytes)
-        })
-        .collect()
 }
 
 #[test]

@@ -29,7 +29,7 @@ use crate::storage::{Location, ObjectInfo};
 pub const BUCKETS_PREFIX: &str = "system.buckets.";
 
 /// In a bucket, the marker of a dump that `pitr replay --out s3://...` is uploading
-/// (or whose upload was cut): such a prefix is refused (see `replay::upload`).
+/// (or whose upload was cut): such a prefix is refused (see `backup::upload`).
 pub const UPLOAD_IN_PROGRESS: &str = ".pitr-upload-in-progress";
 
 /// In a bucket, written last by `pitr replay --out s3://...`: every object of the

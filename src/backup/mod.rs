@@ -18,6 +18,7 @@ pub mod dir;
 pub mod error;
 pub mod metadata;
 pub mod snapshot;
+pub mod upload;
 
 use std::path::{Path, PathBuf};
 

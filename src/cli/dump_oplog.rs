@@ -115,7 +115,7 @@ fn stage(url: crate::storage::Location, resume: bool) -> Result<(Staged, PathBuf
         ))
         .with_hint("run it again without --resume (an interrupted dump to a bucket left nothing there)"));
     }
-    crate::replay::upload::check_new(&url)?;
+    crate::backup::upload::check_new(&url)?;
     let dir = tempfile::Builder::new()
         .prefix("pitr-dump-oplog-")
         .tempdir()
@@ -188,7 +188,7 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     let wrote = match &staged {
         None => outcome.path.display().to_string(),
         Some(s) => {
-            let up = crate::replay::upload::upload(&out_dir, &s.url)?;
+            let up = crate::backup::upload::upload(&out_dir, &s.url)?;
             eprintln!(
                 "pitr dump-oplog: uploaded {} ({}) to {}",
                 crate::table::counted(up.objects, "object", "objects"),

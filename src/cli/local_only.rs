@@ -30,7 +30,3 @@ pub fn local_only_opt(
 ) -> Result<Option<PathBuf>, Failure> {
     p.map(|p| local_only(flag, &p, instead)).transpose()
 }
-
-/// The hint for an output: write locally, then copy.
-pub const COPY_AFTER: &str =
-    "write to a local path, then copy it to the bucket (e.g. `aws s3 cp --recursive DIR s3://bucket/prefix`)";

@@ -9,7 +9,7 @@ use crate::error::{exit, Failure};
 use crate::oplog::Ts;
 use crate::storage::Location;
 
-use super::local_only::{local_only_opt, COPY_AFTER};
+use super::local_only::local_only_opt;
 use crate::plan::expect::DEFAULT_ID_CAP;
 use crate::plan::steps::shell_line;
 use crate::plan::versions::{VersionHints, VersionSource};
@@ -220,9 +220,15 @@ pub(crate) fn stake_text(
     )
 }
 
+/// Why a plan is written locally: what it holds is for a mongorestore run on this
+/// machine.
+const PLAN_STAYS_LOCAL: &str = "give a local directory: a plan's `restore/` links the backup's \
+files for a mongorestore run on this machine (copied to a bucket, they would be the whole \
+backup again); `pitr replay --out s3://...` uploads the restored dump instead";
+
 pub fn run(a: PlanArgs) -> Result<u8, Failure> {
     let versions = a.version_hints();
-    let out = local_only_opt("--out", a.out.clone(), COPY_AFTER)?;
+    let out = local_only_opt("--out", a.out.clone(), PLAN_STAYS_LOCAL)?;
     if a.input.cluster.is_some() {
         return super::cluster_restore::plan(a);
     }

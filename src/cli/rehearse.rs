@@ -9,7 +9,7 @@ use crate::engine::replica::dump::{self, DumpFormat};
 use crate::error::Failure;
 use crate::mongo::oplog_source::RetryPolicy;
 use crate::rehearse::report::{DiffKind, MetricsFacts, RehearseReport, Verdict};
-use crate::rehearse::{self, AtSpec, OutSpec, RehearseRequest};
+use crate::rehearse::{self, AtSpec, OutDest, OutSpec, RehearseRequest};
 use crate::replay::preflight::{self, Need, PreflightError};
 use crate::time::{parse_time, TimeValue};
 
@@ -43,7 +43,9 @@ break in the chain), with a hint. A --metrics file that cannot be written is an 
 
 --out writes the rebuilt state at T as mongodump writes a dump (a directory, --gzip, --archive), \
 as `pitr replay --engine embedded` does; it must be new (or an empty directory), and is written \
-once the comparison has run.
+once the comparison has run. In a bucket (`--out s3://bucket/prefix`) it is written in the work \
+dir, then uploaded all or nothing (a manifest last; a failed upload deletes what it wrote) and the \
+local copy removed: the prefix must hold nothing yet.
 
 Examples:
   PITR_URI='mongodb://rehearse@db1,db2,db3/?replicaSet=rs0&authSource=admin' \\
@@ -97,8 +99,9 @@ pub struct RehearseArgs {
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
     /// Also write the rebuilt state at the point as mongodump writes a dump (new, or an
-    /// empty directory; under a temporary name, renamed when complete)
-    #[arg(long, value_name = "DIR|FILE")]
+    /// empty directory; under a temporary name, renamed when complete), or to a bucket
+    /// (s3://, gs://, az://: written in the work dir, then uploaded all or nothing)
+    #[arg(long, value_name = "DIR|FILE|URL")]
     pub out: Option<PathBuf>,
     /// Write --out as `mongodump --gzip` does
     #[arg(long, requires = "out")]
@@ -144,7 +147,6 @@ pub fn run(a: RehearseArgs) -> Result<u8, Failure> {
             a.metrics,
             "write the metrics file locally (node_exporter's textfile collector reads a local directory)",
         )?,
-        out: local_only_opt("--out", a.out, super::local_only::COPY_AFTER)?,
         ..a
     };
     // Refused before anything is read: outputs that cannot be written.
@@ -284,22 +286,46 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
         }
         return Ok(None);
     };
-    let o = if o.is_absolute() {
-        o.clone()
-    } else {
-        std::env::current_dir()?.join(o)
-    };
     let format = if a.archive {
         DumpFormat::Archive { gzip: a.gzip }
     } else {
         DumpFormat::Directory { gzip: a.gzip }
+    };
+    // A `file://` --out is a local path; a bucket must hold nothing there yet (its
+    // dump is written in the work dir, then uploaded).
+    let o = match crate::storage::Location::of_path(o)? {
+        crate::storage::Location::Local(p) => p,
+        url => {
+            crate::backup::upload::check_new(&url)?;
+            return Ok(Some(OutSpec {
+                dest: OutDest::Bucket(url),
+                format,
+            }));
+        }
+    };
+    let o = if o.is_absolute() {
+        o
+    } else {
+        std::env::current_dir()?.join(o)
     };
     dump::check_new(&o, format)?;
     if a.archive && o.is_dir() {
         return Err(PreflightError::ArchiveOverDir(o).into());
     }
     preflight::check_writable(&o)?;
-    Ok(Some(OutSpec { path: o, format }))
+    Ok(Some(OutSpec {
+        dest: OutDest::Local(o),
+        format,
+    }))
+}
+
+/// The directory the dump is written in: beside a local `--out`, in the work dir
+/// for one in a bucket (uploaded from there).
+fn dump_dir(out: &OutSpec, work: &Path) -> PathBuf {
+    match &out.dest {
+        OutDest::Local(p) => crate::storage::parent_dir(p).to_path_buf(),
+        OutDest::Bucket(_) => work.to_path_buf(),
+    }
 }
 
 /// Input sizes: the backup's bytes and the given oplog's (0 when it is read from
@@ -326,9 +352,10 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
         return Ok(());
     }
     let (backup, oplog) = input_sizes(a);
+    let work = work_parent(a);
     let needs = room_needs(
-        &work_parent(a),
-        out.map(|o| o.path.as_path()),
+        &work,
+        out.map(|o| dump_dir(o, &work)).as_deref(),
         (backup, oplog),
         0,
         memory,
@@ -337,11 +364,11 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
 }
 
 /// In the work dir, `read` bytes of oplog read from the server and, past `--memory`,
-/// the engine's on-disk store for the backup and the oplog (`sizes`); beside
-/// `out`, the dump.
+/// the engine's on-disk store for the backup and the oplog (`sizes`); in `dump_dir`
+/// ([`dump_dir`]), the dump.
 fn room_needs(
     work: &Path,
-    out: Option<&Path>,
+    dump_dir: Option<&Path>,
     (backup, oplog): (u64, u64),
     read: u64,
     memory: u64,
@@ -357,9 +384,9 @@ fn room_needs(
                 .into(),
         },
     }];
-    if let Some(o) = out {
+    if let Some(dir) = dump_dir {
         needs.push(Need {
-            dir: crate::storage::parent_dir(o).to_path_buf(),
+            dir: dir.to_path_buf(),
             bytes: backup + oplog,
             what: "the dump of the rebuilt state".into(),
         });
@@ -372,10 +399,10 @@ fn room_needs(
 /// store and the dump for it, against what is free then.
 fn server_oplog_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> rehearse::OplogRoom {
     let work = work_parent(a);
-    let out = out.map(|o| o.path.clone());
+    let dump = out.map(|o| dump_dir(o, &work));
     let sizes = input_sizes(a);
     rehearse::OplogRoom(std::sync::Arc::new(move |read| {
-        let needs = room_needs(&work, out.as_deref(), sizes, read, memory);
+        let needs = room_needs(&work, dump.as_deref(), sizes, read, memory);
         preflight::check_space(&needs).map_err(|e| super::room::failure(e, &super::room::REHEARSE))
     }))
 }

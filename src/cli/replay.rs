@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::backup::upload;
 use crate::error::{exit, Failure};
 use crate::exec::binaries::ToolSearch;
 use crate::exec::signals::{listen_for_signals, CancelLevel, SignalNotice};
@@ -17,7 +18,7 @@ use crate::replay::preflight::{self, Need, PreflightError};
 use crate::replay::progress::{seconds, Console};
 use crate::replay::report::{ReplayReport, ResultKind, Timing};
 use crate::replay::tools::{describe, Tools, STANDIN_BANNER};
-use crate::replay::{download, dry_run, tools, upload};
+use crate::replay::{download, dry_run, tools};
 use crate::replay::{execute, summary, ReplayError, Settings, WorkDir};
 use crate::verify::DEFAULT_CONNECT_TIMEOUT;
 
@@ -431,7 +432,7 @@ fn local_paths(mut a: ReplayArgs) -> Result<ReplayArgs, Failure> {
             a.mongodb_bin,
             "give the local directory holding mongod and mongorestore",
         )?,
-        // Both engines upload their dump to a URL (`replay::upload`).
+        // Both engines upload their dump to a URL (`backup::upload`).
         ..a
     })
 }

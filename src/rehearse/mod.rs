@@ -47,7 +47,7 @@ use crate::plan::{self, ContentOptions, PlanError, PlanRequest, Progress, Unit, 
 use crate::time::{TimeForm, TimeValue};
 
 pub use error::RehearseError;
-pub use out::OutSpec;
+pub use out::{OutDest, OutSpec};
 pub use point::AtSpec;
 pub use report::{RehearseReport, Verdict};
 
@@ -330,17 +330,6 @@ fn server_facts(
     })
 }
 
-/// Bytes under `path` (a file, or every file in a directory tree).
-fn bytes_of(path: &Path) -> u64 {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => m.len(),
-        Ok(m) if m.is_dir() => std::fs::read_dir(path)
-            .map(|rd| rd.flatten().map(|e| bytes_of(&e.path())).sum())
-            .unwrap_or(0),
-        _ => 0,
-    }
-}
-
 /// The last entry's position of an oplog source (an oplog archive: from its manifest).
 fn last_ts_of(spec: &str) -> Result<Option<Ts>, RehearseError> {
     let p = Path::new(spec);
@@ -556,8 +545,11 @@ fn with_client(
     // Will the server still hold `at` when the reads are done?
     let left_at_start = point::seconds_left(at, majority, window);
     let deadline = started + Duration::from_secs(left_at_start);
-    let backup_bytes = bytes_of(&req.backup);
-    let oplog_bytes = req.oplog.as_deref().map_or(0, |s| bytes_of(Path::new(s)));
+    let backup_bytes = crate::storage::size_on_disk(&req.backup);
+    let oplog_bytes = req
+        .oplog
+        .as_deref()
+        .map_or(0, |s| crate::storage::size_on_disk(Path::new(s)));
     let rough_reads = if req.full {
         point::read_secs(backup_bytes / 1024, req.max_read_rate)
     } else {
@@ -652,7 +644,7 @@ fn with_client(
         req, progress, note, report, rt, client, &replica, at, window, deadline,
     )?;
     if let Some(spec) = &req.out {
-        write_out(req, spec, &mut replica, report, progress, note)?;
+        write_out(req, spec, work, &mut replica, report, progress, note)?;
     }
     Ok(())
 }
@@ -661,6 +653,7 @@ fn with_client(
 fn write_out(
     req: &RehearseRequest,
     spec: &OutSpec,
+    work: &Path,
     replica: &mut Replica,
     report: &mut RehearseReport,
     progress: &dyn Progress,
@@ -673,11 +666,22 @@ fn write_out(
         .version
         .clone()
         .unwrap_or_else(|| "unknown".into());
-    let facts = out::write(spec, replica, &include, &version, progress)?;
+    let path = spec.local_path(work);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| RehearseError::Io {
+            what: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut facts = out::write(spec, &path, replica, &include, &version, progress)?;
     note(&format!(
         "wrote the state at the point to `{}` ({}): {} documents in {:.1} s",
         facts.path, facts.format, facts.documents, facts.write_secs
     ));
+    if let OutDest::Bucket(url) = &spec.dest {
+        out::upload_to(&path, url, &mut facts, note)?;
+    }
     report.out = Some(facts);
     Ok(())
 }

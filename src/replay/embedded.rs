@@ -46,7 +46,7 @@ pub struct EmbeddedRun<'a> {
     /// (`--accept-incidents`).
     pub accept_incidents: bool,
     /// `--out` is this URL: `out` is then the dump's staging place in the work dir,
-    /// uploaded once complete ([`super::upload`]).
+    /// uploaded once complete ([`crate::backup::upload`]).
     pub upload: Option<Location>,
     /// The process ends after this run (the CLI): the replica's memory is left to
     /// the operating system instead of being freed document by document, which
@@ -539,15 +539,15 @@ fn upload_outputs(
 ) -> Result<(), Failure> {
     let lost_url = url.with_name_suffix(DESTROYED_SUFFIX);
     let result = (|| -> Result<(), Failure> {
-        let size = super::preflight::size_on_disk(staged);
+        let size = crate::storage::size_on_disk(staged);
         eprintln!("uploading the dump to {url} ({size} bytes)");
-        let up = super::upload::upload(staged, url)?;
+        let up = crate::backup::upload::upload(staged, url)?;
         eprintln!(
             "uploaded {} objects, {} bytes to {url}",
             up.objects, up.bytes
         );
         if staged_destroyed.exists() {
-            super::upload::upload(staged_destroyed, &lost_url).map_err(|e| {
+            crate::backup::upload::upload(staged_destroyed, &lost_url).map_err(|e| {
                 Failure::from(e).with_hint(format!(
                     "`{url}` is complete; `{lost_url}` (the documents the incident destroys) is not: run the replay \
                      again with another --out to get both"

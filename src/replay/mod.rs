@@ -34,7 +34,6 @@ pub mod snapshot;
 pub mod snapshot_versions;
 pub mod summary;
 pub mod tools;
-pub mod upload;
 pub mod workdir;
 
 pub use error::ReplayError;

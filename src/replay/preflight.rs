@@ -161,14 +161,13 @@ pub fn check_writable(out: &Path) -> Result<(), PreflightError> {
         })
 }
 
-/// Bytes of a file, or of every file under a directory (not following links).
 /// [`size_on_disk`] for an input that may be a URL: the object's size, or the total
 /// of the objects under the prefix (one listing). 0 when it cannot be read: the read
 /// itself then says why.
 pub fn input_size(p: &Path) -> u64 {
     use crate::storage::{global, Found, Location};
     match Location::of_path(p) {
-        Ok(Location::Local(p)) => size_on_disk(&p),
+        Ok(Location::Local(p)) => crate::storage::size_on_disk(&p),
         Ok(loc) => match global().stat(&loc) {
             Ok(Found::Object(info)) => info.size,
             Ok(Found::Prefix(v)) => v.iter().map(|o| o.size).sum(),
@@ -176,25 +175,6 @@ pub fn input_size(p: &Path) -> u64 {
         },
         Err(_) => 0,
     }
-}
-
-pub fn size_on_disk(p: &Path) -> u64 {
-    let Ok(m) = std::fs::symlink_metadata(p) else {
-        return 0;
-    };
-    if m.is_file() {
-        return m.len();
-    }
-    if !m.is_dir() {
-        return 0;
-    }
-    std::fs::read_dir(p)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .map(|e| size_on_disk(&e.path()))
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// The nearest directory of `p` that exists (the one whose filesystem will hold it,
@@ -313,16 +293,5 @@ mod tests {
             what: "the dump".into(),
         };
         assert!(check_space(&[url]).is_ok());
-    }
-
-    #[test]
-    fn sizes_of_files_and_trees() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::write(d.path().join("a"), [0u8; 10]).unwrap();
-        std::fs::create_dir(d.path().join("s")).unwrap();
-        std::fs::write(d.path().join("s/b"), [0u8; 5]).unwrap();
-        assert_eq!(size_on_disk(d.path()), 15);
-        assert_eq!(size_on_disk(&d.path().join("a")), 10);
-        assert_eq!(size_on_disk(&d.path().join("none")), 0);
     }
 }

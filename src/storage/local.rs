@@ -21,6 +21,30 @@ use crate::storage::Location;
 /// such files are never listed.
 pub(crate) const TEMP_SUFFIX: &str = ".pitr-tmp";
 
+/// Bytes of a file, or of every file under a directory. `p` itself is followed when
+/// it is a link (`--backup /backups/latest`, a link to the newest dated directory,
+/// is that directory's size, not 0), the links inside it are not (a plan's
+/// `restore/` links the backup's directories; a link cycle cannot loop). 0 when it
+/// cannot be read: the read itself then says why.
+pub fn size_on_disk(p: &Path) -> u64 {
+    match fs::metadata(p) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(m) if m.is_dir() => entries_bytes(p),
+        _ => 0,
+    }
+}
+
+fn entries_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    rd.filter_map(Result::ok)
+        .map(|e| match fs::symlink_metadata(e.path()) {
+            Ok(m) if m.is_file() => m.len(),
+            Ok(m) if m.is_dir() => entries_bytes(&e.path()),
+            _ => 0,
+        })
+        .sum()
+}
+
 /// For a local path that does not exist, the existing path it most likely meant:
 /// the first missing component replaced by the closest name in its directory
 /// (case-insensitive edit distance of at most a third of its length, at least 1,
@@ -295,8 +319,26 @@ impl Drop for Lock {
 
 #[cfg(test)]
 mod tests {
-    use super::did_you_mean;
+    use super::{did_you_mean, size_on_disk};
     use std::fs;
+
+    #[test]
+    fn sizes_of_files_and_trees_through_a_link_named_but_not_links_inside() {
+        let d = tempfile::tempdir().unwrap();
+        let b = d.path().join("b");
+        fs::create_dir_all(b.join("s")).unwrap();
+        fs::write(b.join("a"), [0u8; 10]).unwrap();
+        fs::write(b.join("s/b"), [0u8; 5]).unwrap();
+        assert_eq!(size_on_disk(&b), 15);
+        assert_eq!(size_on_disk(&b.join("a")), 10);
+        assert_eq!(size_on_disk(&b.join("none")), 0);
+        // `latest -> b`: the directory it names.
+        std::os::unix::fs::symlink(&b, d.path().join("latest")).unwrap();
+        assert_eq!(size_on_disk(&d.path().join("latest")), 15);
+        // A link inside (to the tree itself: a cycle) is not followed.
+        std::os::unix::fs::symlink(&b, b.join("s/loop")).unwrap();
+        assert_eq!(size_on_disk(&b), 15);
+    }
 
     #[test]
     fn a_mistyped_path_gets_the_existing_one_it_meant() {

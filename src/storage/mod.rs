@@ -39,7 +39,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 pub use error::{Op, StorageError};
-pub use local::{did_you_mean, free_bytes, free_space, not_found_hint};
+pub use local::{did_you_mean, free_bytes, free_space, not_found_hint, size_on_disk};
 pub use location::{mask_url, Location, Scheme};
 pub use read::ObjectReader;
 pub use settings::{Settings, Tuning};

@@ -270,3 +270,18 @@ pub fn restored(report: &serde_json::Value) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// Every object under `prefix`, as (key below it, bytes).
+pub fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
+    storage
+        .list(prefix)
+        .unwrap()
+        .into_iter()
+        .map(|o| {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut storage.open_read(&o.location).unwrap(), &mut bytes)
+                .unwrap();
+            (o.location.relative_to(prefix).unwrap(), bytes)
+        })
+        .collect()
+}

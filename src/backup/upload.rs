@@ -1,5 +1,6 @@
-//! `replay --out s3://...` (the embedded engine): the dump is written in the work dir
-//! first, by the same all-or-nothing writer as a local `--out`, then uploaded.
+//! A dump given to `--out s3://...` (`replay`, `rehearse`, `dump-oplog`): written
+//! locally first (the work dir, or a temporary directory), by the same
+//! all-or-nothing writer as a local `--out`, then uploaded.
 //!
 //! All or nothing in the bucket: an archive is one object, visible only when its
 //! multipart upload completes. A directory is many objects, so it is bracketed by two
