@@ -254,6 +254,69 @@ fn a_clusters_backups_and_oplogs_in_a_bucket_read_as_local_files() {
         fa.iter().map(|f| &f.0).collect::<Vec<_>>(),
         fb.iter().map(|f| &f.0).collect::<Vec<_>>()
     );
+
+    // --out in the bucket: the same merged dump uploaded with its manifest, nothing
+    // left where it ran (no `s3:` directory, no staged copy), the download named.
+    let url = format!("s3://{BUCKET}/restored/cluster");
+    let to_bucket = ["replay", "--until", "auto", "--out", &url, "--json"];
+    let (o, cwd) = run(&bucket_toml, &to_bucket, "ru");
+    let r = json(&o);
+    assert_eq!(r["out"], url.as_str());
+    assert_eq!(r["sharding_file"], format!("{url}/sharding.json"));
+    assert_eq!(
+        r["download"],
+        format!("aws s3 cp --recursive {url} cluster").as_str()
+    );
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing left where it ran"
+    );
+    let mut got = objects(&inc.server.storage(), &Location::parse(&url).unwrap());
+    let manifest = got
+        .iter()
+        .position(|(k, _)| k == ".pitr-dump.json")
+        .map(|i| got.remove(i))
+        .expect("the manifest is written");
+    let m: Value = serde_json::from_slice(&manifest.1).unwrap();
+    assert_eq!(m["objects"].as_array().unwrap().len(), got.len());
+    let local_out: Vec<(String, Vec<u8>)> =
+        common::files_under(&la.join("out")).into_iter().collect();
+    assert_eq!(
+        got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+        local_out.iter().map(|l| &l.0).collect::<Vec<_>>()
+    );
+    let got_bson: Vec<_> = got
+        .into_iter()
+        .filter(|(k, _)| k.ends_with(".bson"))
+        .collect();
+    assert!(
+        got_bson == fa,
+        "the uploaded merged dump differs from the local one"
+    );
+    // The same URL again: refused before any work.
+    let o = inc.pitr_in(
+        &cwd,
+        &[&to_bucket[..], &["--cluster", &bucket_toml]].concat(),
+    );
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(common::stderr(&o).contains("already holds"), "{}", show(&o));
+    // As text: the download, then mongorestore on the local copy.
+    let url = format!("s3://{BUCKET}/restored/cluster-2");
+    let (o, _) = run(
+        &bucket_toml,
+        &["replay", "--until", "auto", "--out", &url],
+        "rt",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(&format!("One logical dump in `{url}`"))
+            && text.contains(&format!(
+                "Download it first (mongorestore reads local files only):\n  aws s3 cp --recursive {url} cluster-2\n"
+            ))
+            && text.contains("mongorestore --uri mongodb://MONGOS cluster-2\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -503,7 +566,7 @@ fn wrong_credentials_a_missing_bucket_and_a_secret_in_the_url_are_refused() {
 }
 
 #[test]
-fn inputs_and_outputs_not_yet_in_buckets_refuse_a_url() {
+fn local_only_inputs_and_outputs_refuse_a_url() {
     let inc = Incident::start();
     let b = inc.url("backup");
     let o_ = inc.url("oplog.bson");
@@ -521,30 +584,54 @@ fn inputs_and_outputs_not_yet_in_buckets_refuse_a_url() {
         ],
         "--out",
     )];
-    let cases = cases.into_iter().chain([(
-        vec![
-            "rehearse",
-            "--uri",
-            "mongodb://127.0.0.1:1/",
-            "--backup",
-            "backup",
+    let cases = cases.into_iter().chain([
+        (
+            vec![
+                "rehearse",
+                "--uri",
+                "mongodb://127.0.0.1:1/",
+                "--backup",
+                "backup",
+                "--metrics",
+                "s3://pitr-incident/pitr.prom",
+            ],
             "--metrics",
-            "s3://pitr-incident/pitr.prom",
-        ],
-        "--metrics",
-    )]);
+        ),
+        (
+            vec![
+                "cluster",
+                "discover",
+                "--uri",
+                "mongodb://127.0.0.1:1/",
+                "--out",
+                "s3://pitr-incident/cluster.toml",
+            ],
+            "--out",
+        ),
+    ]);
     for (args, flag) in cases {
         let o = inc.pitr(&args);
         assert_eq!(common::code(&o), 2, "{args:?}: {}", show(&o));
         let err = common::stderr(&o);
         assert!(
-            err.contains(&format!("`{flag} s3://")) && err.contains("not supported there yet"),
+            err.contains(&format!("`{flag} s3://"))
+                && err.contains("takes a local path; object storage is not supported there"),
             "{args:?}: {err}"
         );
         assert!(err.contains("hint:"), "{args:?}: {err}");
         // Nothing was created locally under a directory named `s3:`.
         assert!(!inc.local.join("s3:").exists(), "{args:?}");
     }
+    // A cluster file is read from a local path: a URL is refused as such (it was
+    // read as the relative path `s3:/...` and reported missing).
+    let o = inc.pitr(&["find-drop", "--cluster", "s3://pitr-incident/cluster.toml"]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("a cluster file is read from a local path")
+            && err.contains("hint: copy it here first"),
+        "{err}"
+    );
 }
 
 /// A stand-in replica set member serving the fixture's oplog; killed on drop.

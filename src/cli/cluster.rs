@@ -55,6 +55,14 @@ pub fn run(c: ClusterCommand) -> Result<u8, Failure> {
 }
 
 fn discover(a: DiscoverArgs) -> Result<u8, Failure> {
+    let a = DiscoverArgs {
+        out: super::local_only::local_only_opt(
+            "--out",
+            a.out,
+            "give a local file: cluster files are read from local paths (the members' backups and oplogs in it may be URLs)",
+        )?,
+        ..a
+    };
     if let Some(out) = &a.out {
         if out.exists() {
             return Err(Failure::new(format!("`{}` already exists", out.display()))

@@ -22,6 +22,7 @@ use crate::table::counted;
 use super::plan::{PlanArgs, PlanInputArgs};
 use super::replay::{Engine, ReplayArgs};
 
+mod out;
 mod space;
 
 /// The limit and everything checked before any member is planned.
@@ -408,6 +409,9 @@ struct ClusterReplay {
     #[serde(flatten)]
     at: AtLimit,
     sharding_file: String,
+    /// `--out` in a bucket: the command that downloads the dump (mongorestore reads
+    /// local files only); else null.
+    download: Option<String>,
     members: Vec<MemberReport>,
     transactions_at_limit: Vec<CrossShardTxn>,
     namespaces: Vec<NsCount>,
@@ -441,11 +445,8 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     crate::engine::replica::interrupt::install();
     let started = Instant::now();
     let cwd = std::env::current_dir()?;
-    let out = if out.is_absolute() {
-        out
-    } else {
-        cwd.join(out)
-    };
+    let dest = out::ClusterOut::new(&out, &cwd, a.workdir.as_deref())?;
+    let out = dest.path.clone();
     crate::engine::replica::dump::check_new(
         &out,
         crate::engine::replica::dump::DumpFormat::Directory { gzip: false },
@@ -475,7 +476,13 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     let p = prepare(&a.plan, file)?;
     if a.dry_run {
         let programs = programs.expect("--dry-run is for --engine mongod");
-        return dry_run(&p, &a, programs, (&cwd, &out), budget.bytes as usize);
+        return dry_run(
+            &p,
+            &a,
+            programs,
+            (&cwd, &dest.shown()),
+            budget.bytes as usize,
+        );
     }
     let (members, counts) = if let Some(programs) = programs {
         super::cluster_mongod::replay_members(
@@ -496,6 +503,8 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         replay_members(&p, &a, work.path(), &cwd, budget.bytes as usize, &out)?
     };
     let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
+    let (shown, sharding_file) = (dest.shown(), dest.shown_file(restore::SHARDING_FILE));
+    let download = dest.upload()?;
     let report = ClusterReplay {
         format: "pitr-cluster-replay/1",
         engine: if mongod { "mongod" } else { "embedded" },
@@ -506,8 +515,9 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         },
         exit_code,
         accept_incidents: a.accept_incidents,
-        at: AtLimit::of(&p, &out),
-        sharding_file: out.join(restore::SHARDING_FILE).display().to_string(),
+        at: AtLimit::of(&p, shown),
+        sharding_file,
+        download,
         transactions_at_limit: p.txns.at_limit(&prepared_of(&members)),
         members,
         namespaces: counts,
@@ -538,14 +548,14 @@ struct AtLimit {
 }
 
 impl AtLimit {
-    fn of(p: &Prepared, out: &Path) -> AtLimit {
+    fn of(p: &Prepared, out: String) -> AtLimit {
         AtLimit {
             incidents_replayed: p.replayed.clone(),
             cluster: p.file.path.display().to_string(),
             limit: p.limit,
             limit_utc: p.limit.utc_string(),
             explanation: p.explanation.clone(),
-            out: out.display().to_string(),
+            out,
         }
     }
 }
@@ -575,7 +585,7 @@ fn dry_run(
         crate::replay::tools::Tools,
         crate::plan::versions::VersionHints,
     ),
-    (cwd, out): (&Path, &Path),
+    (cwd, out): (&Path, &str),
     memory: usize,
 ) -> Result<u8, Failure> {
     let (work, binaries, members) =
@@ -584,7 +594,7 @@ fn dry_run(
     let d = ClusterDryRun {
         format: "pitr-cluster-replay-dry-run/1",
         exit_code,
-        at: AtLimit::of(p, out),
+        at: AtLimit::of(p, out.to_string()),
         jobs: a.jobs.unwrap_or(1).max(1),
         workdir: work.display().to_string(),
         members,
@@ -810,11 +820,24 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
             restore::MEMBERS_DIR
         )?;
     }
+    let local = match &r.download {
+        Some(cmd) => {
+            writeln!(
+                w,
+                "Download it first (mongorestore reads local files only):\n  {cmd}"
+            )?;
+            r.at.out
+                .rsplit('/')
+                .find(|s| !s.is_empty())
+                .unwrap_or("dump")
+        }
+        None => &r.at.out,
+    };
     writeln!(
         w,
         "Before restoring through mongos, shard the collections: the mongosh commands are in `{}`; then:\n  \
-         mongorestore --uri mongodb://MONGOS {}",
-        r.sharding_file, r.at.out
+         mongorestore --uri mongodb://MONGOS {local}",
+        r.sharding_file
     )?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Flags that take only a local path so far. A URL there is refused with what to do
+//! Flags that take only a local path. A URL there is refused with what to do
 //! instead: taken as a path, `s3://b/out` would quietly become the relative
 //! directory `s3:/b/out`. (What reads and writes URLs today: docs/object-storage.md.)
 
@@ -13,7 +13,7 @@ pub fn local_only(flag: &str, p: &Path, instead: &str) -> Result<PathBuf, Failur
     match Location::of_path(p)? {
         Location::Local(path) => Ok(path),
         loc => Err(Failure::new(format!(
-            "`{flag} {loc}`: {flag} takes a local path; object storage is not supported there yet"
+            "`{flag} {loc}`: {flag} takes a local path; object storage is not supported there"
         ))
         .with_hint(format!(
             "{instead}; docs/object-storage.md lists what reads and writes URLs today"

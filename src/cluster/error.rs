@@ -66,6 +66,11 @@ pub enum ClusterError {
         id: String,
         known: Vec<String>,
     },
+    #[error("`{url}`: a cluster file is read from a local path, not from object storage")]
+    InBucket { url: String },
+    /// `--cluster` named a URL pitr refuses (a secret in it, ...).
+    #[error(transparent)]
+    Url(#[from] crate::storage::StorageError),
 }
 
 impl Hint for ClusterError {
@@ -120,6 +125,12 @@ impl Hint for ClusterError {
             ClusterError::UnknownShard { .. } => {
                 "use the shard's config.shards._id (mongosh: `db.getSiblingDB('config').shards.find()` through mongos)".into()
             }
+            ClusterError::InBucket { .. } => {
+                "copy it here first (e.g. `aws s3 cp URL cluster.toml`) and give that path; the members' backup and \
+                 oplog in it may be URLs (docs/object-storage.md)"
+                    .into()
+            }
+            ClusterError::Url(e) => return e.hint(),
         })
     }
 }

@@ -93,11 +93,8 @@ struct RawMember {
 
 /// Reads and checks `path`.
 pub fn load(path: &Path) -> Result<ClusterFile, ClusterError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse(path, &text)
+    let (local, text) = read_text(path)?;
+    parse(&local, &text)
 }
 
 /// Parses `text` as the contents of `path` (relative paths resolve against its
@@ -148,11 +145,29 @@ impl LiveFile {
 
 /// Reads `path` for the live commands (see [`LiveFile`]).
 pub fn load_live(path: &Path) -> Result<LiveFile, ClusterError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ClusterError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse_live(path, &text)
+    let (local, text) = read_text(path)?;
+    parse_live(&local, &text)
+}
+
+/// The cluster file's local path (a `file://` URL decoded: its relative paths are
+/// relative to that) and its text. A local file only: a bucket URL is refused with
+/// what to do, not read as a relative path `s3:/...` that does not exist.
+fn read_text(path: &Path) -> Result<(PathBuf, String), ClusterError> {
+    let local = match crate::storage::Location::of_path(path)? {
+        crate::storage::Location::Local(p) => p,
+        url => {
+            return Err(ClusterError::InBucket {
+                url: url.to_string(),
+            })
+        }
+    };
+    match std::fs::read_to_string(&local) {
+        Ok(text) => Ok((local, text)),
+        Err(source) => Err(ClusterError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// Parses `text` for the live commands: ids checked as by [`parse`], every member

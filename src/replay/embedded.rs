@@ -583,7 +583,25 @@ fn downloaded_first(
     }
     let name = url.file_name();
     let archive = matches!(format, DumpFormat::Archive { .. });
-    let download = match (url, archive) {
+    let download = download_command(url, archive);
+    let mut out = vec![HandoverCommand {
+        what: "download the dump first (mongorestore reads local files only)".into(),
+        command: download,
+    }];
+    let whole = url.to_string();
+    out.extend(cmds.into_iter().map(|c| HandoverCommand {
+        what: c.what,
+        command: c.command.replace(&whole, &name),
+    }));
+    out
+}
+
+/// The command that downloads the dump at `url` (an `archive` file, or a directory
+/// prefix) into the current directory under its own name: mongorestore reads
+/// local files only.
+pub fn download_command(url: &Location, archive: bool) -> String {
+    let name = url.file_name();
+    match (url, archive) {
         (
             Location::Object {
                 scheme: crate::storage::Scheme::Gcs,
@@ -613,17 +631,7 @@ fn downloaded_first(
         }
         (_, false) => format!("aws s3 cp --recursive {url} {name}"),
         (_, true) => format!("aws s3 cp {url} {name}"),
-    };
-    let mut out = vec![HandoverCommand {
-        what: "download the dump first (mongorestore reads local files only)".into(),
-        command: download,
-    }];
-    let whole = url.to_string();
-    out.extend(cmds.into_iter().map(|c| HandoverCommand {
-        what: c.what,
-        command: c.command.replace(&whole, &name),
-    }));
-    out
+    }
 }
 
 /// Beside `--out`: the documents the incident at the limit destroys.
