@@ -104,6 +104,11 @@ impl Incident {
     }
 
     fn pitr_with(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(cwd, args, env).output().expect("run pitr")
+    }
+
+    /// The command [`Incident::pitr_with`] runs, to start it in the background.
+    fn command(&self, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut c = Command::new(common::pitr_bin());
         c.args(args).current_dir(cwd);
         for (k, _) in std::env::vars_os() {
@@ -123,7 +128,7 @@ impl Incident {
         for (k, v) in env {
             c.env(k, v);
         }
-        c.output().expect("run pitr")
+        c
     }
 
     fn pitr(&self, args: &[&str]) -> Output {
@@ -915,4 +920,97 @@ fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
         err.contains("`shop/orders.bson`") && err.contains("missing"),
         "{err}"
     );
+}
+
+/// The embedded replay streams its dump to the bucket (no copy on local disk), all
+/// or nothing: the server killed while the dump is written (a 192 MiB collection no
+/// entry touches, streamed from the backup's file, keeps it writing), the replay
+/// fails (exit 2) naming the URL, and the prefix is never read as a dump: no
+/// manifest, and the in-progress marker left (the cleanup could not reach the
+/// server either) makes a read of it refused.
+#[test]
+fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
+    let mut inc = Incident::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let backup = tmp.path().join("backup");
+    convert(&Path::new(FIXTURE).join("backup"), Layout::Dir, &backup).unwrap();
+    let big = backup.join("quiet");
+    std::fs::create_dir_all(&big).unwrap();
+    let pad = "p".repeat(1000);
+    let docs: Vec<u8> = (0..192 * 1024i32)
+        .flat_map(|i| bson::to_vec(&bson::doc! { "_id": i, "pad": &pad }).unwrap())
+        .collect();
+    std::fs::write(big.join("big.bson"), docs).unwrap();
+    std::fs::write(
+        big.join("big.metadata.json"),
+        r#"{"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_"}],"collectionName":"big","type":"collection"}"#,
+    )
+    .unwrap();
+    let url = format!("s3://{BUCKET}/cut/2026-11-21");
+    let marker = inc
+        .server
+        .root
+        .join(BUCKET)
+        .join("cut/2026-11-21/.pitr-upload-in-progress");
+    let oplog = inc.local("oplog.bson");
+    let mut child = inc
+        .command(
+            tmp.path(),
+            &[
+                "replay",
+                "--backup",
+                backup.to_str().unwrap(),
+                "--oplog",
+                &oplog,
+                "--until",
+                "auto",
+                "--workdir",
+                "work",
+                "--out",
+                &url,
+            ],
+            &[],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "the dump never started"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the replay ended first"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // Streamed: nothing of the dump is written on local disk first.
+    let local: Vec<String> = common::files_under(&tmp.path().join("work"))
+        .into_keys()
+        .filter(|k| k.ends_with(".bson"))
+        .collect();
+    inc.server.kill();
+    assert!(local.is_empty(), "a local copy: {local:?}");
+    let o = child.wait_with_output().unwrap();
+    eprintln!("{}", show(&o));
+    inc.server.restart();
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(common::stderr(&o).contains(&url), "{}", show(&o));
+    let at = Location::parse(&url).unwrap();
+    let left: Vec<String> = objects(&inc.server.storage(), &at)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert!(!left.iter().any(|k| k == ".pitr-dump.json"), "{left:?}");
+    if !left.is_empty() {
+        assert!(
+            left.iter().any(|k| k == ".pitr-upload-in-progress"),
+            "objects without the marker: {left:?}"
+        );
+    }
+    let o = inc.pitr(&["find-drop", "--backup", &url, &inc.url("oplog.bson")]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
 }

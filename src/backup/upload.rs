@@ -67,54 +67,96 @@ pub fn check_new(url: &Location) -> Result<(), Failure> {
 /// error, what was written is deleted (best effort: the in-progress marker is the
 /// last thing removed, so a cut cleanup still leaves the prefix refused).
 pub fn upload(local: &Path, url: &Location) -> Result<Uploaded, StorageError> {
-    let s = storage::global();
     if local.is_file() {
         let bytes = upload_file(local, url)?;
         return Ok(Uploaded { objects: 1, bytes });
     }
-    let marker = url.join(UPLOAD_IN_PROGRESS);
-    s.put_if_absent(
-        &marker,
-        format!(
-            "pitr {} is uploading a dump here (pid {})\n",
-            env!("CARGO_PKG_VERSION"),
-            std::process::id()
-        )
-        .as_bytes(),
-    )?;
-    let mut written: Vec<(String, u64)> = Vec::new();
-    let result = upload_tree(local, url, &mut written).and_then(|()| {
+    let mut up = DirUpload::begin(url)?;
+    upload_tree(local, &mut up)?;
+    up.commit()
+}
+
+/// A directory dump being written to the objects under a prefix, one object at a
+/// time, by [`upload`] (from local files) or by a writer streaming each object
+/// ([`crate::engine::replica::dump`]): the in-progress marker first (created if
+/// absent, so two dumps to one prefix cannot mix), the manifest last
+/// ([`DirUpload::commit`]). Dropped before that, it deletes every object it
+/// recorded, then the marker (best effort: a cut cleanup leaves the marker, and the
+/// prefix refused).
+pub struct DirUpload {
+    url: Location,
+    written: Vec<(String, u64)>,
+    committed: bool,
+}
+
+impl DirUpload {
+    /// Creates the in-progress marker: fails when it is there already.
+    pub fn begin(url: &Location) -> Result<DirUpload, StorageError> {
+        storage::global().put_if_absent(
+            &url.join(UPLOAD_IN_PROGRESS),
+            format!(
+                "pitr {} is uploading a dump here (pid {})\n",
+                env!("CARGO_PKG_VERSION"),
+                std::process::id()
+            )
+            .as_bytes(),
+        )?;
+        Ok(DirUpload {
+            url: url.clone(),
+            written: Vec::new(),
+            committed: false,
+        })
+    }
+
+    /// Where the object `key` (a path below the prefix, `/`-separated) goes.
+    pub fn object(&self, key: &str) -> Location {
+        self.url.join(key)
+    }
+
+    /// The object `key` is written (its upload finished): `bytes` in the manifest.
+    pub fn record(&mut self, key: String, bytes: u64) {
+        self.written.push((key, bytes));
+    }
+
+    /// The manifest, then the marker removed: the dump is readable from now on.
+    pub fn commit(mut self) -> Result<Uploaded, StorageError> {
+        let s = storage::global();
         let m = Manifest {
             format: MANIFEST_FORMAT,
             pitr_version: env!("CARGO_PKG_VERSION"),
-            objects: written
+            objects: self
+                .written
                 .iter()
                 .map(|(key, bytes)| ManifestObject { key, bytes: *bytes })
                 .collect(),
         };
         let text = serde_json::to_vec_pretty(&m).expect("a manifest encodes");
-        s.put_if_absent(&url.join(UPLOAD_MANIFEST), &text)?;
-        s.delete(&marker)
-    });
-    if let Err(e) = result {
-        for (key, _) in &written {
-            let _ = s.delete(&url.join(key));
-        }
-        let _ = s.delete(&marker);
-        return Err(e);
+        s.put_if_absent(&self.url.join(UPLOAD_MANIFEST), &text)?;
+        s.delete(&self.url.join(UPLOAD_IN_PROGRESS))?;
+        self.committed = true;
+        Ok(Uploaded {
+            objects: self.written.len() as u64,
+            bytes: self.written.iter().map(|(_, b)| b).sum(),
+        })
     }
-    Ok(Uploaded {
-        objects: written.len() as u64,
-        bytes: written.iter().map(|(_, b)| b).sum(),
-    })
 }
 
-/// Every file under `dir`, sorted, each to `url/<relative path>`.
-fn upload_tree(
-    dir: &Path,
-    url: &Location,
-    written: &mut Vec<(String, u64)>,
-) -> Result<(), StorageError> {
+impl Drop for DirUpload {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        let s = storage::global();
+        for (key, _) in &self.written {
+            let _ = s.delete(&self.url.join(key));
+        }
+        let _ = s.delete(&self.url.join(UPLOAD_MANIFEST));
+        let _ = s.delete(&self.url.join(UPLOAD_IN_PROGRESS));
+    }
+}
+
+/// Every file under `dir`, sorted, each to the object of its relative path.
+fn upload_tree(dir: &Path, up: &mut DirUpload) -> Result<(), StorageError> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files).map_err(|source| StorageError::Io {
         url: dir.display().to_string(),
@@ -123,8 +165,8 @@ fn upload_tree(
     })?;
     files.sort();
     for rel in files {
-        let bytes = upload_file(&dir.join(&rel), &url.join(&rel))?;
-        written.push((rel, bytes));
+        let bytes = upload_file(&dir.join(&rel), &up.object(&rel))?;
+        up.record(rel, bytes);
     }
     Ok(())
 }

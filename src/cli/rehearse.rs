@@ -43,9 +43,9 @@ break in the chain), with a hint. A --metrics file that cannot be written is an 
 
 --out writes the rebuilt state at T as mongodump writes a dump (a directory, --gzip, --archive), \
 as `pitr replay --engine embedded` does; it must be new (or an empty directory), and is written \
-once the comparison has run. In a bucket (`--out s3://bucket/prefix`) it is written in the work \
-dir, then uploaded all or nothing (a manifest last; a failed upload deletes what it wrote) and the \
-local copy removed: the prefix must hold nothing yet.
+once the comparison has run. In a bucket (`--out s3://bucket/prefix`) it is streamed there, all \
+or nothing (a manifest last; a failed write deletes what it wrote), with no copy on local disk: \
+the prefix must hold nothing yet.
 
 Examples:
   PITR_URI='mongodb://rehearse@db1,db2,db3/?replicaSet=rs0&authSource=admin' \\
@@ -100,7 +100,7 @@ pub struct RehearseArgs {
     pub metrics: Option<PathBuf>,
     /// Also write the rebuilt state at the point as mongodump writes a dump (new, or an
     /// empty directory; under a temporary name, renamed when complete), or to a bucket
-    /// (s3://, gs://, az://: written in the work dir, then uploaded all or nothing)
+    /// (s3://, gs://, az://: streamed there, readable once complete)
     #[arg(long, value_name = "DIR|FILE|URL")]
     pub out: Option<PathBuf>,
     /// Write --out as `mongodump --gzip` does
@@ -291,8 +291,8 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
     } else {
         DumpFormat::Directory { gzip: a.gzip }
     };
-    // A `file://` --out is a local path; a bucket must hold nothing there yet (its
-    // dump is written in the work dir, then uploaded).
+    // A `file://` --out is a local path; a bucket must hold nothing there yet (the
+    // dump is streamed there).
     let o = match crate::storage::Location::of_path(o)? {
         crate::storage::Location::Local(p) => p,
         url => {
@@ -319,12 +319,12 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
     }))
 }
 
-/// The directory the dump is written in: beside a local `--out`, in the work dir
-/// for one in a bucket (uploaded from there).
-fn dump_dir(out: &OutSpec, work: &Path) -> PathBuf {
+/// The directory the dump is written in: beside a local `--out`; none for one in a
+/// bucket (streamed there, no copy on local disk).
+fn dump_dir(out: &OutSpec) -> Option<PathBuf> {
     match &out.dest {
-        OutDest::Local(p) => crate::storage::parent_dir(p).to_path_buf(),
-        OutDest::Bucket(_) => work.to_path_buf(),
+        OutDest::Local(p) => Some(crate::storage::parent_dir(p).to_path_buf()),
+        OutDest::Bucket(_) => None,
     }
 }
 
@@ -352,10 +352,9 @@ fn check_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> Result<()
         return Ok(());
     }
     let (backup, oplog) = input_sizes(a);
-    let work = work_parent(a);
     let needs = room_needs(
-        &work,
-        out.map(|o| dump_dir(o, &work)).as_deref(),
+        &work_parent(a),
+        out.and_then(dump_dir).as_deref(),
         (backup, oplog),
         0,
         memory,
@@ -399,7 +398,7 @@ fn room_needs(
 /// store and the dump for it, against what is free then.
 fn server_oplog_room(a: &RehearseArgs, out: Option<&OutSpec>, memory: u64) -> rehearse::OplogRoom {
     let work = work_parent(a);
-    let dump = out.map(|o| dump_dir(o, &work));
+    let dump = out.and_then(dump_dir);
     let sizes = input_sizes(a);
     rehearse::OplogRoom(std::sync::Arc::new(move |read| {
         let needs = room_needs(&work, dump.as_deref(), sizes, read, memory);

@@ -114,8 +114,10 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub keep: bool,
     /// Hand the restored data over: mongodump it into this new directory (or an
-    /// `s3://`, `gs://`, `az://` URL holding nothing yet: written in the work dir, then uploaded)
-    #[arg(long, value_name = "DIR")]
+    /// `s3://`, `gs://`, `az://` URL holding nothing yet: the embedded engine streams the
+    /// dump there, readable once complete; --engine mongod writes it in the work dir, then
+    /// uploads it)
+    #[arg(long, value_name = "DIR|URL")]
     pub out: Option<PathBuf>,
     /// Directory holding mongod, mongorestore and mongodump [default: $PITR_MONGODB_BIN, then PATH]
     #[arg(long, value_name = "DIR")]
@@ -944,7 +946,7 @@ fn mongod_ending(
 /// `--engine embedded`: plan, build the state in-process, write the dump.
 /// The embedded engine's `--out`, checked before any work: a local path must be new
 /// or an empty directory in a writable place; a URL must hold nothing yet (nor its
-/// `-destroyed` sibling), and is returned: the dump is then uploaded there.
+/// `-destroyed` sibling), and is returned: the dump is then streamed there.
 fn embedded_out(a: &ReplayArgs, cwd: &Path) -> Result<Option<Location>, Failure> {
     let Some(o) = &a.out else { return Ok(None) };
     let o = match Location::of_path(o)? {
@@ -982,14 +984,9 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
     let cwd = std::env::current_dir()?;
     let upload = embedded_out(&a, &cwd)?;
     let work = WorkDir::create(a.workdir.as_deref(), &cwd)?;
+    // A URL is written there directly, streamed (no copy on local disk).
     let out = match &upload {
-        Some(url) => {
-            let staged = upload::staging(&work.root, url);
-            if let Some(d) = staged.parent() {
-                std::fs::create_dir_all(d)?;
-            }
-            staged
-        }
+        Some(url) => url.display_path(),
         None => absolute(
             &cwd,
             a.out.clone().unwrap_or_else(|| work.root.join("dump")),

@@ -644,7 +644,7 @@ fn with_client(
         req, progress, note, report, rt, client, &replica, at, window, deadline,
     )?;
     if let Some(spec) = &req.out {
-        write_out(req, spec, work, &mut replica, report, progress, note)?;
+        write_out(req, spec, &mut replica, report, progress, note)?;
     }
     Ok(())
 }
@@ -653,7 +653,6 @@ fn with_client(
 fn write_out(
     req: &RehearseRequest,
     spec: &OutSpec,
-    work: &Path,
     replica: &mut Replica,
     report: &mut RehearseReport,
     progress: &dyn Progress,
@@ -666,22 +665,11 @@ fn write_out(
         .version
         .clone()
         .unwrap_or_else(|| "unknown".into());
-    let path = spec.local_path(work);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| RehearseError::Io {
-            what: "create",
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let mut facts = out::write(spec, &path, replica, &include, &version, progress)?;
+    let facts = out::write(spec, replica, &include, &version, progress)?;
     note(&format!(
         "wrote the state at the point to `{}` ({}): {} documents in {:.1} s",
         facts.path, facts.format, facts.documents, facts.write_secs
     ));
-    if let OutDest::Bucket(url) = &spec.dest {
-        out::upload_to(&path, url, &mut facts, note)?;
-    }
     report.out = Some(facts);
     Ok(())
 }

@@ -12,14 +12,13 @@
 //! directory, its directory writable, the space) are the CLI's, before anything
 //! starts, as for `pitr replay`.
 //!
-//! `--out` in a bucket ([`OutDest::Bucket`]): the dump is written in the work dir
-//! first, then uploaded all or nothing ([`crate::backup::upload`], as `pitr replay
-//! --out s3://...` uploads its own), and the local copy removed.
+//! `--out` in a bucket ([`OutDest::Bucket`]): the dump is streamed there as it is
+//! written, readable once complete, with no copy on local disk (the dump writer's,
+//! as `pitr replay --out s3://...`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::backup::upload;
 use crate::engine::replica::dump::{self, DumpFormat};
 use crate::engine::replica::{Meter, Replica};
 use crate::error::Failure;
@@ -41,16 +40,16 @@ pub struct OutSpec {
 pub enum OutDest {
     /// A local path: written under a temporary name beside it, renamed when complete.
     Local(PathBuf),
-    /// A URL (`s3://`, `gs://`, `az://`): written in the work dir, then uploaded.
+    /// A URL (`s3://`, `gs://`, `az://`): streamed there.
     Bucket(Location),
 }
 
 impl OutSpec {
-    /// Where the dump is written on this machine, given the rehearsal's work dir.
-    pub fn local_path(&self, work: &Path) -> PathBuf {
+    /// Where the dump is written, as the dump writer takes it.
+    pub fn path(&self) -> PathBuf {
         match &self.dest {
             OutDest::Local(p) => p.clone(),
-            OutDest::Bucket(url) => upload::staging(work, url),
+            OutDest::Bucket(url) => url.display_path(),
         }
     }
 }
@@ -66,11 +65,9 @@ pub fn format_name(f: DumpFormat) -> &'static str {
 }
 
 /// Writes the namespaces `include` keeps (by `db.coll` as users know it) to
-/// `path` (a local `--out`, or the copy in the work dir of one in a bucket) in
-/// `spec`'s form; returns what the report says about it.
+/// `spec`; returns what the report says about it.
 pub fn write(
     spec: &OutSpec,
-    path: &Path,
     replica: &mut Replica,
     include: &dyn Fn(&str) -> bool,
     server_version: &str,
@@ -89,8 +86,15 @@ pub fn write(
             Some(dump::documents(replica, &items)),
             &meter,
         );
-        dump::prepare_flushed(replica, path, spec.format, &items, server_version, &meter)
-            .map_err(fail)?
+        dump::prepare_flushed(
+            replica,
+            &spec.path(),
+            spec.format,
+            &items,
+            server_version,
+            &meter,
+        )
+        .map_err(fail)?
     };
     // Hashed before the rename: a dump in place is one the report describes.
     let mut namespaces = Vec::new();
@@ -112,41 +116,10 @@ pub fn write(
     }
     pending.commit().map_err(fail)?;
     Ok(OutFacts {
-        path: path.display().to_string(),
+        path: spec.path().display().to_string(),
         format: format_name(spec.format),
         documents: namespaces.iter().map(|n| n.documents).sum(),
         write_secs: t0.elapsed().as_secs_f64(),
         namespaces,
     })
-}
-
-/// `--out` in a bucket: the dump written at `local` goes to `url` all or nothing,
-/// and the local copy is removed whatever the outcome (a failed upload deletes
-/// what it wrote). `facts` then name the URL.
-pub fn upload_to(
-    local: &Path,
-    url: &Location,
-    facts: &mut OutFacts,
-    note: &dyn Fn(&str),
-) -> Result<(), Failure> {
-    note(&format!(
-        "uploading the dump to {url} ({})",
-        crate::size::human(crate::storage::size_on_disk(local))
-    ));
-    let result = upload::upload(local, url);
-    let _ = match local.is_dir() {
-        true => std::fs::remove_dir_all(local),
-        false => std::fs::remove_file(local),
-    };
-    let up = result.map_err(|e| {
-        Failure::from(e)
-            .with_hint("the rebuilt state was not written to the bucket (nothing partial is left there); check the bucket's permissions, or give a local --out and copy it")
-            .with_exit_code(crate::error::exit::ERROR)
-    })?;
-    note(&format!(
-        "uploaded {} objects, {} bytes to {url}",
-        up.objects, up.bytes
-    ));
-    facts.path = url.to_string();
-    Ok(())
 }

@@ -45,8 +45,9 @@ pub struct EmbeddedRun<'a> {
     /// The restore may replay critical or high incidents without failing
     /// (`--accept-incidents`).
     pub accept_incidents: bool,
-    /// `--out` is this URL: `out` is then the dump's staging place in the work dir,
-    /// uploaded once complete ([`crate::backup::upload`]).
+    /// `--out` is this URL (and `out` its [`Location::display_path`]): the dump is
+    /// streamed there as it is written, readable once complete
+    /// ([`crate::engine::replica::dump`]), with no copy on local disk.
     pub upload: Option<Location>,
     /// The process ends after this run (the CLI): the replica's memory is left to
     /// the operating system instead of being freed document by document, which
@@ -282,7 +283,7 @@ pub fn run(
         if let Some(d) = lost_dump {
             if let Err(e) = d.commit() {
                 // Both or neither: take the state back out rather than leave half.
-                let _ = std::fs::remove_dir_all(&r.out).or_else(|_| std::fs::remove_file(&r.out));
+                remove_dump(&r.out);
                 report.dumped.clear();
                 return Err(dump_failure(e));
             }
@@ -301,15 +302,6 @@ pub fn run(
     drop(spill);
     drop(cold_copies);
     timer.mark("replica freed");
-    let (result, committed) = match &r.upload {
-        Some(url) if committed && result.is_ok() => {
-            match upload_outputs(url, &r.out, &destroyed_out, &mut report) {
-                Ok(()) => (Ok(()), true),
-                Err(e) => (Err(e), false),
-            }
-        }
-        _ => (result, committed),
-    };
     let result = verdict(
         result,
         &mut report,
@@ -527,48 +519,6 @@ fn recreated_after_skip(req: &PlanRequest, out: &Path, e: ReplicaError) -> Failu
         "restore the dropped collection on its own to just before its drop, and the rest to the later point \
          (where `{ns}` is the re-created collection), then hand over the first under a new name:\n  {first}\n  {second}"
     ))
-}
-
-/// `--out URL`: uploads the dump (and `<out>-destroyed`) written at `staged`, then
-/// removes the staged copies; the report then names the URLs.
-fn upload_outputs(
-    url: &Location,
-    staged: &Path,
-    staged_destroyed: &Path,
-    report: &mut EmbeddedReport,
-) -> Result<(), Failure> {
-    let lost_url = url.with_name_suffix(DESTROYED_SUFFIX);
-    let result = (|| -> Result<(), Failure> {
-        let size = crate::storage::size_on_disk(staged);
-        eprintln!("uploading the dump to {url} ({size} bytes)");
-        let up = crate::backup::upload::upload(staged, url)?;
-        eprintln!(
-            "uploaded {} objects, {} bytes to {url}",
-            up.objects, up.bytes
-        );
-        if staged_destroyed.exists() {
-            crate::backup::upload::upload(staged_destroyed, &lost_url).map_err(|e| {
-                Failure::from(e).with_hint(format!(
-                    "`{url}` is complete; `{lost_url}` (the documents the incident destroys) is not: run the replay \
-                     again with another --out to get both"
-                ))
-            })?;
-            eprintln!("uploaded the destroyed documents to {lost_url}");
-        }
-        Ok(())
-    })();
-    let _ = std::fs::remove_dir_all(staged).or_else(|_| std::fs::remove_file(staged));
-    let _ = std::fs::remove_dir_all(staged_destroyed)
-        .or_else(|_| std::fs::remove_file(staged_destroyed));
-    if let Some(parent) = staged.parent() {
-        let _ = std::fs::remove_dir(parent);
-    }
-    result?;
-    report.out = Some(url.to_string());
-    if let Some(d) = report.destroyed.as_mut().filter(|d| d.out.is_some()) {
-        d.out = Some(lost_url.to_string());
-    }
-    Ok(())
 }
 
 /// The handover commands for a dump in a bucket: download it first (mongorestore
@@ -1006,7 +956,8 @@ fn plan_failure(e: plan::PlanError, req: &PlanRequest, out: &Path) -> Failure {
 struct ColdStaging(Option<(tempfile::TempDir, cold::CopyAhead)>);
 
 impl ColdStaging {
-    /// None for a compressed or archive dump, with `--ns` (`ns_filtered`: the dump
+    /// None for a compressed or archive dump, for one in a bucket (streamed there
+    /// from the backup's file), with `--ns` (`ns_filtered`: the dump
     /// leaves most collections out, and a copy of one it leaves out would be
     /// written for nothing), or when `out`'s parent does not exist yet (the dump
     /// copies them). Whether copies are made, and from what size on, is
@@ -1023,6 +974,7 @@ impl ColdStaging {
         if !matches!(format, DumpFormat::Directory { gzip: false })
             || ns_filtered
             || cold::disabled()
+            || !Location::of_path(out).is_ok_and(|l| l.is_local())
         {
             return None;
         }
@@ -1067,6 +1019,24 @@ impl Drop for ColdStaging {
 }
 
 /// `<out><suffix>` beside `out` (for an archive file, before its extension).
+/// Removes a dump put in place (best effort): a local file or directory, or
+/// every object of one in a bucket.
+fn remove_dump(out: &Path) {
+    match Location::of_path(out) {
+        Ok(Location::Local(p)) => {
+            let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+        }
+        Ok(url) => {
+            let s = crate::storage::global();
+            let _ = s.delete(&url);
+            for o in s.list(&url).unwrap_or_default() {
+                let _ = s.delete(&o.location);
+            }
+        }
+        Err(_) => {}
+    }
+}
+
 fn sibling(out: &Path, suffix: &str) -> PathBuf {
     let (_, name) = dump::beside(out);
     out.with_file_name(format!("{name}{suffix}"))

@@ -165,6 +165,22 @@ pub fn storage_error(e: &io::Error) -> Option<&StorageError> {
         .and_then(|inner| inner.downcast_ref::<StorageError>())
 }
 
+/// The storage error inside an `io::Error` (as [`storage_error`] finds it), taken
+/// out whole; else the `io::Error` as it was.
+pub fn into_storage_error(e: io::Error) -> Result<StorageError, io::Error> {
+    if storage_error(&e).is_none() {
+        return Err(e);
+    }
+    let kind = e.kind();
+    match e.into_inner() {
+        Some(inner) => inner
+            .downcast::<StorageError>()
+            .map(|b| *b)
+            .map_err(|other| io::Error::new(kind, other)),
+        None => Err(io::Error::from(kind)),
+    }
+}
+
 /// An error of a local file operation, as the local helpers name it.
 fn local_error(url: &str, op: Op, source: io::Error) -> StorageError {
     local::io_err(url, op)(source)

@@ -459,6 +459,18 @@ impl ColdDocs {
         self.copy_into(&mut out, dest, &|| false, progress)
     }
 
+    /// The data file streamed into `out` (an object being uploaded, shown as
+    /// `dest`), checked unchanged as [`ColdDocs::copy_to`] checks it. A copy made
+    /// ahead is not used (none is made for a dump to a bucket).
+    pub fn copy_to_writer(
+        &self,
+        out: &mut impl std::io::Write,
+        dest: &Path,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(), ReplicaError> {
+        self.copy_into(out, dest, &|| false, progress)
+    }
+
     /// Copies the data file into `dir` (the staging directory beside the dump, on
     /// the dump's file system) so that [`ColdDocs::copy_to`] only renames it: the
     /// embedded replay has it made while the oplog is applied, when the disk is
@@ -490,13 +502,13 @@ impl ColdDocs {
         )
     }
 
-    /// The data file copied into `out` (at `dest`) by the kernel
-    /// (`copy_file_range`) a [`COPY_CHUNK`] at a time, so that a Ctrl-C or `stop`
+    /// The data file copied into `out` (at `dest`; a `File` by the kernel,
+    /// `copy_file_range`) a [`COPY_CHUNK`] at a time, so that a Ctrl-C or `stop`
     /// ends it soon, with the bytes copied so far in `copied` and `progress`;
     /// refused when the file changed since it was checked.
-    fn copy_into(
+    fn copy_into<W: std::io::Write>(
         &self,
-        out: &mut File,
+        out: &mut W,
         dest: &Path,
         stop: &dyn Fn() -> bool,
         progress: &mut dyn FnMut(u64),

@@ -19,10 +19,20 @@
 //! Everything is written under a temporary name beside the destination ([`prepare`])
 //! and renamed into place when complete ([`Pending::commit`]); a Ctrl-C or an error
 //! before that leaves nothing at the destination.
+//!
+//! A destination in a bucket (`s3://`, `gs://`, `az://`) is written there directly,
+//! each object streamed by a multipart upload as its documents are read, with no
+//! copy on local disk: a directory dump as [`DirUpload`] writes one (the
+//! in-progress marker first, the manifest at [`Pending::commit`]; dropped before,
+//! every object written is deleted), an archive as one object whose upload is
+//! completed only at [`Pending::commit`] (dropped before, it is aborted).
 
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+
+use crate::backup::upload::DirUpload;
+use crate::storage::{self, Found, Location, StorageError, StorageWriter};
 
 use bson::{Bson, Document};
 
@@ -57,6 +67,8 @@ pub enum DumpError {
     NameTooLong { name: String },
     #[error(transparent)]
     Replica(#[from] ReplicaError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 impl crate::error::Hint for DumpError {
@@ -64,6 +76,7 @@ impl crate::error::Hint for DumpError {
         match self {
             DumpError::Exists { .. } => Some("choose another --out, or remove the old one".into()),
             DumpError::Replica(e) => e.hint(),
+            DumpError::Storage(e) => e.hint(),
             _ => Some("check the disk space and permissions of the --out directory".into()),
         }
     }
@@ -140,6 +153,21 @@ pub struct Pending {
     archive: bool,
     out: PathBuf,
     pub dumped: Vec<Dumped>,
+    /// A dump written to a bucket, to be made readable at commit.
+    bucket: Option<InBucket>,
+}
+
+/// A dump written to a bucket and not readable yet.
+enum InBucket {
+    /// Every object written, the manifest not.
+    Dir(DirUpload),
+    /// The archive's upload, not completed.
+    Archive(StorageWriter),
+}
+
+/// `out` as a bucket URL, or None for a local path.
+fn in_bucket(out: &Path) -> Option<Location> {
+    Location::of_path(out).ok().filter(|l| !l.is_local())
 }
 
 impl Pending {
@@ -159,6 +187,19 @@ impl Pending {
     /// Renames the dump into place; refused when something appeared at `out`
     /// meanwhile (pitr never overwrites a dump).
     pub fn commit(mut self) -> Result<Vec<Dumped>, DumpError> {
+        match self.bucket.take() {
+            Some(InBucket::Dir(up)) => {
+                up.commit()?;
+                return Ok(std::mem::take(&mut self.dumped));
+            }
+            Some(InBucket::Archive(w)) => {
+                // Completing the upload would replace what appeared meanwhile.
+                check_new(&self.out, DumpFormat::Archive { gzip: false })?;
+                w.finish()?;
+                return Ok(std::mem::take(&mut self.dumped));
+            }
+            None => {}
+        }
         if taken(&self.out, self.archive) {
             return Err(DumpError::Exists {
                 out: self.out.clone(),
@@ -191,6 +232,14 @@ fn taken(out: &Path, archive: bool) -> bool {
 /// be named for a directory dump): checked before the work starts, and again when
 /// the dump is put in place.
 pub fn check_new(out: &Path, format: DumpFormat) -> Result<(), DumpError> {
+    if let Some(url) = in_bucket(out) {
+        return match storage::global().stat(&url)? {
+            Found::Nothing => Ok(()),
+            _ => Err(DumpError::Exists {
+                out: out.to_path_buf(),
+            }),
+        };
+    }
     if taken(out, matches!(format, DumpFormat::Archive { .. })) {
         return Err(DumpError::Exists {
             out: out.to_path_buf(),
@@ -238,6 +287,9 @@ pub fn prepare_flushed(
     meter: &Meter,
 ) -> Result<Pending, DumpError> {
     check_new(out, format)?;
+    if let Some(url) = in_bucket(out) {
+        return prepare_in_bucket(r, (out, &url), format, items, server_version, meter);
+    }
     let (parent, name) = beside(out);
     fs::create_dir_all(parent).map_err(|source| DumpError::Io {
         path: parent.to_path_buf(),
@@ -251,13 +303,17 @@ pub fn prepare_flushed(
             source,
         })?;
     let (dumped, archive) = match format {
-        DumpFormat::Directory { gzip } => (write_dir(r, tmp.path(), items, gzip, meter)?, false),
+        DumpFormat::Directory { gzip } => (
+            write_dir(r, &mut Dest::Dir(tmp.path()), items, gzip, meter)?,
+            false,
+        ),
         DumpFormat::Archive { gzip } => {
-            let file = tmp.path().join("archive");
-            (
-                write_archive(r, &file, items, gzip, server_version, meter)?,
-                true,
-            )
+            let path = tmp.path().join("archive");
+            let file = fs::File::create(&path).map_err(io_err(&path))?;
+            let (dumped, file) =
+                write_archive(r, (file, &path), items, gzip, server_version, meter)?;
+            file.sync_all().map_err(io_err(&path))?;
+            (dumped, true)
         }
     };
     Ok(Pending {
@@ -265,6 +321,38 @@ pub fn prepare_flushed(
         archive,
         out: out.to_path_buf(),
         dumped,
+        bucket: None,
+    })
+}
+
+/// [`prepare_flushed`] to a bucket (`out` is `url`): streamed there, readable at
+/// [`Pending::commit`].
+fn prepare_in_bucket(
+    r: &Replica,
+    (out, url): (&Path, &Location),
+    format: DumpFormat,
+    items: &[Item],
+    server_version: &str,
+    meter: &Meter,
+) -> Result<Pending, DumpError> {
+    let (dumped, bucket) = match format {
+        DumpFormat::Directory { gzip } => {
+            let mut up = DirUpload::begin(url)?;
+            let dumped = write_dir(r, &mut Dest::Bucket(&mut up), items, gzip, meter)?;
+            (dumped, InBucket::Dir(up))
+        }
+        DumpFormat::Archive { gzip } => {
+            let w = storage::global().create_all_or_nothing(url)?;
+            let (dumped, w) = write_archive(r, (w, out), items, gzip, server_version, meter)?;
+            (dumped, InBucket::Archive(w))
+        }
+    };
+    Ok(Pending {
+        tmp: None,
+        archive: matches!(format, DumpFormat::Archive { .. }),
+        out: out.to_path_buf(),
+        dumped,
+        bucket: Some(bucket),
     })
 }
 
@@ -310,47 +398,172 @@ impl Drop for Batch<'_> {
     }
 }
 
+/// An I/O error writing `path`; one from an object's upload is that storage error
+/// itself (it names the object, and has its own hint).
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> DumpError + '_ {
-    move |source| DumpError::Io {
-        path: path.to_path_buf(),
-        source,
+    move |e| match storage::into_storage_error(e) {
+        Ok(se) => DumpError::Storage(se),
+        Err(source) => DumpError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
     }
 }
 
-/// A file writer, plain or gzip.
-fn create(path: &Path, gzip: bool) -> Result<Box<dyn FinishWrite>, DumpError> {
-    let f = fs::File::create(path).map_err(io_err(path))?;
-    let w = BufWriter::with_capacity(1 << 20, f);
-    Ok(if gzip {
+/// A writer, plain or gzip, over `w` (a file, or an object's upload).
+fn buffered<W: FinishWrite + 'static>(w: W, gzip: bool) -> Box<dyn FinishWrite> {
+    let w = BufWriter::with_capacity(1 << 20, w);
+    if gzip {
         Box::new(flate2::write::GzEncoder::new(
             w,
             flate2::Compression::default(),
         ))
     } else {
         Box::new(w)
-    })
-}
-
-trait FinishWrite: Write {
-    fn finish_write(self: Box<Self>) -> std::io::Result<()>;
-}
-
-impl<W: Write> FinishWrite for BufWriter<W> {
-    fn finish_write(mut self: Box<Self>) -> std::io::Result<()> {
-        self.flush()
     }
 }
 
-impl<W: Write> FinishWrite for flate2::write::GzEncoder<W> {
-    fn finish_write(self: Box<Self>) -> std::io::Result<()> {
-        let mut w = (*self).finish()?;
-        w.flush()
+/// A writer that ends with the bytes it put at its destination.
+trait FinishWrite: Write {
+    fn finish_write(self: Box<Self>) -> std::io::Result<u64>;
+}
+
+impl FinishWrite for fs::File {
+    fn finish_write(self: Box<Self>) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+/// An object being uploaded: complete (readable) once finished.
+struct ObjectFile(StorageWriter);
+
+impl Write for ObjectFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl FinishWrite for ObjectFile {
+    fn finish_write(self: Box<Self>) -> std::io::Result<u64> {
+        self.0
+            .finish()
+            .map(|w| w.size)
+            .map_err(std::io::Error::other)
+    }
+}
+
+impl<W: FinishWrite> FinishWrite for BufWriter<W> {
+    fn finish_write(self: Box<Self>) -> std::io::Result<u64> {
+        let inner = (*self).into_inner().map_err(|e| e.into_error())?;
+        Box::new(inner).finish_write()
+    }
+}
+
+impl<W: FinishWrite> FinishWrite for flate2::write::GzEncoder<W> {
+    fn finish_write(self: Box<Self>) -> std::io::Result<u64> {
+        Box::new((*self).finish()?).finish_write()
+    }
+}
+
+/// A writer that keeps its first error for the caller (the one it returns says
+/// only that it failed).
+struct Kept<W> {
+    w: W,
+    failed: Option<std::io::Error>,
+}
+
+impl<W: Write> Write for Kept<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf).map_err(|e| {
+            let kind = e.kind();
+            self.failed.get_or_insert(e);
+            std::io::Error::new(kind, "the write failed (its error is reported)")
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Where a directory dump's files go: a local directory, or the objects under a
+/// prefix.
+enum Dest<'a> {
+    Dir(&'a Path),
+    Bucket(&'a mut DirUpload),
+}
+
+impl Dest<'_> {
+    /// How errors name the file `rel` (a `/`-separated path below the dump).
+    fn shown(&self, rel: &str) -> PathBuf {
+        match self {
+            Dest::Dir(root) => root.join(rel),
+            Dest::Bucket(up) => up.object(rel).display_path(),
+        }
+    }
+
+    /// A writer of the file `rel`.
+    fn create(&mut self, rel: &str, gzip: bool) -> Result<Box<dyn FinishWrite>, DumpError> {
+        match self {
+            Dest::Dir(root) => {
+                let path = root.join(rel);
+                let f = fs::File::create(&path).map_err(io_err(&path))?;
+                Ok(buffered(f, gzip))
+            }
+            Dest::Bucket(up) => {
+                let w = storage::global().create_all_or_nothing(&up.object(rel))?;
+                Ok(buffered(ObjectFile(w), gzip))
+            }
+        }
+    }
+
+    /// Ends the file `rel` that `w` writes.
+    fn finish(&mut self, rel: &str, w: Box<dyn FinishWrite>) -> Result<(), DumpError> {
+        let bytes = w.finish_write().map_err(io_err(&self.shown(rel)))?;
+        if let Dest::Bucket(up) = self {
+            up.record(rel.to_string(), bytes);
+        }
+        Ok(())
+    }
+
+    /// The documents of a collection left in the backup's file (`d`), copied as
+    /// they are into the file `rel`.
+    fn copy_cold(
+        &mut self,
+        d: &super::cold::ColdDocs,
+        rel: &str,
+        meter: &Meter,
+    ) -> Result<(), DumpError> {
+        let mut shown = super::cold::DocsShown::new(d, meter);
+        match self {
+            Dest::Dir(root) => d.copy_to(&root.join(rel), &mut |bytes| shown.at(bytes))?,
+            Dest::Bucket(up) => {
+                let at = up.object(rel);
+                let w = storage::global().create_all_or_nothing_sized(&at, Some(d.bytes()))?;
+                // A failed write is the upload's error, not the backup file's.
+                let mut w = Kept { w, failed: None };
+                let copied =
+                    d.copy_to_writer(&mut w, &at.display_path(), &mut |bytes| shown.at(bytes));
+                if let Some(e) = w.failed.take() {
+                    return Err(io_err(&at.display_path())(e));
+                }
+                copied?;
+                let bytes = w.w.finish()?.size;
+                up.record(rel.to_string(), bytes);
+            }
+        }
+        shown.finish(d.count);
+        Ok(())
     }
 }
 
 fn write_dir(
     r: &Replica,
-    root: &Path,
+    dest: &mut Dest<'_>,
     list: &[Item],
     gzip: bool,
     meter: &Meter,
@@ -366,17 +579,19 @@ fn write_dir(
         info: c,
     } in list
     {
-        let dir = root.join(db);
-        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        if let Dest::Dir(root) = dest {
+            let dir = root.join(db);
+            fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        }
         let escaped = query_escape(coll);
         if escaped.len() > 238 {
             return Err(DumpError::NameTooLong { name: coll.clone() });
         }
-        let meta_path = dir.join(format!("{escaped}.metadata.json{gz}"));
-        let mut m = create(&meta_path, gzip)?;
+        let meta = format!("{db}/{escaped}.metadata.json{gz}");
+        let mut m = dest.create(&meta, gzip)?;
         m.write_all(metadata_json(coll, kind, c).as_bytes())
-            .map_err(io_err(&meta_path))?;
-        m.finish_write().map_err(io_err(&meta_path))?;
+            .map_err(io_err(&dest.shown(&meta)))?;
+        dest.finish(&meta, m)?;
         let mut documents = 0;
         if let Some(ns) = data_ns {
             let data_name = if c.kind == CollKind::TimeseriesBuckets {
@@ -384,15 +599,13 @@ fn write_dir(
             } else {
                 escaped.clone()
             };
-            let data_path = dir.join(format!("{data_name}.bson{gz}"));
+            let data = format!("{db}/{data_name}.bson{gz}");
             if let Some(d) = r.cold(ns).filter(|_| !gzip) {
                 // The data file's bytes are the documents in `_id` order.
-                let mut shown = super::cold::DocsShown::new(d, meter);
-                d.copy_to(&data_path, &mut |bytes| shown.at(bytes))?;
-                shown.finish(d.count);
+                dest.copy_cold(d, &data, meter)?;
                 documents = d.count;
             } else {
-                write_documents(r, ns, &data_path, gzip, (&mut documents, &mut batch))?;
+                write_documents(r, ns, (dest, &data), gzip, (&mut documents, &mut batch))?;
             }
         }
         out.push(Dumped {
@@ -404,15 +617,15 @@ fn write_dir(
     Ok(out)
 }
 
-/// The documents of `ns` in `_id` order, written to `path`.
+/// The documents of `ns` in `_id` order, written to the file `rel` of `dest`.
 fn write_documents(
     r: &Replica,
     ns: &str,
-    path: &Path,
+    (dest, rel): (&mut Dest<'_>, &str),
     gzip: bool,
     (documents, batch): (&mut u64, &mut Batch<'_>),
 ) -> Result<(), DumpError> {
-    let mut w = create(path, gzip)?;
+    let mut w = dest.create(rel, gzip)?;
     let mut failed = None;
     r.for_each_document(ns, &mut |doc| {
         *documents += 1;
@@ -424,20 +637,22 @@ fn write_documents(
         Ok(())
     })
     .map_err(|e| match failed.take() {
-        Some(io) => io_err(path)(io),
+        Some(io) => io_err(&dest.shown(rel))(io),
         None => DumpError::from(e),
     })?;
-    w.finish_write().map_err(io_err(path))
+    dest.finish(rel, w)
 }
 
-fn write_archive(
+/// The archive written to `w` (shown as `path`), which is handed back unsynced
+/// (a file) or unfinished (an object's upload).
+fn write_archive<W: Write>(
     r: &Replica,
-    path: &Path,
+    (w, path): (W, &Path),
     list: &[Item],
     gzip: bool,
     server_version: &str,
     meter: &Meter,
-) -> Result<Vec<Dumped>, DumpError> {
+) -> Result<(Vec<Dumped>, W), DumpError> {
     let mut batch = Batch { meter, pending: 0 };
     let aerr = |e: crate::archive::WriteError| DumpError::Archive {
         path: path.to_path_buf(),
@@ -463,9 +678,7 @@ fn write_archive(
             )
         })
         .collect();
-    let file = fs::File::create(path).map_err(io_err(path))?;
-    let mut w =
-        ArchiveWriter::new(file, &header, &prelude, WriterOptions { gzip }).map_err(aerr)?;
+    let mut w = ArchiveWriter::new(w, &header, &prelude, WriterOptions { gzip }).map_err(aerr)?;
     let mut out = Vec::new();
     for (it, meta) in list.iter().zip(&prelude) {
         let (db, coll, kind) = (&it.db, &it.coll, it.kind);
@@ -501,7 +714,6 @@ fn write_archive(
             documents,
         });
     }
-    let f = w.finish().map_err(aerr)?;
-    f.sync_all().map_err(io_err(path))?;
-    Ok(out)
+    let w = w.finish().map_err(aerr)?;
+    Ok((out, w))
 }
