@@ -142,16 +142,29 @@ impl DirUpload {
 }
 
 impl Drop for DirUpload {
+    /// Deletes what was written, the marker last. At the first delete that fails
+    /// (the store unreachable: each try waits out its retries) it stops, saying
+    /// so: the marker left keeps every reader off the prefix.
     fn drop(&mut self) {
         if self.committed {
             return;
         }
         let s = storage::global();
-        for (key, _) in &self.written {
-            let _ = s.delete(&self.url.join(key));
+        let keys = self
+            .written
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .chain([UPLOAD_MANIFEST, UPLOAD_IN_PROGRESS]);
+        for key in keys {
+            if let Err(e) = s.delete(&self.url.join(key)) {
+                eprintln!(
+                    "note: the unfinished dump at {} could not be removed ({e}); its `{UPLOAD_IN_PROGRESS}` \
+                     keeps pitr from reading it: delete the prefix once the store is reachable",
+                    self.url
+                );
+                return;
+            }
         }
-        let _ = s.delete(&self.url.join(UPLOAD_MANIFEST));
-        let _ = s.delete(&self.url.join(UPLOAD_IN_PROGRESS));
     }
 }
 
