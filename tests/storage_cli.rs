@@ -922,15 +922,17 @@ fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
     );
 }
 
-/// The embedded replay streams its dump to the bucket (no copy on local disk), all
-/// or nothing: the server killed while the dump is written (a 192 MiB collection no
-/// entry touches, streamed from the backup's file, keeps it writing), the replay
-/// fails (exit 2) naming the URL, and the prefix is never read as a dump: no
-/// manifest, and the in-progress marker left (the cleanup could not reach the
-/// server either) makes a read of it refused.
-#[test]
-fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
-    let mut inc = Incident::start();
+/// A replay streaming its dump to `s3://BUCKET/<prefix>/2026-11-21`, caught as the
+/// dump starts (its in-progress marker appears on the server); the backup holds a
+/// 192 MiB collection no entry touches (streamed from the backup's file), which
+/// keeps it writing. Asserts that nothing of the dump is on local disk then.
+struct Streaming {
+    child: std::process::Child,
+    url: String,
+    _tmp: tempfile::TempDir,
+}
+
+fn streaming(inc: &Incident, prefix: &str) -> Streaming {
     let tmp = tempfile::tempdir().unwrap();
     let backup = tmp.path().join("backup");
     convert(&Path::new(FIXTURE).join("backup"), Layout::Dir, &backup).unwrap();
@@ -946,12 +948,13 @@ fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
         r#"{"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_"}],"collectionName":"big","type":"collection"}"#,
     )
     .unwrap();
-    let url = format!("s3://{BUCKET}/cut/2026-11-21");
+    let url = format!("s3://{BUCKET}/{prefix}/2026-11-21");
     let marker = inc
         .server
         .root
         .join(BUCKET)
-        .join("cut/2026-11-21/.pitr-upload-in-progress");
+        .join(prefix)
+        .join("2026-11-21/.pitr-upload-in-progress");
     let oplog = inc.local("oplog.bson");
     let mut child = inc
         .command(
@@ -992,10 +995,25 @@ fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
         .into_keys()
         .filter(|k| k.ends_with(".bson"))
         .collect();
-    inc.server.kill();
     assert!(local.is_empty(), "a local copy: {local:?}");
+    Streaming {
+        child,
+        url,
+        _tmp: tmp,
+    }
+}
+
+/// The embedded replay streams its dump to the bucket (no copy on local disk), all
+/// or nothing: the server killed while the dump is written, the replay fails (exit
+/// 2) naming the URL, and the prefix is never read as a dump: no manifest, and the
+/// in-progress marker left (the cleanup could not reach the server either) makes a
+/// read of it refused.
+#[test]
+fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
+    let mut inc = Incident::start();
+    let Streaming { child, url, _tmp } = streaming(&inc, "cut");
+    inc.server.kill();
     let o = child.wait_with_output().unwrap();
-    eprintln!("{}", show(&o));
     inc.server.restart();
     assert_eq!(common::code(&o), 2, "{}", show(&o));
     assert!(common::stderr(&o).contains(&url), "{}", show(&o));
@@ -1013,4 +1031,24 @@ fn a_dump_streamed_to_a_bucket_and_cut_midway_is_never_read_as_one() {
     }
     let o = inc.pitr(&["find-drop", "--backup", &url, &inc.url("oplog.bson")]);
     assert_eq!(common::code(&o), 2, "{}", show(&o));
+}
+
+/// Ctrl-C while the dump streams to the bucket: exit 130, and every object it wrote
+/// is deleted again, the marker last: nothing is left under the prefix.
+#[test]
+fn a_dump_streamed_to_a_bucket_and_interrupted_leaves_nothing_there() {
+    let inc = Incident::start();
+    let Streaming { child, url, _tmp } = streaming(&inc, "interrupted");
+    // SAFETY: a signal to a child process of this test.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(common::code(&o), 130, "{}", show(&o));
+    let left = objects(&inc.server.storage(), &Location::parse(&url).unwrap());
+    assert!(
+        left.is_empty(),
+        "left: {:?}",
+        left.iter().map(|l| &l.0).collect::<Vec<_>>()
+    );
 }
