@@ -285,3 +285,16 @@ pub fn objects(storage: &Storage, prefix: &Location) -> Vec<(String, Vec<u8>)> {
         })
         .collect()
 }
+
+/// Takes a dump's manifest (`.pitr-dump.json`) out of its `objects` (from
+/// [`objects`]), checking that it lists every other object; panics without one.
+pub fn take_manifest(objects: &mut Vec<(String, Vec<u8>)>) -> serde_json::Value {
+    let manifest = objects
+        .iter()
+        .position(|(k, _)| k == ".pitr-dump.json")
+        .map(|i| objects.remove(i))
+        .expect("the manifest is written");
+    let m: serde_json::Value = serde_json::from_slice(&manifest.1).unwrap();
+    assert_eq!(m["objects"].as_array().unwrap().len(), objects.len());
+    m
+}
