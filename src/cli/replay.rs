@@ -1072,6 +1072,11 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
         work.root.display()
     );
     eprintln!("memory for documents: {budget}");
+    if let Some(url) = &upload {
+        eprintln!(
+            "--out {url}: the dump is streamed there as it is written (no copy on local disk), readable once complete"
+        );
+    }
     let (report, result) = crate::replay::embedded::run(
         crate::replay::embedded::EmbeddedRun {
             req,
