@@ -688,8 +688,9 @@ fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         };
         writeln!(
             out,
-            "  {in_file}the embedded engine applied it; the one-run restore files the steps below read \
-             were not written (`pitr plan` writes them)"
+            "  {in_file}{} the one-run restore files the steps below read were not written (`pitr plan` \
+             writes them)",
+            crate::replay::dry_run::APPLIED_LINE
         )?;
     } else if let (true, Some(st)) = (p.restore.combined, &p.restore.stream) {
         writeln!(
