@@ -328,6 +328,27 @@ fn a_clusters_backups_and_oplogs_in_a_bucket_read_as_local_files() {
             && text.contains("mongorestore --uri mongodb://MONGOS cluster-2\n"),
         "{text}"
     );
+    // --per-member: each member's dump is named where it ends up, in the bucket.
+    let url = format!("s3://{BUCKET}/restored/cluster-3");
+    let (o, _) = run(
+        &bucket_toml,
+        &[
+            "replay",
+            "--until",
+            "auto",
+            "--per-member",
+            "--out",
+            &url,
+            "--json",
+        ],
+        "rp",
+    );
+    let members = json(&o)["members"].as_array().unwrap().clone();
+    assert!(!members.is_empty());
+    for m in &members {
+        let want = format!("{url}/members/{}", m["member"].as_str().unwrap());
+        assert_eq!(m["dump"], want.as_str(), "{m}");
+    }
 }
 
 #[test]

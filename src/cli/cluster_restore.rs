@@ -484,7 +484,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
             budget.bytes as usize,
         );
     }
-    let (members, counts) = if let Some(programs) = programs {
+    let (mut members, counts) = if let Some(programs) = programs {
         super::cluster_mongod::replay_members(
             &p,
             &a,
@@ -504,6 +504,13 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     };
     let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
     let (shown, sharding_file) = (dest.shown(), dest.shown_file(restore::SHARDING_FILE));
+    // `--per-member` dumps are inside the merged one: named where it ends up.
+    let staged = out.display().to_string();
+    for m in &mut members {
+        if let Some(rest) = m.dump.as_deref().and_then(|d| d.strip_prefix(&staged)) {
+            m.dump = Some(format!("{shown}{rest}"));
+        }
+    }
     let download = dest.upload()?;
     let report = ClusterReplay {
         format: "pitr-cluster-replay/1",
