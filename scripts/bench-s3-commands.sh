@@ -3,7 +3,8 @@
 # same inputs read locally (issue 20's targets): `pitr find-drop` over a ~1 GiB oplog
 # object (target: within 1.3x of the local file), and the embedded restore
 # `pitr replay --backup --oplog ... --out` with both in the bucket (target: within
-# 1.5x of the local one), with each run's peak RSS.
+# 1.5x of the local one), with each run's peak RSS; and, with the inputs local, the
+# dump streamed to the bucket (`--out s3://...`) against a local `--out`.
 #
 #   scripts/bench-s3-commands.sh [SIZE_BYTES]      RUNS=3 (paired: local then bucket)
 #   GET_CHUNK=N   the read size of the second server's GetObject (default 1 MiB)
@@ -104,7 +105,7 @@ for r in $(seq "$runs"); do
   timed find-drop-local "$PITR" find-drop "$dir/oplog.bson" --json
   timed find-drop-s3 "$PITR" find-drop s3://bench/oplog.bson --json
   timed find-drop-s3chunk "${s3chunk[@]}" "$PITR" find-drop s3://bench/oplog.bson --json
-  for where in local s3 s3chunk; do
+  for where in local s3 s3chunk outs3; do
     rm -rf "$work/out" "$work/w"
     case $where in
       local) timed replay-local "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
@@ -113,6 +114,10 @@ for r in $(seq "$runs"); do
         --until end --accept-incidents --out "$work/out" --workdir "$work/w" --json "${replay_flags[@]}" ;;
       s3chunk) timed replay-s3chunk "${s3chunk[@]}" "$PITR" replay --backup s3://bench/backup --oplog s3://bench/oplog.bson \
         --until end --accept-incidents --out "$work/out" --workdir "$work/w" --json "${replay_flags[@]}" ;;
+      # Local inputs, the dump streamed to the bucket (no target: what it costs).
+      outs3) timed replay-outs3 "$PITR" replay --backup "$dir/backup" --oplog "$dir/oplog.bson" \
+        --until end --accept-incidents --out "s3://bench/out-$r" --workdir "$work/w" --json "${replay_flags[@]}"
+        rm -rf "$work/root/bench/out-$r" "$work/root/bench/out-$r-destroyed" ;;
     esac
   done
   rm -rf "$work/out" "$work/w"
@@ -134,4 +139,9 @@ for cmd, target in (("find-drop", 1.3), ("replay", 1.5)):
           f"ratio {s / l:.2f} (target {target}) "
           f"{'met' if s / l <= target else 'NOT met'}; load {min(x[2] for x in by[b]):.1f}-"
           f"{max(x[2] for x in by[b]):.1f}")
+b = "replay-outs3"
+if b in by:
+    l, s = med("replay-local", 0), med(b, 0)
+    print(f"replay, --out streamed to the bucket (inputs local): {s:.2f} s (cpu {med(b, 3):.2f} s, "
+          f"{med(b, 1)//1024} MiB) against --out local {l:.2f} s: ratio {s / l:.2f} (no target)")
 PY
