@@ -9,7 +9,7 @@ use crate::engine::replica::dump::{self, DumpFormat};
 use crate::error::Failure;
 use crate::mongo::oplog_source::RetryPolicy;
 use crate::rehearse::report::{DiffKind, MetricsFacts, RehearseReport, Verdict};
-use crate::rehearse::{self, AtSpec, OutDest, OutSpec, RehearseRequest};
+use crate::rehearse::{self, AtSpec, OutSpec, RehearseRequest};
 use crate::replay::preflight::{self, Need, PreflightError};
 use crate::time::{parse_time, TimeValue};
 
@@ -298,7 +298,7 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
         url => {
             crate::backup::upload::check_new(&url)?;
             return Ok(Some(OutSpec {
-                dest: OutDest::Bucket(url),
+                path: url.display_path(),
                 format,
             }));
         }
@@ -313,18 +313,17 @@ fn check_out(a: &RehearseArgs) -> Result<Option<OutSpec>, Failure> {
         return Err(PreflightError::ArchiveOverDir(o).into());
     }
     preflight::check_writable(&o)?;
-    Ok(Some(OutSpec {
-        dest: OutDest::Local(o),
-        format,
-    }))
+    Ok(Some(OutSpec { path: o, format }))
 }
 
 /// The directory the dump is written in: beside a local `--out`; none for one in a
 /// bucket (streamed there, no copy on local disk).
 fn dump_dir(out: &OutSpec) -> Option<PathBuf> {
-    match &out.dest {
-        OutDest::Local(p) => Some(crate::storage::parent_dir(p).to_path_buf()),
-        OutDest::Bucket(_) => None,
+    match crate::storage::Location::of_path(&out.path) {
+        Ok(crate::storage::Location::Local(p)) => {
+            Some(crate::storage::parent_dir(&p).to_path_buf())
+        }
+        _ => None,
     }
 }
 

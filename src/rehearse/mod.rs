@@ -47,7 +47,7 @@ use crate::plan::{self, ContentOptions, PlanError, PlanRequest, Progress, Unit, 
 use crate::time::{TimeForm, TimeValue};
 
 pub use error::RehearseError;
-pub use out::{OutDest, OutSpec};
+pub use out::OutSpec;
 pub use point::AtSpec;
 pub use report::{RehearseReport, Verdict};
 

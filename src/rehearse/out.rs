@@ -12,7 +12,7 @@
 //! directory, its directory writable, the space) are the CLI's, before anything
 //! starts, as for `pitr replay`.
 //!
-//! `--out` in a bucket ([`OutDest::Bucket`]): the dump is streamed there as it is
+//! `--out` in a bucket (`s3://`, `gs://`, `az://`): the dump is streamed there as it is
 //! written, readable once complete, with no copy on local disk (the dump writer's,
 //! as `pitr replay --out s3://...`).
 
@@ -23,35 +23,16 @@ use crate::engine::replica::dump::{self, DumpFormat};
 use crate::engine::replica::{Meter, Replica};
 use crate::error::Failure;
 use crate::plan::{Progress, Unit};
-use crate::storage::Location;
 
 use super::report::{OutFacts, OutNamespace};
 use super::RehearseError;
 
-/// Where and how to write the rebuilt state.
+/// Where and how to write the rebuilt state. `path` is a local path, or a bucket
+/// URL as a path (`Location::display_path`): the dump writer streams it there.
 #[derive(Clone, Debug)]
 pub struct OutSpec {
-    pub dest: OutDest,
+    pub path: PathBuf,
     pub format: DumpFormat,
-}
-
-/// Where `--out` goes.
-#[derive(Clone, Debug)]
-pub enum OutDest {
-    /// A local path: written under a temporary name beside it, renamed when complete.
-    Local(PathBuf),
-    /// A URL (`s3://`, `gs://`, `az://`): streamed there.
-    Bucket(Location),
-}
-
-impl OutSpec {
-    /// Where the dump is written, as the dump writer takes it.
-    pub fn path(&self) -> PathBuf {
-        match &self.dest {
-            OutDest::Local(p) => p.clone(),
-            OutDest::Bucket(url) => url.display_path(),
-        }
-    }
 }
 
 /// The form's name in the report.
@@ -88,7 +69,7 @@ pub fn write(
         );
         dump::prepare_flushed(
             replica,
-            &spec.path(),
+            &spec.path,
             spec.format,
             &items,
             server_version,
@@ -116,7 +97,7 @@ pub fn write(
     }
     pending.commit().map_err(fail)?;
     Ok(OutFacts {
-        path: spec.path().display().to_string(),
+        path: spec.path.display().to_string(),
         format: format_name(spec.format),
         documents: namespaces.iter().map(|n| n.documents).sum(),
         write_secs: t0.elapsed().as_secs_f64(),

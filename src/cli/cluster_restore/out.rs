@@ -36,12 +36,8 @@ impl ClusterOut {
         let staging = tempfile::Builder::new()
             .prefix(".pitr-cluster-upload-")
             .tempdir_in(&home)?;
-        let name = match url.file_name() {
-            n if n.is_empty() => "dump".to_string(),
-            n => n,
-        };
         Ok(ClusterOut {
-            path: staging.path().join(name),
+            path: upload::staging(staging.path(), &url),
             upload: Some((url, staging)),
         })
     }

@@ -435,21 +435,9 @@ impl FinishWrite for fs::File {
 }
 
 /// An object being uploaded: complete (readable) once finished.
-struct ObjectFile(StorageWriter);
-
-impl Write for ObjectFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl FinishWrite for ObjectFile {
+impl FinishWrite for StorageWriter {
     fn finish_write(self: Box<Self>) -> std::io::Result<u64> {
-        self.0
+        (*self)
             .finish()
             .map(|w| w.size)
             .map_err(std::io::Error::other)
@@ -516,7 +504,7 @@ impl Dest<'_> {
             }
             Dest::Bucket(up) => {
                 let w = storage::global().create_all_or_nothing(&up.object(rel))?;
-                Ok(buffered(ObjectFile(w), gzip))
+                Ok(buffered(w, gzip))
             }
         }
     }
