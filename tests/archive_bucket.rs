@@ -432,20 +432,46 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
     );
 }
 
-/// `dump-oplog --out s3://...` uploads all or nothing (the manifest last), and
-/// `find-drop` over it gives what it gives over a local dump.
+/// `dump-oplog --out s3://...` streams the dump there (all or nothing, the manifest
+/// last), and `find-drop` over it gives what it gives over a local dump. It stages
+/// nothing on local disk: TMPDIR points at no directory (a staged dump could not
+/// even start).
 #[test]
 fn dump_oplog_to_a_bucket_reads_back_as_the_local_dump() {
     let b = Bucket::start();
     let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
     let url = b.url("dumps/oplog-1");
-    let o = b.pitr(&["dump-oplog", "--uri", &m.uri(), "--out", &url, "--gzip"]);
+    let o = b
+        .cmd(&["dump-oplog", "--uri", &m.uri(), "--out", &url, "--gzip"])
+        .env("TMPDIR", b.tmp.path().join("no-such-dir"))
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 0, "{}", show(&o));
-    assert!(common::stdout(&o).contains(&url), "{}", show(&o));
-    let keys = b.keys("dumps/oplog-1");
-    assert!(keys.contains(&"oplog.bson".to_string()), "{keys:?}");
-    assert!(keys.contains(&".pitr-dump.json".to_string()), "{keys:?}");
-    assert!(!keys.iter().any(|k| k.contains("in-progress")), "{keys:?}");
+    assert!(
+        common::stdout(&o).contains(&format!("wrote {url}/oplog.bson: ")),
+        "{}",
+        show(&o)
+    );
+    assert!(
+        common::stderr(&o).contains(&format!("the dump is streamed to {url} as it is read")),
+        "{}",
+        show(&o)
+    );
+    let mut keys = b.keys("dumps/oplog-1");
+    keys.sort();
+    assert_eq!(keys, [".pitr-dump.json", "oplog.bson"], "{keys:?}");
+    let (man, _) = b
+        .storage()
+        .read_versioned(&b.loc("dumps/oplog-1/.pitr-dump.json"))
+        .unwrap();
+    let man: Value = serde_json::from_slice(&man).unwrap();
+    let size = b
+        .storage()
+        .head(&b.loc("dumps/oplog-1/oplog.bson"))
+        .unwrap()
+        .size;
+    assert_eq!(man["objects"][0]["key"], "oplog.bson", "{man}");
+    assert_eq!(man["objects"][0]["bytes"], size, "{man}");
     // The same URL again is refused before any work.
     let again = b.pitr(&["dump-oplog", "--uri", &m.uri(), "--out", &url]);
     assert_eq!(code(&again), 2, "{}", show(&again));
@@ -460,6 +486,10 @@ fn dump_oplog_to_a_bucket_reads_back_as_the_local_dump() {
         "--gzip",
     ]);
     assert_eq!(code(&o), 0, "{}", show(&o));
+    // The same bytes as the local dump's (gzip members closed at the same places).
+    let local_bytes = std::fs::read(d.path().join("oplog.bson")).unwrap();
+    let (_copy, root) = b.download("dumps/oplog-1");
+    assert_eq!(std::fs::read(root.join("oplog.bson")).unwrap(), local_bytes);
     let local = b.pitr(&[
         "find-drop",
         "--json",
@@ -468,6 +498,88 @@ fn dump_oplog_to_a_bucket_reads_back_as_the_local_dump() {
     let remote = b.pitr(&["find-drop", "--json", &url]);
     assert_eq!(code(&remote), code(&local), "{}", show(&remote));
     assert_eq!(remote.stdout, local.stdout, "{}", show(&remote));
+
+    // `--resume` has nothing to resume in a bucket: refused before connecting.
+    let o = b.pitr(&[
+        "dump-oplog",
+        "--uri",
+        "mongodb://127.0.0.1:9/",
+        "--out",
+        &b.url("dumps/oplog-2"),
+        "--resume",
+    ]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains("a dump to a bucket cannot be resumed"),
+        "{}",
+        show(&o)
+    );
+}
+
+/// A 12 MB oplog whose entries are 1 KiB inserts, one ts apart.
+fn big_oplog(path: &Path, entries: u32) {
+    let mut out = Vec::new();
+    for n in 0..entries {
+        let e = bson::doc! {
+            "ts": bson::Timestamp { time: 1_795_741_200 + n / 100, increment: n % 100 + 1 },
+            "t": 1i64, "v": 2i32, "op": "i", "ns": "shop.big",
+            "wall": bson::DateTime::from_millis(1_795_741_200_000 + n as i64 * 10),
+            "o": { "_id": n as i64, "pad": "x".repeat(1000) },
+        };
+        out.extend(bson::to_vec(&e).unwrap());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// A dump to a bucket cut by the server (the capped oplog overtook it after 8 MB,
+/// with 5 MiB parts: a part was uploaded) leaves nothing under the prefix: the
+/// upload aborted, the marker removed. The error names the URL, says nothing was
+/// kept, and does not offer `--resume` (a staged dump used to name its removed
+/// partial file).
+#[test]
+fn dump_oplog_to_a_bucket_cut_by_the_server_leaves_nothing_there() {
+    let b = Bucket::start();
+    let oplog = b.tmp.path().join("big.bson");
+    big_oplog(&oplog, 12_000);
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", oplog.to_str().unwrap()),
+        ("PITR_STANDIN_FAULT", "rollover-after-getmores=7"),
+    ]);
+    let url = b.url("dumps/cut");
+    let o = b
+        .cmd(&[
+            "dump-oplog",
+            "--uri",
+            &m.uri(),
+            "--out",
+            &url,
+            "--batch-size",
+            "1000",
+        ])
+        .env("PITR_STORAGE_PART_MIB", "5")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("CappedPositionLost"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "nothing was kept at {url} after 8000 entries (a dump to a bucket is all or nothing)"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("run the same command again"), "{err}");
+    assert!(!err.contains("--resume` to continue"), "{err}");
+    assert_eq!(b.keys("dumps/cut"), Vec::<String>::new());
+    assert!(b.storage().list(&b.loc("dumps")).unwrap().is_empty());
+    // No multipart upload left open: s3s-fs keeps an open one's parts and
+    // description as `.upload*` files in its root, and removes them on abort.
+    let open: Vec<String> = std::fs::read_dir(b.tmp.path().join("s3"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".upload"))
+        .collect();
+    assert!(open.is_empty(), "{open:?}");
 }
 
 /// The manifest changed under a running archiver by another writer (here: the test,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::error::{exit, Failure};
-use crate::mongo::dump::{self, DumpObserver, DumpPlan, DumpRequest};
+use crate::mongo::dump::{self, DumpObserver, DumpPlan, DumpRequest, DumpTo};
 use crate::mongo::oplog_source::{Progress, RetryNotice, RetryPolicy};
 use crate::mongo::{self as live};
 use crate::oplog::Ts;
@@ -39,6 +39,15 @@ continues after the last one; the result is byte-identical to an uninterrupted d
 Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up. \
 Before anything is read, --out's filesystem must have room for the range, estimated from the \
 oplog's size and the time the range spans (not with --gzip or --resume; --no-space-check skips it).
+
+Object storage: with --out s3://bucket/prefix (gs://, az://, file://) the entries are \
+streamed to PREFIX/oplog.bson as they are read (one multipart upload, with bounded \
+memory), which becomes readable only once the dump is complete: an in-progress marker \
+first, `.pitr-dump.json` listing the object last. Nothing is written on this machine, so \
+no local room is needed. The prefix must hold nothing. Such a dump cannot be resumed: one \
+that stops (an error, Ctrl-C) leaves nothing there; for a long dump over an unreliable \
+link, dump to a local DIR (resumable) and upload it after. Credentials: the standard \
+chains (docs/object-storage.md).
 
 Rollover: if the oplog no longer reaches back to --since (or to where an interrupted dump \
 stopped), the dump fails with both positions; --allow-gap continues with a warning. If the \
@@ -73,8 +82,9 @@ pub struct DumpOplogArgs {
     /// from its own replica set into DIR/<member>/ and write DIR/cluster.toml
     #[arg(long, value_name = "FILE")]
     pub cluster: Option<PathBuf>,
-    /// Directory to write oplog.bson into (created if missing)
-    #[arg(long, value_name = "DIR")]
+    /// Directory to write oplog.bson into (created if missing), or a bucket URL
+    /// (s3://, gs://, az://) to stream it to
+    #[arg(long, value_name = "DIR|URL")]
     pub out: PathBuf,
     /// First position to dump, inclusive
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -100,38 +110,6 @@ pub struct DumpOplogArgs {
     pub batch_size: Option<u32>,
 }
 
-/// Where `--out URL` is dumped before its upload (removed when the command ends).
-struct Staged {
-    url: crate::storage::Location,
-    _dir: tempfile::TempDir,
-}
-
-/// `--out URL`: refused with `--resume` (the partial file is local), and when the URL
-/// holds anything already; otherwise a staging directory in the temp dir.
-fn stage(url: crate::storage::Location, resume: bool) -> Result<(Staged, PathBuf), Failure> {
-    if resume {
-        return Err(Failure::new(format!(
-            "`--out {url} --resume`: a dump to a bucket is written locally, then uploaded all or nothing, so there is no partial dump in the bucket to resume"
-        ))
-        .with_hint("run it again without --resume (an interrupted dump to a bucket left nothing there)"));
-    }
-    crate::backup::upload::check_new(&url)?;
-    let dir = tempfile::Builder::new()
-        .prefix("pitr-dump-oplog-")
-        .tempdir()
-        .map_err(|e| {
-            Failure::new("cannot create a staging directory in the temp dir")
-                .with_hint("set TMPDIR to a directory with room for the dump")
-                .with_cause(e)
-        })?;
-    let out = dir.path().join("dump");
-    eprintln!(
-        "pitr dump-oplog: writing the dump in `{}`, then uploading it to {url} (all or nothing); the local copy is removed after",
-        out.display()
-    );
-    Ok((Staged { url, _dir: dir }, out))
-}
-
 pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     if let Some(file) = a.cluster.clone() {
         return super::dump_oplog_cluster::run(&file, a);
@@ -140,15 +118,12 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         return Err(Failure::new("no --uri given")
             .with_hint("pass --uri mongodb://... (or set PITR_URI), or --cluster cluster.toml for a sharded cluster"));
     };
-    let (staged, out_dir) = match crate::storage::Location::of_path(&a.out)? {
-        crate::storage::Location::Local(p) => (None, p),
-        url => {
-            let (s, p) = stage(url, a.resume)?;
-            (Some(s), p)
-        }
+    let to = match crate::storage::Location::of_path(&a.out)? {
+        crate::storage::Location::Local(p) => DumpTo::Dir(p),
+        url => DumpTo::Bucket(url),
     };
     let req = DumpRequest {
-        out_dir: out_dir.clone(),
+        to,
         since: a.since.as_ref().map(|v| v.ts),
         until: a.until.as_ref().map(|v| v.ts),
         gzip: a.gzip,
@@ -157,12 +132,23 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         batch_size: a.batch_size,
         retry: RetryPolicy::default(),
     };
-    let room_dir = crate::replay::preflight::nearest_existing(&out_dir);
+    dump::check_request(&req)?;
+    // A dump to a bucket needs no local room: it is streamed there.
+    let room_dir = match &req.to {
+        DumpTo::Dir(d) => Some(crate::replay::preflight::nearest_existing(d)),
+        DumpTo::Bucket(url) => {
+            crate::backup::upload::check_new(url)?;
+            eprintln!(
+                "pitr dump-oplog: the dump is streamed to {url} as it is read, and readable there only once complete (all or nothing)"
+            );
+            None
+        }
+    };
     let check = !(a.no_space_check || a.resume || a.gzip);
     let result = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
-        if check {
-            check_room(&client, &req, &room_dir).await?;
+        if let Some(dir) = room_dir.filter(|_| check) {
+            check_room(&client, &req, &dir).await?;
         }
         let mut obs = CliObserver::default();
         let outcome = tokio::select! {
@@ -174,35 +160,11 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
         client.close().await;
         outcome
     })?;
-    let outcome = match result {
-        // The partial file was in the staging directory, removed on the way out.
-        Err(e) if staged.is_some() && e.exit_code() == 130 => {
-            return Err(Failure::new(
-                "interrupted; nothing was uploaded (the dump to a bucket is all or nothing)",
-            )
-            .with_hint("run the same command again")
-            .with_exit_code(130))
-        }
-        r => r?,
-    };
-    let wrote = match &staged {
-        None => outcome.path.display().to_string(),
-        Some(s) => {
-            let up = crate::backup::upload::upload(&out_dir, &s.url)?;
-            eprintln!(
-                "pitr dump-oplog: uploaded {} ({}) to {}",
-                crate::table::counted(up.objects, "object", "objects"),
-                human(up.bytes),
-                s.url
-            );
-            let name = outcome.path.file_name().unwrap_or_default();
-            s.url.join(&name.to_string_lossy()).to_string()
-        }
-    };
+    let outcome = result?;
     let p = &outcome.plan;
     println!(
         "wrote {}: {} entries ({} of BSON{}), {}",
-        wrote,
+        outcome.at,
         outcome.entries,
         human(outcome.bson_bytes),
         if a.gzip {
@@ -284,11 +246,17 @@ pub(super) fn refuse_without_room(
 }
 
 fn interrupted(req: &DumpRequest) -> Failure {
-    Failure::new(format!(
-        "interrupted; the complete entries so far are in `{}`",
-        dump::DumpPaths::new(&req.out_dir).partial.display()
-    ))
-    .with_hint("run the same command again with `--resume` to continue")
+    match &req.to {
+        DumpTo::Dir(dir) => Failure::new(format!(
+            "interrupted; the complete entries so far are in `{}`",
+            dump::DumpPaths::new(dir).partial.display()
+        ))
+        .with_hint("run the same command again with `--resume` to continue"),
+        DumpTo::Bucket(url) => Failure::new(format!(
+            "interrupted; nothing was kept at {url} (a dump to a bucket is all or nothing)"
+        ))
+        .with_hint("run the same command again"),
+    }
     .with_exit_code(130)
 }
 

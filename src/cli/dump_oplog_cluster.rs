@@ -14,7 +14,7 @@ use crate::cluster::file::{self, LiveFile, RawEntry};
 use crate::cluster::Role;
 use crate::error::{exit, Failure};
 use crate::mongo::cluster::{check_role, with_credentials};
-use crate::mongo::dump::{self, DumpOutcome, DumpPaths, DumpRequest};
+use crate::mongo::dump::{self, DumpOutcome, DumpPaths, DumpRequest, DumpTo};
 use crate::mongo::oplog_source::RetryPolicy;
 use crate::mongo::{self as live};
 use crate::size::human;
@@ -72,7 +72,7 @@ fn render_done(done: &[(String, Option<DumpOutcome>)], out: &Path) {
         match outcome {
             Some(o) => println!(
                 "{id:<9} wrote {}: {} entries ({}), {}",
-                o.path.display(),
+                o.at,
                 o.entries,
                 human(o.file_bytes),
                 match (o.first, o.last) {
@@ -152,8 +152,9 @@ fn dump_all(
 ) -> Result<Vec<(String, Option<DumpOutcome>)>, Failure> {
     let mut jobs = Vec::new();
     for m in &f.members {
+        let dir = out.join(&m.id);
         let req = DumpRequest {
-            out_dir: out.join(&m.id),
+            to: DumpTo::Dir(dir.clone()),
             since: a.since.as_ref().map(|v| v.ts),
             until: a.until.as_ref().map(|v| v.ts),
             gzip: a.gzip,
@@ -162,7 +163,7 @@ fn dump_all(
             batch_size: a.batch_size,
             retry: RetryPolicy::default(),
         };
-        let complete = DumpPaths::new(&req.out_dir).complete;
+        let complete = DumpPaths::new(&dir).complete;
         if a.resume && complete.exists() {
             eprintln!(
                 "pitr dump-oplog: member `{}`: `{}` is complete, kept",

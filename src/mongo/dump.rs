@@ -20,6 +20,12 @@
 //! pitr decompresses the members of such a file on every core.
 //! `mongorestore` reads multi-member gzip like any other, and skips the extra field.
 //!
+//! **To a bucket** ([`DumpTo::Bucket`]): the same bytes, streamed into
+//! `URL/oplog.bson` by one multipart upload as they are read, completed (and the
+//! manifest written after it) only when the dump reached its planned end. Nothing is
+//! staged on local disk, and there is nothing to resume: a dump that stops aborts
+//! its upload and removes its marker ([`DirUpload`]).
+//!
 //! **Bounds.** `--since` is inclusive, `--until` exclusive (as everywhere in pitr);
 //! the upper end is also capped at the newest entry when the dump was planned, so a
 //! dump of a busy server ends.
@@ -41,8 +47,11 @@ use super::oplog_source::{
     StreamError, Window,
 };
 use super::readonly::ReadOnlyClient;
+use crate::backup::upload::DirUpload;
 use crate::error::Hint;
+use crate::mongo::blocking;
 use crate::oplog::{ReadError, Ts};
+use crate::storage::{self, Location, StorageError};
 
 /// How often the output is flushed to the OS while streaming.
 const FLUSH_EVERY: Duration = Duration::from_millis(500);
@@ -58,9 +67,12 @@ pub struct DumpPaths {
     pub state: PathBuf,
 }
 
+/// The dump's name, in a directory or under a bucket prefix.
+pub const OPLOG_FILE: &str = "oplog.bson";
+
 impl DumpPaths {
     pub fn new(dir: &Path) -> DumpPaths {
-        let name = "oplog.bson";
+        let name = OPLOG_FILE;
         DumpPaths {
             complete: dir.join(name),
             partial: dir.join(format!("{name}.partial")),
@@ -69,10 +81,22 @@ impl DumpPaths {
     }
 }
 
+/// Where a dump goes.
+#[derive(Clone, Debug)]
+pub enum DumpTo {
+    /// `DIR/oplog.bson`, through `oplog.bson.partial` (resumable).
+    Dir(PathBuf),
+    /// `URL/oplog.bson`, streamed there as it is read: one multipart upload,
+    /// between the in-progress marker and the manifest written last
+    /// ([`DirUpload`]), so that it is readable only once complete. Not resumable:
+    /// a dump that stops leaves nothing there.
+    Bucket(Location),
+}
+
 /// What the user asked for.
 #[derive(Clone, Debug)]
 pub struct DumpRequest {
-    pub out_dir: PathBuf,
+    pub to: DumpTo,
     /// Inclusive.
     pub since: Option<Ts>,
     /// Exclusive.
@@ -111,7 +135,6 @@ fn ts_text(t: Ts) -> String {
 /// The dump about to run, for progress and messages.
 #[derive(Clone, Debug)]
 pub struct DumpPlan {
-    pub paths: DumpPaths,
     pub window: Window,
     pub since: Option<Ts>,
     pub until: Option<Ts>,
@@ -125,7 +148,8 @@ pub struct DumpPlan {
 /// The finished dump.
 #[derive(Clone, Debug)]
 pub struct DumpOutcome {
-    pub path: PathBuf,
+    /// Where the dump is: its path, or its object's URL.
+    pub at: String,
     pub entries: u64,
     /// Uncompressed BSON bytes.
     pub bson_bytes: u64,
@@ -160,6 +184,20 @@ pub enum DumpError {
         #[source]
         cause: Box<MongoError>,
     },
+
+    #[error("{cause}; nothing was kept at {url} after {} entries (a dump to a bucket is all or nothing)", reached.entries)]
+    UploadInterrupted {
+        url: String,
+        reached: Reached,
+        #[source]
+        cause: Box<MongoError>,
+    },
+
+    #[error("`--out {url} --resume`: a dump to a bucket cannot be resumed (there is no partial dump there: one that stops leaves nothing)")]
+    ResumeInBucket { url: String },
+
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 
     #[error(
         "cannot resume `{}` without a possible gap: it ends at {last} ({}), but the oplog's oldest entry is now {oldest} ({})",
@@ -235,6 +273,14 @@ impl Hint for DumpError {
                     format!("fix the cause, then run the same command with `--resume` to continue after the last entry written{more}")
                 }
             },
+            DumpError::UploadInterrupted { cause, .. } => {
+                let more = cause.hint().map(|h| format!("; {h}")).unwrap_or_default();
+                format!("fix the cause, then run the same command again (to be able to `--resume` a long dump, dump to a local DIR and upload it after){more}")
+            }
+            DumpError::ResumeInBucket { .. } => {
+                "run it again without --resume; to be able to resume a long dump, dump to a local DIR and upload it after".into()
+            }
+            DumpError::Storage(e) => return e.hint(),
             DumpError::ResumeGap { last, oldest, .. } => format!(
                 "anything written after {last} and before {oldest} was dropped by the capped oplog before it \
                  was read (pitr cannot tell whether there was anything); pass `--allow-gap` to complete the dump \
@@ -366,6 +412,21 @@ fn sync_dir(dir: &Path) {
     }
 }
 
+/// What is wrong with `req` before anything is read: refused without connecting.
+pub fn check_request(req: &DumpRequest) -> Result<(), DumpError> {
+    if let (Some(s), Some(u)) = (req.since, req.until) {
+        if s >= u {
+            return Err(DumpError::BadRange { since: s, until: u });
+        }
+    }
+    match &req.to {
+        DumpTo::Bucket(url) if req.resume => Err(DumpError::ResumeInBucket {
+            url: url.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a dump (see the module comment).
 pub async fn dump(
     client: &ReadOnlyClient,
@@ -373,8 +434,29 @@ pub async fn dump(
     req: &DumpRequest,
     obs: &mut dyn DumpObserver,
 ) -> Result<DumpOutcome, DumpError> {
-    let paths = DumpPaths::new(&req.out_dir);
-    let have_partial = check_outputs(req, &paths, obs)?;
+    check_request(req)?;
+    match &req.to {
+        DumpTo::Dir(dir) => dump_to_dir(client, topology, req, dir, obs).await,
+        DumpTo::Bucket(url) => dump_to_bucket(client, req, url, obs).await,
+    }
+}
+
+/// The oplog's window, refused when empty.
+async fn window_of(client: &ReadOnlyClient) -> Result<Window, DumpError> {
+    window(client).await?.ok_or_else(|| DumpError::EmptyOplog {
+        target: client.target().display.clone(),
+    })
+}
+
+async fn dump_to_dir(
+    client: &ReadOnlyClient,
+    topology: &Topology,
+    req: &DumpRequest,
+    dir: &Path,
+    obs: &mut dyn DumpObserver,
+) -> Result<DumpOutcome, DumpError> {
+    let paths = DumpPaths::new(dir);
+    let have_partial = check_outputs(req, dir, &paths, obs)?;
     let resuming = req.resume && have_partial;
     let Resume {
         recorded,
@@ -382,9 +464,7 @@ pub async fn dump(
         until,
     } = resume_bounds(req, &paths, topology, resuming, obs)?;
 
-    let win = window(client).await?.ok_or_else(|| DumpError::EmptyOplog {
-        target: client.target().display.clone(),
-    })?;
+    let win = window_of(client).await?;
     let end = match recorded.as_ref().map(|r| r.end.as_str()) {
         Some(e) => crate::oplog::ts_json::parse(e).ok_or_else(|| DumpError::BadState {
             path: paths.state.clone(),
@@ -405,7 +485,8 @@ pub async fn dump(
             last: rp.last,
         })
         .unwrap_or_default();
-    check_window(req, &paths, &win, (since, until, end), start, obs)?;
+    let bounds = Bounds { since, until, end };
+    check_window(req, Some(&paths.partial), &win, bounds, start, obs)?;
 
     if !resuming || recorded.is_none() {
         let st = DumpState {
@@ -422,13 +503,106 @@ pub async fn dump(
     }
     let keep = resume_point.as_ref().map_or(0, |rp| rp.keep_bytes);
     let out = OutFile::open(&paths.partial, keep, req.gzip)?;
+    let (plan, streamed, sink) = stream_into(
+        client,
+        req,
+        &win,
+        bounds,
+        (start, resume_point.clone()),
+        out,
+        obs,
+    )
+    .await;
+    finish(dir, &paths, plan, streamed, sink, resume_point, start)
+}
+
+/// `req.to` a bucket: the entries streamed into `url/oplog.bson` (an upload
+/// completed, and the manifest written, only once the dump reached its end; on any
+/// failure or interruption, the upload is aborted and the marker removed, when
+/// `upload` and the writer are dropped).
+async fn dump_to_bucket(
+    client: &ReadOnlyClient,
+    req: &DumpRequest,
+    url: &Location,
+    obs: &mut dyn DumpObserver,
+) -> Result<DumpOutcome, DumpError> {
+    let win = window_of(client).await?;
+    let bounds = Bounds {
+        since: req.since,
+        until: req.until,
+        end: win.newest.ts,
+    };
+    let start = Progress::default();
+    check_window(req, None, &win, bounds, start, obs)?;
+    let mut upload = blocking(|| DirUpload::begin(url))?;
+    let at = upload.object(OPLOG_FILE);
+    let w = blocking(|| storage::global().create_all_or_nothing(&at))?;
+    let out = OutFile::object(w, req.gzip);
+    let (plan, streamed, sink) =
+        stream_into(client, req, &win, bounds, (start, None), out, obs).await;
+    let upload_err = |e: io::Error| match storage::into_storage_error(e) {
+        Ok(se) => DumpError::Storage(se),
+        Err(source) => DumpError::Io {
+            what: "upload",
+            path: PathBuf::from(at.to_string()),
+            source,
+        },
+    };
+    match streamed {
+        Ok(p) => {
+            let first = sink.first;
+            let file_bytes = sink.out.finish().map_err(upload_err)?;
+            upload.record(OPLOG_FILE.to_string(), file_bytes);
+            blocking(|| upload.commit())?;
+            Ok(DumpOutcome {
+                at: at.to_string(),
+                entries: p.entries,
+                bson_bytes: p.bytes,
+                file_bytes,
+                first,
+                last: p.last,
+                plan,
+            })
+        }
+        Err(StreamError::Sink(e)) => Err(upload_err(e)),
+        Err(StreamError::Source(cause)) => Err(DumpError::UploadInterrupted {
+            url: url.to_string(),
+            reached: reached_at(&cause, start),
+            cause: Box::new(cause),
+        }),
+    }
+}
+
+/// The bounds of a dump: `since` inclusive, `until` exclusive, `end` the newest
+/// entry when it was planned (inclusive).
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    since: Option<Ts>,
+    until: Option<Ts>,
+    end: Ts,
+}
+
+/// Reads the planned range into `out` from `start` (where a resumed dump stopped,
+/// or nothing), telling `obs` the plan first.
+async fn stream_into<'a>(
+    client: &ReadOnlyClient,
+    req: &DumpRequest,
+    win: &Window,
+    Bounds { since, until, end }: Bounds,
+    (start, resumed): (Progress, Option<ResumePoint>),
+    out: OutFile,
+    obs: &'a mut dyn DumpObserver,
+) -> (
+    DumpPlan,
+    Result<Progress, StreamError<io::Error>>,
+    FileSink<'a>,
+) {
     let plan = DumpPlan {
-        paths: paths.clone(),
-        window: win,
+        window: *win,
         since,
         until,
         end,
-        resumed: resume_point.clone(),
+        resumed,
         from: start
             .last
             .or(since)
@@ -443,7 +617,7 @@ pub async fn dump(
         upper_exclusive: until,
         only_commands: false,
         batch_size: req.batch_size,
-        // Checked above (and refused unless --allow-gap).
+        // Checked before (and refused unless --allow-gap).
         allow_start_gap: req.allow_gap,
         // Without --until the dump ends at the newest entry it saw when it started;
         // the member read must deliver it (a lagging one must not end the dump early).
@@ -456,13 +630,14 @@ pub async fn dump(
         last_flush: Instant::now(),
     };
     let streamed = stream(client, &q, &req.retry, start, &mut sink).await;
-    finish(req, &paths, plan, streamed, sink, resume_point, start)
+    (plan, streamed, sink)
 }
 
 /// The dump's files as found: a complete dump is never overwritten; an interrupted
 /// one is resumed only with `--resume`. Returns whether an interrupted one exists.
 fn check_outputs(
     req: &DumpRequest,
+    dir: &Path,
     paths: &DumpPaths,
     obs: &mut dyn DumpObserver,
 ) -> Result<bool, DumpError> {
@@ -475,7 +650,7 @@ fn check_outputs(
     if !have_partial && req.resume {
         obs.warning(&format!(
             "--resume: no interrupted dump in `{}`; starting a new one",
-            req.out_dir.display()
+            dir.display()
         ));
     }
     if have_partial && !req.resume {
@@ -483,12 +658,7 @@ fn check_outputs(
             partial: paths.partial.clone(),
         });
     }
-    if let (Some(s), Some(u)) = (req.since, req.until) {
-        if s >= u {
-            return Err(DumpError::BadRange { since: s, until: u });
-        }
-    }
-    fs::create_dir_all(&req.out_dir).map_err(io_err("create directory", &req.out_dir))?;
+    fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
     Ok(have_partial)
 }
 
@@ -595,11 +765,13 @@ fn resume_point(
 
 /// Is everything still needed in the server's oplog window? Only matters when
 /// something is left to read; refused unless `--allow-gap`, which warns instead.
+/// `partial`: the file a resumed dump continues (None for a dump to a bucket,
+/// which never resumes).
 fn check_window(
     req: &DumpRequest,
-    paths: &DumpPaths,
+    partial: Option<&Path>,
     win: &Window,
-    (since, until, end): (Option<Ts>, Option<Ts>, Ts),
+    Bounds { since, until, end }: Bounds,
     start: Progress,
     obs: &mut dyn DumpObserver,
 ) -> Result<(), DumpError> {
@@ -616,7 +788,7 @@ fn check_window(
     }
     let err = match from {
         Lower::Exclusive(last) => DumpError::ResumeGap {
-            partial: paths.partial.clone(),
+            partial: partial.map(Path::to_path_buf).unwrap_or_default(),
             last,
             oldest: win.oldest.ts,
         },
@@ -638,7 +810,7 @@ fn check_window(
 /// The end of the stream: a complete dump is renamed into place (and its state
 /// removed); an interrupted one keeps what is complete, so a resume starts after it.
 fn finish(
-    req: &DumpRequest,
+    dir: &Path,
     paths: &DumpPaths,
     plan: DumpPlan,
     streamed: Result<Progress, StreamError<io::Error>>,
@@ -652,9 +824,9 @@ fn finish(
             fs::rename(&paths.partial, &paths.complete)
                 .map_err(io_err("rename", &paths.partial))?;
             let _ = fs::remove_file(&paths.state);
-            sync_dir(&req.out_dir);
+            sync_dir(dir);
             Ok(DumpOutcome {
-                path: paths.complete.clone(),
+                at: paths.complete.display().to_string(),
                 entries: p.entries,
                 bson_bytes: p.bytes,
                 file_bytes,
@@ -667,19 +839,23 @@ fn finish(
         Err(StreamError::Source(cause)) => {
             // Keep what is complete: the resume starts after it.
             let _ = sink.out.sync_complete();
-            let reached = match &cause {
-                MongoError::PositionLost { reached, .. }
-                | MongoError::RetriesExhausted { reached, .. }
-                | MongoError::EndNotReached { reached, .. }
-                | MongoError::Read { reached, .. } => *reached,
-                _ => start.reached(),
-            };
             Err(DumpError::Interrupted {
                 partial: paths.partial.clone(),
-                reached,
+                reached: reached_at(&cause, start),
                 cause: Box::new(cause),
             })
         }
+    }
+}
+
+/// How far a read that stopped on `cause` got (from `start`, when it does not say).
+fn reached_at(cause: &MongoError, start: Progress) -> Reached {
+    match cause {
+        MongoError::PositionLost { reached, .. }
+        | MongoError::RetriesExhausted { reached, .. }
+        | MongoError::EndNotReached { reached, .. }
+        | MongoError::Read { reached, .. } => *reached,
+        _ => start.reached(),
     }
 }
 

@@ -12,6 +12,7 @@ use flate2::Compression;
 use super::dump::DumpError;
 use crate::oplog::elements::peek_ts_op;
 use crate::oplog::{OplogReader, ReadError, ReadOptions, Ts};
+use crate::storage::StorageWriter;
 
 /// Uncompressed bytes per gzip member. Small enough that an interrupted compressed
 /// dump loses little on resume; deflate's window is 32 KiB, so the ratio barely
@@ -175,12 +176,44 @@ pub fn scan_partial(path: &Path, gzip: bool) -> Result<ResumePoint, DumpError> {
 // ---------------------------------------------------------------------------------
 // writing
 
-/// The output file: plain, or gzip members closed every [`GZIP_MEMBER_BYTES`].
+/// The output: plain, or gzip members closed every [`GZIP_MEMBER_BYTES`]; into a
+/// local file, or into an object's upload (`dump-oplog --out URL`).
 pub(super) struct OutFile {
-    file: BufWriter<File>,
+    sink: Sink,
     /// Entries of the gzip member being built (`None` for plain output).
     member: Option<Vec<u8>>,
     level: Compression,
+}
+
+/// Where the bytes go.
+enum Sink {
+    File(BufWriter<File>),
+    /// An object's multipart upload (parts sent as they fill). Its calls block while
+    /// a part waits for room, so they go through [`crate::mongo::blocking`], once per
+    /// MiB buffered here.
+    Object(BufWriter<Blocking<StorageWriter>>),
+}
+
+/// A writer whose writes run through [`crate::mongo::blocking`] (off the async
+/// runtime's worker, which must not block).
+struct Blocking<W>(W);
+
+impl<W: Write> Write for Blocking<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        crate::mongo::blocking(|| self.0.write(buf))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        crate::mongo::blocking(|| self.0.flush())
+    }
+}
+
+impl Sink {
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Sink::File(f) => f,
+            Sink::Object(o) => o,
+        }
+    }
 }
 
 impl OutFile {
@@ -195,16 +228,32 @@ impl OutFile {
         f.set_len(keep).map_err(io_err("truncate", path))?;
         f.seek(SeekFrom::Start(keep))
             .map_err(io_err("seek in", path))?;
-        Ok(OutFile {
-            file: BufWriter::with_capacity(1 << 20, f),
+        Ok(OutFile::over(
+            Sink::File(BufWriter::with_capacity(1 << 20, f)),
+            gzip,
+        ))
+    }
+
+    /// Writes into an object's upload: visible only once [`OutFile::finish`]ed;
+    /// dropped before, the upload is aborted.
+    pub(super) fn object(w: StorageWriter, gzip: bool) -> OutFile {
+        OutFile::over(
+            Sink::Object(BufWriter::with_capacity(1 << 20, Blocking(w))),
+            gzip,
+        )
+    }
+
+    fn over(sink: Sink, gzip: bool) -> OutFile {
+        OutFile {
+            sink,
             member: gzip.then(|| Vec::with_capacity(GZIP_MEMBER_BYTES + (1 << 16))),
             level: Compression::default(),
-        })
+        }
     }
 
     pub(super) fn write_entry(&mut self, bytes: &[u8]) -> io::Result<()> {
         match &mut self.member {
-            None => self.file.write_all(bytes),
+            None => self.sink.writer().write_all(bytes),
             Some(m) => {
                 m.extend_from_slice(bytes);
                 if m.len() >= GZIP_MEMBER_BYTES {
@@ -228,27 +277,45 @@ impl OutFile {
         let mut gz = Vec::with_capacity(m.len() / 3);
         crate::stream::gzip::write_member(&mut gz, m, self.level)?;
         m.clear();
-        self.file.write_all(&gz)
+        self.sink.writer().write_all(&gz)
     }
 
-    /// Hands what is complete to the OS (not the gzip member being built).
+    /// Hands what is complete to the OS (not the gzip member being built); for an
+    /// object, to its upload's part buffer.
     pub(super) fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.sink.writer().flush()
     }
 
-    /// Flushes and syncs what is complete (after a failure: the resume starts after it).
+    /// Flushes and syncs what is complete (after a failure: the resume starts after
+    /// it). An object's upload is dropped instead, so there is nothing to keep.
     pub(super) fn sync_complete(&mut self) -> io::Result<()> {
-        self.file.flush()?;
-        self.file.get_ref().sync_all()
+        match &mut self.sink {
+            Sink::File(f) => {
+                f.flush()?;
+                f.get_ref().sync_all()
+            }
+            Sink::Object(_) => Ok(()),
+        }
     }
 
-    /// Closes the last member, flushes and syncs; returns the file size.
+    /// Closes the last member, flushes and syncs (a file) or completes the upload
+    /// (an object, which is then readable); returns the bytes written.
     pub(super) fn finish(mut self) -> io::Result<u64> {
         self.close_member()?;
-        self.file.flush()?;
-        let f = self.file.get_ref();
-        f.sync_all()?;
-        Ok(f.metadata()?.len())
+        match self.sink {
+            Sink::File(mut file) => {
+                file.flush()?;
+                let f = file.get_ref();
+                f.sync_all()?;
+                Ok(f.metadata()?.len())
+            }
+            Sink::Object(o) => {
+                let Blocking(w) = o.into_inner().map_err(|e| e.into_error())?;
+                crate::mongo::blocking(|| w.finish())
+                    .map(|w| w.size)
+                    .map_err(io::Error::other)
+            }
+        }
     }
 }
 

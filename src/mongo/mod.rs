@@ -33,6 +33,19 @@ pub use connect::{connect, redact_uri, Target, Topology};
 pub use error::{DriverError, MongoError};
 pub use readonly::ReadOnlyClient;
 
+/// Runs a blocking storage call from async code without stalling the other tasks
+/// of its runtime (see [`crate::storage`]: its calls block, and an object reader's
+/// `read` refuses to run on a runtime thread at all): the archiver's, and the oplog
+/// dump's upload.
+pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
 /// Runs `fut` on a new multi-threaded Tokio runtime: the one runtime of a command
 /// that talks to a server.
 pub fn block_on<F: std::future::Future>(fut: F) -> std::io::Result<F::Output> {

@@ -465,7 +465,7 @@ fn oplog_from_server(
     let t0 = Instant::now();
     let dump_dir = work.join("oplog");
     let dreq = crate::mongo::dump::DumpRequest {
-        out_dir: dump_dir.clone(),
+        to: crate::mongo::dump::DumpTo::Dir(dump_dir),
         since: Some(backup_end),
         until: Some(limit_after(at)),
         gzip: false,
@@ -500,7 +500,7 @@ fn oplog_from_server(
     report.oplog.entries = Some(out.entries);
     report.oplog.first_ts = out.first;
     report.oplog.last_ts = out.last;
-    Ok(out.path.display().to_string())
+    Ok(out.at)
 }
 
 #[allow(clippy::too_many_arguments)]

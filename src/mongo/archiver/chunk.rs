@@ -294,7 +294,7 @@ pub(super) fn for_each_entry(
     mut f: impl FnMut(&[u8], Ts) -> Result<bool, ArchiveError>,
 ) -> Result<(), ArchiveError> {
     // A chunk in a bucket is read through the storage room, which blocks.
-    super::target::blocking(|| for_each_entry_blocking(spec, &mut f))
+    crate::mongo::blocking(|| for_each_entry_blocking(spec, &mut f))
 }
 
 fn for_each_entry_blocking(

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use super::chunk::{self, io_err, ChunkFacts};
 use super::staging::Staging;
 use super::ArchiveError;
+use crate::mongo::blocking;
 use crate::oplog::oplog_archive::lock::DirLock;
 use crate::oplog::oplog_archive::manifest::{
     self, chunk_file_name, now_text, ChunkRecord, Manifest, OplogArchiveError, WriterRecord,
@@ -48,18 +49,6 @@ pub(super) struct Bucket {
     known: Option<(Manifest, Version)>,
     pub me: WriterRecord,
     renewed: Instant,
-}
-
-/// Runs a blocking storage call from the archiver's async code without stalling the
-/// other tasks of its runtime (see [`crate::storage`]: its calls block, and an object
-/// reader's `read` refuses to run on a runtime thread at all).
-pub(super) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
 }
 
 /// Another archiver holds (or took) the archive.
