@@ -572,14 +572,72 @@ fn dump_oplog_to_a_bucket_cut_by_the_server_leaves_nothing_there() {
     assert!(!err.contains("--resume` to continue"), "{err}");
     assert_eq!(b.keys("dumps/cut"), Vec::<String>::new());
     assert!(b.storage().list(&b.loc("dumps")).unwrap().is_empty());
-    // No multipart upload left open: s3s-fs keeps an open one's parts and
-    // description as `.upload*` files in its root, and removes them on abort.
-    let open: Vec<String> = std::fs::read_dir(b.tmp.path().join("s3"))
+    // No multipart upload left open (s3s-fs's `.upload*` files).
+    assert_eq!(open_uploads(&b), Vec::<String>::new());
+}
+
+/// The `.upload*` files of s3s-fs's root: an open multipart upload's description
+/// and parts (removed when it is aborted).
+fn open_uploads(b: &Bucket) -> Vec<String> {
+    std::fs::read_dir(b.tmp.path().join("s3"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(".upload"))
-        .collect();
-    assert!(open.is_empty(), "{open:?}");
+        .collect()
+}
+
+/// Ctrl-C during a dump to a bucket, once a part of it is uploaded: exit 130, the
+/// upload aborted and the marker removed, and the message says nothing was kept
+/// (not "run with --resume").
+#[test]
+fn dump_oplog_to_a_bucket_interrupted_leaves_nothing_there() {
+    let b = Bucket::start();
+    let oplog = b.tmp.path().join("big.bson");
+    big_oplog(&oplog, 12_000);
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", oplog.to_str().unwrap()),
+        ("PITR_STANDIN_FAULT", "slow-getmores-ms=400"),
+    ]);
+    let url = b.url("dumps/int");
+    let mut child = b
+        .cmd(&[
+            "dump-oplog",
+            "--uri",
+            &m.uri(),
+            "--out",
+            &url,
+            "--batch-size",
+            "1000",
+        ])
+        .env("PITR_STORAGE_PART_MIB", "5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A part is uploaded (5 MiB of the 12 MB) and the dump goes on.
+    let t0 = Instant::now();
+    while !open_uploads(&b).iter().any(|n| n.contains(".part-")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no part uploaded: {:?}",
+            child.try_wait()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the dump ended early");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 130, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "interrupted; nothing was kept at {url} (a dump to a bucket is all or nothing)"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("--resume"), "{err}");
+    assert_eq!(b.keys("dumps/int"), Vec::<String>::new());
+    assert_eq!(open_uploads(&b), Vec::<String>::new());
 }
 
 /// The manifest changed under a running archiver by another writer (here: the test,

@@ -41,6 +41,9 @@ pub enum Fault {
     /// The (N+1)th getMore on the oplog plays a rollback of its newest entries
     /// (see `mongod/oplog_writer.rs`).
     RollbackAfterGetmores(u64),
+    /// Every getMore on `local.oplog.rs` answers after N ms, as a server far away
+    /// would: keeps a dump running long enough to interrupt it midway.
+    SlowGetmoresMs(u64),
     /// No `hello` command (servers before 4.4.2): CommandNotFound, only `isMaster`.
     NoHello,
     /// For N ms after start, range reads of `local.oplog.rs` (a `find` with a
@@ -81,6 +84,7 @@ impl fmt::Display for Fault {
             Fault::RollbackAfterGetmores(n) => write!(f, "rollback-after-getmores={n}"),
             Fault::NoHello => write!(f, "no-hello"),
             Fault::LaggingReadsMs(n) => write!(f, "lagging-reads-ms={n}"),
+            Fault::SlowGetmoresMs(n) => write!(f, "slow-getmores-ms={n}"),
             Fault::HistoryLostAfterReads(n) => write!(f, "history-lost-after-reads={n}"),
             Fault::FailSnapshotReads { first, count, code } => {
                 write!(f, "fail-snapshot-reads={first}:{count}:{code}")
@@ -120,6 +124,7 @@ fn parse_one(entry: &str) -> Result<Fault, String> {
         "rollback-after-getmores" => Ok(Fault::RollbackAfterGetmores(number()?)),
         "no-hello" => no_value(Fault::NoHello),
         "lagging-reads-ms" => Ok(Fault::LaggingReadsMs(number()?)),
+        "slow-getmores-ms" => Ok(Fault::SlowGetmoresMs(number()?)),
         "history-lost-after-reads" => Ok(Fault::HistoryLostAfterReads(number()?)),
         "fail-snapshot-reads" => parse_fail_snapshot_reads(entry, value),
         "fail-midway" => no_value(Fault::FailMidway),
@@ -189,6 +194,7 @@ fn applies_to(fault: &Fault, tool: Tool) -> bool {
         | RollbackAfterGetmores(_)
         | NoHello
         | LaggingReadsMs(_)
+        | SlowGetmoresMs(_)
         | HistoryLostAfterReads(_)
         | FailSnapshotReads { .. } => tool == Tool::Mongod,
         FailMidway | Hang | Crash => tool != Tool::Mongod,
@@ -257,6 +263,13 @@ impl Faults {
         })
     }
 
+    pub fn slow_getmores_ms(&self) -> Option<u64> {
+        self.0.iter().find_map(|f| match f {
+            Fault::SlowGetmoresMs(n) => Some(*n),
+            _ => None,
+        })
+    }
+
     pub fn slow_start_ms(&self) -> Option<u64> {
         self.0.iter().find_map(|f| match f {
             Fault::SlowStartMs(n) => Some(*n),
@@ -320,6 +333,14 @@ mod tests {
         assert_eq!(
             parse(" crash-after-ms=250 ", Tool::Mongod, false).unwrap(),
             vec![Fault::CrashAfterMs(250)]
+        );
+        assert_eq!(
+            parse("slow-getmores-ms=300", Tool::Mongod, false).unwrap(),
+            vec![Fault::SlowGetmoresMs(300)]
+        );
+        assert_eq!(
+            Fault::SlowGetmoresMs(300).to_string(),
+            "slow-getmores-ms=300"
         );
     }
 

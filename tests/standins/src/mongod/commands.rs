@@ -1159,6 +1159,9 @@ fn get_more(st: &mut State, db: &str, cmd: &Document, expired: bool) -> CmdResul
             }
         }
         if ns == "local.oplog.rs" {
+            if let Some(ms) = st.faults.slow_getmores_ms() {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
             if let Some(after) = st.faults.rollover_after() {
                 if n > after && !st.rollover_fired {
                     st.rollover_fired = true;
