@@ -783,3 +783,105 @@ fn mongod_equals_embedded(
     assert_same_dump(&cwd.join(&e_out), &cwd.join(&m_out), what);
     rep
 }
+
+/// `--out s3://...` with `--engine mongod --per-member`: the merged dump (pitr's
+/// merge of the spares' mongodumps) is streamed to the bucket with `sharding.json`
+/// and each member's dump under `members/`, the manifest listing them all; it holds
+/// what a local `--out` holds, and nothing of it is left in the work dir.
+#[test]
+fn mongod_engine_streams_the_merged_dump_to_a_bucket() {
+    let test = "mongod_engine_streams_the_merged_dump_to_a_bucket";
+    for b in tool_sets(test).iter().take(1) {
+        eprintln!("{test}: {}", b.label);
+        let tmp = tempfile::tempdir().unwrap();
+        let server = S3Server::start(&tmp.path().join("s3"), &["pitr-cluster"]);
+        let endpoint = server.endpoint();
+        let env = [
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ];
+        let url = "s3://pitr-cluster/merged";
+        let bin = b.dir.to_str().unwrap();
+        let flags = ["--per-member", "--engine", "mongod", "--mongodb-bin", bin];
+        let c = cluster();
+        let rep = run(
+            tmp.path(),
+            url,
+            "auto",
+            &[&flags[..], &["--workdir", "work"]].concat(),
+            &env,
+        )
+        .unwrap_or_else(|o| panic!("{}", show(&o)));
+        assert_eq!(rep["out"], url, "{rep}");
+        assert_eq!(
+            rep["download"],
+            format!("aws s3 cp --recursive {url} merged").as_str()
+        );
+        for m in rep["members"].as_array().unwrap() {
+            let want = format!("{url}/members/{}", m["member"].as_str().unwrap());
+            assert_eq!(m["dump"], want.as_str(), "{m}");
+        }
+        // The spares' dumps, uploaded, are not left in the work dir (it keeps the
+        // members' plans, which link the backups).
+        let left = walk(&tmp.path().join("work/member-dumps"));
+        assert!(left.is_empty(), "{left:?}");
+
+        let o = run_pitr(
+            tmp.path(),
+            &replay_args(
+                &c,
+                "auto",
+                "local",
+                &[
+                    &["--json", "--accept-incidents", "--workdir", "work-local"][..],
+                    &flags,
+                ]
+                .concat(),
+            ),
+            &[],
+        );
+        assert_eq!(code(&o), 0, "{}", show(&o));
+        let mut got = storage_common::objects(
+            &server.storage(),
+            &pitr::storage::Location::parse(url).unwrap(),
+        );
+        storage_common::take_manifest(&mut got);
+        let copy = tmp.path().join("copy");
+        for (k, bytes) in &got {
+            let p = copy.join(k);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, bytes).unwrap();
+        }
+        let local = tmp.path().join("local");
+        let rel = |root: &Path| -> Vec<String> {
+            let mut v: Vec<String> = walk(root)
+                .iter()
+                .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(rel(&copy), rel(&local));
+        assert_same_dump(&copy, &local, "the merged dump in the bucket");
+    }
+}
+
+/// Every file under `dir` (none when it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

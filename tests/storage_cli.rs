@@ -277,6 +277,13 @@ fn a_clusters_backups_and_oplogs_in_a_bucket_read_as_local_files() {
     let url = format!("s3://{BUCKET}/restored/cluster");
     let to_bucket = ["replay", "--until", "auto", "--out", &url, "--json"];
     let (o, cwd) = run(&bucket_toml, &to_bucket, "ru");
+    assert!(
+        common::stderr(&o).contains(&format!(
+            "--out {url}: the merged dump is streamed there as it is written (no copy on local disk)"
+        )),
+        "{}",
+        show(&o)
+    );
     let r = json(&o);
     assert_eq!(r["out"], url.as_str());
     assert_eq!(r["sharding_file"], format!("{url}/sharding.json"));
@@ -349,6 +356,29 @@ fn a_clusters_backups_and_oplogs_in_a_bucket_read_as_local_files() {
         let want = format!("{url}/members/{}", m["member"].as_str().unwrap());
         assert_eq!(m["dump"], want.as_str(), "{m}");
     }
+    // ... and there: each member's files, byte for byte those of a local run,
+    // beside the merged dump's, all in the manifest.
+    let (_, lp) = run(
+        &bucket_toml,
+        &["replay", "--until", "auto", "--per-member", "--out", "out"],
+        "rpl",
+    );
+    let mut got = objects(&inc.server.storage(), &Location::parse(&url).unwrap());
+    take_manifest(&mut got);
+    let want: Vec<(String, Vec<u8>)> = common::files_under(&lp.join("out")).into_iter().collect();
+    assert!(
+        want.iter().any(|(k, _)| k.starts_with("members/")),
+        "{:?}",
+        want.iter().map(|w| &w.0).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+        want.iter().map(|w| &w.0).collect::<Vec<_>>()
+    );
+    assert!(
+        got == want,
+        "the uploaded --per-member dump differs from the local one"
+    );
 }
 
 #[test]

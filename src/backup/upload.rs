@@ -72,7 +72,7 @@ pub fn upload(local: &Path, url: &Location) -> Result<Uploaded, StorageError> {
         return Ok(Uploaded { objects: 1, bytes });
     }
     let mut up = DirUpload::begin(url)?;
-    upload_tree(local, &mut up)?;
+    up.add_tree(local, "")?;
     up.commit()
 }
 
@@ -116,6 +116,35 @@ impl DirUpload {
     /// The object `key` is written (its upload finished): `bytes` in the manifest.
     pub fn record(&mut self, key: String, bytes: u64) {
         self.written.push((key, bytes));
+    }
+
+    /// Writes the small object `key` (a file that belongs with the dump, such as a
+    /// cluster's `sharding.json`) in one put.
+    pub fn put(&mut self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        storage::global().put_if_absent(&self.object(key), bytes)?;
+        self.record(key.to_string(), bytes.len() as u64);
+        Ok(())
+    }
+
+    /// Uploads every file under the local directory `dir`, sorted, each to the
+    /// object of its path relative to `dir` below `under` (`""`: the prefix itself).
+    pub fn add_tree(&mut self, dir: &Path, under: &str) -> Result<(), StorageError> {
+        let mut files = Vec::new();
+        collect(dir, dir, &mut files).map_err(|source| StorageError::Io {
+            url: dir.display().to_string(),
+            op: storage::Op::Read,
+            source,
+        })?;
+        files.sort();
+        for rel in files {
+            let key = match under {
+                "" => rel.clone(),
+                _ => format!("{}/{rel}", under.trim_end_matches('/')),
+            };
+            let bytes = upload_file(&dir.join(&rel), &self.object(&key))?;
+            self.record(key, bytes);
+        }
+        Ok(())
     }
 
     /// The manifest, then the marker removed: the dump is readable from now on.
@@ -166,22 +195,6 @@ impl Drop for DirUpload {
             }
         }
     }
-}
-
-/// Every file under `dir`, sorted, each to the object of its relative path.
-fn upload_tree(dir: &Path, up: &mut DirUpload) -> Result<(), StorageError> {
-    let mut files = Vec::new();
-    collect(dir, dir, &mut files).map_err(|source| StorageError::Io {
-        url: dir.display().to_string(),
-        op: storage::Op::Read,
-        source,
-    })?;
-    files.sort();
-    for rel in files {
-        let bytes = upload_file(&dir.join(&rel), &up.object(&rel))?;
-        up.record(rel, bytes);
-    }
-    Ok(())
 }
 
 fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {

@@ -445,7 +445,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     crate::engine::replica::interrupt::install();
     let started = Instant::now();
     let cwd = std::env::current_dir()?;
-    let dest = out::ClusterOut::new(&out, &cwd, a.workdir.as_deref())?;
+    let dest = out::ClusterOut::new(&out, &cwd)?;
     let out = dest.path.clone();
     crate::engine::replica::dump::check_new(
         &out,
@@ -466,12 +466,13 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
         true => crate::replay::WorkDir::home(a.workdir.as_deref(), &cwd),
         false => match &a.workdir {
             Some(w) => cwd.join(w),
-            None => out.parent().unwrap_or(&cwd).to_path_buf(),
+            None => dest.work_home(&cwd),
         },
     };
     if !a.dry_run && !a.no_space_check {
         let jobs = usize::from(a.jobs.unwrap_or(1)).max(1);
-        space::check(&file, (&work_home, &out), budget.bytes, mongod, jobs)?;
+        let out_room = (!dest.in_bucket()).then_some(out.as_path());
+        space::check(&file, (&work_home, out_room), budget.bytes, mongod, jobs)?;
     }
     let p = prepare(&a.plan, file)?;
     if a.dry_run {
@@ -484,7 +485,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
             budget.bytes as usize,
         );
     }
-    let (mut members, counts) = if let Some(programs) = programs {
+    let (members, counts) = if let Some(programs) = programs {
         super::cluster_mongod::replay_members(
             &p,
             &a,
@@ -504,14 +505,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
     };
     let exit_code = u8::from(!p.replayed.is_empty() && !a.accept_incidents);
     let (shown, sharding_file) = (dest.shown(), dest.shown_file(restore::SHARDING_FILE));
-    // `--per-member` dumps are inside the merged one: named where it ends up.
-    let staged = out.display().to_string();
-    for m in &mut members {
-        if let Some(rest) = m.dump.as_deref().and_then(|d| d.strip_prefix(&staged)) {
-            m.dump = Some(format!("{shown}{rest}"));
-        }
-    }
-    let download = dest.upload()?;
+    let download = dest.download();
     let report = ClusterReplay {
         format: "pitr-cluster-replay/1",
         engine: if mongod { "mongod" } else { "embedded" },

@@ -434,24 +434,13 @@ impl Merge {
             .map_err(|e| Failure::from(MergeError::from(e)))?;
         let meter = crate::engine::replica::Meter::new();
         let fmt = DumpFormat::Directory { gzip: false };
-        let pending = dump::prepare(&mut self.replica, out, fmt, &items, "unknown", &meter)?;
-        let staging = pending
-            .staging()
-            .expect("a directory dump is staged in a directory");
-        let sharding = sharding_json(&self.routing, limit);
-        let path = staging.join(SHARDING_FILE);
-        std::fs::write(&path, sharding)
-            .map_err(|e| Failure::new(format!("cannot write `{}`: {e}", path.display())))?;
+        let mut pending = dump::prepare(&mut self.replica, out, fmt, &items, "unknown", &meter)?;
+        pending.add_file(
+            SHARDING_FILE,
+            sharding_json(&self.routing, limit).as_bytes(),
+        )?;
         if let Some(m) = members {
-            let to = staging.join(MEMBERS_DIR);
-            std::fs::rename(m, &to).map_err(|e| {
-                Failure::new(format!(
-                    "cannot move `{}` to `{}`: {e}",
-                    m.display(),
-                    to.display()
-                ))
-                .with_hint("give --workdir on the file system of --out")
-            })?;
+            pending.add_tree(m, MEMBERS_DIR)?;
         }
         pending.commit()?;
         self.counts.sort_by(|a, b| a.ns.cmp(&b.ns));

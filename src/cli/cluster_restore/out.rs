@@ -1,85 +1,80 @@
 //! `replay --cluster --out`: a local directory, or a bucket (`s3://`, `gs://`,
 //! `az://`). Taken as a path, `s3://b/x` would quietly become the relative
 //! directory `s3:/b/x`. A URL must hold nothing yet (checked before any work); the
-//! merged dump is written in a staging directory (in `--workdir`, else the current
-//! directory), then uploaded all or nothing as `replay --out`'s
-//! ([`crate::backup::upload`]) and the staged copy removed.
+//! merged dump is then streamed there by the dump writer as a local one is written
+//! ([`crate::engine::replica::dump`]: between the in-progress marker and the
+//! manifest, all or nothing), `sharding.json` and the members' own dumps
+//! (`--per-member`) uploaded beside it before the manifest. Nothing of it is
+//! staged on local disk.
 
 use std::path::{Path, PathBuf};
 
 use crate::backup::upload;
-use crate::error::{exit, Failure};
+use crate::error::Failure;
 use crate::storage::Location;
 
 /// Where the merged dump goes.
 pub(super) struct ClusterOut {
-    /// Where it is written on this machine.
+    /// The dump's path for the dump writer: a local directory, or the URL as a path
+    /// ([`Location::display_path`]).
     pub path: PathBuf,
-    /// `--out` in a bucket, and the staging directory's guard (removed on drop).
-    upload: Option<(Location, tempfile::TempDir)>,
+    /// `--out` in a bucket.
+    url: Option<Location>,
 }
 
 impl ClusterOut {
-    pub fn new(out: &Path, cwd: &Path, workdir: Option<&Path>) -> Result<ClusterOut, Failure> {
-        let url = match Location::of_path(out)? {
-            Location::Local(p) => {
-                return Ok(ClusterOut {
-                    path: cwd.join(p),
-                    upload: None,
+    pub fn new(out: &Path, cwd: &Path) -> Result<ClusterOut, Failure> {
+        match Location::of_path(out)? {
+            Location::Local(p) => Ok(ClusterOut {
+                path: cwd.join(p),
+                url: None,
+            }),
+            url => {
+                upload::check_new(&url)?;
+                eprintln!(
+                    "--out {url}: the merged dump is streamed there as it is written (no copy on local disk), readable once complete"
+                );
+                Ok(ClusterOut {
+                    path: url.display_path(),
+                    url: Some(url),
                 })
             }
-            url => url,
-        };
-        upload::check_new(&url)?;
-        let home = workdir.map_or_else(|| cwd.to_path_buf(), |w| cwd.join(w));
-        std::fs::create_dir_all(&home)?;
-        let staging = tempfile::Builder::new()
-            .prefix(".pitr-cluster-upload-")
-            .tempdir_in(&home)?;
-        Ok(ClusterOut {
-            path: upload::staging(staging.path(), &url),
-            upload: Some((url, staging)),
-        })
+        }
+    }
+
+    /// The directory the work dir goes beside when no `--workdir` is given: `--out`'s
+    /// parent, or the current directory for a bucket.
+    pub fn work_home(&self, cwd: &Path) -> PathBuf {
+        match &self.url {
+            Some(_) => cwd.to_path_buf(),
+            None => self.path.parent().unwrap_or(cwd).to_path_buf(),
+        }
     }
 
     /// How the report names the dump: the URL, or the local directory.
     pub fn shown(&self) -> String {
-        match &self.upload {
-            Some((url, _)) => url.to_string(),
+        match &self.url {
+            Some(url) => url.to_string(),
             None => self.path.display().to_string(),
         }
     }
 
     /// How the report names a file in the dump.
     pub fn shown_file(&self, name: &str) -> String {
-        match &self.upload {
-            Some((url, _)) => url.join(name).to_string(),
+        match &self.url {
+            Some(url) => url.join(name).to_string(),
             None => self.path.join(name).display().to_string(),
         }
     }
 
-    /// For a bucket: uploads the merged dump, removes the staged copy, and returns
-    /// the command that downloads it for mongorestore. A failed upload (which
-    /// deletes what it wrote) is the run's error, exit 2.
-    pub fn upload(self) -> Result<Option<String>, Failure> {
-        let Some((url, staging)) = self.upload else {
-            return Ok(None);
-        };
-        eprintln!(
-            "pitr replay: uploading the merged dump to {url} ({})",
-            crate::size::human(crate::storage::size_on_disk(&self.path))
-        );
-        let result = upload::upload(&self.path, &url);
-        drop(staging);
-        let up = result.map_err(|e| {
-            Failure::from(e)
-                .with_hint("the merged dump was not written to the bucket (nothing partial is left there); check the bucket's permissions, or give a local --out and copy it")
-                .with_exit_code(exit::ERROR)
-        })?;
-        eprintln!(
-            "pitr replay: uploaded {} objects, {} bytes to {url}",
-            up.objects, up.bytes
-        );
-        Ok(Some(crate::replay::embedded::download_command(&url, false)))
+    /// For a bucket: the command that downloads the merged dump for mongorestore.
+    pub fn download(&self) -> Option<String> {
+        let url = self.url.as_ref()?;
+        Some(crate::replay::embedded::download_command(url, false))
+    }
+
+    /// Is the dump going to a bucket?
+    pub fn in_bucket(&self) -> bool {
+        self.url.is_some()
     }
 }

@@ -30,10 +30,11 @@ struct Sizes {
 }
 
 /// Checks that the run fits (see the module documentation); `dirs`: where the work
-/// dir goes (it may not exist yet) and `--out`.
+/// dir goes (it may not exist yet) and `--out` (None: a bucket, where the merged
+/// dump is streamed, with no local copy).
 pub(super) fn check(
     file: &cluster::ClusterFile,
-    (work, out): (&Path, &Path),
+    (work, out): (&Path, Option<&Path>),
     budget: u64,
     mongod: bool,
     jobs: usize,
@@ -52,7 +53,7 @@ pub(super) fn check(
         jobs,
         (
             &preflight::nearest_existing(work),
-            &preflight::nearest_existing(out),
+            out.map(preflight::nearest_existing).as_deref(),
         ),
     );
     preflight::check_space(&needs).map_err(Failure::from)
@@ -141,14 +142,17 @@ fn needs(
     mongod: bool,
     budget: u64,
     jobs: usize,
-    (work, out): (&Path, &Path),
+    (work, out): (&Path, Option<&Path>),
 ) -> Vec<Need> {
     let data: u64 = sizes.iter().map(|s| s.backup + s.oplog).sum();
-    let mut needs = vec![Need {
-        dir: out.to_path_buf(),
-        bytes: data,
-        what: "the merged dump of the cluster".into(),
-    }];
+    let mut needs: Vec<Need> = out
+        .map(|out| Need {
+            dir: out.to_path_buf(),
+            bytes: data,
+            what: "the merged dump of the cluster".into(),
+        })
+        .into_iter()
+        .collect();
     if mongod {
         let mut spares: Vec<u64> = sizes.iter().map(|s| s.backup + s.oplog).collect();
         spares.sort_unstable_by(|a, b| b.cmp(a));
@@ -210,7 +214,7 @@ mod tests {
     /// and every member's dump.
     #[test]
     fn what_each_engine_writes_where() {
-        let dirs = (Path::new("/w"), Path::new("/o"));
+        let dirs = (Path::new("/w"), Some(Path::new("/o")));
         let data = 10 + 4 + 300 + 50 + 200 + 80 + 1 + 1;
         // Past --memory (100 MB) the largest member's on-disk store: twice its
         // data (`preflight::store_bytes`), 2 x 350 MB.
@@ -245,6 +249,17 @@ mod tests {
                 ("/w".into(), slices + 350 + 280 + data)
             ]
         );
+        // `--out` in a bucket: the merged dump takes no local room (streamed);
+        // mongod's spares still dump into the work dir.
+        let bucket = (Path::new("/w"), None);
+        assert_eq!(
+            bytes(&needs(&sizes(), false, 100 * MB, 1, bucket)),
+            [("/w".into(), 700)]
+        );
+        assert_eq!(
+            bytes(&needs(&sizes(), true, 100 * MB, 1, bucket)),
+            [("/w".into(), slices + 350 + data)]
+        );
     }
 
     /// A cluster that needs more than the filesystem holds is refused before
@@ -256,16 +271,21 @@ mod tests {
             backup: u64::MAX / 8,
             oplog: 1,
         }];
-        let n = needs(&huge, true, MB, 1, (dir.path(), dir.path()));
+        let n = needs(&huge, true, MB, 1, (dir.path(), Some(dir.path())));
         let e = Failure::from(preflight::check_space(&n).unwrap_err());
         let text = e.to_string();
         assert!(
             text.contains("not enough free space") && text.contains("merged dump"),
             "{text}"
         );
-        assert!(
-            preflight::check_space(&needs(&sizes(), true, MB, 1, (dir.path(), dir.path()))).is_ok()
-        );
+        assert!(preflight::check_space(&needs(
+            &sizes(),
+            true,
+            MB,
+            1,
+            (dir.path(), Some(dir.path()))
+        ))
+        .is_ok());
     }
 
     /// A member's sort asks for its sorted slice beside the slices of the members

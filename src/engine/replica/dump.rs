@@ -65,6 +65,12 @@ pub enum DumpError {
     Exists { out: PathBuf },
     #[error("the collection name `{name}` is too long for a dump file name (mongodump truncates and hashes it; pitr does not)")]
     NameTooLong { name: String },
+    #[error("cannot move `{from}` to `{to}`: {source}")]
+    Move {
+        from: PathBuf,
+        to: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Replica(#[from] ReplicaError),
     #[error(transparent)]
@@ -77,6 +83,7 @@ impl crate::error::Hint for DumpError {
             DumpError::Exists { .. } => Some("choose another --out, or remove the old one".into()),
             DumpError::Replica(e) => e.hint(),
             DumpError::Storage(e) => e.hint(),
+            DumpError::Move { .. } => Some("give --workdir on the file system of --out".into()),
             _ => Some("check the disk space and permissions of the --out directory".into()),
         }
     }
@@ -175,12 +182,57 @@ impl Pending {
         &self.out
     }
 
-    /// A directory dump's temporary directory, where files that belong with the
-    /// dump can be added before [`Pending::commit`]; None for an archive.
-    pub fn staging(&self) -> Option<&Path> {
+    /// Adds the file `name` holding `bytes` to a directory dump, beside its own
+    /// files (a cluster's `sharding.json`), before [`Pending::commit`].
+    pub fn add_file(&mut self, name: &str, bytes: &[u8]) -> Result<(), DumpError> {
+        let dir = self.dir().map(Path::to_path_buf);
+        match (&mut self.bucket, dir) {
+            (Some(InBucket::Dir(up)), _) => Ok(up.put(name, bytes)?),
+            (None, Some(dir)) => {
+                let path = dir.join(name);
+                fs::write(&path, bytes).map_err(io_err(&path))
+            }
+            _ => Err(self.not_a_directory(name)),
+        }
+    }
+
+    /// Moves the local directory `from` into a directory dump as its subdirectory
+    /// `name` (the members' own dumps of a cluster), before [`Pending::commit`]:
+    /// renamed into a local dump (so `from` must be on its file system); uploaded
+    /// into a bucket's, then removed.
+    pub fn add_tree(&mut self, from: &Path, name: &str) -> Result<(), DumpError> {
+        let dir = self.dir().map(Path::to_path_buf);
+        match (&mut self.bucket, dir) {
+            (Some(InBucket::Dir(up)), _) => {
+                up.add_tree(from, name)?;
+                // A copy of what is uploaded: one left behind only costs room.
+                let _ = fs::remove_dir_all(from);
+                Ok(())
+            }
+            (None, Some(dir)) => {
+                let to = dir.join(name);
+                fs::rename(from, &to).map_err(|source| DumpError::Move {
+                    from: from.to_path_buf(),
+                    to,
+                    source,
+                })
+            }
+            _ => Err(self.not_a_directory(name)),
+        }
+    }
+
+    /// A local directory dump's temporary directory.
+    fn dir(&self) -> Option<&Path> {
         match (&self.tmp, self.archive) {
             (Some(t), false) => Some(t.path()),
             _ => None,
+        }
+    }
+
+    fn not_a_directory(&self, name: &str) -> DumpError {
+        DumpError::Archive {
+            path: self.out.clone(),
+            detail: format!("`{name}` cannot be added to an archive dump"),
         }
     }
 
