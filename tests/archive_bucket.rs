@@ -531,6 +531,30 @@ fn big_oplog(path: &Path, entries: u32) {
     std::fs::write(path, out).unwrap();
 }
 
+/// A stand-in serving a 12 MB oplog ([`big_oplog`]) and acting out `fault`, and the
+/// command that dumps it to `rel` in the bucket, in batches of 1000 entries, with
+/// 5 MiB parts (so that parts are uploaded before the dump ends).
+fn big_dump(b: &Bucket, fault: &str, rel: &str) -> (Mongod, String, Command) {
+    let oplog = b.tmp.path().join("big.bson");
+    big_oplog(&oplog, 12_000);
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", oplog.to_str().unwrap()),
+        ("PITR_STANDIN_FAULT", fault),
+    ]);
+    let url = b.url(rel);
+    let mut cmd = b.cmd(&[
+        "dump-oplog",
+        "--uri",
+        &m.uri(),
+        "--out",
+        &url,
+        "--batch-size",
+        "1000",
+    ]);
+    cmd.env("PITR_STORAGE_PART_MIB", "5");
+    (m, url, cmd)
+}
+
 /// A dump to a bucket cut by the server (the capped oplog overtook it after 8 MB,
 /// with 5 MiB parts: a part was uploaded) leaves nothing under the prefix: the
 /// upload aborted, the marker removed. The error names the URL, says nothing was
@@ -539,26 +563,8 @@ fn big_oplog(path: &Path, entries: u32) {
 #[test]
 fn dump_oplog_to_a_bucket_cut_by_the_server_leaves_nothing_there() {
     let b = Bucket::start();
-    let oplog = b.tmp.path().join("big.bson");
-    big_oplog(&oplog, 12_000);
-    let m = Mongod::start(&[
-        ("PITR_STANDIN_OPLOG", oplog.to_str().unwrap()),
-        ("PITR_STANDIN_FAULT", "rollover-after-getmores=7"),
-    ]);
-    let url = b.url("dumps/cut");
-    let o = b
-        .cmd(&[
-            "dump-oplog",
-            "--uri",
-            &m.uri(),
-            "--out",
-            &url,
-            "--batch-size",
-            "1000",
-        ])
-        .env("PITR_STORAGE_PART_MIB", "5")
-        .output()
-        .unwrap();
+    let (_m, url, mut cmd) = big_dump(&b, "rollover-after-getmores=7", "dumps/cut");
+    let o = cmd.output().unwrap();
     assert_eq!(code(&o), 2, "{}", show(&o));
     let err = common::stderr(&o);
     assert!(err.contains("CappedPositionLost"), "{err}");
@@ -592,24 +598,8 @@ fn open_uploads(b: &Bucket) -> Vec<String> {
 #[test]
 fn dump_oplog_to_a_bucket_interrupted_leaves_nothing_there() {
     let b = Bucket::start();
-    let oplog = b.tmp.path().join("big.bson");
-    big_oplog(&oplog, 12_000);
-    let m = Mongod::start(&[
-        ("PITR_STANDIN_OPLOG", oplog.to_str().unwrap()),
-        ("PITR_STANDIN_FAULT", "slow-getmores-ms=400"),
-    ]);
-    let url = b.url("dumps/int");
-    let mut child = b
-        .cmd(&[
-            "dump-oplog",
-            "--uri",
-            &m.uri(),
-            "--out",
-            &url,
-            "--batch-size",
-            "1000",
-        ])
-        .env("PITR_STORAGE_PART_MIB", "5")
+    let (_m, url, mut cmd) = big_dump(&b, "slow-getmores-ms=400", "dumps/int");
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

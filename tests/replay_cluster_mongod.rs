@@ -728,13 +728,7 @@ fn archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice() {
             .unwrap();
         let bin = b.dir.to_str().unwrap();
         let endpoint = server.endpoint();
-        let env = [
-            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_ALLOW_HTTP", "true"),
-        ];
+        let env = s3_env(&endpoint);
         mongod_equals_embedded(
             tmp.path(),
             (&remote, &local),
@@ -796,13 +790,7 @@ fn mongod_engine_streams_the_merged_dump_to_a_bucket() {
         let tmp = tempfile::tempdir().unwrap();
         let server = S3Server::start(&tmp.path().join("s3"), &["pitr-cluster"]);
         let endpoint = server.endpoint();
-        let env = [
-            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_ALLOW_HTTP", "true"),
-        ];
+        let env = s3_env(&endpoint);
         let url = "s3://pitr-cluster/merged";
         let bin = b.dir.to_str().unwrap();
         let flags = ["--per-member", "--engine", "mongod", "--mongodb-bin", bin];
@@ -867,6 +855,17 @@ fn mongod_engine_streams_the_merged_dump_to_a_bucket() {
         assert_eq!(rel(&copy), rel(&local));
         assert_same_dump(&copy, &local, "the merged dump in the bucket");
     }
+}
+
+/// The environment that points pitr at the s3s-fs server at `endpoint`.
+fn s3_env(endpoint: &str) -> [(&'static str, &str); 5] {
+    [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
 }
 
 /// Every file under `dir` (none when it does not exist).
