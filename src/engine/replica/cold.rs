@@ -455,7 +455,7 @@ impl ColdDocs {
                 Err(e) => drop(e),
             }
         }
-        let mut out = File::create(dest).map_err(|e| io_failed(dest, e))?;
+        let mut out = File::create(dest).map_err(|e| write_failed(dest, e))?;
         self.copy_into(&mut out, dest, &|| false, progress)
     }
 
@@ -486,7 +486,7 @@ impl ColdDocs {
             .prefix("cold-")
             .suffix(".bson")
             .tempfile_in(dir)
-            .map_err(|e| io_failed(dir, e))?;
+            .map_err(|e| write_failed(dir, e))?;
         let path = tmp.path().to_path_buf();
         self.copy_into(tmp.as_file_mut(), &path, stop, &mut |_| {})?;
         *ahead = Ahead::Made(tmp.into_temp_path());
@@ -521,8 +521,8 @@ impl ColdDocs {
             if stop() {
                 return Err(ReplicaError::Interrupted);
             }
-            let n =
-                std::io::copy(&mut (&src).take(COPY_CHUNK), out).map_err(|e| io_failed(dest, e))?;
+            let n = std::io::copy(&mut (&src).take(COPY_CHUNK), out)
+                .map_err(|e| self.copy_failed(dest, e))?;
             if n == 0 {
                 break;
             }
@@ -534,6 +534,23 @@ impl ColdDocs {
             return Err(changed(&self.path));
         }
         Ok(())
+    }
+}
+
+impl ColdDocs {
+    /// A failed copy of the data file to `dest`: a write that failed (the kinds
+    /// only a write gives: no space, quota, a read-only file system, a file too
+    /// large) is `dest`'s; anything else is put down to the backup's file, which
+    /// is the one read. (`std::io::copy` does not say which side failed, and the
+    /// kernel's copy it makes between two files must be kept.)
+    fn copy_failed(&self, dest: &Path, e: std::io::Error) -> ReplicaError {
+        use std::io::ErrorKind::*;
+        match e.kind() {
+            StorageFull | QuotaExceeded | ReadOnlyFilesystem | FileTooLarge | WriteZero => {
+                write_failed(dest, e)
+            }
+            _ => io_failed(&self.path, e),
+        }
     }
 }
 
@@ -608,6 +625,13 @@ fn reader(path: &Path, file: File) -> OplogReader {
 
 fn io_failed(path: &Path, e: std::io::Error) -> ReplicaError {
     ReplicaError::BackupFile {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    }
+}
+
+fn write_failed(path: &Path, e: std::io::Error) -> ReplicaError {
+    ReplicaError::DumpFile {
         path: path.display().to_string(),
         why: e.to_string(),
     }
@@ -841,6 +865,36 @@ mod tests {
     /// staging directory left empty); one given up leaves nothing and the dump
     /// copies; a data file changed after the copy was made is refused, never
     /// handed over stale.
+    /// A copy into the dump that fails for want of room names the dump's file and
+    /// says to check the space there (it used to say that the backup's data file
+    /// could not be read, and to leave the backup unchanged); one whose source
+    /// cannot be read names the backup's file, not the dump's.
+    #[test]
+    fn a_failed_copy_names_the_side_that_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = file_of(dir.path(), "t.bson", &ordered(2000));
+        let d = check(&p).unwrap();
+        // /dev/full: every write fails with ENOSPC.
+        let full = Path::new("/dev/full");
+        if full.exists() {
+            let e = d.copy_to(full, &mut |_| {}).unwrap_err();
+            assert!(matches!(e, ReplicaError::DumpFile { .. }), "{e:?}");
+            assert!(e.to_string().starts_with("cannot write `/dev/full`"), "{e}");
+            let hint = crate::error::Hint::hint(&e).unwrap();
+            assert!(hint.contains("free space"), "{hint}");
+        } else {
+            eprintln!("a_failed_copy_names_the_side_that_failed: no /dev/full here, the write side is not tested");
+        }
+        let e = d.copy_failed(Path::new("/out/t.bson"), std::io::Error::other("EIO"));
+        assert!(
+            e.to_string().starts_with(&format!(
+                "cannot read the backup's data file `{}`",
+                p.display()
+            )),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_copy_made_ahead_is_renamed_into_the_dump() {
         let dir = tempfile::tempdir().unwrap();

@@ -44,6 +44,10 @@ pub enum ReplicaError {
     /// read back.
     #[error("cannot read the backup's data file `{path}`: {why}")]
     BackupFile { path: String, why: String },
+    /// The copy of such a collection into the dump (or its staging beside it)
+    /// could not be written.
+    #[error("cannot write `{path}`: {why}")]
+    DumpFile { path: String, why: String },
     #[error(transparent)]
     Disk(#[from] DiskError),
     #[error("interrupted")]
@@ -71,6 +75,10 @@ impl Hint for ReplicaError {
             ReplicaError::BackupFile { .. } => Some(
                 "the replay reads collections the oplog never touches from the backup until it writes them: \
                  leave the backup unchanged while pitr runs, then run again"
+                    .into(),
+            ),
+            ReplicaError::DumpFile { .. } => Some(
+                "check the free space and permissions where the dump is written (--out's directory;                  nothing was put at --out), then run again"
                     .into(),
             ),
             ReplicaError::Disk(e) => e.hint(),
