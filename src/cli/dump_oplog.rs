@@ -38,7 +38,7 @@ the same command with --resume: it keeps the complete entries of the partial fil
 continues after the last one; the result is byte-identical to an uninterrupted dump. \
 Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up. \
 Before anything is read, --out's filesystem must have room for the range, estimated from the \
-oplog's size and the time the range spans (not with --gzip or --resume; --no-space-check skips it).
+oplog's size and the time the range spans (not for a bucket URL, nor with --gzip or --resume; --no-space-check skips it).
 
 Object storage: with --out s3://bucket/prefix (gs://, az://, file://) the entries are \
 streamed to PREFIX/oplog.bson as they are read (one multipart upload, with bounded \
