@@ -485,6 +485,7 @@ pub fn replay(a: ReplayArgs) -> Result<u8, Failure> {
             budget.bytes as usize,
         );
     }
+    dest.announce();
     let (members, counts) = if let Some(programs) = programs {
         super::cluster_mongod::replay_members(
             &p,

@@ -31,9 +31,6 @@ impl ClusterOut {
             }),
             url => {
                 upload::check_new(&url)?;
-                eprintln!(
-                    "--out {url}: the merged dump is streamed there as it is written (no copy on local disk), readable once complete"
-                );
                 Ok(ClusterOut {
                     path: url.display_path(),
                     url: Some(url),
@@ -71,6 +68,16 @@ impl ClusterOut {
     pub fn download(&self) -> Option<String> {
         let url = self.url.as_ref()?;
         Some(crate::replay::embedded::download_command(url, false))
+    }
+
+    /// Says on stderr where a dump to a bucket goes (not in a dry run, which
+    /// writes nothing).
+    pub fn announce(&self) {
+        if let Some(url) = &self.url {
+            eprintln!(
+                "--out {url}: the merged dump is streamed there as it is written (no copy on local disk), readable once complete"
+            );
+        }
     }
 
     /// Is the dump going to a bucket?
