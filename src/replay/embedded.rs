@@ -974,7 +974,7 @@ impl ColdStaging {
         if !matches!(format, DumpFormat::Directory { gzip: false })
             || ns_filtered
             || cold::disabled()
-            || !Location::of_path(out).is_ok_and(|l| l.is_local())
+            || Location::in_bucket(out).is_some()
         {
             return None;
         }

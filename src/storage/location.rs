@@ -296,6 +296,15 @@ impl Location {
         }
     }
 
+    /// The object-storage location a path-typed value names (`s3://b/k` typed
+    /// where a path goes, or a [`display_path`](Self::display_path)); None for a
+    /// local path or a `file://` URL. A value that does not parse as a URL (a
+    /// secret in it) is None too: where it is read, [`of_path`](Self::of_path)
+    /// refuses it.
+    pub fn in_bucket(p: &Path) -> Option<Location> {
+        Location::of_path(p).ok().filter(|l| !l.is_local())
+    }
+
     /// The last segment of the path or key (`""` for a bucket's root).
     pub fn file_name(&self) -> String {
         match self {

@@ -172,11 +172,6 @@ enum InBucket {
     Archive(StorageWriter),
 }
 
-/// `out` as a bucket URL, or None for a local path.
-fn in_bucket(out: &Path) -> Option<Location> {
-    Location::of_path(out).ok().filter(|l| !l.is_local())
-}
-
 impl Pending {
     pub fn out(&self) -> &Path {
         &self.out
@@ -284,7 +279,7 @@ fn taken(out: &Path, archive: bool) -> bool {
 /// be named for a directory dump): checked before the work starts, and again when
 /// the dump is put in place.
 pub fn check_new(out: &Path, format: DumpFormat) -> Result<(), DumpError> {
-    if let Some(url) = in_bucket(out) {
+    if let Some(url) = Location::in_bucket(out) {
         return match storage::global().stat(&url)? {
             Found::Nothing => Ok(()),
             _ => Err(DumpError::Exists {
@@ -339,7 +334,7 @@ pub fn prepare_flushed(
     meter: &Meter,
 ) -> Result<Pending, DumpError> {
     check_new(out, format)?;
-    if let Some(url) = in_bucket(out) {
+    if let Some(url) = Location::in_bucket(out) {
         return prepare_in_bucket(r, (out, &url), format, items, server_version, meter);
     }
     let (parent, name) = beside(out);
