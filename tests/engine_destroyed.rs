@@ -285,3 +285,54 @@ fn restore_and_hash(bins: &Path, dump: &Path, db: &str, coll: &str) -> (String, 
     mongod.restore(&bins.join("mongorestore"), &[dump.to_str().unwrap()]);
     mongod.hash_and_count(db, coll)
 }
+
+/// Both or neither: when the destroyed documents cannot be put in place after the
+/// state was (here a file put at `out-destroyed` in between, which pitr never
+/// overwrites), the state is taken back out, the file left as it was, and the run
+/// fails naming `out-destroyed`.
+#[test]
+fn a_failed_second_commit_takes_the_state_back_out() {
+    let fixture = Path::new(FIXTURE);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = replay(
+        tmp.path(),
+        &fixture.join("backup"),
+        &fixture.join("oplog.bson"),
+        "auto",
+        "64MiB",
+        &[],
+    );
+    cmd.env("PITR_TEST_PAUSE_BETWEEN_COMMITS", "3s")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let (out, destroyed) = (tmp.path().join("out"), tmp.path().join("out-destroyed"));
+    let t0 = std::time::Instant::now();
+    while !out.exists() {
+        assert!(t0.elapsed().as_secs() < 60, "the state never appeared");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::create_dir(&destroyed).unwrap();
+    std::fs::write(destroyed.join("mine.txt"), "not pitr's").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("out-destroyed") && err.contains("already exists"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "the state was left in place without its destroyed documents"
+    );
+    assert_eq!(
+        std::fs::read_dir(&destroyed).unwrap().count(),
+        1,
+        "out-destroyed was written into"
+    );
+    assert_eq!(
+        std::fs::read_to_string(destroyed.join("mine.txt")).unwrap(),
+        "not pitr's"
+    );
+}

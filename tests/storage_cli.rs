@@ -1097,3 +1097,56 @@ fn a_dump_streamed_to_a_bucket_and_interrupted_leaves_nothing_there() {
         left.iter().map(|l| &l.0).collect::<Vec<_>>()
     );
 }
+
+/// Both or neither, in a bucket: the destroyed documents cannot be made readable
+/// after the state was (a `.pitr-dump.json` not pitr's put under
+/// `<out>-destroyed` in between), so the state's objects are deleted again, the
+/// run fails naming `<out>-destroyed`, and the other writer's object stays.
+#[test]
+fn a_failed_second_commit_in_a_bucket_deletes_the_state_again() {
+    let inc = Incident::start();
+    let url = format!("s3://{BUCKET}/restored/both");
+    let cwd = tempfile::tempdir().unwrap();
+    let (backup, oplog) = (inc.url("backup"), inc.url("oplog.bson"));
+    let args = [
+        "replay", "--backup", &backup, "--oplog", &oplog, "--until", "auto", "--out", &url,
+    ];
+    let child = inc
+        .command(
+            cwd.path(),
+            &args,
+            &[("PITR_TEST_PAUSE_BETWEEN_COMMITS", "3s")],
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let s = inc.server.storage();
+    let manifest = Location::parse(&format!("{url}/.pitr-dump.json")).unwrap();
+    let t0 = std::time::Instant::now();
+    while s.head_opt(&manifest).unwrap().is_none() {
+        assert!(
+            t0.elapsed().as_secs() < 60,
+            "the state never became readable"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let theirs = Location::parse(&format!("{url}-destroyed/.pitr-dump.json")).unwrap();
+    s.put_if_absent(&theirs, b"{}").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    assert!(
+        common::stderr(&o).contains(&format!("{url}-destroyed")),
+        "{}",
+        show(&o)
+    );
+    let left = objects(&s, &Location::parse(&url).unwrap());
+    assert!(
+        left.is_empty(),
+        "the state was left without its destroyed documents: {:?}",
+        left.iter().map(|l| &l.0).collect::<Vec<_>>()
+    );
+    let other = objects(&s, &Location::parse(&format!("{url}-destroyed")).unwrap());
+    assert_eq!(other, [(".pitr-dump.json".to_string(), b"{}".to_vec())]);
+}

@@ -86,6 +86,9 @@ pub fn upload(local: &Path, url: &Location) -> Result<Uploaded, StorageError> {
 pub struct DirUpload {
     url: Location,
     written: Vec<(String, u64)>,
+    /// The manifest is pitr's (its put succeeded): deleted with the rest if the
+    /// marker cannot be. One that was there already is someone else's, and stays.
+    manifest_put: bool,
     committed: bool,
 }
 
@@ -104,6 +107,7 @@ impl DirUpload {
         Ok(DirUpload {
             url: url.clone(),
             written: Vec::new(),
+            manifest_put: false,
             committed: false,
         })
     }
@@ -161,6 +165,7 @@ impl DirUpload {
         };
         let text = serde_json::to_vec_pretty(&m).expect("a manifest encodes");
         s.put_if_absent(&self.url.join(UPLOAD_MANIFEST), &text)?;
+        self.manifest_put = true;
         s.delete(&self.url.join(UPLOAD_IN_PROGRESS))?;
         self.committed = true;
         Ok(Uploaded {
@@ -179,11 +184,13 @@ impl Drop for DirUpload {
             return;
         }
         let s = storage::global();
+        let manifest = self.manifest_put.then_some(UPLOAD_MANIFEST);
         let keys = self
             .written
             .iter()
             .map(|(k, _)| k.as_str())
-            .chain([UPLOAD_MANIFEST, UPLOAD_IN_PROGRESS]);
+            .chain(manifest)
+            .chain([UPLOAD_IN_PROGRESS]);
         for key in keys {
             if let Err(e) = s.delete(&self.url.join(key)) {
                 eprintln!(

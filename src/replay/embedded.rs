@@ -281,6 +281,7 @@ pub fn run(
         interrupt::check().map_err(replica_failure)?;
         report.dumped = state.commit().map_err(dump_failure)?;
         if let Some(d) = lost_dump {
+            test_pause_between_commits();
             if let Err(e) = d.commit() {
                 // Both or neither: take the state back out rather than leave half.
                 remove_dump(&r.out);
@@ -1015,6 +1016,19 @@ impl Drop for ColdStaging {
                 _ => return,
             }
         }
+    }
+}
+
+/// For tests only: `PITR_TEST_PAUSE_BETWEEN_COMMITS=<duration>` waits this long
+/// after the state is put in place and before the destroyed documents are, so that
+/// a test can make the second fail (something put at `<out>-destroyed` meanwhile)
+/// and see the state taken back out. Unset (always, outside tests), nothing.
+fn test_pause_between_commits() {
+    if let Some(d) = std::env::var("PITR_TEST_PAUSE_BETWEEN_COMMITS")
+        .ok()
+        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+    {
+        std::thread::sleep(d);
     }
 }
 
