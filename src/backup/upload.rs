@@ -1,6 +1,8 @@
-//! A dump given to `--out s3://...` (`replay`, `rehearse`, `dump-oplog`): written
-//! locally first (the work dir, or a temporary directory), by the same
-//! all-or-nothing writer as a local `--out`, then uploaded.
+//! A dump given to `--out s3://...`: [`DirUpload`] brackets the objects of a
+//! directory dump, whether they are streamed there by their writer (the embedded
+//! replay's and rehearse's dump, `replay --cluster`'s merged dump, `dump-oplog`) or
+//! uploaded from local files by [`upload`] (`replay --engine mongod`, whose
+//! mongodump writes the hand-over dump in the work dir first).
 //!
 //! All or nothing in the bucket: an archive is one object, visible only when its
 //! multipart upload completes. A directory is many objects, so it is bracketed by two

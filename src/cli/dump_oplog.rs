@@ -40,7 +40,7 @@ Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) befo
 Before anything is read, --out's filesystem must have room for the range, estimated from the \
 oplog's size and the time the range spans (not for a bucket URL, nor with --gzip or --resume; --no-space-check skips it).
 
-Object storage: with --out s3://bucket/prefix (gs://, az://, file://) the entries are \
+Object storage: with --out s3://bucket/prefix (gs://, az://; a file:// URL is a local DIR) the entries are \
 streamed to PREFIX/oplog.bson as they are read (one multipart upload, with bounded \
 memory), which becomes readable only once the dump is complete: an in-progress marker \
 first, `.pitr-dump.json` listing the object last. Nothing is written on this machine, so \

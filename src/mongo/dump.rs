@@ -544,7 +544,7 @@ async fn dump_to_bucket(
         Ok(se) => DumpError::Storage(se),
         Err(source) => DumpError::Io {
             what: "upload",
-            path: PathBuf::from(at.to_string()),
+            path: at.display_path(),
             source,
         },
     };

@@ -535,9 +535,7 @@ impl ColdDocs {
         }
         Ok(())
     }
-}
 
-impl ColdDocs {
     /// A failed copy of the data file to `dest`: a write that failed (the kinds
     /// only a write gives: no space, quota, a read-only file system, a file too
     /// large) is `dest`'s; anything else is put down to the backup's file, which
