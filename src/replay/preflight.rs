@@ -199,10 +199,13 @@ pub struct Need {
 pub fn check_space(needs: &[Need]) -> Result<(), PreflightError> {
     let mut per_dev: Vec<(u64, u64, PathBuf, u64, Vec<String>)> = Vec::new();
     for n in needs.iter().filter(|n| n.bytes > 0) {
-        if n.dir.to_string_lossy().contains("://") {
+        // A `file://` URL is a local directory like any other; a bucket (or a
+        // value that is no URL pitr can read, refused where it is read) is none.
+        let Ok(crate::storage::Location::Local(dir)) = crate::storage::Location::of_path(&n.dir)
+        else {
             continue;
-        }
-        let Some((free, dev)) = crate::storage::free_space(&nearest_existing(&n.dir)) else {
+        };
+        let Some((free, dev)) = crate::storage::free_space(&nearest_existing(&dir)) else {
             continue;
         };
         match per_dev.iter_mut().find(|d| d.0 == dev) {
@@ -293,5 +296,14 @@ mod tests {
             what: "the dump".into(),
         };
         assert!(check_space(&[url]).is_ok());
+        // A `file://` URL is a local directory, counted where it is (it was
+        // passed over with the buckets).
+        let file_url = Need {
+            dir: PathBuf::from(format!("file://{}", d.path().display())),
+            bytes: u64::MAX / 4,
+            what: "the dump".into(),
+        };
+        let e = check_space(&[file_url]).unwrap_err();
+        assert!(e.to_string().contains("the dump"), "{e}");
     }
 }
