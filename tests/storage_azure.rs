@@ -424,6 +424,38 @@ fn azure_find_drop_and_replay_read_a_container_as_local_files() {
         assert_eq!(got, want, "{b} at {limit}");
     }
 
+    // A dump written to the container: its write permission probed first (an
+    // uncommitted block, never listed), then the dump streamed there.
+    let out = format!("az://{CONTAINER}/restored");
+    let o = pitr_az(
+        &a,
+        tmp.path(),
+        &[
+            "replay",
+            "--backup",
+            &url(dir),
+            "--oplog",
+            &url("oplog.bson"),
+            "--until",
+            &limit,
+            "--out",
+            &out,
+        ],
+    );
+    assert_eq!(common::code(&o), 0, "{}", show(&o));
+    let keys: Vec<String> = a
+        .storage()
+        .list(&loc("restored"))
+        .unwrap()
+        .into_iter()
+        .map(|o| o.location.to_string())
+        .collect();
+    assert!(
+        keys.contains(&format!("{out}/shop/orders.bson")),
+        "{keys:?}"
+    );
+    assert!(!keys.iter().any(|k| k.contains("probe")), "{keys:?}");
+
     let mut c = Command::new(common::pitr_bin());
     let o = c
         .args(["find-drop", &url("oplog.bson")])

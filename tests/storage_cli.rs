@@ -1150,3 +1150,134 @@ fn a_failed_second_commit_in_a_bucket_deletes_the_state_again() {
     let other = objects(&s, &Location::parse(&format!("{url}-destroyed")).unwrap());
     assert_eq!(other, [(".pitr-dump.json".to_string(), b"{}".to_vec())]);
 }
+
+/// The environment of a key held to one of the documented bucket policies
+/// (`storage_common::Policy`, docs/object-storage.md "Bucket permissions").
+fn policy_env(key: &'static str) -> [(&'static str, &'static str); 2] {
+    [
+        ("AWS_ACCESS_KEY_ID", key),
+        ("AWS_SECRET_ACCESS_KEY", storage_common::POLICY_SECRET),
+    ]
+}
+
+/// The read-only policy the docs give a restore host (`s3:GetObject`,
+/// `s3:ListBucket`) is enough for every reading command, backup and oplog in the
+/// bucket, and a write with it is refused as access denied, naming the permission,
+/// before any of the restore's work, leaving nothing in the bucket.
+#[test]
+fn the_documented_read_only_policy_restores_and_refuses_a_write() {
+    let inc = Incident::start();
+    let env = policy_env(storage_common::READER_KEY);
+    let tmp = tempfile::tempdir().unwrap();
+    let (backup, oplog) = (inc.url("backup"), inc.url("oplog.bson"));
+    let reads: [Vec<&str>; 4] = [
+        vec!["find-drop", "--backup", &backup, &oplog],
+        vec!["oplog", "stats", &oplog],
+        vec![
+            "plan", "--backup", &backup, "--oplog", &oplog, "--until", "auto",
+        ],
+        vec![
+            "replay", "--backup", &backup, "--oplog", &oplog, "--until", "auto", "--out", "out",
+        ],
+    ];
+    for args in &reads {
+        let o = inc.pitr_with(tmp.path(), args, &env);
+        assert_eq!(common::code(&o), 0, "{args:?}: {}", show(&o));
+    }
+    assert!(tmp.path().join("out/shop/orders.bson").is_file());
+
+    let url = "s3://pitr-incident/restored/read-only";
+    let cwd = tmp.path().join("write");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let args = [
+        "replay",
+        "--backup",
+        &backup,
+        "--oplog",
+        &oplog,
+        "--until",
+        "auto",
+        "--workdir",
+        "work",
+        "--out",
+        url,
+    ];
+    let o = inc.pitr_with(&cwd, &args, &env);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains("access denied"), "{err}");
+    assert!(err.contains(url), "{err}");
+    assert!(err.contains("s3:PutObject"), "{err}");
+    assert!(!err.contains(storage_common::POLICY_SECRET), "{err}");
+    // Refused before the backup was read: the first write is the dump's marker,
+    // made before the work starts.
+    assert!(!err.contains("reading the backup"), "{err}");
+    let left = objects(
+        &inc.server.storage(),
+        &Location::parse("s3://pitr-incident/restored").unwrap(),
+    );
+    assert!(
+        left.is_empty(),
+        "{:?}",
+        left.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+}
+
+/// The archiver's policy (`s3:PutObject`, `s3:AbortMultipartUpload`,
+/// `s3:DeleteObject` added) writes a dump to a bucket, the same objects as with a
+/// key that may do anything.
+#[test]
+fn the_documented_writer_policy_writes_a_dump() {
+    let inc = Incident::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let (backup, oplog) = (inc.url("backup"), inc.url("oplog.bson"));
+    let mut dumps = Vec::new();
+    for (name, env) in [
+        ("any", Vec::new()),
+        ("writer", policy_env(storage_common::WRITER_KEY).to_vec()),
+    ] {
+        let url = format!("s3://pitr-incident/restored/{name}");
+        let args = [
+            "replay", "--backup", &backup, "--oplog", &oplog, "--until", "auto", "--out", &url,
+        ];
+        let o = inc.pitr_with(tmp.path(), &args, &env);
+        assert_eq!(common::code(&o), 0, "{name}: {}", show(&o));
+        let mut got = objects(&inc.server.storage(), &Location::parse(&url).unwrap());
+        take_manifest(&mut got);
+        dumps.push(got);
+    }
+    assert!(!dumps[0].is_empty());
+    assert_eq!(dumps[0], dumps[1]);
+}
+
+/// One object of a backup the credentials may not read (a 403 on it alone, as an
+/// object encrypted with a KMS key the role cannot use): the replay stops, exit 2,
+/// naming that object and what may cause it; it never restores without it.
+#[test]
+fn a_403_on_one_object_of_a_backup_names_it() {
+    let inc = Incident::start();
+    inc.server
+        .deny_reads(BUCKET, "incident/backup/shop/orders.bson");
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
+        "replay",
+        "--backup",
+        &inc.url("backup"),
+        "--oplog",
+        &inc.url("oplog.bson"),
+        "--until",
+        "auto",
+        "--out",
+        "out",
+    ];
+    let o = inc.pitr_in(tmp.path(), &args);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(err.contains(&inc.url("backup/shop/orders.bson")), "{err}");
+    assert!(err.contains("access denied"), "{err}");
+    assert!(err.contains("KMS key"), "{err}");
+    assert!(
+        !tmp.path().join("out").exists(),
+        "a restore without shop.orders"
+    );
+}

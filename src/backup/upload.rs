@@ -54,15 +54,23 @@ pub fn staging(work_root: &Path, url: &Location) -> PathBuf {
 }
 
 /// pitr never overwrites a dump: `url` must hold nothing yet (no object, nothing
-/// under it). Checked before any work.
+/// under it). And the credentials must be allowed to write there
+/// ([`storage::Storage::probe_write`]): a restore with read-only credentials used to
+/// run to its end, then fail at its first write. Checked before any work.
 pub fn check_new(url: &Location) -> Result<(), Failure> {
     match storage::global().stat(url)? {
-        Found::Nothing => Ok(()),
-        _ => Err(Failure::new(format!(
-            "`--out {url}` already holds a dump or other objects: pitr never overwrites one"
-        ))
-        .with_hint("give a new prefix (e.g. with the date in it), or delete the old one first")),
+        Found::Nothing => {}
+        _ => {
+            return Err(Failure::new(format!(
+                "`--out {url}` already holds a dump or other objects: pitr never overwrites one"
+            ))
+            .with_hint(
+                "give a new prefix (e.g. with the date in it), or delete the old one first",
+            ))
+        }
     }
+    storage::global().probe_write(url)?;
+    Ok(())
 }
 
 /// Uploads the dump at `local` (an archive file, or a directory) to `url`. On an

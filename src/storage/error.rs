@@ -302,12 +302,20 @@ impl Hint for StorageError {
                      (a SAS token may have expired)"
                     .into(),
             },
-            StorageError::AccessDenied { op, scheme, .. } => format!(
-                "the credentials are valid but not allowed to {op} here: the bucket policy or \
-                 role needs {} on this prefix; if only some objects fail, they may be \
-                 encrypted with a KMS key the role cannot use, or owned by another account",
-                op.permission(*scheme)
-            ),
+            StorageError::AccessDenied { op, scheme, .. } => {
+                let why = match op {
+                    Op::Read | Op::Head => {
+                        "; if only some objects fail, they may be encrypted with a KMS key the \
+                         role cannot use, or owned by another account"
+                    }
+                    _ => "",
+                };
+                format!(
+                    "the credentials are valid but not allowed to {op} here: the bucket policy \
+                     or role needs {} on this prefix{why}",
+                    op.permission(*scheme)
+                )
+            }
             StorageError::NoSuchBucket { word, .. } => format!(
                 "check the {word} name and, for S3, AWS_REGION and AWS_ENDPOINT_URL (a {word} \
                  is looked up in one region or endpoint)"

@@ -47,6 +47,10 @@ pub use write::{parent_dir, StorageWriter, Written, MAX_PARTS};
 
 use settings::Clients;
 
+/// The key under a prefix that [`Storage::probe_write`] starts an upload to (and
+/// aborts): it never becomes an object.
+pub const WRITE_PROBE: &str = ".pitr-write-probe";
+
 /// What identifies one version of an object, for conditional updates: its ETag (and,
 /// where the store keeps versions, the version id).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -656,19 +660,44 @@ impl Storage {
                 }
                 std::fs::rename(f, t).map_err(|source| local_error(&url, Op::Write, source))
             }
-            (Some((clients, ctx, fp)), Some((_, _, tp))) => {
+            (Some((clients, _, fp)), Some((_, to_ctx, tp))) => {
+                // Two requests, each failure named for what it was: the copy writes
+                // `to`, the delete removes `from` (a role allowed to write but not to
+                // delete fails at the second, and must be told s3:DeleteObject).
                 let store = clients.request;
-                runtime::block_on(async move {
-                    store.copy(&fp, &tp).await?;
-                    store.delete(&fp).await
-                })
-                .map_err(|e| ctx.classify(e, Op::Write))
+                runtime::block_on(async move { store.copy(&fp, &tp).await })
+                    .map_err(|e| to_ctx.classify(e, Op::Write))?;
+                self.delete(from)
             }
             _ => Err(StorageError::InvalidLocation {
                 input: to.to_string(),
                 reason: format!("`{from}` cannot be moved to another kind of storage"),
             }),
         }
+    }
+
+    /// Whether these credentials may write under `loc`, asked before a long job that
+    /// writes there only at its end (a restore's dump): a multipart upload of one
+    /// small part to the probe key [`WRITE_PROBE`] under it, started and aborted
+    /// (S3 and GCS: CreateMultipartUpload, UploadPart and AbortMultipartUpload, the
+    /// permissions every dump's write needs; Azure: one uncommitted block, never
+    /// listed, which the service discards by itself). Nothing is left. A local
+    /// location is not probed here (the commands check its directory).
+    pub fn probe_write(&self, loc: &Location) -> Result<(), StorageError> {
+        let Some((_, ctx, _)) = self.object(loc)? else {
+            return Ok(());
+        };
+        let Some((clients, _, path)) = self.object(&loc.join(WRITE_PROBE))? else {
+            return Ok(());
+        };
+        let store = clients.request;
+        runtime::block_on(async move {
+            let mut up = store.put_multipart(&path).await?;
+            let part = up.put_part(PutPayload::from_static(b"pitr")).await;
+            let aborted = up.abort().await;
+            part.and(aborted)
+        })
+        .map_err(|e| ctx.classify(e, Op::Write))
     }
 
     /// Deletes `loc`; deleting what is not there succeeds (as S3's DELETE does).

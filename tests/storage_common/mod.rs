@@ -22,12 +22,100 @@ use tokio::task::JoinSet;
 pub const ACCESS_KEY: &str = "AKIAPITRTEST";
 pub const SECRET_KEY: &str = "pitr-test-secret-key";
 
+/// A key held to the read-only policy of docs/object-storage.md ("Bucket
+/// permissions"): `s3:GetObject` and `s3:ListBucket` only.
+pub const READER_KEY: &str = "AKIAPITRREADER";
+/// A key held to the archiver's policy there: `s3:GetObject`, `s3:ListBucket`,
+/// `s3:PutObject`, `s3:AbortMultipartUpload`, `s3:DeleteObject`.
+pub const WRITER_KEY: &str = "AKIAPITRWRITER";
+/// The archiver's policy without `s3:DeleteObject`.
+pub const NO_DELETE_KEY: &str = "AKIAPITRNODELETE";
+/// The secret of [`READER_KEY`], [`WRITER_KEY`] and [`NO_DELETE_KEY`].
+pub const POLICY_SECRET: &str = "pitr-policy-secret-key";
+
+/// The IAM action an S3 operation needs (the mapping of AWS's "Actions, resources,
+/// and condition keys for Amazon S3": HeadObject is `s3:GetObject`, HeadBucket and
+/// the listings `s3:ListBucket`, every step of a multipart upload but the abort
+/// `s3:PutObject`).
+fn iam_action(op: &str) -> &'static str {
+    match op {
+        "GetObject" | "HeadObject" => "s3:GetObject",
+        "ListObjects" | "ListObjectsV2" | "HeadBucket" => "s3:ListBucket",
+        "PutObject"
+        | "CreateMultipartUpload"
+        | "UploadPart"
+        | "CompleteMultipartUpload"
+        | "CopyObject"
+        | "UploadPartCopy" => "s3:PutObject",
+        "AbortMultipartUpload" => "s3:AbortMultipartUpload",
+        "DeleteObject" | "DeleteObjects" => "s3:DeleteObject",
+        "ListParts" => "s3:ListMultipartUploadParts",
+        "ListMultipartUploads" => "s3:ListBucketMultipartUploads",
+        _ => "s3:Other",
+    }
+}
+
+/// The server's access control, as a bucket policy and IAM would do it: the
+/// actions each key is allowed ([`READER_KEY`], [`WRITER_KEY`], [`NO_DELETE_KEY`];
+/// [`ACCESS_KEY`] may do anything), and objects no key may read (as an object
+/// encrypted with a KMS key the role cannot use): `AccessDenied`, a 403.
+struct Policy {
+    unreadable: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for Policy {
+    async fn check(&self, cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
+        let Some(key) = cx.credentials().map(|c| c.access_key.clone()) else {
+            return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
+        };
+        let action = iam_action(cx.s3_op().name());
+        let allowed: &[&str] = match key.as_str() {
+            ACCESS_KEY => &[action],
+            READER_KEY => &["s3:GetObject", "s3:ListBucket"],
+            WRITER_KEY => &[
+                "s3:GetObject",
+                "s3:ListBucket",
+                "s3:PutObject",
+                "s3:AbortMultipartUpload",
+                "s3:DeleteObject",
+            ],
+            NO_DELETE_KEY => &[
+                "s3:GetObject",
+                "s3:ListBucket",
+                "s3:PutObject",
+                "s3:AbortMultipartUpload",
+            ],
+            _ => &[],
+        };
+        if !allowed.contains(&action) {
+            return Err(s3s::s3_error!(
+                AccessDenied,
+                "{key} is not allowed to perform {action}"
+            ));
+        }
+        if let s3s::path::S3Path::Object {
+            bucket,
+            key: object,
+        } = cx.s3_path()
+        {
+            let path = format!("{bucket}/{object}");
+            if action == "s3:GetObject" && self.unreadable.lock().unwrap().contains(&path) {
+                return Err(s3s::s3_error!(AccessDenied, "{path} cannot be decrypted"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An s3s-fs server on 127.0.0.1 serving the buckets (directories) under `root`.
 pub struct S3Server {
     pub addr: SocketAddr,
     pub root: PathBuf,
     /// GET requests answered, by request path (`/bucket/key`).
     gets: Arc<Mutex<HashMap<String, usize>>>,
+    /// Objects (`bucket/key`) no key may read ([`S3Server::deny_reads`]).
+    unreadable: Arc<Mutex<Vec<String>>>,
     service: S3Service,
     rt: tokio::runtime::Runtime,
     accept: Option<tokio::task::JoinHandle<()>>,
@@ -41,7 +129,15 @@ impl S3Server {
         }
         let fs = s3s_fs::FileSystem::new(root).expect("s3s-fs root");
         let mut b = S3ServiceBuilder::new(fs);
-        b.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        let mut auth = SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY);
+        for key in [READER_KEY, WRITER_KEY, NO_DELETE_KEY] {
+            auth.register(key.to_string(), POLICY_SECRET.into());
+        }
+        b.set_auth(auth);
+        let unreadable = Arc::<Mutex<Vec<String>>>::default();
+        b.set_access(Policy {
+            unreadable: Arc::clone(&unreadable),
+        });
         let service = b.build();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -56,6 +152,7 @@ impl S3Server {
             addr,
             root: root.to_path_buf(),
             gets: Arc::default(),
+            unreadable,
             service,
             rt,
             accept: None,
@@ -117,6 +214,15 @@ impl S3Server {
     pub fn gets_of(&self, bucket: &str, key: &str) -> usize {
         let g = self.gets.lock().unwrap();
         g.get(&format!("/{bucket}/{key}")).copied().unwrap_or(0)
+    }
+
+    /// From now on no key may read `s3://bucket/key` (GET and HEAD answer 403
+    /// `AccessDenied`), as an object encrypted with a KMS key the role cannot use.
+    pub fn deny_reads(&self, bucket: &str, key: &str) {
+        self.unreadable
+            .lock()
+            .unwrap()
+            .push(format!("{bucket}/{key}"));
     }
 
     pub fn endpoint(&self) -> String {
