@@ -124,6 +124,17 @@ impl Bucket {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_as(ACCESS_KEY, args)
+    }
+
+    /// [`Bucket::cmd`] with the access key `key`: [`ACCESS_KEY`] may do anything,
+    /// the others are held to the bucket policies of docs/object-storage.md
+    /// (`storage_common::Policy`).
+    fn cmd_as(&self, key: &str, args: &[&str]) -> Command {
+        let secret = match key {
+            ACCESS_KEY => SECRET_KEY,
+            _ => storage_common::POLICY_SECRET,
+        };
         let mut c = Command::new(common::pitr_bin());
         c.args(args)
             .current_dir(self.tmp.path())
@@ -134,8 +145,8 @@ impl Bucket {
                 c.env_remove(&k);
             }
         }
-        c.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        c.env("AWS_ACCESS_KEY_ID", key)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
             .env("AWS_REGION", "us-east-1")
             .env("AWS_ENDPOINT_URL", self.server.endpoint())
             .env("AWS_ALLOW_HTTP", "true")
@@ -149,6 +160,10 @@ impl Bucket {
 
     fn pitr(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("run pitr")
+    }
+
+    fn pitr_as(&self, key: &str, args: &[&str]) -> Output {
+        self.cmd_as(key, args).output().expect("run pitr")
     }
 
     /// Every object under `rel`, downloaded into a new local directory.
@@ -212,9 +227,14 @@ fn show(o: &Output) -> String {
 /// `pitr archive --uri URI --dir DIR --log-every 1s EXTRA...` with the bucket's
 /// credentials, running.
 fn archiver(b: &Bucket, uri: &str, dir: &str, extra: &[&str]) -> Archiver {
+    archiver_as(b, ACCESS_KEY, uri, dir, extra)
+}
+
+/// [`archiver`] with the access key `key` ([`Bucket::cmd_as`]).
+fn archiver_as(b: &Bucket, key: &str, uri: &str, dir: &str, extra: &[&str]) -> Archiver {
     let mut args = vec!["archive", "--uri", uri, "--dir", dir, "--log-every", "1s"];
     args.extend_from_slice(extra);
-    Archiver::spawn(b.cmd(&args))
+    Archiver::spawn(b.cmd_as(key, &args))
 }
 
 /// The server's whole oplog, through `pitr dump-oplog` into a local directory.
@@ -327,16 +347,21 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
     let b = Bucket::start();
     let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
     let dir = b.url("arch");
-    let o = b.pitr(&[
-        "archive",
-        "--uri",
-        &m.uri(),
-        "--dir",
-        &dir,
-        "--once",
-        "--chunk-size",
-        "48KiB",
-    ]);
+    // The archiver's documented policy without s3:DeleteObject is enough to
+    // archive (docs/object-storage.md).
+    let o = b.pitr_as(
+        storage_common::NO_DELETE_KEY,
+        &[
+            "archive",
+            "--uri",
+            &m.uri(),
+            "--dir",
+            &dir,
+            "--once",
+            "--chunk-size",
+            "48KiB",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", show(&o));
     let man = b.manifest("arch");
     let files: Vec<String> = man["chunks"]
@@ -360,7 +385,8 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut r, &mut bytes).unwrap();
     s.put_if_absent(&leftover, &bytes).unwrap();
-    let o = b.pitr(&["status", "--archive", &dir]);
+    // The read-only policy is enough for status.
+    let o = b.pitr_as(storage_common::READER_KEY, &["status", "--archive", &dir]);
     assert_eq!(code(&o), 0, "{}", show(&o));
 
     // With a backup in the same bucket to protect (its end read from its oplog there).
@@ -369,7 +395,8 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
         &Path::new(FIXTURE_OPLOG).parent().unwrap().join("backup"),
         &b.loc("nightly"),
     );
-    let o = b.pitr(&[
+    // Prune with the archiver's documented policy; refused without s3:DeleteObject.
+    let prune = [
         "archive",
         "prune",
         "--dir",
@@ -378,7 +405,15 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
         "100000d",
         "--backup",
         &b.url("nightly"),
-    ]);
+    ];
+    let o = b.pitr_as(storage_common::NO_DELETE_KEY, &prune);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("access denied") && err.contains("s3:DeleteObject"),
+        "{err}"
+    );
+    let o = b.pitr_as(storage_common::WRITER_KEY, &prune);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
         common::stdout(&o).contains("0123456789abcdef"),
@@ -698,8 +733,11 @@ fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
     let uri = m.uri();
     let original = entries_of(Path::new(FIXTURE_OPLOG));
     let dir = b.url("rb");
-    let mut a = archiver(
+    // With the archiver's documented policy (docs/object-storage.md): setting a
+    // history aside copies and deletes.
+    let mut a = archiver_as(
         &b,
+        storage_common::WRITER_KEY,
         &uri,
         &dir,
         &["--chunk-size", "100KiB", "--await-time", "300ms"],
@@ -731,6 +769,69 @@ fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
         &entries_of(&copy),
         &server_entries(&b, &uri),
         "after the rollback",
+    );
+}
+
+/// The archiver's documented policy without `s3:DeleteObject` archives until a
+/// rollback must be set aside (a copy, then a delete), which then stops it: exit 2,
+/// access denied naming that permission (docs/object-storage.md) and saying why
+/// pitr deletes. The manifest records the set-aside before the move (so a run with
+/// the permission finishes it): no chunk it lists holds a rolled-back entry.
+#[test]
+fn a_rollback_without_the_delete_permission_stops_naming_it() {
+    let b = Bucket::start();
+    let m = Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
+        ("PITR_STANDIN_MONGOD_FAULT", "rollback-after-getmores=2"),
+    ]);
+    let uri = m.uri();
+    let dir = b.url("rb");
+    let a = archiver_as(
+        &b,
+        storage_common::NO_DELETE_KEY,
+        &uri,
+        &dir,
+        &["--chunk-size", "100KiB", "--await-time", "300ms"],
+    );
+    let (rc, out, err) = a.wait_exit(Duration::from_secs(60));
+    assert_eq!(rc, 2, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("cannot set the chunk") && err.contains("rolled its entries back"),
+        "{err}"
+    );
+    assert!(
+        err.contains("access denied") && err.contains("s3:DeleteObject"),
+        "{err}"
+    );
+    let man = b.manifest("rb");
+    assert_eq!(man["set_aside"].as_array().map(Vec::len), Some(1), "{man}");
+
+    // The same archive with the permission: the move finished, the history the
+    // server's (as when nothing stood in the way).
+    let mut a = archiver_as(
+        &b,
+        storage_common::WRITER_KEY,
+        &uri,
+        &dir,
+        &["--chunk-size", "100KiB", "--await-time", "300ms"],
+    );
+    a.wait_for_n("caught up", 1, Duration::from_secs(30));
+    let (rc, out, err) = a.stop();
+    assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let man = b.manifest("rb");
+    let sa_dir = man["set_aside"][0]["dir"].as_str().unwrap().to_string();
+    let keys = b.keys("rb");
+    for c in man["set_aside"][0]["chunks"].as_array().unwrap() {
+        let file = c["file"].as_str().unwrap();
+        assert!(!keys.contains(&file.to_string()), "{file} still in chunks/");
+        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+        assert!(keys.contains(&format!("{sa_dir}/{name}")), "{c}: {keys:?}");
+    }
+    let (_d, copy) = b.download("rb");
+    assert_same_entries(
+        &entries_of(&copy),
+        &server_entries(&b, &uri),
+        "after the rollback, finished by the second run",
     );
 }
 

@@ -88,17 +88,27 @@ impl Archiver {
     }
 
     /// SIGTERM, then the exit code, stdout and stderr.
-    pub fn stop(mut self) -> (i32, String, String) {
+    pub fn stop(self) -> (i32, String, String) {
         // SAFETY: signalling a child we own.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let end = Instant::now() + Duration::from_secs(20);
+        self.exit_within(Duration::from_secs(20), "did not stop on SIGTERM")
+    }
+
+    /// The exit code, stdout and stderr of an archiver that stops by itself (an
+    /// error) within `within`.
+    pub fn wait_exit(self, within: Duration) -> (i32, String, String) {
+        self.exit_within(within, "did not exit")
+    }
+
+    fn exit_within(mut self, within: Duration, what: &str) -> (i32, String, String) {
+        let end = Instant::now() + within;
         let status = loop {
             if let Some(st) = self.child.try_wait().unwrap() {
                 break st;
             }
             if Instant::now() > end {
                 let _ = self.child.kill();
-                panic!("pitr archive did not stop on SIGTERM:\n{}", self.stderr());
+                panic!("pitr archive {what} within {within:?}:\n{}", self.stderr());
             }
             std::thread::sleep(Duration::from_millis(20));
         };

@@ -169,6 +169,16 @@ pub enum ArchiveError {
     #[error("`{target}` returned {ts} after {last}: the oplog went backwards")]
     OutOfOrder { target: String, ts: Ts, last: Ts },
 
+    #[error(
+        "cannot set the chunk `{chunk}` aside: the server rolled its entries back, and the \
+         manifest already records the chunk as set aside (the next run finishes the move)"
+    )]
+    SetAside {
+        chunk: String,
+        #[source]
+        source: Box<ArchiveError>,
+    },
+
     #[error("`{target}` did not deliver the oplog up to {end}, its newest entry when `--once` started ({reached})")]
     EndNotReached {
         target: String,
@@ -191,6 +201,7 @@ impl Hint for ArchiveError {
             ArchiveError::Archive(e) => return e.hint(),
             ArchiveError::Io { .. } => "check free space and permissions of the archive directory".into(),
             ArchiveError::Chunk { source, .. } => return source.hint(),
+            ArchiveError::SetAside { source, .. } => return source.hint(),
             ArchiveError::NotAnArchive { .. } => {
                 "give an empty or new directory for a new archive (pitr never writes into a directory it did not create)".into()
             }

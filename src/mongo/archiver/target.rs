@@ -240,8 +240,17 @@ impl Target {
         }
     }
 
-    /// Moves the chunk file `rel` into the directory `to_dir` (both relative).
+    /// Moves the chunk file `rel` into the directory `to_dir` (both relative), to set
+    /// it aside after a rollback (recorded in the manifest first).
     pub fn move_into(&mut self, rel: &str, to_dir: &str) -> Result<(), ArchiveError> {
+        self.move_chunk(rel, to_dir)
+            .map_err(|source| ArchiveError::SetAside {
+                chunk: rel.to_string(),
+                source: Box::new(source),
+            })
+    }
+
+    fn move_chunk(&mut self, rel: &str, to_dir: &str) -> Result<(), ArchiveError> {
         let name = Path::new(rel)
             .file_name()
             .expect("chunk paths have a name")
