@@ -347,21 +347,30 @@ fn prune_removes_leftovers_and_status_names_damaged_chunks_in_a_bucket() {
     let b = Bucket::start();
     let m = Mongod::start(&[("PITR_STANDIN_OPLOG", FIXTURE_OPLOG)]);
     let dir = b.url("arch");
+    let uri = m.uri();
+    let once = [
+        "archive",
+        "--uri",
+        &uri,
+        "--dir",
+        &dir,
+        "--once",
+        "--chunk-size",
+        "48KiB",
+    ];
+    // The read-only policy cannot archive: refused naming the permission, nothing
+    // written.
+    let o = b.pitr_as(storage_common::READER_KEY, &once);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("access denied") && err.contains("s3:PutObject"),
+        "{err}"
+    );
+    assert!(b.keys("arch").is_empty(), "{:?}", b.keys("arch"));
     // The archiver's documented policy without s3:DeleteObject is enough to
     // archive (docs/object-storage.md).
-    let o = b.pitr_as(
-        storage_common::NO_DELETE_KEY,
-        &[
-            "archive",
-            "--uri",
-            &m.uri(),
-            "--dir",
-            &dir,
-            "--once",
-            "--chunk-size",
-            "48KiB",
-        ],
-    );
+    let o = b.pitr_as(storage_common::NO_DELETE_KEY, &once);
     assert_eq!(code(&o), 0, "{}", show(&o));
     let man = b.manifest("arch");
     let files: Vec<String> = man["chunks"]
