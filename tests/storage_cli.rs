@@ -934,6 +934,17 @@ fn replay_out_to_a_bucket_uploads_the_same_dump_with_its_manifest_last() {
         show(&o)
     );
 
+    // Nor at a bucket's root (`<out>-destroyed` would be inside it): refused
+    // before any work, a prefix suggested.
+    let (o, _, _) = run("root", "s3://pitr-incident", &[]);
+    assert_eq!(common::code(&o), 2, "{}", show(&o));
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("is a bucket's root") && err.contains("s3://pitr-incident/restored/"),
+        "{err}"
+    );
+    assert!(!err.contains("reading the backup"), "{err}");
+
     // An archive: one object, no markers.
     let aurl = "s3://pitr-incident/restored/r.archive";
     let (o, _, _) = run("s3-archive", aurl, &["--archive", "--gzip"]);

@@ -58,6 +58,22 @@ pub fn staging(work_root: &Path, url: &Location) -> PathBuf {
 /// ([`storage::Storage::probe_write`]): a restore with read-only credentials used to
 /// run to its end, then fail at its first write. Checked before any work.
 pub fn check_new(url: &Location) -> Result<(), Failure> {
+    // A dump is a prefix of its own: at a bucket's root, `<out>-destroyed` would be a
+    // prefix inside it, and the whole bucket the dump.
+    if let Location::Object { key, .. } = url {
+        if key.is_empty() {
+            return Err(Failure::new(format!(
+                "`--out {url}` is a bucket's root: pitr writes a dump under a prefix of its own"
+            ))
+            .with_hint(format!(
+                "give a prefix in the bucket, e.g. `{}`",
+                url.join(&format!(
+                    "restored/{}",
+                    chrono::Utc::now().format("%Y-%m-%d")
+                ))
+            )));
+        }
+    }
     match storage::global().stat(url)? {
         Found::Nothing => {}
         _ => {

@@ -828,12 +828,12 @@ fn render_replay(w: &mut impl Write, r: &ClusterReplay) -> io::Result<()> {
                 w,
                 "Download it first (mongorestore reads local files only):\n  {cmd}"
             )?;
-            r.at.out
-                .rsplit('/')
-                .find(|s| !s.is_empty())
-                .unwrap_or("dump")
+            // Where that download puts it.
+            crate::storage::Location::parse(&r.at.out)
+                .map(|l| l.local_name())
+                .unwrap_or_else(|_| "dump".to_string())
         }
-        None => &r.at.out,
+        None => r.at.out.clone(),
     };
     writeln!(
         w,

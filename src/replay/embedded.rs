@@ -532,7 +532,7 @@ fn downloaded_first(
     if cmds.is_empty() {
         return cmds;
     }
-    let name = url.file_name();
+    let name = url.local_name();
     let archive = matches!(format, DumpFormat::Archive { .. });
     let download = download_command(url, archive);
     let mut out = vec![HandoverCommand {
@@ -551,7 +551,7 @@ fn downloaded_first(
 /// prefix) into the current directory under its own name: mongorestore reads
 /// local files only.
 pub fn download_command(url: &Location, archive: bool) -> String {
-    let name = url.file_name();
+    let name = url.local_name();
     match (url, archive) {
         (
             Location::Object {
@@ -1295,4 +1295,31 @@ fn destroyed_sentence(d: &Destroyed) -> String {
             .map(|o| format!("; they alone are in {o}"))
             .unwrap_or_default()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::download_command;
+    use crate::storage::Location;
+
+    /// The download lands where the handover's mongorestore looks: under the URL's
+    /// last segment, or the bucket's name for a dump at a bucket's root (the
+    /// command used to end with an empty name there).
+    #[test]
+    fn the_download_names_where_it_lands() {
+        let cmd = |u: &str, archive| download_command(&Location::parse(u).unwrap(), archive);
+        assert_eq!(
+            cmd("s3://bkt/restored/2026-11-21", false),
+            "aws s3 cp --recursive s3://bkt/restored/2026-11-21 2026-11-21"
+        );
+        assert_eq!(cmd("s3://bkt", false), "aws s3 cp --recursive s3://bkt bkt");
+        assert_eq!(
+            cmd("s3://bkt/r.archive", true),
+            "aws s3 cp s3://bkt/r.archive r.archive"
+        );
+        assert_eq!(
+            cmd("gs://bkt/r.archive", true),
+            "gsutil cp gs://bkt/r.archive r.archive"
+        );
+    }
 }

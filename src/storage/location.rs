@@ -305,6 +305,16 @@ impl Location {
         Location::of_path(p).ok().filter(|l| !l.is_local())
     }
 
+    /// The name a download of this location gets in the current directory (`aws s3
+    /// cp --recursive URL NAME`): its last segment, or the bucket's name for a
+    /// bucket's root (whose [`file_name`](Self::file_name) is empty).
+    pub fn local_name(&self) -> String {
+        match (self.file_name(), self) {
+            (n, Location::Object { bucket, .. }) if n.is_empty() => bucket.clone(),
+            (n, _) => n,
+        }
+    }
+
     /// The last segment of the path or key (`""` for a bucket's root).
     pub fn file_name(&self) -> String {
         match self {
@@ -534,6 +544,16 @@ mod tests {
             "gs://bkt/a"
         );
         assert_eq!(l.join("x.bson").file_name(), "x.bson");
+    }
+
+    #[test]
+    fn a_download_is_named_by_the_last_segment_or_the_bucket() {
+        let name = |u: &str| Location::parse(u).unwrap().local_name();
+        assert_eq!(name("s3://bkt/restored/2026-11-21"), "2026-11-21");
+        assert_eq!(name("s3://bkt/r.archive"), "r.archive");
+        assert_eq!(name("s3://bkt"), "bkt");
+        assert_eq!(name("gs://bkt/"), "bkt");
+        assert_eq!(name("az://cont"), "cont");
     }
 
     #[test]
