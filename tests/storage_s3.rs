@@ -299,6 +299,38 @@ fn an_object_replaced_between_two_ranges_is_an_error_without_any_break() {
     assert_eq!(r.resumes(), 0);
 }
 
+/// The write probe (`Storage::probe_write`, asked before a long job writes to a
+/// prefix) leaves nothing: no object, no open multipart upload. With a key held to
+/// the read-only policy it is `AccessDenied` naming the prefix and `s3:PutObject`,
+/// and with the archiver's policy (no s3:DeleteObject needed) it passes.
+#[test]
+fn the_write_probe_leaves_nothing_and_names_a_missing_permission() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let at = loc("s3://bkt/restored/today");
+    server.storage().probe_write(&at).unwrap();
+    let policy = |key| {
+        Storage::new(
+            server.settings_with(key, storage_common::POLICY_SECRET),
+            quick_tuning(),
+        )
+    };
+    policy(storage_common::NO_DELETE_KEY)
+        .probe_write(&at)
+        .unwrap();
+    assert!(server.storage().list(&loc("s3://bkt")).unwrap().is_empty());
+    assert_eq!(pending_uploads(dir.path()), Vec::<String>::new());
+    let e = policy(storage_common::READER_KEY)
+        .probe_write(&at)
+        .unwrap_err();
+    assert!(matches!(e, StorageError::AccessDenied { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "cannot write `s3://bkt/restored/today`: access denied"
+    );
+    assert!(e.hint().unwrap().contains("s3:PutObject"), "{e:?}");
+}
+
 #[test]
 fn wrong_credentials_are_named_as_such() {
     let dir = tempfile::tempdir().unwrap();
