@@ -331,6 +331,33 @@ fn the_write_probe_leaves_nothing_and_names_a_missing_permission() {
     assert!(e.hint().unwrap().contains("s3:PutObject"), "{e:?}");
 }
 
+/// A request refused for the machine's clock (403 `RequestTimeTooSkewed`, what S3
+/// answers a signature more than 15 minutes off): `ClockSkew`, for a read, a listing
+/// and a write, the hint saying to sync the clock rather than to check credentials.
+#[test]
+fn a_clock_off_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    write_pattern(&server.storage(), &loc("s3://bkt/x"), 1, 10);
+    let storage = Storage::new(
+        server.settings_with(storage_common::SKEWED_KEY, storage_common::POLICY_SECRET),
+        quick_tuning(),
+    );
+    let errors = [
+        storage.open_read(&loc("s3://bkt/x")).map(drop).unwrap_err(),
+        storage.list(&loc("s3://bkt")).map(drop).unwrap_err(),
+        storage
+            .put_if_absent(&loc("s3://bkt/y"), b"y")
+            .map(drop)
+            .unwrap_err(),
+    ];
+    for e in errors {
+        assert!(matches!(e, StorageError::ClockSkew { .. }), "{e:?}");
+        assert!(e.to_string().contains("clock is wrong"), "{e}");
+        assert!(e.hint().unwrap().contains("sync it"), "{e:?}");
+    }
+}
+
 #[test]
 fn wrong_credentials_are_named_as_such() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,7 +30,12 @@ pub const READER_KEY: &str = "AKIAPITRREADER";
 pub const WRITER_KEY: &str = "AKIAPITRWRITER";
 /// The archiver's policy without `s3:DeleteObject`.
 pub const NO_DELETE_KEY: &str = "AKIAPITRNODELETE";
-/// The secret of [`READER_KEY`], [`WRITER_KEY`] and [`NO_DELETE_KEY`].
+/// A key whose every request the server refuses as S3 does a request signed by a
+/// machine whose clock is off by more than 15 minutes: 403 `RequestTimeTooSkewed`.
+/// (s3s-fs compares the signature's time with its own clock, which a test cannot
+/// move; this key makes the same answer go through the real HTTP stack.)
+pub const SKEWED_KEY: &str = "AKIAPITRSKEWED";
+/// The secret of [`READER_KEY`], [`WRITER_KEY`], [`NO_DELETE_KEY`] and [`SKEWED_KEY`].
 pub const POLICY_SECRET: &str = "pitr-policy-secret-key";
 
 /// The IAM action an S3 operation needs (the mapping of AWS's "Actions, resources,
@@ -69,6 +74,12 @@ impl s3s::access::S3Access for Policy {
         let Some(key) = cx.credentials().map(|c| c.access_key.clone()) else {
             return Err(s3s::s3_error!(AccessDenied, "Signature is required"));
         };
+        if key == SKEWED_KEY {
+            return Err(s3s::s3_error!(
+                RequestTimeTooSkewed,
+                "The difference between the request time and the current time is too large."
+            ));
+        }
         let action = iam_action(cx.s3_op().name());
         let allowed: &[&str] = match key.as_str() {
             ACCESS_KEY => &[action],
@@ -130,7 +141,7 @@ impl S3Server {
         let fs = s3s_fs::FileSystem::new(root).expect("s3s-fs root");
         let mut b = S3ServiceBuilder::new(fs);
         let mut auth = SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY);
-        for key in [READER_KEY, WRITER_KEY, NO_DELETE_KEY] {
+        for key in [READER_KEY, WRITER_KEY, NO_DELETE_KEY, SKEWED_KEY] {
             auth.register(key.to_string(), POLICY_SECRET.into());
         }
         b.set_auth(auth);
