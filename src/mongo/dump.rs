@@ -319,14 +319,16 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> DumpErro
     move |source| DumpError::Io { what, path, source }
 }
 
-struct FileSink<'a> {
+/// Where the entries read go: the dump's [`OutFile`] (a local file, or an object's
+/// upload), with the observer told of each batch.
+struct OutSink<'a> {
     out: OutFile,
     obs: &'a mut dyn DumpObserver,
     first: Option<Ts>,
     last_flush: Instant,
 }
 
-impl OplogSink for FileSink<'_> {
+impl OplogSink for OutSink<'_> {
     type Error = io::Error;
 
     fn entry(&mut self, doc: &RawDocument, ts: Ts) -> io::Result<()> {
@@ -595,7 +597,7 @@ async fn stream_into<'a>(
 ) -> (
     DumpPlan,
     Result<Progress, StreamError<io::Error>>,
-    FileSink<'a>,
+    OutSink<'a>,
 ) {
     let plan = DumpPlan {
         window: *win,
@@ -623,7 +625,7 @@ async fn stream_into<'a>(
         // the member read must deliver it (a lagging one must not end the dump early).
         must_reach: until.is_none_or(|u| end < u).then_some(end),
     };
-    let mut sink = FileSink {
+    let mut sink = OutSink {
         out,
         obs,
         first: None,
@@ -814,7 +816,7 @@ fn finish(
     paths: &DumpPaths,
     plan: DumpPlan,
     streamed: Result<Progress, StreamError<io::Error>>,
-    mut sink: FileSink<'_>,
+    mut sink: OutSink<'_>,
     resume_point: Option<ResumePoint>,
     start: Progress,
 ) -> Result<DumpOutcome, DumpError> {
