@@ -484,6 +484,41 @@ fn no_credentials_anywhere_says_which_chains_were_tried() {
         "{:?}",
         e.hint()
     );
+
+    // An AWS CLI profile (a credentials file, or AWS_PROFILE), which pitr does not
+    // read: the hint says how to export it.
+    let creds = dir.path().join("aws-credentials");
+    std::fs::write(&creds, "[default]\naws_access_key_id = AKIAX\n").unwrap();
+    for (extra, profile) in [
+        (
+            ("AWS_SHARED_CREDENTIALS_FILE", creds.display().to_string()),
+            "default",
+        ),
+        (("AWS_PROFILE", "prod".to_string()), "prod"),
+    ] {
+        let settings = Settings::from_pairs([
+            ("AWS_ENDPOINT_URL", server.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_METADATA_ENDPOINT", format!("http://{closed_addr}")),
+            (extra.0, extra.1),
+        ]);
+        let storage = Storage::new(
+            settings,
+            Tuning {
+                retries: 0,
+                ..quick_tuning()
+            },
+        );
+        let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
+        assert!(matches!(e, StorageError::NoCredentials { .. }), "{e:?}");
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains(&format!(
+                "aws configure export-credentials --profile {profile} --format env"
+            )),
+            "{hint}"
+        );
+    }
 }
 
 #[test]

@@ -141,6 +141,9 @@ pub enum StorageError {
         op: Op,
         scheme: Scheme,
         tried: String,
+        /// An AWS CLI profile there is, which pitr does not read
+        /// ([`super::Settings::aws_cli_profile`]).
+        aws_profile: Option<String>,
         #[source]
         source: Cause,
     },
@@ -278,6 +281,17 @@ impl Hint for StorageError {
             StorageError::Config { .. } => {
                 "check the AWS_*, GOOGLE_* or AZURE_* variables in the environment".into()
             }
+            StorageError::NoCredentials {
+                scheme: Scheme::S3,
+                aws_profile: Some(profile),
+                ..
+            } => format!(
+                "pitr does not read the AWS CLI's profiles (~/.aws): export the credentials of \
+                 profile `{profile}` into the environment first, `eval \"$(aws configure \
+                 export-credentials --profile {profile} --format env)\"` (AWS CLI v2), or set \
+                 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+                 temporary keys), or run where a role is attached"
+            ),
             StorageError::NoCredentials { scheme, .. } => match scheme {
                 Scheme::S3 => "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN \
                      for temporary keys), or run where a role is attached (web identity, ECS/EKS, \
@@ -508,6 +522,10 @@ pub(crate) fn classify(
             op,
             scheme,
             tried: settings.credential_source(scheme),
+            aws_profile: match scheme {
+                Scheme::S3 => settings.aws_cli_profile(),
+                _ => None,
+            },
             source: cause,
         };
     }
