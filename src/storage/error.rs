@@ -301,7 +301,8 @@ impl Hint for StorageError {
                      GOOGLE_APPLICATION_CREDENTIALS to a service-account key file"
                     .into(),
                 Scheme::Azure => "set AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY \
-                     (or AZURE_STORAGE_SAS_TOKEN), or run where a managed identity is assigned"
+                     (or AZURE_STORAGE_SAS_TOKEN), or run where a managed identity is assigned; \
+                     signed in with `az login`, set AZURE_USE_AZURE_CLI=true to use that"
                     .into(),
             },
             StorageError::BadCredentials { scheme, .. } => match scheme {
