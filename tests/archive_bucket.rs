@@ -729,28 +729,56 @@ fn an_archiver_whose_manifest_another_writer_changed_stops_naming_it() {
     );
 }
 
+/// A stand-in member that rolls its newest 5 entries back after two getMores.
+fn rolling_back() -> Mongod {
+    Mongod::start(&[
+        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
+        ("PITR_STANDIN_MONGOD_FAULT", "rollback-after-getmores=2"),
+    ])
+}
+
+/// An archiver of `rolling_back()`'s oplog into `dir` with the access key `key`.
+fn rollback_archiver(b: &Bucket, key: &str, uri: &str, dir: &str) -> Archiver {
+    let flags = ["--chunk-size", "100KiB", "--await-time", "300ms"];
+    archiver_as(b, key, uri, dir, &flags)
+}
+
+/// The set-aside record of the bucket archive `rel` (there must be one): each of
+/// its chunks under its set-aside directory, none left in `chunks/`; and the
+/// archive exactly the server's history.
+fn assert_set_aside(b: &Bucket, rel: &str, uri: &str) -> Value {
+    let man = b.manifest(rel);
+    let sa = man["set_aside"].as_array().unwrap();
+    assert_eq!(sa.len(), 1, "{man}");
+    let keys = b.keys(rel);
+    let sa_dir = sa[0]["dir"].as_str().unwrap();
+    for c in sa[0]["chunks"].as_array().unwrap() {
+        let file = c["file"].as_str().unwrap();
+        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+        assert!(keys.contains(&format!("{sa_dir}/{name}")), "{c}: {keys:?}");
+        assert!(!keys.contains(&file.to_string()), "{file} still in chunks/");
+    }
+    let (_d, copy) = b.download(rel);
+    assert_same_entries(
+        &entries_of(&copy),
+        &server_entries(b, uri),
+        "after the rollback",
+    );
+    sa[0].clone()
+}
+
 /// A rollback of the newest entries while archiving into a bucket: the diverged
 /// chunks are recorded as set aside and moved under `set-aside/`, the entries before
 /// the divergence kept, and the bucket archive ends as exactly the server's history.
 #[test]
 fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
     let b = Bucket::start();
-    let m = Mongod::start(&[
-        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
-        ("PITR_STANDIN_MONGOD_FAULT", "rollback-after-getmores=2"),
-    ]);
+    let m = rolling_back();
     let uri = m.uri();
     let original = entries_of(Path::new(FIXTURE_OPLOG));
-    let dir = b.url("rb");
     // With the archiver's documented policy (docs/object-storage.md): setting a
     // history aside copies and deletes.
-    let mut a = archiver_as(
-        &b,
-        storage_common::WRITER_KEY,
-        &uri,
-        &dir,
-        &["--chunk-size", "100KiB", "--await-time", "300ms"],
-    );
+    let mut a = rollback_archiver(&b, storage_common::WRITER_KEY, &uri, &b.url("rb"));
     a.wait_for_n("ROLLBACK", 1, Duration::from_secs(30));
     a.wait_for_n("caught up", 1, Duration::from_secs(20));
     let (rc, out, err) = a.stop();
@@ -761,24 +789,8 @@ fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
         err.contains(&format!("entries from {diverged_at} to {through}")),
         "{err}"
     );
-    let man = b.manifest("rb");
-    let sa = man["set_aside"].as_array().unwrap();
-    assert_eq!(sa.len(), 1, "{man}");
-    assert_eq!(sa[0]["diverged_at"], diverged_at.to_string());
-    let keys = b.keys("rb");
-    let sa_dir = sa[0]["dir"].as_str().unwrap();
-    for c in sa[0]["chunks"].as_array().unwrap() {
-        let file = c["file"].as_str().unwrap();
-        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
-        assert!(keys.contains(&format!("{sa_dir}/{name}")), "{c}: {keys:?}");
-        assert!(!keys.contains(&file.to_string()), "{file} still in chunks/");
-    }
-    let (_d, copy) = b.download("rb");
-    assert_same_entries(
-        &entries_of(&copy),
-        &server_entries(&b, &uri),
-        "after the rollback",
-    );
+    let sa = assert_set_aside(&b, "rb", &uri);
+    assert_eq!(sa["diverged_at"], diverged_at.to_string());
 }
 
 /// The archiver's documented policy without `s3:DeleteObject` archives until a
@@ -789,19 +801,10 @@ fn a_rollback_sets_the_diverged_chunks_aside_in_the_bucket() {
 #[test]
 fn a_rollback_without_the_delete_permission_stops_naming_it() {
     let b = Bucket::start();
-    let m = Mongod::start(&[
-        ("PITR_STANDIN_OPLOG", FIXTURE_OPLOG),
-        ("PITR_STANDIN_MONGOD_FAULT", "rollback-after-getmores=2"),
-    ]);
+    let m = rolling_back();
     let uri = m.uri();
     let dir = b.url("rb");
-    let a = archiver_as(
-        &b,
-        storage_common::NO_DELETE_KEY,
-        &uri,
-        &dir,
-        &["--chunk-size", "100KiB", "--await-time", "300ms"],
-    );
+    let a = rollback_archiver(&b, storage_common::NO_DELETE_KEY, &uri, &dir);
     let (rc, out, err) = a.wait_exit(Duration::from_secs(60));
     assert_eq!(rc, 2, "stdout:\n{out}\nstderr:\n{err}");
     assert!(
@@ -817,31 +820,11 @@ fn a_rollback_without_the_delete_permission_stops_naming_it() {
 
     // The same archive with the permission: the move finished, the history the
     // server's (as when nothing stood in the way).
-    let mut a = archiver_as(
-        &b,
-        storage_common::WRITER_KEY,
-        &uri,
-        &dir,
-        &["--chunk-size", "100KiB", "--await-time", "300ms"],
-    );
+    let mut a = rollback_archiver(&b, storage_common::WRITER_KEY, &uri, &dir);
     a.wait_for_n("caught up", 1, Duration::from_secs(30));
     let (rc, out, err) = a.stop();
     assert_eq!(rc, 0, "stdout:\n{out}\nstderr:\n{err}");
-    let man = b.manifest("rb");
-    let sa_dir = man["set_aside"][0]["dir"].as_str().unwrap().to_string();
-    let keys = b.keys("rb");
-    for c in man["set_aside"][0]["chunks"].as_array().unwrap() {
-        let file = c["file"].as_str().unwrap();
-        assert!(!keys.contains(&file.to_string()), "{file} still in chunks/");
-        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
-        assert!(keys.contains(&format!("{sa_dir}/{name}")), "{c}: {keys:?}");
-    }
-    let (_d, copy) = b.download("rb");
-    assert_same_entries(
-        &entries_of(&copy),
-        &server_entries(&b, &uri),
-        "after the rollback, finished by the second run",
-    );
+    assert_set_aside(&b, "rb", &uri);
 }
 
 /// The capped oplog overtaking the archiver while it writes into a bucket: the gap is

@@ -1101,10 +1101,15 @@ fn a_dump_streamed_to_a_bucket_and_interrupted_leaves_nothing_there() {
     }
     let o = child.wait_with_output().unwrap();
     assert_eq!(common::code(&o), 130, "{}", show(&o));
-    let left = objects(&inc.server.storage(), &Location::parse(&url).unwrap());
+    assert_nothing_under(&inc, &url);
+}
+
+/// No object under the prefix `url` of the incident's server.
+fn assert_nothing_under(inc: &Incident, url: &str) {
+    let left = objects(&inc.server.storage(), &Location::parse(url).unwrap());
     assert!(
         left.is_empty(),
-        "left: {:?}",
+        "left under {url}: {:?}",
         left.iter().map(|l| &l.0).collect::<Vec<_>>()
     );
 }
@@ -1152,12 +1157,8 @@ fn a_failed_second_commit_in_a_bucket_deletes_the_state_again() {
         "{}",
         show(&o)
     );
-    let left = objects(&s, &Location::parse(&url).unwrap());
-    assert!(
-        left.is_empty(),
-        "the state was left without its destroyed documents: {:?}",
-        left.iter().map(|l| &l.0).collect::<Vec<_>>()
-    );
+    // The state is not left without its destroyed documents.
+    assert_nothing_under(&inc, &url);
     let other = objects(&s, &Location::parse(&format!("{url}-destroyed")).unwrap());
     assert_eq!(other, [(".pitr-dump.json".to_string(), b"{}".to_vec())]);
 }
@@ -1223,15 +1224,7 @@ fn the_documented_read_only_policy_restores_and_refuses_a_write() {
     // Refused before the backup was read: the first write is the dump's marker,
     // made before the work starts.
     assert!(!err.contains("reading the backup"), "{err}");
-    let left = objects(
-        &inc.server.storage(),
-        &Location::parse("s3://pitr-incident/restored").unwrap(),
-    );
-    assert!(
-        left.is_empty(),
-        "{:?}",
-        left.iter().map(|o| &o.0).collect::<Vec<_>>()
-    );
+    assert_nothing_under(&inc, "s3://pitr-incident/restored");
 }
 
 /// The archiver's policy (`s3:PutObject`, `s3:AbortMultipartUpload`,

@@ -462,20 +462,24 @@ fn no_credentials_anywhere_says_which_chains_were_tried() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let closed_addr = closed.local_addr().unwrap();
     drop(closed);
-    let settings = Settings::from_pairs([
-        ("AWS_ENDPOINT_URL", server.endpoint()),
-        ("AWS_ALLOW_HTTP", "true".into()),
-        ("AWS_METADATA_ENDPOINT", format!("http://{closed_addr}")),
-    ]);
-    let storage = Storage::new(
-        settings,
-        Tuning {
+    // The read's error with no keys set, and `extra` (one more variable) if any.
+    let read_without_keys = |extra: Option<(&str, String)>| {
+        let mut vars = vec![
+            ("AWS_ENDPOINT_URL", server.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+            ("AWS_METADATA_ENDPOINT", format!("http://{closed_addr}")),
+        ];
+        vars.extend(extra);
+        let tuning = Tuning {
             retries: 0,
             ..quick_tuning()
-        },
-    );
-    let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
-    assert!(matches!(e, StorageError::NoCredentials { .. }), "{e:?}");
+        };
+        let storage = Storage::new(Settings::from_pairs(vars), tuning);
+        let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
+        assert!(matches!(e, StorageError::NoCredentials { .. }), "{e:?}");
+        e
+    };
+    let e = read_without_keys(None);
     let msg = e.to_string();
     assert!(msg.contains("instance metadata"), "{msg}");
     assert!(msg.contains("AWS_WEB_IDENTITY_TOKEN_FILE"), "{msg}");
@@ -496,22 +500,7 @@ fn no_credentials_anywhere_says_which_chains_were_tried() {
         ),
         (("AWS_PROFILE", "prod".to_string()), "prod"),
     ] {
-        let settings = Settings::from_pairs([
-            ("AWS_ENDPOINT_URL", server.endpoint()),
-            ("AWS_ALLOW_HTTP", "true".into()),
-            ("AWS_METADATA_ENDPOINT", format!("http://{closed_addr}")),
-            (extra.0, extra.1),
-        ]);
-        let storage = Storage::new(
-            settings,
-            Tuning {
-                retries: 0,
-                ..quick_tuning()
-            },
-        );
-        let e = storage.open_read(&loc("s3://bkt/x")).unwrap_err();
-        assert!(matches!(e, StorageError::NoCredentials { .. }), "{e:?}");
-        let hint = e.hint().unwrap();
+        let hint = read_without_keys(Some(extra)).hint().unwrap();
         assert!(
             hint.contains(&format!(
                 "aws configure export-credentials --profile {profile} --format env"
