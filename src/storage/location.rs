@@ -309,9 +309,10 @@ impl Location {
     /// cp --recursive URL NAME`): its last segment, or the bucket's name for a
     /// bucket's root (whose [`file_name`](Self::file_name) is empty).
     pub fn local_name(&self) -> String {
-        match (self.file_name(), self) {
-            (n, Location::Object { bucket, .. }) if n.is_empty() => bucket.clone(),
-            (n, _) => n,
+        let name = self.file_name();
+        match self {
+            Location::Object { bucket, .. } if name.is_empty() => bucket.clone(),
+            _ => name,
         }
     }
 

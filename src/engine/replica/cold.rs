@@ -859,10 +859,6 @@ mod tests {
         assert_eq!(meter.get(), d.count);
     }
 
-    /// A copy made ahead is what the dump renames into place (the same bytes, the
-    /// staging directory left empty); one given up leaves nothing and the dump
-    /// copies; a data file changed after the copy was made is refused, never
-    /// handed over stale.
     /// A copy into the dump that fails for want of room names the dump's file and
     /// says to check the space there (it used to say that the backup's data file
     /// could not be read, and to leave the backup unchanged); one whose source
@@ -893,6 +889,10 @@ mod tests {
         );
     }
 
+    /// A copy made ahead is what the dump renames into place (the same bytes, the
+    /// staging directory left empty); one given up leaves nothing and the dump
+    /// copies; a data file changed after the copy was made is refused, never
+    /// handed over stale.
     #[test]
     fn a_copy_made_ahead_is_renamed_into_the_dump() {
         let dir = tempfile::tempdir().unwrap();

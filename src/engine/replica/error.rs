@@ -78,7 +78,8 @@ impl Hint for ReplicaError {
                     .into(),
             ),
             ReplicaError::DumpFile { .. } => Some(
-                "check the free space and permissions where the dump is written (--out's directory;                  nothing was put at --out), then run again"
+                "check the free space and permissions where the dump is written (--out's directory; \
+                 nothing was put at --out), then run again"
                     .into(),
             ),
             ReplicaError::Disk(e) => e.hint(),
