@@ -275,6 +275,75 @@ fn dump_round_trip_is_byte_identical() {
     ok(&pitr(&["oplog", "stats", gz.to_str().unwrap()]));
 }
 
+/// Off a terminal (a log, CI) a dump longer than `PITR_PROGRESS_INTERVAL` says
+/// how far it is each interval: entries, bytes, rate, the oplog time reached and
+/// the share of the range. A dump that ends sooner (the default 10 s here) says
+/// nothing. Regression: a dump of a large oplog from a CI job printed nothing until
+/// it ended.
+#[test]
+fn a_long_dump_off_a_terminal_logs_how_far_it_is() {
+    let m = mongod(&[("PITR_STANDIN_FAULT", "slow-getmores-ms=100")], true);
+    let tmp = tempfile::tempdir().unwrap();
+    let uri = m.uri();
+    let out = tmp.path().join("d");
+    let args = [
+        "dump-oplog",
+        "--uri",
+        &uri,
+        "--out",
+        out.to_str().unwrap(),
+        "--batch-size",
+        "100",
+    ];
+    let o = pitr_cmd(&args)
+        .env("PITR_PROGRESS_INTERVAL", "0.2s")
+        .output()
+        .unwrap();
+    ok(&o);
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("pitr: dumping the oplog: "))
+        .collect();
+    // 18 getMores of 100 ms: about 9 lines.
+    assert!(lines.len() >= 3, "{err}");
+    let mut before = 0;
+    for l in &lines {
+        assert!(
+            l.contains(" entries/s, at 20") && l.ends_with("% of the range)"),
+            "{l}"
+        );
+        let n: u64 = l["pitr: dumping the oplog: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n >= before, "{err}");
+        before = n;
+    }
+    assert_eq!(
+        std::fs::read(out.join("oplog.bson")).unwrap(),
+        fixture_bytes()
+    );
+
+    let quick = tmp.path().join("q");
+    let o = pitr_cmd(&[
+        "dump-oplog",
+        "--uri",
+        &uri,
+        "--out",
+        quick.to_str().unwrap(),
+        "--batch-size",
+        "100",
+    ])
+    .env_remove("PITR_PROGRESS_INTERVAL")
+    .output()
+    .unwrap();
+    ok(&o);
+    assert!(!stderr(&o).contains("pitr: dumping"), "{}", stderr(&o));
+}
+
 #[test]
 fn since_is_inclusive_and_until_exclusive() {
     let m = replset();

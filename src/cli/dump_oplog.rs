@@ -2,7 +2,7 @@
 //! (gzip content with `--gzip`), read-only and resumable. The work is in [`crate::mongo::dump`];
 //! this file parses flags, shows progress and renders the result.
 //!
-//! It also holds [`TsProgress`], the progress bar over an oplog `ts` range that
+//! It also holds [`TsProgress`], the progress (a bar, or log lines) over an oplog `ts` range that
 //! every live read (`dump-oplog`, `find-drop --uri`) shows on stderr.
 
 use std::io::IsTerminal;
@@ -269,7 +269,8 @@ pub(crate) struct CliObserver {
 }
 
 impl CliObserver {
-    /// One of several dumps sharing stderr: no progress bar, each line after `prefix`.
+    /// One of several dumps sharing stderr: no progress bar (log lines), each line
+    /// after `prefix`.
     pub(crate) fn prefixed(prefix: String) -> CliObserver {
         CliObserver {
             bar: None,
@@ -294,13 +295,12 @@ impl CliObserver {
 
 impl DumpObserver for CliObserver {
     fn planned(&mut self, plan: &DumpPlan) {
-        if self.prefix.is_some() {
-            return;
-        }
-        self.bar = Some(TsProgress::new(plan.from, plan.end, true));
-        if let Some(b) = &self.bar {
-            b.set_prefix("dumping");
-        }
+        let mut bar = match &self.prefix {
+            Some(p) => TsProgress::lines_after(plan.from, plan.end, p),
+            None => TsProgress::new(plan.from, plan.end, true),
+        };
+        bar.set_prefix("dumping");
+        self.bar = Some(bar);
     }
 
     fn progress(&mut self, p: &Progress) {
@@ -330,20 +330,29 @@ pub(crate) fn retry_line(n: &RetryNotice<'_>) -> String {
     )
 }
 
-/// A progress bar over an oplog `ts` range on stderr: position is seconds of oplog
-/// covered, with entries, bytes and rate in the message and an ETA. Hidden when
-/// stderr is not a terminal or `enabled` is false.
+/// Progress over an oplog `ts` range on stderr: on a terminal a bar whose position
+/// is seconds of oplog covered, with entries, bytes and rate in the message and an
+/// ETA; otherwise (a log, CI) a line every
+/// [`PITR_PROGRESS_INTERVAL`](super::progress::INTERVAL_VAR) with the same figures.
+/// Nothing when `enabled` is false.
 pub(crate) struct TsProgress {
     bar: Option<ProgressBar>,
+    /// Off a terminal: how often a line, and when the last one was printed.
+    lines: Option<(Duration, Instant)>,
+    /// What the read does (`dumping`), and what comes before each line (a
+    /// member's name when several reads share stderr).
+    doing: &'static str,
+    line_prefix: String,
     start: u32,
+    total: u64,
     started: Instant,
 }
 
 impl TsProgress {
     pub(crate) fn new(from: Ts, end: Ts, enabled: bool) -> TsProgress {
-        let show = enabled && std::io::stderr().is_terminal();
+        let terminal = std::io::stderr().is_terminal();
         let total = end.t.saturating_sub(from.t).max(1) as u64;
-        let bar = show.then(|| {
+        let bar = (enabled && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             if let Ok(style) = ProgressStyle::with_template(
                 "{spinner} {prefix} [{bar:30}] {percent:>3}% {msg} eta {eta}",
@@ -353,26 +362,38 @@ impl TsProgress {
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
+        let lines = (enabled && !terminal)
+            .then(|| (super::progress::interval_from_env(true), Instant::now()));
         TsProgress {
             bar,
+            lines,
+            doing: "reading",
+            line_prefix: String::new(),
             start: from.t,
+            total,
             started: Instant::now(),
         }
     }
 
-    pub(crate) fn set_prefix(&self, p: &'static str) {
+    /// Lines only, each after `prefix`: one of several reads sharing stderr.
+    pub(crate) fn lines_after(from: Ts, end: Ts, prefix: &str) -> TsProgress {
+        let mut p = TsProgress::new(from, end, false);
+        p.lines = Some((super::progress::interval_from_env(true), Instant::now()));
+        p.line_prefix = prefix.to_string();
+        p
+    }
+
+    pub(crate) fn set_prefix(&mut self, p: &'static str) {
+        self.doing = p;
         if let Some(b) = &self.bar {
             b.set_prefix(p);
         }
     }
 
     pub(crate) fn update(&mut self, p: &Progress) {
-        let Some(b) = &self.bar else { return };
-        if let Some(last) = p.last {
-            b.set_position(last.t.saturating_sub(self.start) as u64);
-        }
+        let covered = p.last.map(|l| l.t.saturating_sub(self.start) as u64);
         let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        b.set_message(format!(
+        let figures = format!(
             "{} entries, {}, {:.0} entries/s{}",
             p.entries,
             human(p.bytes),
@@ -380,7 +401,23 @@ impl TsProgress {
             p.last
                 .map(|l| format!(", at {}", l.utc_string()))
                 .unwrap_or_default()
-        ));
+        );
+        if let Some(b) = &self.bar {
+            if let Some(c) = covered {
+                b.set_position(c);
+            }
+            b.set_message(figures);
+        } else if let Some((every, last)) = &mut self.lines {
+            if last.elapsed() >= *every {
+                *last = Instant::now();
+                let pct =
+                    covered.map_or(0.0, |c| (c as f64 * 100.0 / self.total as f64).min(100.0));
+                eprintln!(
+                    "{}pitr: {} the oplog: {figures} ({pct:.0}% of the range)",
+                    self.line_prefix, self.doing
+                );
+            }
+        }
     }
 
     /// Prints a line above the bar (or plainly when there is none).

@@ -161,8 +161,8 @@ fn cat(a: CatArgs) -> Result<u8, Failure> {
     'sources: for src in &a.sources {
         let mut r = oplog::open_range(src, opts, &range)?;
         let (counter, total) = r.progress();
-        let bar = ScanProgress::new(counter, total, !a.json);
         let name = r.name().to_string();
+        let mut bar = ScanProgress::new(&format!("reading {name}"), counter, total, !a.json);
         while let Some(e) = r.next_entry()? {
             seen.entries += 1;
             if seen.entries % 4096 == 0 {

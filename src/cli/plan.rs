@@ -195,8 +195,7 @@ pub(crate) struct CliProgress {
 
 impl Progress for CliProgress {
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
-        let bar = ScanProgress::new(counter, total, self.enabled);
-        bar.set_message(what.to_string());
+        let bar = ScanProgress::new(what, counter, total, self.enabled);
         Box::new(move || bar.tick())
     }
 

@@ -2,7 +2,8 @@
 //! progress to stderr, and nothing of it with `--json`.
 //!
 //! - [`ScanProgress`]: one bar over a file's bytes, for the scans of `find-drop`,
-//!   `oplog` and `plan` (hidden when stderr is not a terminal or the input is small).
+//!   `oplog` and `plan` (nothing for a small input); off a terminal, a line every
+//!   interval while a scan runs, and one at its end if any came before.
 //! - [`PhaseProgress`]: every long phase of `pitr replay --engine embedded` (reading
 //!   the backup and the oplog, reading (or writing) the slice, loading the backup's documents,
 //!   applying the backup's oplog and the slice, hashing, writing the dumps). On a
@@ -31,19 +32,41 @@ use crate::stream::ByteCounter;
 /// Inputs smaller than this finish before a bar is worth drawing.
 pub const MIN_BYTES_FOR_BAR: u64 = 64 * 1024 * 1024;
 
-/// A byte-progress bar over a reader's source, or nothing.
+/// Progress over a reader's source, or nothing: a bar on a terminal; off a
+/// terminal (a log, CI), a line every [`PITR_PROGRESS_INTERVAL`](INTERVAL_VAR) while the scan
+/// runs, and one at its end if any came before (a scan that ends within the
+/// interval, as every small one does, says nothing). The lines come from a thread
+/// of their own, so that a read which waits (a bucket slow to send its first bytes,
+/// a pipe) still says how far it is.
 pub struct ScanProgress {
     bar: Option<ProgressBar>,
+    lines: Option<ScanLines>,
     counter: ByteCounter,
 }
 
+/// The log lines of a [`ScanProgress`] off a terminal.
+struct ScanLines {
+    what: std::sync::Arc<std::sync::Mutex<String>>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<bool>>,
+    total: Option<u64>,
+    started: Instant,
+}
+
 impl ScanProgress {
-    /// Shows a bar when stderr is a terminal, `enabled` is set and the source is
-    /// known to be large (or of unknown size, e.g. stdin).
-    pub fn new(counter: ByteCounter, total: Option<u64>, enabled: bool) -> ScanProgress {
+    /// Shows progress when `enabled` is set and the source is known to be large
+    /// (or of unknown size, e.g. stdin): `what` names the scan
+    /// (`reading oplog.bson`).
+    pub fn new(
+        what: &str,
+        counter: ByteCounter,
+        total: Option<u64>,
+        enabled: bool,
+    ) -> ScanProgress {
         let big = total.is_none_or(|t| t >= MIN_BYTES_FOR_BAR);
-        let show = enabled && big && std::io::stderr().is_terminal();
-        let bar = show.then(|| {
+        let show = enabled && big;
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (show && terminal).then(|| {
             let bar = match total {
                 Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
                 None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
@@ -58,13 +81,25 @@ impl ScanProgress {
                     .expect("static template")
                     .progress_chars("=> "),
             );
+            bar.set_message(what.to_string());
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        ScanProgress { bar, counter }
+        let lines = (show && !terminal).then(|| ScanLines::start(what, counter.clone(), total));
+        ScanProgress {
+            bar,
+            lines,
+            counter,
+        }
     }
 
     pub fn set_message(&self, msg: impl Into<std::borrow::Cow<'static, str>>) {
+        let msg = msg.into();
+        if let Some(l) = &self.lines {
+            if let Ok(mut w) = l.what.lock() {
+                *w = msg.to_string();
+            }
+        }
         if let Some(b) = &self.bar {
             b.set_message(msg);
         }
@@ -77,9 +112,12 @@ impl ScanProgress {
         }
     }
 
-    pub fn finish(&self) {
+    pub fn finish(&mut self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
+        }
+        if let Some(l) = self.lines.take() {
+            l.finish(self.counter.get());
         }
     }
 }
@@ -90,11 +128,91 @@ impl Drop for ScanProgress {
     }
 }
 
+impl ScanLines {
+    fn start(what: &str, counter: ByteCounter, total: Option<u64>) -> ScanLines {
+        let interval = interval_from_env(true);
+        let what = std::sync::Arc::new(std::sync::Mutex::new(what.to_string()));
+        let started = Instant::now();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = {
+            let what = what.clone();
+            std::thread::Builder::new()
+                .name("pitr-progress".into())
+                .spawn(move || {
+                    let mut said = false;
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval)
+                    {
+                        let what = what.lock().map(|w| w.clone()).unwrap_or_default();
+                        let done = counter.get();
+                        line(&running_line(
+                            &what,
+                            Unit::Bytes,
+                            done,
+                            (total, false),
+                            started.elapsed(),
+                        ));
+                        said = true;
+                    }
+                    said
+                })
+                .ok()
+        };
+        ScanLines {
+            what,
+            stop: Some(stop),
+            thread,
+            total,
+            started,
+        }
+    }
+
+    /// Stops the lines; the last one says what the scan read, if a line came before.
+    fn finish(mut self, done: u64) {
+        drop(self.stop.take());
+        let said = self
+            .thread
+            .take()
+            .is_some_and(|t| t.join().unwrap_or(false));
+        if said {
+            let what = self.what.lock().map(|w| w.clone()).unwrap_or_default();
+            line(&finished_line(
+                &what,
+                Unit::Bytes,
+                done,
+                (self.total, false),
+                self.started.elapsed(),
+                interrupt::requested(),
+            ));
+        }
+    }
+}
+
 /// How often a log line reports a running phase when stderr is not a terminal.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The environment variable that changes [`DEFAULT_INTERVAL`].
 pub const INTERVAL_VAR: &str = "PITR_PROGRESS_INTERVAL";
+
+/// [`INTERVAL_VAR`], or [`DEFAULT_INTERVAL`] when it is unset; a bad value is
+/// reported (when `warn`, once per run: a plan has several scans) and the default
+/// kept.
+pub(crate) fn interval_from_env(warn: bool) -> Duration {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    match std::env::var(INTERVAL_VAR) {
+        Ok(v) if !v.trim().is_empty() => parse_interval(&v).unwrap_or_else(|why| {
+            if warn {
+                WARNED.call_once(|| {
+                    eprintln!(
+                        "warning: {INTERVAL_VAR}=`{v}`: {why}; progress lines every {}",
+                        human_duration(DEFAULT_INTERVAL)
+                    )
+                });
+            }
+            DEFAULT_INTERVAL
+        }),
+        _ => DEFAULT_INTERVAL,
+    }
+}
 
 /// How the phases are shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,18 +246,7 @@ impl PhaseProgress {
         } else {
             Mode::Lines
         };
-        let interval = match std::env::var(INTERVAL_VAR) {
-            Ok(v) if !v.trim().is_empty() => parse_interval(&v).unwrap_or_else(|why| {
-                if mode != Mode::Off {
-                    eprintln!(
-                        "warning: {INTERVAL_VAR}=`{v}`: {why}; progress lines every {}",
-                        human_duration(DEFAULT_INTERVAL)
-                    );
-                }
-                DEFAULT_INTERVAL
-            }),
-            _ => DEFAULT_INTERVAL,
-        };
+        let interval = interval_from_env(mode != Mode::Off);
         let bars = (mode == Mode::Bars)
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         PhaseProgress {

@@ -87,10 +87,11 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
             .map(|s| oplog::open_range(s, opts, range))
             .transpose()?;
         let (counter, total) = r.progress();
-        let bar = ScanProgress::new(counter, total, show_progress);
-        if sources.len() > 1 {
-            bar.set_message(format!("{}/{} {}", n + 1, sources.len(), r.name()));
-        }
+        let what = match sources.len() {
+            1 => format!("reading {}", r.name()),
+            all => format!("reading {}/{all} {}", n + 1, r.name()),
+        };
+        let mut bar = ScanProgress::new(&what, counter, total, show_progress);
         let floor = newest_before;
         let mut newest = newest_before;
         // Positions matter only when another source follows or precedes this one.
