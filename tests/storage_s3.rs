@@ -331,6 +331,84 @@ fn the_write_probe_leaves_nothing_and_names_a_missing_permission() {
     assert!(e.hint().unwrap().contains("s3:PutObject"), "{e:?}");
 }
 
+/// A move (a server-side copy, then a delete: how the archiver sets a rolled-back
+/// chunk aside) names what failed: a copy refused for its target or for its source
+/// (AWS asks `s3:GetObject` on the source too, so an unreadable source, as one
+/// encrypted with a KMS key the role cannot use, fails it) says `copy into` with
+/// both permissions and the KMS cause; a source that is not there is named, not
+/// the target; a refused delete names `s3:DeleteObject`. The source stays where it
+/// was in each case.
+#[test]
+fn a_move_names_the_request_that_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = S3Server::start(dir.path(), &["bkt"]);
+    let (from, to) = (loc("s3://bkt/chunks/a"), loc("s3://bkt/aside/a"));
+    write_pattern(&server.storage(), &from, 1, 10);
+    let policy = |key| {
+        Storage::new(
+            server.settings_with(key, storage_common::POLICY_SECRET),
+            quick_tuning(),
+        )
+    };
+    let copy_refused = |e: StorageError| {
+        assert!(matches!(e, StorageError::AccessDenied { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "cannot copy into `s3://bkt/aside/a`: access denied"
+        );
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("not allowed to copy objects here")
+                && hint.contains("s3:PutObject, and s3:GetObject on the copy's source,")
+                && hint.contains("KMS key"),
+            "{hint}"
+        );
+    };
+    // Not allowed to write at all.
+    copy_refused(
+        policy(storage_common::READER_KEY)
+            .rename(&from, &to)
+            .unwrap_err(),
+    );
+    // Allowed to write, but the source cannot be read.
+    server.deny_reads("bkt", "chunks/a");
+    copy_refused(
+        policy(storage_common::WRITER_KEY)
+            .rename(&from, &to)
+            .unwrap_err(),
+    );
+    // (Listed: a HEAD of the unreadable source is refused too.)
+    assert_eq!(
+        server
+            .storage()
+            .list(&loc("s3://bkt/chunks"))
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(server.storage().head_opt(&to).unwrap().is_none());
+
+    // No such source: named as the source.
+    let e = server
+        .storage()
+        .rename(&loc("s3://bkt/chunks/gone"), &to)
+        .unwrap_err();
+    assert!(matches!(e, StorageError::NotFound { .. }), "{e:?}");
+    assert!(e.to_string().contains("`s3://bkt/chunks/gone`"), "{e}");
+
+    // Copied, but not allowed to delete the source.
+    let b = loc("s3://bkt/chunks/b");
+    write_pattern(&server.storage(), &b, 1, 10);
+    let e = policy(storage_common::NO_DELETE_KEY)
+        .rename(&b, &loc("s3://bkt/aside/b"))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cannot delete `s3://bkt/chunks/b`: access denied"
+    );
+    assert!(e.hint().unwrap().contains("s3:DeleteObject"), "{e:?}");
+}
+
 /// A request refused for the machine's clock (403 `RequestTimeTooSkewed`, what S3
 /// answers a signature more than 15 minutes off): `ClockSkew`, for a read, a listing
 /// and a write, the hint saying to sync the clock rather than to check credentials.

@@ -82,6 +82,8 @@ pub enum Op {
     Head,
     List,
     Write,
+    /// A server-side copy into the location (it reads the copy's source too).
+    Copy,
     Delete,
 }
 
@@ -92,6 +94,7 @@ impl Op {
             Op::Head => "look up",
             Op::List => "list",
             Op::Write => "write",
+            Op::Copy => "copy into",
             Op::Delete => "delete",
         }
     }
@@ -102,13 +105,19 @@ impl Op {
             (Scheme::S3, Op::Read | Op::Head) => "s3:GetObject",
             (Scheme::S3, Op::List) => "s3:ListBucket",
             (Scheme::S3, Op::Write) => "s3:PutObject (and s3:AbortMultipartUpload)",
+            (Scheme::S3, Op::Copy) => "s3:PutObject, and s3:GetObject on the copy's source,",
             (Scheme::S3, Op::Delete) => "s3:DeleteObject",
             (Scheme::Gcs, Op::Read | Op::Head) => "storage.objects.get",
             (Scheme::Gcs, Op::List) => "storage.objects.list",
             (Scheme::Gcs, Op::Write) => "storage.objects.create",
+            (Scheme::Gcs, Op::Copy) => {
+                "storage.objects.create, and storage.objects.get on the copy's source,"
+            }
             (Scheme::Gcs, Op::Delete) => "storage.objects.delete",
             (Scheme::Azure, Op::Read | Op::Head | Op::List) => "the Storage Blob Data Reader role",
-            (Scheme::Azure, Op::Write | Op::Delete) => "the Storage Blob Data Contributor role",
+            (Scheme::Azure, Op::Write | Op::Copy | Op::Delete) => {
+                "the Storage Blob Data Contributor role"
+            }
         }
     }
 }
@@ -319,15 +328,19 @@ impl Hint for StorageError {
             },
             StorageError::AccessDenied { op, scheme, .. } => {
                 let why = match op {
-                    Op::Read | Op::Head => {
+                    Op::Read | Op::Head | Op::Copy => {
                         "; if only some objects fail, they may be encrypted with a KMS key the \
                          role cannot use, or owned by another account"
                     }
                     _ => "",
                 };
+                let doing = match op {
+                    Op::Copy => "copy objects".to_string(),
+                    op => op.to_string(),
+                };
                 format!(
-                    "the credentials are valid but not allowed to {op} here: the bucket policy \
-                     or role needs {} on this prefix{why}",
+                    "the credentials are valid but not allowed to {doing} here: the bucket \
+                     policy or role needs {} on this prefix{why}",
                     op.permission(*scheme)
                 )
             }

@@ -660,13 +660,18 @@ impl Storage {
                 }
                 std::fs::rename(f, t).map_err(|source| local_error(&url, Op::Write, source))
             }
-            (Some((clients, _, fp)), Some((_, to_ctx, tp))) => {
-                // Two requests, each failure named for what it was: the copy writes
-                // `to`, the delete removes `from` (a role allowed to write but not to
-                // delete fails at the second, and must be told s3:DeleteObject).
+            (Some((clients, from_ctx, fp)), Some((_, to_ctx, tp))) => {
+                // Two requests, each failure named for what it was: the copy reads
+                // `from` and writes `to` (a missing source is named as such), the
+                // delete removes `from` (a role allowed to write but not to delete
+                // fails at the second, and must be told s3:DeleteObject).
                 let store = clients.request;
-                runtime::block_on(async move { store.copy(&fp, &tp).await })
-                    .map_err(|e| to_ctx.classify(e, Op::Write))?;
+                runtime::block_on(async move { store.copy(&fp, &tp).await }).map_err(
+                    |e| match e {
+                        object_store::Error::NotFound { .. } => from_ctx.classify(e, Op::Read),
+                        e => to_ctx.classify(e, Op::Copy),
+                    },
+                )?;
                 self.delete(from)
             }
             _ => Err(StorageError::InvalidLocation {

@@ -41,7 +41,8 @@ pub const POLICY_SECRET: &str = "pitr-policy-secret-key";
 /// The IAM action an S3 operation needs (the mapping of AWS's "Actions, resources,
 /// and condition keys for Amazon S3": HeadObject is `s3:GetObject`, HeadBucket and
 /// the listings `s3:ListBucket`, every step of a multipart upload but the abort
-/// `s3:PutObject`).
+/// `s3:PutObject`; a copy also needs `s3:GetObject` on its source, checked in
+/// [`Policy`]).
 fn iam_action(op: &str) -> &'static str {
     match op {
         "GetObject" | "HeadObject" => "s3:GetObject",
@@ -82,7 +83,16 @@ impl s3s::access::S3Access for Policy {
         }
         let action = iam_action(cx.s3_op().name());
         let allowed: &[&str] = match key.as_str() {
-            ACCESS_KEY => &[action],
+            ACCESS_KEY => &[
+                "s3:GetObject",
+                "s3:ListBucket",
+                "s3:PutObject",
+                "s3:AbortMultipartUpload",
+                "s3:DeleteObject",
+                "s3:ListMultipartUploadParts",
+                "s3:ListBucketMultipartUploads",
+                "s3:Other",
+            ],
             READER_KEY => &["s3:GetObject", "s3:ListBucket"],
             WRITER_KEY => &[
                 "s3:GetObject",
@@ -104,6 +114,25 @@ impl s3s::access::S3Access for Policy {
                 AccessDenied,
                 "{key} is not allowed to perform {action}"
             ));
+        }
+        // A copy reads its source: AWS asks `s3:GetObject` on it besides
+        // `s3:PutObject` on the target, and a source no key may read fails it.
+        if let Some(source) = cx
+            .headers()
+            .get("x-amz-copy-source")
+            .and_then(|v| v.to_str().ok())
+        {
+            let source = source.trim_start_matches('/');
+            let source = source.split('?').next().unwrap_or(source);
+            if !allowed.contains(&"s3:GetObject") {
+                return Err(s3s::s3_error!(
+                    AccessDenied,
+                    "{key} is not allowed to perform s3:GetObject on the copy's source {source}"
+                ));
+            }
+            if self.unreadable.lock().unwrap().iter().any(|u| u == source) {
+                return Err(s3s::s3_error!(AccessDenied, "{source} cannot be decrypted"));
+            }
         }
         if let s3s::path::S3Path::Object {
             bucket,
