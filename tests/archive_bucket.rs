@@ -141,20 +141,14 @@ impl Bucket {
             .stdin(Stdio::null());
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy().into_owned();
-            if k.starts_with("PITR_") || k.starts_with("AWS_") {
+            if k.starts_with("PITR_") {
                 c.env_remove(&k);
             }
         }
-        c.env("AWS_ACCESS_KEY_ID", key)
-            .env("AWS_SECRET_ACCESS_KEY", secret)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ENDPOINT_URL", self.server.endpoint())
-            .env("AWS_ALLOW_HTTP", "true")
-            .env("PITR_STORAGE_RETRIES", "1")
-            .env("PITR_STORAGE_RETRY_SECS", "3")
-            // A SIGKILLed archiver leaves its local staging directory (one partial
-            // chunk) behind: in the test's directory, not in the machine's /tmp.
-            .env("TMPDIR", self.tmp.path());
+        self.server.point(&mut c, key, secret);
+        // A SIGKILLed archiver leaves its local staging directory (one partial
+        // chunk) behind: in the test's directory, not in the machine's /tmp.
+        c.env("TMPDIR", self.tmp.path());
         c
     }
 

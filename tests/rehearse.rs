@@ -527,13 +527,7 @@ fn a_consistent_archive_backup_and_a_pitr_archive_directory_pass() {
             "--full",
             "--json",
         ],
-        &[
-            ("AWS_ACCESS_KEY_ID", storage_common::ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", storage_common::SECRET_KEY),
-            ("AWS_REGION", "us-east-1"),
-            ("AWS_ENDPOINT_URL", endpoint.as_str()),
-            ("AWS_ALLOW_HTTP", "true"),
-        ],
+        &storage_common::env_for(&endpoint),
     );
     let from_bucket = assert_passed(&o);
     assert_eq!(
@@ -1409,13 +1403,7 @@ fn out_to_a_bucket_uploads_what_a_local_out_writes() {
     };
     let s3 = storage_common::S3Server::start(&dir.path().join("s3"), &["nightly"]);
     let endpoint = s3.endpoint();
-    let env = [
-        ("AWS_ACCESS_KEY_ID", storage_common::ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", storage_common::SECRET_KEY),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ENDPOINT_URL", endpoint.as_str()),
-        ("AWS_ALLOW_HTTP", "true"),
-    ];
+    let env = storage_common::env_for(&endpoint);
     let work = dir.path().join("work");
     std::fs::create_dir(&work).unwrap();
     let uri = m.uri();

@@ -27,7 +27,7 @@ use pitr::oplog::Ts;
 use pitr_fixturegen::layout::{convert, Layout};
 use replay_common::{code, run_pitr, show, stderr, tool_sets, Bins};
 use serde_json::Value;
-use storage_common::{upload_file, S3Server, ACCESS_KEY, SECRET_KEY};
+use storage_common::{upload_file, S3Server};
 
 fn ts_arg(t: Ts) -> String {
     format!("{}:{}", t.t, t.i)
@@ -728,7 +728,7 @@ fn archive_backups_in_a_bucket_are_streamed_with_the_resolved_slice() {
             .unwrap();
         let bin = b.dir.to_str().unwrap();
         let endpoint = server.endpoint();
-        let env = s3_env(&endpoint);
+        let env = storage_common::env_for(&endpoint);
         mongod_equals_embedded(
             tmp.path(),
             (&remote, &local),
@@ -790,7 +790,7 @@ fn mongod_engine_streams_the_merged_dump_to_a_bucket() {
         let tmp = tempfile::tempdir().unwrap();
         let server = S3Server::start(&tmp.path().join("s3"), &["pitr-cluster"]);
         let endpoint = server.endpoint();
-        let env = s3_env(&endpoint);
+        let env = storage_common::env_for(&endpoint);
         let url = "s3://pitr-cluster/merged";
         let bin = b.dir.to_str().unwrap();
         let flags = ["--per-member", "--engine", "mongod", "--mongodb-bin", bin];
@@ -855,17 +855,6 @@ fn mongod_engine_streams_the_merged_dump_to_a_bucket() {
         assert_eq!(rel(&copy), rel(&local));
         assert_same_dump(&copy, &local, "the merged dump in the bucket");
     }
-}
-
-/// The environment that points pitr at the s3s-fs server at `endpoint`.
-fn s3_env(endpoint: &str) -> [(&'static str, &str); 5] {
-    [
-        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ENDPOINT_URL", endpoint),
-        ("AWS_ALLOW_HTTP", "true"),
-    ]
 }
 
 /// Every file under `dir` (none when it does not exist).

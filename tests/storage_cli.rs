@@ -125,18 +125,11 @@ impl Incident {
         c.args(args).current_dir(cwd);
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy().into_owned();
-            if k.starts_with("PITR_") || k.starts_with("AWS_") {
+            if k.starts_with("PITR_") {
                 c.env_remove(&k);
             }
         }
-        c.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ENDPOINT_URL", self.server.endpoint())
-            .env("AWS_ALLOW_HTTP", "true")
-            // A failure must show in seconds, not after minutes of retries.
-            .env("PITR_STORAGE_RETRIES", "1")
-            .env("PITR_STORAGE_RETRY_SECS", "3");
+        self.server.point(&mut c, ACCESS_KEY, SECRET_KEY);
         for (k, v) in env {
             c.env(k, v);
         }

@@ -91,19 +91,7 @@ impl Incident {
         ];
         args.extend_from_slice(extra);
         let mut c = pitr_cmd(&cwd, &args, &[]);
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("AWS_") {
-                c.env_remove(&k);
-            }
-        }
-        let endpoint = self.server.endpoint();
-        c.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ENDPOINT_URL", &endpoint)
-            .env("AWS_ALLOW_HTTP", "true")
-            .env("PITR_STORAGE_RETRIES", "1")
-            .env("PITR_STORAGE_RETRY_SECS", "3");
+        self.server.point(&mut c, ACCESS_KEY, SECRET_KEY);
         Ran {
             out: c.output().expect("run pitr"),
             work: cwd.join("work"),

@@ -148,6 +148,18 @@ impl s3s::access::S3Access for Policy {
     }
 }
 
+/// The environment a user would export for the server at `endpoint`
+/// ([`S3Server::endpoint`]), with the key allowed everything.
+pub fn env_for(endpoint: &str) -> [(&'static str, &str); 5] {
+    [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
+}
+
 /// An s3s-fs server on 127.0.0.1 serving the buckets (directories) under `root`.
 pub struct S3Server {
     pub addr: SocketAddr,
@@ -275,13 +287,32 @@ impl S3Server {
     }
 
     pub fn settings_with(&self, key: &str, secret: &str) -> Settings {
-        Settings::from_pairs([
+        Settings::from_pairs(self.env_with(key, secret))
+    }
+
+    /// [`S3Server::env`] with another key (one held to a policy: [`READER_KEY`]...).
+    pub fn env_with(&self, key: &str, secret: &str) -> [(&'static str, String); 5] {
+        [
             ("AWS_ACCESS_KEY_ID", key.to_string()),
             ("AWS_SECRET_ACCESS_KEY", secret.to_string()),
             ("AWS_REGION", "us-east-1".to_string()),
             ("AWS_ENDPOINT_URL", self.endpoint()),
             ("AWS_ALLOW_HTTP", "true".to_string()),
-        ])
+        ]
+    }
+
+    /// Points a pitr command at this server with `key`'s credentials: the test's
+    /// own `AWS_*` variables removed, [`S3Server::env_with`] set, and retries
+    /// short (a failure shows in seconds, not after minutes of backoff).
+    pub fn point(&self, c: &mut std::process::Command, key: &str, secret: &str) {
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("AWS_") {
+                c.env_remove(&k);
+            }
+        }
+        c.envs(self.env_with(key, secret))
+            .env("PITR_STORAGE_RETRIES", "1")
+            .env("PITR_STORAGE_RETRY_SECS", "3");
     }
 
     pub fn storage(&self) -> Storage {
