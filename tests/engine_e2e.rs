@@ -119,6 +119,29 @@ fn fresh_seeds_every_limit_equal_the_truth() {
     }
 }
 
+/// The embedded engine's dry run shows the plan without its placeholder steps
+/// (nothing of them runs on this path) and without saying the engine applied the
+/// slice (it applied nothing): the slice's own line says how it would be applied.
+#[test]
+fn a_dry_run_shows_the_plan_without_steps_or_a_claim_of_applying() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (o, report) = embedded(tmp.path(), Path::new(FIXTURE), "auto", &["--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(report.is_none(), "a dry run wrote a report");
+    let out = replay_common::stdout(&o);
+    for shown in [
+        "\nSlice     not kept: the engine applies it as it reads it",
+        "\nPlan written to ",
+        "\nEngine    embedded: would apply the backup and the slice in-process",
+        "Nothing was applied (--dry-run).",
+    ] {
+        assert!(out.contains(shown), "{shown:?} missing:\n{out}");
+    }
+    for hidden in ["\nSteps ", "applied it", "<PORT>"] {
+        assert!(!out.contains(hidden), "{hidden:?} shown:\n{out}");
+    }
+}
+
 #[test]
 fn restores_shop_orders_with_its_113_documents_and_names_the_engine() {
     let tmp = tempfile::tempdir().unwrap();

@@ -362,6 +362,27 @@ fn table(
 
 /// The plan as `pitr plan` prints it, section by section.
 pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+    render_as(out, p, Rendering::Made)
+}
+
+/// The plan as a dry run shows it (`replay --dry-run`): nothing was run, so no
+/// placeholder steps (the dry run's commands, with real paths, follow) and no word
+/// that the embedded engine applied the slice.
+pub(crate) fn render_dry_run(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+    render_as(out, p, Rendering::DryRun)
+}
+
+/// What a plan's text is shown for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rendering {
+    /// `pitr plan`, and a replay's plan once made (and, by the embedded engine,
+    /// applied).
+    Made,
+    /// `replay --dry-run`: nothing run, nothing applied.
+    DryRun,
+}
+
+fn render_as(out: &mut impl Write, p: &RestorePlan, how: Rendering) -> io::Result<()> {
     render_backup(out, p)?;
     render_oplog(out, p)?;
     render_until(out, p)?;
@@ -369,8 +390,10 @@ pub(crate) fn render(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
     render_coverage(out, p)?;
     render_lint(out, p)?;
     render_expected(out, p)?;
-    render_slice(out, p)?;
-    render_steps(out, p)?;
+    render_slice(out, p, how)?;
+    if how == Rendering::Made {
+        render_steps(out, p)?;
+    }
     render_tail(out, p)?;
     Ok(())
 }
@@ -623,7 +646,7 @@ fn render_expected(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
 }
 
 /// The slice written.
-fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
+fn render_slice(out: &mut impl Write, p: &RestorePlan, how: Rendering) -> io::Result<()> {
     let s = &p.slice;
     if s.kept {
         writeln!(out, "Slice     {}", s.oplog_file)?;
@@ -681,16 +704,19 @@ fn render_slice(out: &mut impl Write, p: &RestorePlan) -> io::Result<()> {
         writeln!(out, "  --skip {}: {what}: {}", k.ts, k.entry.describe())?;
     }
     if p.restore.combined && !p.restore.inputs_written {
-        let in_file = match s.kept {
-            true => format!("in {}: ", s.oplog_file),
-            false => String::new(),
-        };
-        writeln!(
-            out,
-            "  {in_file}{} the one-run restore files the steps below read were not written (`pitr plan` \
-             writes them)",
-            crate::replay::dry_run::APPLIED_LINE
-        )?;
+        // A dry run applied nothing, and shows no steps: the slice's line above says
+        // how it would be applied.
+        if how == Rendering::Made {
+            let in_file = match s.kept {
+                true => format!("in {}: ", s.oplog_file),
+                false => String::new(),
+            };
+            writeln!(
+                out,
+                "  {in_file}the embedded engine applied it; the one-run restore files the steps below read \
+                 were not written (`pitr plan` writes them)",
+            )?;
+        }
     } else if let (true, Some(st)) = (p.restore.combined, &p.restore.stream) {
         writeln!(
             out,

@@ -886,13 +886,7 @@ fn mongod_dry_run(
     if json {
         super::output::write_json(&mut w, &d)?;
     } else {
-        let mut rendered = Vec::new();
-        super::plan::render(&mut rendered, plan)?;
-        write!(
-            w,
-            "{}",
-            dry_run::plan_text(&String::from_utf8_lossy(&rendered))
-        )?;
+        super::plan::render_dry_run(&mut w, plan)?;
         writeln!(w)?;
         write!(w, "{}", dry_run::text(&d))?;
     }
@@ -1036,13 +1030,7 @@ fn run_embedded(a: ReplayArgs) -> Result<u8, Failure> {
             super::output::write_json(&mut w, &plan)?;
         } else {
             // The plan without its mongod/mongorestore steps: this path runs none.
-            let mut rendered = Vec::new();
-            super::plan::render(&mut rendered, &plan)?;
-            write!(
-                w,
-                "{}",
-                dry_run::plan_text(&String::from_utf8_lossy(&rendered))
-            )?;
+            super::plan::render_dry_run(&mut w, &plan)?;
             writeln!(
                 w,
                 "\nEngine    embedded: would apply the backup and the slice in-process and write {} (nothing started, nothing written there)",

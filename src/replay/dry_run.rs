@@ -232,30 +232,6 @@ pub fn incident_verdict(plan: &RestorePlan, accept_incidents: bool) -> Option<St
     ))
 }
 
-/// What the plan's text says of a slice the embedded engine applied
-/// (`cli::plan`'s slice section).
-pub const APPLIED_LINE: &str = "the embedded engine applied it;";
-
-/// The plan as `pitr plan` prints it, minus its placeholder steps (the commands
-/// with real paths follow) and the line that says the embedded engine applied the
-/// slice (a dry run applies nothing; the slice's own line says how it would be).
-pub fn plan_text(rendered: &str) -> String {
-    let mut out = String::new();
-    let mut skipping = false;
-    for line in rendered.lines() {
-        if line.starts_with("Steps ") {
-            skipping = true;
-        } else if line.starts_with("Plan written to") {
-            skipping = false;
-        }
-        if !skipping && !line.contains(APPLIED_LINE) {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
 /// The text after the plan: binaries, then the commands.
 pub fn text(d: &DryRun<'_>) -> String {
     let mut s = binaries_text(d);
@@ -345,21 +321,7 @@ pub fn binaries_text(d: &DryRun<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{plan_text, verdict, APPLIED_LINE};
-
-    /// The dry run's plan keeps what the plan says, without its placeholder steps
-    /// and without claiming the slice was applied.
-    #[test]
-    fn the_plan_text_drops_the_steps_and_the_applied_claim() {
-        let rendered = format!(
-            "Slice     not kept: the engine applies it as it reads it\n  {APPLIED_LINE} the one-run ...\n\
-             Steps     (replace <PORT>)\n  1. Start a spare\nPlan written to p/plan.json\n"
-        );
-        assert_eq!(
-            plan_text(&rendered),
-            "Slice     not kept: the engine applies it as it reads it\nPlan written to p/plan.json\n"
-        );
-    }
+    use super::verdict;
 
     #[test]
     fn the_verdict_follows_the_real_runs_order() {
