@@ -335,6 +335,39 @@ fn real_mongorestore_restores_the_engines_dump_with_its_counts_and_dbhash() {
                 hashed >= 10,
                 "{form}: only {hashed} collections hashed: {vj}"
             );
+            // --json: nothing on stderr. In text, each phase on the server says
+            // what it did (and, run longer than PITR_PROGRESS_INTERVAL, how far it is).
+            assert_eq!(common::stderr(&v), "", "{form}");
+            let t = run_pitr(
+                tmp.path(),
+                &[
+                    "verify",
+                    "--uri",
+                    &mongod.uri(),
+                    "--expect",
+                    plan_file.to_str().unwrap(),
+                ],
+                &[],
+            );
+            assert_eq!(code(&t), 0, "{}", show(&t));
+            let err = common::stderr(&t);
+            let documents: u64 = vj["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|r| r["documents"].as_u64())
+                .sum();
+            assert!(
+                err.contains(&format!(
+                    "pitr: counting the restored documents: {} documents in ",
+                    fmt_count(documents)
+                )),
+                "{err}"
+            );
+            assert!(
+                err.contains("pitr: hashing the restored collections (dbHash): "),
+                "{err}"
+            );
             // And the engine's report agrees with the server's dbHash of shop.orders.
             let (h, n) = mongod.hash_and_count("shop", "orders");
             let row = report["namespaces"]
@@ -716,4 +749,9 @@ fn oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore
             b.label
         );
     }
+}
+
+/// `1,234`, as the progress lines write a count.
+fn fmt_count(n: u64) -> String {
+    indicatif::HumanCount(n).to_string()
 }

@@ -504,6 +504,7 @@ fn keep_leaves_a_spare_that_pitr_verify_checks() {
         (Some(true), Some(0))
     );
     assert_eq!(v["server"]["standin"], bins.standin);
+    assert_eq!(stderr(&o), "", "--json says nothing on stderr");
     // The URI can come from PITR_URI; the table names every namespace.
     let o = run_pitr(
         run.tmp.path(),
@@ -512,6 +513,13 @@ fn keep_leaves_a_spare_that_pitr_verify_checks() {
     );
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(stdout(&o).contains("shop.orders"), "{}", show(&o));
+    // Counting reads every collection on the server: said on stderr, not stdout.
+    assert!(
+        stderr(&o).contains("pitr: counting the restored documents: "),
+        "{}",
+        show(&o)
+    );
+    assert!(!stdout(&o).contains("pitr: "), "{}", show(&o));
 
     // Against a wrong plan: one count off, and a namespace that does not exist.
     let mut p = read_json(&plan);

@@ -87,10 +87,11 @@ pub fn run(a: VerifyArgs) -> Result<u8, Failure> {
         (Some(expect), None) => {
             let plan = read_plan(expect)?;
             let plan_file = expect.display().to_string();
+            let progress = super::progress::PhaseProgress::for_stderr(a.json);
             rt.block_on(async {
                 listen_for_signals(&cancel, None)?;
                 tokio::select! {
-                    r = verify::verify(&a.uri, &plan, Some(&plan_file), a.connect_timeout) => r.map_err(Failure::from),
+                    r = verify::verify(&a.uri, &plan, Some(&plan_file), a.connect_timeout, &progress) => r.map_err(Failure::from),
                     _ = cancel.cancelled() => Err(Failure::from(VerifyError::Cancelled)
                         .with_exit_code(cancel.exit_code().unwrap_or(130))),
                 }

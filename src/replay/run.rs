@@ -507,6 +507,8 @@ impl Runner<'_> {
             self.plan,
             Some(&self.plan.restore.plan_file),
             self.s.connect_timeout,
+            // The step's own line on the console says it runs.
+            &crate::plan::Quiet,
         );
         let limited = async {
             match self.s.step_timeout {

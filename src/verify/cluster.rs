@@ -169,7 +169,7 @@ pub async fn verify_cluster(
     let (exps, limit) = expectations_from_dump(dir)?;
     let client = connect(uri, timeout).await?;
     let wanted: Vec<String> = exps.iter().map(|e| e.ns.clone()).collect();
-    let mut observed = observe(&client, uri, &wanted, &[]).await?;
+    let mut observed = observe(&client, uri, &wanted, &[], progress).await?;
     observed.content = ContentKind::DocumentsInIdOrder;
     // Every document is read back through mongos: on a large cluster, the long part.
     let meter = crate::engine::replica::Meter::new();

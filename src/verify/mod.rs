@@ -77,6 +77,7 @@ pub async fn verify(
     plan: &RestorePlan,
     plan_file: Option<&str>,
     timeout: Duration,
+    progress: &dyn crate::plan::Progress,
 ) -> Result<VerifyReport, VerifyError> {
     let exps = expectations(plan)?;
     let client = connect(uri, timeout).await?;
@@ -86,7 +87,7 @@ pub async fn verify(
         .filter(|e| e.md5.is_some())
         .map(|e| e.ns.clone())
         .collect();
-    let observed = observe(&client, uri, &wanted, &hashed).await?;
+    let observed = observe(&client, uri, &wanted, &hashed, progress).await?;
     let outcome = compare(&exps, &observed);
     let note = plan.expected.is_none().then(|| {
         format!(

@@ -11,6 +11,8 @@ use mongodb::Client;
 use super::connect::driver_message;
 use super::error::VerifyError;
 use super::ServerInfo;
+use crate::engine::replica::Meter;
+use crate::plan::{Progress, Unit};
 
 /// The server's collections (`db.coll`, outside `admin`, `config` and `local`), and
 /// counts of the wanted ones that exist.
@@ -45,6 +47,7 @@ pub async fn observe(
     uri: &str,
     wanted: &[String],
     hashed: &[String],
+    progress: &dyn Progress,
 ) -> Result<Observed, VerifyError> {
     let err = |what: String| {
         move |e: mongodb::error::Error| VerifyError::Command {
@@ -88,6 +91,15 @@ pub async fn observe(
         namespaces.extend(names.into_iter().map(|c| format!("{db}.{c}")));
     }
     let mut counts = BTreeMap::new();
+    // Each count reads its whole collection on the server: the long part with the
+    // hashes. No total: the restore's counts are what is being checked.
+    let counted = Meter::new();
+    let counting = progress.phase(
+        "counting the restored documents",
+        Unit::Documents,
+        None,
+        &counted,
+    );
     for ns in wanted {
         if !namespaces.contains(ns) {
             continue;
@@ -100,7 +112,9 @@ pub async fn observe(
             .await
             .map_err(err(format!("counting the documents of `{ns}`")))?;
         counts.insert(ns.clone(), n);
+        counted.add(n);
     }
+    drop(counting);
     // dbHash per database, for the collections whose content is predicted
     // (`src/mongo/db/commands/dbhash.cpp`: `collections` restricts the reply).
     let mut by_db: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -109,6 +123,23 @@ pub async fn observe(
         by_db.entry(db).or_default().push(coll);
     }
     let mut hashes = BTreeMap::new();
+    // One dbHash per database; the documents hashed are the ones just counted.
+    let of = |db: &str, colls: &[&str]| -> u64 {
+        colls
+            .iter()
+            .filter_map(|c| counts.get(&format!("{db}.{c}")))
+            .sum()
+    };
+    let hashed_docs = Meter::new();
+    let total = by_db.iter().map(|(db, colls)| of(db, colls)).sum();
+    let hashing = (!by_db.is_empty()).then(|| {
+        progress.phase(
+            "hashing the restored collections (dbHash)",
+            Unit::Documents,
+            Some(total),
+            &hashed_docs,
+        )
+    });
     for (db, colls) in by_db {
         let reply: Document = client
             .database(db)
@@ -122,7 +153,9 @@ pub async fn observe(
                 }
             }
         }
+        hashed_docs.add(of(db, &colls));
     }
+    drop(hashing);
     Ok(Observed {
         namespaces,
         counts,
