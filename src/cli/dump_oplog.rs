@@ -38,7 +38,9 @@ the same command with --resume: it keeps the complete entries of the partial fil
 continues after the last one; the result is byte-identical to an uninterrupted dump. \
 Transient errors are retried (5 times in a row, backoff from 0.25 s to 8 s) before giving up. \
 Before anything is read, --out's filesystem must have room for the range, estimated from the \
-oplog's size and the time the range spans (not for a bucket URL, nor with --gzip or --resume; --no-space-check skips it).
+oplog's size and the time the range spans (not for a bucket URL, nor with --resume; \
+--no-space-check skips it). With --gzip the compressed size is not known ahead: a range that \
+would not fit uncompressed gets a warning saying how much smaller gzip must make it.
 
 Object storage: with --out s3://bucket/prefix (gs://, az://; a file:// URL is a local DIR) the entries are \
 streamed to PREFIX/oplog.bson as they are read (one multipart upload, with bounded \
@@ -144,11 +146,13 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
             None
         }
     };
-    let check = !(a.no_space_check || a.resume || a.gzip);
+    let check = !(a.no_space_check || a.resume);
     let result = live::block_on(async move {
         let (client, topology) = live::connect(&uri).await?;
-        if let Some(dir) = room_dir.filter(|_| check) {
-            check_room(&client, &req, &dir).await?;
+        match room_dir.filter(|_| check) {
+            Some(dir) if req.gzip => warn_gzip_room(&client, &req, &dir).await,
+            Some(dir) => check_room(&client, &req, &dir).await?,
+            None => {}
         }
         let mut obs = CliObserver::default();
         let outcome = tokio::select! {
@@ -197,8 +201,8 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     Ok(exit::OK)
 }
 
-/// Refused before anything is read (unless `--no-space-check`, `--resume` or
-/// `--gzip`): `dir` (where `--out` is, or its staging directory for a bucket)
+/// Refused before anything is read (unless `--no-space-check` or `--resume`;
+/// `--gzip` gets [`warn_gzip_room`]): `dir` (where `--out` is, or its staging directory for a bucket)
 /// without room for the range's entries ([`range_estimate`]). A server that does
 /// not report the size (`collStats` refused) gets a note.
 async fn check_room(
@@ -215,6 +219,38 @@ async fn check_room(
             Ok(())
         }
     }
+}
+
+/// With `--gzip` the compressed size is known only once written (an oplog's
+/// entries compress 3-10x, by what they hold): a warning, not a refusal, when the
+/// uncompressed estimate of the range does not fit, saying how much smaller gzip
+/// must make it. `--resume` continues a dump that ran out of room.
+async fn warn_gzip_room(client: &live::ReadOnlyClient, req: &DumpRequest, dir: &std::path::Path) {
+    let Some(bytes) = range_estimate(client, req).await else {
+        return;
+    };
+    let Some((free, _)) = crate::storage::free_space(dir) else {
+        return;
+    };
+    if let Some(w) = gzip_room_warning(dir, bytes, free) {
+        eprintln!("{w}");
+    }
+}
+
+/// The warning of [`warn_gzip_room`], if `bytes` of BSON do not fit in `free`.
+fn gzip_room_warning(dir: &std::path::Path, bytes: u64, free: u64) -> Option<String> {
+    (bytes > free).then(|| {
+        let ratio = bytes as f64 / free.max(1) as f64;
+        format!(
+            "warning: the range holds about {} of entries (estimated from the oplog's size and \
+             the time the range spans) and {} are free on the filesystem of `{}`: it fits only if \
+             gzip makes it {ratio:.1}x smaller (an oplog's entries usually compress 3-10x); if it \
+             runs out of room, free some and run the same command with `--resume`",
+            human(bytes),
+            human(free),
+            dir.display()
+        )
+    })
 }
 
 /// The bytes of `req`'s range on the server, estimated before reading from the
@@ -445,6 +481,17 @@ impl Drop for TsProgress {
 mod tests {
     use crate::cli::Cli;
     use clap::Parser;
+
+    /// A gzip dump that may not fit is warned about with the ratio it needs; one
+    /// that fits even uncompressed is not.
+    #[test]
+    fn a_gzip_dump_that_may_not_fit_says_the_ratio_it_needs() {
+        let dir = std::path::Path::new("/data");
+        let w = super::gzip_room_warning(dir, 40 << 30, 10 << 30).unwrap();
+        assert!(w.contains("only if gzip makes it 4.0x smaller"), "{w}");
+        assert!(w.contains("`/data`") && w.contains("--resume"), "{w}");
+        assert_eq!(super::gzip_room_warning(dir, 10 << 30, 10 << 30), None);
+    }
 
     /// Valid and invalid command lines of the live-source commands.
     #[test]

@@ -102,8 +102,8 @@ pub const REHEARSE: Words = Words {
 pub const DUMP_OPLOG: Words = Words {
     who: "the dump",
     way_out:
-        "give --out on a larger filesystem, or add --gzip (not checked: its size is known only \
-              once written); the estimate is the oplog's average rate over the range",
+        "give --out on a larger filesystem, or add --gzip (then only warned about: its size is \
+              known only once written); the estimate is the oplog's average rate over the range",
     sort_place: "--out's directory",
 };
 
