@@ -170,10 +170,15 @@ fn ok(o: &Output) -> &Output {
 }
 
 fn dump(m: &Mongod, out: &Path, extra: &[&str]) -> Output {
+    dump_cmd(m, out, extra).output().expect("run pitr")
+}
+
+/// `pitr dump-oplog` from `m` to `out`, with `extra` flags, to run.
+fn dump_cmd(m: &Mongod, out: &Path, extra: &[&str]) -> Command {
     let uri = m.uri();
     let mut args = vec!["dump-oplog", "--uri", &uri, "--out", out.to_str().unwrap()];
     args.extend_from_slice(extra);
-    pitr(&args)
+    pitr_cmd(&args)
 }
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
@@ -187,18 +192,9 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 /// Runs a dump that hits `drop-connection-after-getmores` and SIGKILLs pitr while
 /// it waits to retry (after it has flushed what it has). Returns its stderr.
 fn dump_killed_in_backoff(m: &Mongod, out: &Path, extra: &[&str]) -> String {
-    let uri = m.uri();
-    let mut args = vec![
-        "dump-oplog",
-        "--uri",
-        &uri,
-        "--out",
-        out.to_str().unwrap(),
-        "--batch-size",
-        "100",
-    ];
+    let mut args = vec!["--batch-size", "100"];
     args.extend_from_slice(extra);
-    let mut child = pitr_cmd(&args)
+    let mut child = dump_cmd(m, out, &args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -284,18 +280,8 @@ fn dump_round_trip_is_byte_identical() {
 fn a_long_dump_off_a_terminal_logs_how_far_it_is() {
     let m = mongod(&[("PITR_STANDIN_FAULT", "slow-getmores-ms=100")], true);
     let tmp = tempfile::tempdir().unwrap();
-    let uri = m.uri();
     let out = tmp.path().join("d");
-    let args = [
-        "dump-oplog",
-        "--uri",
-        &uri,
-        "--out",
-        out.to_str().unwrap(),
-        "--batch-size",
-        "100",
-    ];
-    let o = pitr_cmd(&args)
+    let o = dump_cmd(&m, &out, &["--batch-size", "100"])
         .env("PITR_PROGRESS_INTERVAL", "0.2s")
         .output()
         .unwrap();
@@ -327,19 +313,10 @@ fn a_long_dump_off_a_terminal_logs_how_far_it_is() {
         fixture_bytes()
     );
 
-    let quick = tmp.path().join("q");
-    let o = pitr_cmd(&[
-        "dump-oplog",
-        "--uri",
-        &uri,
-        "--out",
-        quick.to_str().unwrap(),
-        "--batch-size",
-        "100",
-    ])
-    .env_remove("PITR_PROGRESS_INTERVAL")
-    .output()
-    .unwrap();
+    let o = dump_cmd(&m, &tmp.path().join("q"), &["--batch-size", "100"])
+        .env_remove("PITR_PROGRESS_INTERVAL")
+        .output()
+        .unwrap();
     ok(&o);
     assert!(!stderr(&o).contains("pitr: dumping"), "{}", stderr(&o));
 }
