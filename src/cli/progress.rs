@@ -2,7 +2,7 @@
 //! progress to stderr, and nothing of it with `--json`.
 //!
 //! - [`ScanProgress`]: one bar over a file's bytes, for the scans of `find-drop`,
-//!   `oplog` and `plan` (nothing for a small input); off a terminal, a line every
+//!   `oplog` and `plan` (not for a small input); off a terminal, a line every
 //!   interval while a scan runs, and one at its end if any came before.
 //! - [`PhaseProgress`]: every long phase of `pitr replay --engine embedded` (reading
 //!   the backup and the oplog, reading (or writing) the slice, loading the backup's documents,
@@ -54,9 +54,10 @@ struct ScanLines {
 }
 
 impl ScanProgress {
-    /// Shows progress when `enabled` is set and the source is known to be large
-    /// (or of unknown size, e.g. stdin): `what` names the scan
-    /// (`reading oplog.bson`).
+    /// Shows progress when `enabled` is set: a bar when the source is known to be
+    /// large (or of unknown size, e.g. stdin), lines whatever its size (a small
+    /// object slow to arrive is worth them; a quick scan ends before the first).
+    /// `what` names the scan (`reading oplog.bson`).
     pub fn new(
         what: &str,
         counter: ByteCounter,
@@ -64,9 +65,8 @@ impl ScanProgress {
         enabled: bool,
     ) -> ScanProgress {
         let big = total.is_none_or(|t| t >= MIN_BYTES_FOR_BAR);
-        let show = enabled && big;
         let terminal = std::io::stderr().is_terminal();
-        let bar = (show && terminal).then(|| {
+        let bar = (enabled && big && terminal).then(|| {
             let bar = match total {
                 Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
                 None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
@@ -85,7 +85,7 @@ impl ScanProgress {
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        let lines = (show && !terminal).then(|| ScanLines::start(what, counter.clone(), total));
+        let lines = (enabled && !terminal).then(|| ScanLines::start(what, counter.clone(), total));
         ScanProgress {
             bar,
             lines,
