@@ -315,7 +315,7 @@ impl CliObserver {
     }
 
     pub(crate) fn finish(&mut self) {
-        if let Some(b) = self.bar.take() {
+        if let Some(mut b) = self.bar.take() {
             b.finish();
         }
     }
@@ -369,19 +369,77 @@ pub(crate) fn retry_line(n: &RetryNotice<'_>) -> String {
 /// Progress over an oplog `ts` range on stderr: on a terminal a bar whose position
 /// is seconds of oplog covered, with entries, bytes and rate in the message and an
 /// ETA; otherwise (a log, CI) a line every
-/// [`PITR_PROGRESS_INTERVAL`](super::progress::INTERVAL_VAR) with the same figures.
+/// [`PITR_PROGRESS_INTERVAL`](super::progress::INTERVAL_VAR) with the same figures,
+/// from a thread of its own: a server slow to answer a batch (a filtered read
+/// scanning far) still gets its line, the figures of the last batch again.
 /// Nothing when `enabled` is false.
 pub(crate) struct TsProgress {
     bar: Option<ProgressBar>,
-    /// Off a terminal: how often a line, and when the last one was printed.
-    lines: Option<(Duration, Instant)>,
-    /// What the read does (`dumping`), and what comes before each line (a
-    /// member's name when several reads share stderr).
-    doing: &'static str,
-    line_prefix: String,
+    /// Off a terminal: the lines' thread.
+    lines: Option<TsLines>,
     start: u32,
     total: u64,
     started: Instant,
+}
+
+/// The log lines of a [`TsProgress`]: the thread prints `latest` each interval.
+struct TsLines {
+    latest: std::sync::Arc<std::sync::Mutex<Latest>>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the next line says: the read's verb, and the last batch's progress with
+/// its share of the range (none before the first batch).
+#[derive(Clone, Default)]
+struct Latest {
+    doing: &'static str,
+    progress: Option<(Progress, f64)>,
+}
+
+impl TsLines {
+    /// Each line starts with `prefix` (a member's name when several reads share
+    /// stderr). The rate is taken when the line is printed: a read held back by
+    /// the server shows it falling.
+    fn start(prefix: &str, started: Instant) -> TsLines {
+        let every = super::progress::interval_from_env(true);
+        let latest = std::sync::Arc::new(std::sync::Mutex::new(Latest::default()));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = {
+            let latest = latest.clone();
+            let prefix = prefix.to_string();
+            std::thread::Builder::new()
+                .name("pitr-progress".into())
+                .spawn(move || {
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        stopped.recv_timeout(every)
+                    {
+                        let l = latest.lock().map(|l| l.clone()).unwrap_or_default();
+                        let said = match &l.progress {
+                            None => "no entry yet, waiting for the server".to_string(),
+                            Some((p, pct)) => format!(
+                                "{} ({pct:.0}% of the range)",
+                                figures(p, started.elapsed())
+                            ),
+                        };
+                        eprintln!("{prefix}pitr: {} the oplog: {said}", l.doing);
+                    }
+                })
+                .ok()
+        };
+        TsLines {
+            latest,
+            stop: Some(stop),
+            thread,
+        }
+    }
+
+    fn stop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl TsProgress {
@@ -398,60 +456,50 @@ impl TsProgress {
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
-        let lines = (enabled && !terminal)
-            .then(|| (super::progress::interval_from_env(true), Instant::now()));
-        TsProgress {
+        let started = Instant::now();
+        let lines = (enabled && !terminal).then(|| TsLines::start("", started));
+        let mut p = TsProgress {
             bar,
             lines,
-            doing: "reading",
-            line_prefix: String::new(),
             start: from.t,
             total,
-            started: Instant::now(),
-        }
+            started,
+        };
+        p.set_prefix("reading");
+        p
     }
 
     /// Lines only, each after `prefix`: one of several reads sharing stderr.
     pub(crate) fn lines_after(from: Ts, end: Ts, prefix: &str) -> TsProgress {
         let mut p = TsProgress::new(from, end, false);
-        p.lines = Some((super::progress::interval_from_env(true), Instant::now()));
-        p.line_prefix = prefix.to_string();
+        p.lines = Some(TsLines::start(prefix, p.started));
+        p.set_prefix("reading");
         p
     }
 
+    /// What the read does (`dumping`, `scanning`).
     pub(crate) fn set_prefix(&mut self, p: &'static str) {
-        self.doing = p;
         if let Some(b) = &self.bar {
             b.set_prefix(p);
+        }
+        if let Some(l) = &self.lines {
+            if let Ok(mut latest) = l.latest.lock() {
+                latest.doing = p;
+            }
         }
     }
 
     pub(crate) fn update(&mut self, p: &Progress) {
         let covered = p.last.map(|l| l.t.saturating_sub(self.start) as u64);
-        let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        let figures = format!(
-            "{} entries, {}, {:.0} entries/s{}",
-            p.entries,
-            human(p.bytes),
-            p.entries as f64 / secs,
-            p.last
-                .map(|l| format!(", at {}", l.utc_string()))
-                .unwrap_or_default()
-        );
         if let Some(b) = &self.bar {
             if let Some(c) = covered {
                 b.set_position(c);
             }
-            b.set_message(figures);
-        } else if let Some((every, last)) = &mut self.lines {
-            if last.elapsed() >= *every {
-                *last = Instant::now();
-                let pct =
-                    covered.map_or(0.0, |c| (c as f64 * 100.0 / self.total as f64).min(100.0));
-                eprintln!(
-                    "{}pitr: {} the oplog: {figures} ({pct:.0}% of the range)",
-                    self.line_prefix, self.doing
-                );
+            b.set_message(figures(p, self.started.elapsed()));
+        } else if let Some(l) = &self.lines {
+            let pct = covered.map_or(0.0, |c| (c as f64 * 100.0 / self.total as f64).min(100.0));
+            if let Ok(mut latest) = l.latest.lock() {
+                latest.progress = Some((*p, pct));
             }
         }
     }
@@ -464,11 +512,29 @@ impl TsProgress {
         }
     }
 
-    pub(crate) fn finish(&self) {
+    pub(crate) fn finish(&mut self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+        if let Some(mut l) = self.lines.take() {
+            l.stop();
+        }
     }
+}
+
+/// `256 entries, 63.3 KiB, 1084 entries/s, at 2026-11-21T01:03:59Z`: a live
+/// read's progress after `elapsed`.
+fn figures(p: &Progress, elapsed: Duration) -> String {
+    let secs = elapsed.as_secs_f64().max(0.001);
+    format!(
+        "{} entries, {}, {:.0} entries/s{}",
+        p.entries,
+        human(p.bytes),
+        p.entries as f64 / secs,
+        p.last
+            .map(|l| format!(", at {}", l.utc_string()))
+            .unwrap_or_default()
+    )
 }
 
 impl Drop for TsProgress {
