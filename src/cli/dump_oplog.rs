@@ -5,7 +5,7 @@
 //! It also holds [`TsProgress`], the progress (a bar, or log lines) over an oplog `ts` range that
 //! every live read (`dump-oplog`, `find-drop --uri`) shows on stderr.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -422,7 +422,12 @@ impl TsLines {
                                 figures(p, started.elapsed())
                             ),
                         };
-                        eprintln!("{prefix}pitr: {} the oplog: {said}", l.doing);
+                        // Not eprintln!: a closed stderr must not end the thread.
+                        let _ = writeln!(
+                            std::io::stderr().lock(),
+                            "{prefix}pitr: {} the oplog: {said}",
+                            l.doing
+                        );
                     }
                 })
                 .ok()
