@@ -167,6 +167,8 @@ impl ScanLines {
     }
 
     /// Stops the lines; the last one says what the scan read, if a line came before.
+    /// A scan may end short of its total on purpose (`oplog cat --limit`, or an
+    /// error said next): the last line says what was read, not a shortfall.
     fn finish(mut self, done: u64) {
         drop(self.stop.take());
         let said = self
@@ -179,7 +181,7 @@ impl ScanLines {
                 &what,
                 Unit::Bytes,
                 done,
-                (self.total, false),
+                (self.total, true),
                 self.started.elapsed(),
                 interrupt::requested(),
             ));
