@@ -385,8 +385,8 @@ pub(crate) struct TsProgress {
 /// The log lines of a [`TsProgress`]: the thread prints `latest` each interval.
 struct TsLines {
     latest: std::sync::Arc<std::sync::Mutex<Latest>>,
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Stops the lines when dropped.
+    _ticker: super::progress::Ticker,
 }
 
 /// What the next line says: the read's verb, and the last batch's progress with
@@ -404,45 +404,28 @@ impl TsLines {
     fn start(prefix: &str, started: Instant) -> TsLines {
         let every = super::progress::interval_from_env(true);
         let latest = std::sync::Arc::new(std::sync::Mutex::new(Latest::default()));
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = {
+        let ticker = {
             let latest = latest.clone();
             let prefix = prefix.to_string();
-            std::thread::Builder::new()
-                .name("pitr-progress".into())
-                .spawn(move || {
-                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                        stopped.recv_timeout(every)
-                    {
-                        let l = latest.lock().map(|l| l.clone()).unwrap_or_default();
-                        let said = match &l.progress {
-                            None => "no entry yet, waiting for the server".to_string(),
-                            Some((p, pct)) => format!(
-                                "{} ({pct:.0}% of the range)",
-                                figures(p, started.elapsed())
-                            ),
-                        };
-                        // Not eprintln!: a closed stderr must not end the thread.
-                        let _ = writeln!(
-                            std::io::stderr().lock(),
-                            "{prefix}pitr: {} the oplog: {said}",
-                            l.doing
-                        );
+            super::progress::Ticker::start(every, move || {
+                let l = latest.lock().map(|l| l.clone()).unwrap_or_default();
+                let said = match &l.progress {
+                    None => "no entry yet, waiting for the server".to_string(),
+                    Some((p, pct)) => {
+                        format!("{} ({pct:.0}% of the range)", figures(p, started.elapsed()))
                     }
-                })
-                .ok()
+                };
+                // Not eprintln!: a closed stderr must not end the thread.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "{prefix}pitr: {} the oplog: {said}",
+                    l.doing
+                );
+            })
         };
         TsLines {
             latest,
-            stop: Some(stop),
-            thread,
-        }
-    }
-
-    fn stop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            _ticker: ticker,
         }
     }
 }
@@ -521,9 +504,8 @@ impl TsProgress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
-        if let Some(mut l) = self.lines.take() {
-            l.stop();
-        }
+        // No line after this.
+        drop(self.lines.take());
     }
 }
 

@@ -47,8 +47,9 @@ pub struct ScanProgress {
 /// The log lines of a [`ScanProgress`] off a terminal.
 struct ScanLines {
     what: std::sync::Arc<std::sync::Mutex<String>>,
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<bool>>,
+    ticker: Ticker,
+    /// A running line was printed.
+    said: std::sync::Arc<std::sync::atomic::AtomicBool>,
     total: Option<u64>,
     started: Instant,
 }
@@ -130,37 +131,27 @@ impl Drop for ScanProgress {
 
 impl ScanLines {
     fn start(what: &str, counter: ByteCounter, total: Option<u64>) -> ScanLines {
-        let interval = interval_from_env(true);
         let what = std::sync::Arc::new(std::sync::Mutex::new(what.to_string()));
+        let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let started = Instant::now();
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = {
-            let what = what.clone();
-            std::thread::Builder::new()
-                .name("pitr-progress".into())
-                .spawn(move || {
-                    let mut said = false;
-                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(interval)
-                    {
-                        let what = what.lock().map(|w| w.clone()).unwrap_or_default();
-                        let done = counter.get();
-                        line(&running_line(
-                            &what,
-                            Unit::Bytes,
-                            done,
-                            (total, false),
-                            started.elapsed(),
-                        ));
-                        said = true;
-                    }
-                    said
-                })
-                .ok()
+        let ticker = {
+            let (what, said) = (what.clone(), said.clone());
+            Ticker::start(interval_from_env(true), move || {
+                let what = what.lock().map(|w| w.clone()).unwrap_or_default();
+                line(&running_line(
+                    &what,
+                    Unit::Bytes,
+                    counter.get(),
+                    (total, false),
+                    started.elapsed(),
+                ));
+                said.store(true, std::sync::atomic::Ordering::Relaxed);
+            })
         };
         ScanLines {
             what,
-            stop: Some(stop),
-            thread,
+            ticker,
+            said,
             total,
             started,
         }
@@ -169,13 +160,9 @@ impl ScanLines {
     /// Stops the lines; the last one says what the scan read, if a line came before.
     /// A scan may end short of its total on purpose (`oplog cat --limit`, or an
     /// error said next): the last line says what was read, not a shortfall.
-    fn finish(mut self, done: u64) {
-        drop(self.stop.take());
-        let said = self
-            .thread
-            .take()
-            .is_some_and(|t| t.join().unwrap_or(false));
-        if said {
+    fn finish(self, done: u64) {
+        drop(self.ticker);
+        if self.said.load(std::sync::atomic::Ordering::Relaxed) {
             let what = self.what.lock().map(|w| w.clone()).unwrap_or_default();
             line(&finished_line(
                 &what,
@@ -185,6 +172,41 @@ impl ScanLines {
                 self.started.elapsed(),
                 interrupt::requested(),
             ));
+        }
+    }
+}
+
+/// A thread that calls its tick every interval until dropped; the drop waits for
+/// it, so nothing it prints comes after what the dropping thread prints next.
+/// (Without a thread, for instance when none can be started, nothing ticks.)
+pub(crate) struct Ticker {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    pub(crate) fn start(every: Duration, mut tick: impl FnMut() + Send + 'static) -> Ticker {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("pitr-progress".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                    tick();
+                }
+            })
+            .ok();
+        Ticker {
+            stop: Some(stop),
+            thread,
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -273,32 +295,23 @@ impl PhaseProgress {
             .bars
             .as_ref()
             .map(|m| m.add(bar_for(what, unit, total.0)));
-        let (stop, stopped) = mpsc::channel::<()>();
-        let thread = {
+        let ticker = {
             let bar = bar.clone();
             let source = source.clone();
             let what = what.to_string();
-            let interval = self.interval;
             let started = Instant::now();
-            std::thread::Builder::new()
-                .name("pitr-progress".into())
-                .spawn(move || {
-                    // A bar moves several times a second; a log gets a line per interval.
-                    let step = match &bar {
-                        Some(_) => Duration::from_millis(200),
-                        None => interval,
-                    };
-                    while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(step) {
-                        let done = source.get();
-                        match &bar {
-                            Some(b) => b.set_position(done),
-                            None => {
-                                line(&running_line(&what, unit, done, total, started.elapsed()))
-                            }
-                        }
-                    }
-                })
-                .ok()
+            // A bar moves several times a second; a log gets a line per interval.
+            let step = match &bar {
+                Some(_) => Duration::from_millis(200),
+                None => self.interval,
+            };
+            Ticker::start(step, move || {
+                let done = source.get();
+                match &bar {
+                    Some(b) => b.set_position(done),
+                    None => line(&running_line(&what, unit, done, total, started.elapsed())),
+                }
+            })
         };
         let mut running = Running {
             what: what.to_string(),
@@ -307,8 +320,7 @@ impl PhaseProgress {
             source,
             started: Instant::now(),
             bar,
-            stop: Some(stop),
-            thread,
+            ticker: Some(ticker),
             after: after.cloned(),
             bars: self.bars.clone(),
         };
@@ -422,8 +434,9 @@ struct Running {
     source: Source,
     started: Instant,
     bar: Option<ProgressBar>,
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    /// The thread moving the bar or printing the lines (stopped first when the
+    /// phase ends, so that no running line comes after the last one).
+    ticker: Option<Ticker>,
     /// A phase run alongside others ([`Progress::phase_alongside`]): its last line
     /// waits for this gate (the time it gives is the phase's own).
     after: Option<Gate>,
@@ -432,10 +445,7 @@ struct Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        drop(self.ticker.take());
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
             if let Some(m) = &self.bars {
