@@ -46,7 +46,7 @@ pub struct ScanProgress {
 
 /// The log lines of a [`ScanProgress`] off a terminal.
 struct ScanLines {
-    what: std::sync::Arc<std::sync::Mutex<String>>,
+    what: String,
     ticker: Ticker,
     /// A running line was printed.
     said: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -94,18 +94,6 @@ impl ScanProgress {
         }
     }
 
-    pub fn set_message(&self, msg: impl Into<std::borrow::Cow<'static, str>>) {
-        let msg = msg.into();
-        if let Some(l) = &self.lines {
-            if let Ok(mut w) = l.what.lock() {
-                *w = msg.to_string();
-            }
-        }
-        if let Some(b) = &self.bar {
-            b.set_message(msg);
-        }
-    }
-
     /// Cheap enough to call every few thousand entries.
     pub fn tick(&self) {
         if let Some(b) = &self.bar {
@@ -131,13 +119,12 @@ impl Drop for ScanProgress {
 
 impl ScanLines {
     fn start(what: &str, counter: ByteCounter, total: Option<u64>) -> ScanLines {
-        let what = std::sync::Arc::new(std::sync::Mutex::new(what.to_string()));
+        let what = what.to_string();
         let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let started = Instant::now();
         let ticker = {
             let (what, said) = (what.clone(), said.clone());
             Ticker::start(interval_from_env(true), move || {
-                let what = what.lock().map(|w| w.clone()).unwrap_or_default();
                 line(&running_line(
                     &what,
                     Unit::Bytes,
@@ -163,9 +150,8 @@ impl ScanLines {
     fn finish(self, done: u64) {
         drop(self.ticker);
         if self.said.load(std::sync::atomic::Ordering::Relaxed) {
-            let what = self.what.lock().map(|w| w.clone()).unwrap_or_default();
             line(&finished_line(
-                &what,
+                &self.what,
                 Unit::Bytes,
                 done,
                 (self.total, true),
