@@ -391,7 +391,7 @@ struct TsLines {
 
 /// What the next line says: the read's verb, and the last batch's progress with
 /// its share of the range (none before the first batch).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Latest {
     doing: &'static str,
     progress: Option<(Progress, f64)>,
@@ -403,12 +403,17 @@ impl TsLines {
     /// the server shows it falling.
     fn start(prefix: &str, started: Instant) -> TsLines {
         let every = super::progress::interval_from_env(true);
-        let latest = std::sync::Arc::new(std::sync::Mutex::new(Latest::default()));
+        let latest = std::sync::Arc::new(std::sync::Mutex::new(Latest {
+            doing: "reading",
+            progress: None,
+        }));
         let ticker = {
             let latest = latest.clone();
             let prefix = prefix.to_string();
             super::progress::Ticker::start(every, move || {
-                let l = latest.lock().map(|l| l.clone()).unwrap_or_default();
+                let Ok(l) = latest.lock().map(|l| l.clone()) else {
+                    return;
+                };
                 let said = match &l.progress {
                     None => "no entry yet, waiting for the server".to_string(),
                     Some((p, pct)) => {
@@ -446,22 +451,19 @@ impl TsProgress {
         });
         let started = Instant::now();
         let lines = (enabled && !terminal).then(|| TsLines::start("", started));
-        let mut p = TsProgress {
+        TsProgress {
             bar,
             lines,
             start: from.t,
             total,
             started,
-        };
-        p.set_prefix("reading");
-        p
+        }
     }
 
     /// Lines only, each after `prefix`: one of several reads sharing stderr.
     pub(crate) fn lines_after(from: Ts, end: Ts, prefix: &str) -> TsProgress {
         let mut p = TsProgress::new(from, end, false);
         p.lines = Some(TsLines::start(prefix, p.started));
-        p.set_prefix("reading");
         p
     }
 

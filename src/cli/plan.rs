@@ -184,7 +184,8 @@ impl PlanInputArgs {
     }
 }
 
-/// Scan progress bars for the plan's passes (hidden when `enabled` is false).
+/// Progress of the plan's passes ([`ScanProgress`]: a bar on a terminal, log lines
+/// off one; nothing when `enabled` is false).
 pub(crate) struct CliProgress {
     pub(crate) enabled: bool,
     /// Print what the restore replays and leaves out on stderr as soon as it is
