@@ -14,7 +14,7 @@ use crate::plan::filter::{target, NsFilter, Target};
 use crate::time::{parse_time, TimeValue};
 
 use super::output::counted;
-use super::progress::ScanProgress;
+use super::progress::{while_opening, ScanProgress};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum OplogCommand {
@@ -159,7 +159,7 @@ fn cat(a: CatArgs) -> Result<u8, Failure> {
     let mut around = a.around.as_ref().map(|_| Around::Before(VecDeque::new()));
     let mut anchor: Option<(Ts, u64)> = None;
     'sources: for src in &a.sources {
-        let mut r = oplog::open_range(src, opts, &range)?;
+        let mut r = while_opening(src, !a.json, || oplog::open_range(src, opts, &range))?;
         let (counter, total) = r.progress();
         let name = r.name().to_string();
         let mut bar = ScanProgress::new(&format!("reading {name}"), counter, total, !a.json);

@@ -162,6 +162,72 @@ impl ScanLines {
     }
 }
 
+/// Runs `open` (a source's open: a bucket's listing and first GET, a FIFO with no
+/// writer yet) and, when `enabled` and it takes a while, says so: off a terminal a
+/// line every interval (`pitr: opening NAME: waiting, 20.00s so far`), on a terminal a
+/// spinner after the first second; a log's last line says how it ended (`opened in
+/// 23.40s`, `failed after ...`, the error itself said next by the caller). An open
+/// that returns within that says nothing, as every local file's does. The scan's
+/// own progress takes over once it returns.
+pub fn while_opening<T, E>(
+    name: &str,
+    enabled: bool,
+    open: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    if !enabled {
+        return open();
+    }
+    let terminal = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    // As given: a URL is shown without what could be a secret.
+    let name = crate::storage::mask_url(name);
+    let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner: std::sync::Arc<std::sync::Mutex<Option<ProgressBar>>> = Default::default();
+    let ticker = {
+        let (name, said, spinner) = (name.clone(), said.clone(), spinner.clone());
+        let every = match terminal {
+            true => Duration::from_secs(1),
+            false => interval_from_env(true),
+        };
+        Ticker::start(every, move || {
+            if !terminal {
+                let waited = crate::replay::progress::seconds(started.elapsed());
+                line(&format!("pitr: opening {name}: waiting, {waited} so far"));
+                said.store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            let mut s = spinner.lock().unwrap_or_else(|p| p.into_inner());
+            s.get_or_insert_with(|| {
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} opening {msg}, {elapsed} so far")
+                        .expect("static template"),
+                );
+                bar.set_message(name.clone());
+                bar.enable_steady_tick(Duration::from_millis(200));
+                bar
+            });
+        })
+    };
+    let opened = open();
+    drop(ticker);
+    let bar = spinner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if said.load(std::sync::atomic::Ordering::Relaxed) {
+        // A failed open's error is said next, by the caller.
+        let how = match (&opened, interrupt::requested()) {
+            (_, true) => "interrupted after",
+            (Ok(_), false) => "opened in",
+            (Err(_), false) => "failed after",
+        };
+        let waited = crate::replay::progress::seconds(started.elapsed());
+        line(&format!("pitr: opening {name}: {how} {waited}"));
+    }
+    opened
+}
+
 /// A thread that calls its tick every interval until dropped; the drop waits for
 /// it, so nothing it prints comes after what the dropping thread prints next.
 /// (Without a thread, for instance when none can be started, nothing ticks.)

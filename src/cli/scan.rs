@@ -13,7 +13,7 @@ use crate::oplog::elements::peek_ts_op;
 use crate::oplog::oplog_archive::ChunkRange;
 use crate::oplog::{self, reader::not_an_entry, EntryError, ReadOptions, Truncation, Ts};
 
-use super::progress::ScanProgress;
+use super::progress::{while_opening, ScanProgress};
 
 /// What happened while reading the sources.
 #[derive(Debug, Default)]
@@ -71,10 +71,8 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
     // Each source is opened while the one before it is scanned: a compressed one
     // starts decompressing on its own threads (see `oplog::gzip`), and a missing
     // file is reported before a long scan rather than after it.
-    let mut next = sources
-        .first()
-        .map(|s| oplog::open_range(s, opts, range))
-        .transpose()?;
+    let open = |s: &String| while_opening(s, show_progress, || oplog::open_range(s, opts, range));
+    let mut next = sources.first().map(open).transpose()?;
     for (n, src) in sources.iter().enumerate() {
         for g in oplog::source::recorded_gaps(src)? {
             if g.overlaps(range.from.unwrap_or(Ts::ZERO), range.to.unwrap_or(Ts::MAX)) {
@@ -82,10 +80,7 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
             }
         }
         let mut r = next.take().expect("opened ahead");
-        next = sources
-            .get(n + 1)
-            .map(|s| oplog::open_range(s, opts, range))
-            .transpose()?;
+        next = sources.get(n + 1).map(open).transpose()?;
         let (counter, total) = r.progress();
         let what = match sources.len() {
             1 => format!("reading {}", r.name()),
