@@ -481,7 +481,7 @@ fn a_strict_failure_names_the_entry_and_writes_nothing() {
     // dropping every document of shop.orders from a copy of the backup.
     let tmp = tempfile::tempdir().unwrap();
     let scenario = tmp.path().join("scenario");
-    copy_dir(Path::new(FIXTURE), &scenario);
+    common::copy_dir(Path::new(FIXTURE), &scenario);
     std::fs::write(scenario.join("backup/shop/customers.bson"), b"").unwrap();
     let (o, report) = embedded(tmp.path(), &scenario, "auto", &[]);
     assert_eq!(code(&o), 2, "{}", show(&o));
@@ -493,19 +493,6 @@ fn a_strict_failure_names_the_entry_and_writes_nothing() {
     // The error names an exact position; nothing was written to --out.
     assert!(!tmp.path().join("out").exists());
     let _ = report;
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -608,7 +595,7 @@ fn oplog_built_timeseries_indexes_and_collated_ids_survive_the_real_mongorestore
     let sets = tool_sets(test);
     let tmp = tempfile::tempdir().unwrap();
     let scenario = tmp.path().join("scenario");
-    copy_dir(Path::new(FIXTURE), &scenario);
+    common::copy_dir(Path::new(FIXTURE), &scenario);
     // After the fixture's last entry (1795224522:1). The buckets collection's UUID
     // is the one its `create` in the fixture logged.
     let buckets_ui = {

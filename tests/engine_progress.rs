@@ -174,6 +174,33 @@ fn common_count(n: u64) -> String {
     out
 }
 
+/// A phase with no total cut short by an error (here the backup's reading, by a
+/// damaged document) ends with where it stopped, then the error; not with a line
+/// that reads as if it had finished. Regression: "reading the backup: 863
+/// documents in 0.01s" came just before "is corrupt".
+#[test]
+fn a_phase_cut_short_by_an_error_says_where_it_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = tmp.path().join("scenario");
+    common::copy_dir(Path::new(FIXTURE), &scenario);
+    // An element of an unknown type (0x20) in a document with no `_id` before it.
+    let orders = scenario.join("backup/shop/orders.bson");
+    let mut bytes = std::fs::read(&orders).unwrap();
+    bytes.extend_from_slice(&[10, 0, 0, 0, 0x20, b'a', 0, 0, 0, 0]);
+    std::fs::write(&orders, bytes).unwrap();
+    let o = replay(tmp.path(), &scenario, "auto", &[], &[]);
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    let err = stderr(&o);
+    let lines = lines_of(&err, "reading the backup");
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains(": stopped at ") && lines[0].contains(" documents "),
+        "{err}"
+    );
+    let (at, corrupt) = (err.find(lines[0]).unwrap(), err.find("is corrupt at byte"));
+    assert!(corrupt.is_some_and(|c| c > at), "{err}");
+}
+
 #[test]
 fn json_output_has_no_progress_and_a_bad_interval_is_reported() {
     let tmp = tempfile::tempdir().unwrap();

@@ -608,7 +608,7 @@ fn archive_fixture(dst: &Path) -> PathBuf {
         .unwrap();
         let backup = Path::new(FIXTURE).join(m).join("backup");
         if m == "config" {
-            copy_dir(&backup, &dst.join(m).join("backup"));
+            common::copy_dir(&backup, &dst.join(m).join("backup"));
             continue;
         }
         let name = Layout::ArchiveGzip.file_name();
@@ -620,18 +620,6 @@ fn archive_fixture(dst: &Path) -> PathBuf {
     }
     fs::write(dst.join("cluster.toml"), toml).unwrap();
     dst.join("cluster.toml")
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap().flatten() {
-        let to = dst.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            fs::copy(e.path(), to).unwrap();
-        }
-    }
 }
 
 /// Archive backups of the shards: each archive is streamed to mongorestore with its

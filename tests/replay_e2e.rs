@@ -632,7 +632,7 @@ fn documents_that_fail_to_restore_fail_the_replay() {
     for bins in tool_sets("documents_that_fail_to_restore_fail_the_replay") {
         let tmp = tempfile::tempdir().unwrap();
         let backup = tmp.path().join("backup");
-        copy_tree(&Path::new(FIXTURE).join("backup"), &backup);
+        common::copy_dir(&Path::new(FIXTURE).join("backup"), &backup);
         let file = backup.join("shop/customers.bson");
         let mut bytes = std::fs::read(&file).unwrap();
         let first = i32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
@@ -660,18 +660,6 @@ fn documents_that_fail_to_restore_fail_the_replay() {
         assert_eq!(step(&report, "restore_backup")["status"], "failed");
         assert_eq!(step(&report, "verify")["status"], "not_run");
         assert_clean_dir(&report, &tmp.path().join("work"));
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_tree(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
     }
 }
 

@@ -390,7 +390,7 @@ fn lint_errors_are_refused_unless_ignored() {
     // refusal: an unknown command right after the backup's end.
     let c = Case::new("lint_errors_are_refused");
     let backup = c.tmp.path().join("backup");
-    copy_dir(&Path::new(FIXTURE).join("backup"), &backup);
+    common::copy_dir(&Path::new(FIXTURE).join("backup"), &backup);
     let end = pitr::oplog::Ts::new(1795222807, 3);
     let mut oplog = std::fs::read(format!("{FIXTURE}/oplog.bson")).unwrap();
     let bad = bson::doc! {
@@ -474,18 +474,6 @@ fn lint_errors_are_refused_unless_ignored() {
     let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["exit_code"], 1);
     assert!(d["refusal"].as_str().unwrap().contains("lint"), "{d}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -94,12 +94,12 @@ impl Server {
     /// unlock, the documented way to copy WiredTiger files of a running server.
     async fn snapshot_to(&self, live: &Path, snap: &Path) {
         if real_dir().is_none() {
-            copy_dir(live, snap);
+            common::copy_dir(live, snap);
             return;
         }
         let c = self.client().await;
         run(&c, "admin", doc! {"fsync": 1, "lock": true}).await;
-        copy_dir(live, snap);
+        common::copy_dir(live, snap);
         run(&c, "admin", doc! {"fsyncUnlock": 1}).await;
     }
 
@@ -207,19 +207,6 @@ async fn ids(c: &mongodb::Client) -> Vec<i32> {
 
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     files_except(dir, Path::new(""))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let dest = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
 }
 
 /// The writes the files hold only in their oplog: `app.c` gets 4 and 5, loses 2.
@@ -633,7 +620,7 @@ async fn the_versions_decide_before_anything_is_copied() {
         b"",
         "a clean shutdown empties the lock file"
     );
-    copy_dir(&live, &snap);
+    common::copy_dir(&live, &snap);
     let o = replay_snapshot(&fifty, "5.0.24", &["--dry-run"]);
     assert_eq!(replay_common::code(&o), 0, "{}", replay_common::show(&o));
     assert!(

@@ -156,7 +156,7 @@ impl ScanLines {
                 done,
                 (self.total, true),
                 self.started.elapsed(),
-                interrupt::requested(),
+                Ended::now(false),
             ));
         }
     }
@@ -475,6 +475,10 @@ impl Source {
             Source::Meter(m) => m.get(),
         }
     }
+
+    fn cut_short(&self) -> bool {
+        matches!(self, Source::Meter(m) if m.was_cut_short())
+    }
 }
 
 /// A phase being shown; dropped when it ends, which prints its last line.
@@ -510,7 +514,7 @@ impl Drop for Running {
             self.source.get(),
             self.total,
             self.started.elapsed(),
-            interrupt::requested(),
+            Ended::now(self.source.cut_short()),
         );
         if let Some(g) = &self.after {
             g.wait();
@@ -650,6 +654,29 @@ fn running_line(
     }
 }
 
+/// How a phase or scan ended, for its last line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// It ran to its end (or, with a total, as far as it got: short of a total
+    /// that is not an estimate reads as stopped).
+    Ran,
+    /// By Ctrl-C.
+    Interrupted,
+    /// By an error, said next by the caller ([`Meter::cut_short`]).
+    CutShort,
+}
+
+impl Ended {
+    /// As things stand now: interrupted if a Ctrl-C came, else as `cut_short` says.
+    fn now(cut_short: bool) -> Ended {
+        match (interrupt::requested(), cut_short) {
+            (true, _) => Ended::Interrupted,
+            (false, true) => Ended::CutShort,
+            (false, false) => Ended::Ran,
+        }
+    }
+}
+
 /// The line that ends a phase: what it did and how long it took
 /// (`pitr: hashing: 1,234,567 documents in 4.20s (293,944 documents/s)`), or where
 /// it stopped (`... interrupted at 1,234 of 5,678 documents after 1.20s`).
@@ -659,10 +686,11 @@ fn finished_line(
     done: u64,
     (total, about): (Option<u64>, bool),
     elapsed: Duration,
-    interrupted: bool,
+    ended: Ended,
 ) -> String {
     // Short of an estimate is no shortfall: the estimate was high.
-    let short = !about && total.is_some_and(|t| done < t);
+    let short = ended == Ended::CutShort || (!about && total.is_some_and(|t| done < t));
+    let interrupted = ended == Ended::Interrupted;
     if interrupted || short {
         let of = match total {
             Some(t) => format!(
@@ -678,7 +706,11 @@ fn finished_line(
         } else {
             "stopped"
         };
-        let after = took(elapsed).replacen("in ", "after ", 1);
+        // `after 1.20s`; within the first 10 ms, `within 0.01s` (not "after under").
+        let after = match took(elapsed).strip_prefix("in under ") {
+            Some(d) => format!("within {d}"),
+            None => took(elapsed).replacen("in ", "after ", 1),
+        };
         return format!("pitr: {what}: {how} at {of} {after}");
     }
     let secs = elapsed.as_secs_f64();
@@ -744,7 +776,7 @@ mod tests {
                 1,
                 (Some(1), false),
                 Duration::ZERO,
-                false
+                Ended::Ran
             ),
             "pitr: hashing: 1 document in under 0.01s"
         );
@@ -755,7 +787,7 @@ mod tests {
                 3000,
                 (Some(3000), false),
                 s(2),
-                false
+                Ended::Ran
             ),
             "pitr: hashing: 3,000 documents in 2.00s (1,500 documents/s)"
         );
@@ -766,7 +798,7 @@ mod tests {
                 10,
                 (Some(3000), false),
                 s(2),
-                true
+                Ended::Interrupted
             ),
             "pitr: hashing: interrupted at 10 of 3,000 documents after 2.00s"
         );
@@ -777,7 +809,7 @@ mod tests {
                 1 << 20,
                 (Some(2 << 20), false),
                 s(90),
-                false
+                Ended::Ran
             ),
             "pitr: reading the oplog: stopped at 1.00 MiB of 2.00 MiB after 1m 30s"
         );
@@ -819,7 +851,7 @@ mod tests {
                 3 << 30,
                 (Some(4 << 30), true),
                 s(10),
-                false
+                Ended::Ran
             ),
             "pitr: applying: 3.00 GiB in 10.00s (307.20 MiB/s)"
         );
@@ -830,9 +862,32 @@ mod tests {
                 1 << 30,
                 (Some(4 << 30), true),
                 s(10),
-                true
+                Ended::Interrupted
             ),
             "pitr: applying: interrupted at 1.00 GiB of about 4.00 GiB after 10.00s"
+        );
+        // Cut short by an error, with no total to fall short of.
+        assert_eq!(
+            finished_line(
+                "reading the backup",
+                Unit::Documents,
+                1200,
+                (None, false),
+                s(3),
+                Ended::CutShort
+            ),
+            "pitr: reading the backup: stopped at 1,200 documents after 3.00s"
+        );
+        assert_eq!(
+            finished_line(
+                "reading the backup",
+                Unit::Documents,
+                3,
+                (None, false),
+                Duration::ZERO,
+                Ended::CutShort
+            ),
+            "pitr: reading the backup: stopped at 3 documents within 0.01s"
         );
         assert_eq!(human_duration(s(3725)), "1h 2m");
     }

@@ -144,7 +144,8 @@ pub fn inventory_with(
             }
         }
         Ok(())
-    })?;
+    })
+    .inspect_err(|_| meter.cut_short())?;
     Ok(Inventory {
         dir: path.to_path_buf(),
         gzip: backup.gzip,

@@ -110,6 +110,7 @@ pub async fn observe(
             .collection::<Document>(coll)
             .count_documents(doc! {})
             .await
+            .inspect_err(|_| counted.cut_short())
             .map_err(err(format!("counting the documents of `{ns}`")))?;
         counts.insert(ns.clone(), n);
         counted.add(n);

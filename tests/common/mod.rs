@@ -241,3 +241,17 @@ pub fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     }
     out
 }
+
+/// Copies the directory tree `from` to `to` (created), files and subdirectories.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
