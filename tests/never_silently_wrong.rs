@@ -341,6 +341,65 @@ fn a_filter_that_matches_nothing_is_an_error_naming_the_closest() {
 
 /// Pinned: find-drop's "by hand" hint said to put the replica set's oplog in place of
 /// the backup's oplog.bson, which drops the writes made during the dump.
+/// Pinned: `find-drop` over an empty file (a dump that wrote nothing, the wrong
+/// path) said "No destructive operations found in 0 entries" and nothing else: read
+/// as "nothing happened". Now a note (a warning with `--json`) names the source that
+/// held no entry, alone among several; `plan --until auto` says the same in its hint.
+#[test]
+fn an_empty_oplog_is_named_not_read_as_nothing_happened() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("oplog.bson");
+    fs::write(&empty, b"").unwrap();
+    let e = empty.display().to_string();
+    let note = format!("`{e}` holds no oplog entries: nothing was scanned there");
+
+    let o = pitr(&["find-drop", &e]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stdout(&o).contains(&format!("note: {note}")),
+        "{}",
+        show(&o)
+    );
+
+    let o = pitr(&["find-drop", "--json", &e]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert_eq!(stdout(&o).trim(), "[]");
+    assert!(
+        stderr(&o).contains(&format!("warning: {note}")),
+        "{}",
+        show(&o)
+    );
+
+    // Beside a real oplog: its findings as before, the empty one named, the other not.
+    let op = oplog();
+    let o = pitr(&["find-drop", &op, &e, "--kind", "drop"]);
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let out = stdout(&o);
+    assert!(out.contains("shop.orders") && out.contains(&note), "{out}");
+    assert!(!out.contains(&format!("`{op}` holds no")), "{out}");
+    // A real oplog alone gets no such note.
+    assert!(!stdout(&pitr(&["find-drop", &op])).contains("holds no oplog entries"));
+
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &backup(),
+            "--oplog",
+            &e,
+            "--until",
+            "auto",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains(&format!("hint: `{e}` holds no entries at all")),
+        "{}",
+        show(&o)
+    );
+}
+
 #[test]
 fn the_by_hand_hint_keeps_the_backups_own_entries() {
     let o = pitr(&["find-drop", &oplog()]);

@@ -443,6 +443,13 @@ pub(super) fn archive_range(a: &FindDropArgs) -> ChunkRange {
 
 pub(super) fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
     let mut n = Vec::new();
+    // "Nothing found" must not read as "nothing happened" when nothing was read.
+    for src in &summary.empty {
+        n.push(format!(
+            "`{src}` holds no oplog entries: nothing was scanned there; check that it is the oplog you meant (a replica \
+             set's oplog is never empty: by default an idle primary writes a no-op every 10 seconds)"
+        ));
+    }
     for (src, after, before) in &summary.gaps {
         n.push(format!(
             "the oplog archive `{src}` has a GAP after {after} ({}) and before {before} ({}): entries in it were never \

@@ -28,6 +28,9 @@ pub struct SourcesSummary {
     /// Gaps recorded by oplog archives among the sources (in the range read): the
     /// source, and the positions entries may be missing between.
     pub gaps: Vec<(String, Ts, Ts)>,
+    /// Sources read whole that held no entry at all (an empty file, most likely the
+    /// wrong one: a replica set's primary writes a no-op every 10 s when idle).
+    pub empty: Vec<String>,
 }
 
 /// Why a scan's callback stops it: the entry is not what it must be (reported with
@@ -91,6 +94,7 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
         let mut newest = newest_before;
         // Positions matter only when another source follows or precedes this one.
         let track = sources.len() > 1;
+        let entries_before = summary.entries;
         while let Some((doc, offset, index)) = r.next_bytes()? {
             summary.entries += 1;
             if summary.entries % 8192 == 0 {
@@ -118,6 +122,9 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
         bar.finish();
         newest_before = newest;
         summary.names.push(r.name().to_string());
+        if summary.entries == entries_before && *range == ChunkRange::ALL {
+            summary.empty.push(r.name().to_string());
+        }
         if let Some(t) = r.truncation() {
             summary.truncations.push(t.clone());
         }

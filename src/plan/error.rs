@@ -156,6 +156,10 @@ impl Hint for PlanError {
             PlanError::SkipAfterLimit { .. } => {
                 "to skip the bad operation and keep later writes, move --until past them (e.g. `--until end`)".into()
             }
+            PlanError::NoIncident { entries: 0, oplog, .. } => format!(
+                "`{oplog}` holds no entries at all: check that it is the oplog you meant (a replica set's oplog is \
+                 never empty: by default an idle primary writes a no-op every 10 seconds); `pitr dump-oplog` dumps it"
+            ),
             PlanError::NoIncident { .. } => {
                 "nothing to stop before: pass an explicit --until (a time, `t:i`, or `end` to replay the whole oplog); `pitr find-drop` lists every finding".into()
             }
