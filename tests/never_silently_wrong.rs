@@ -400,6 +400,82 @@ fn an_empty_oplog_is_named_not_read_as_nothing_happened() {
     );
 }
 
+/// Pinned: the backup itself (or its `oplog.bson`) given as --oplog, an easy slip at
+/// 3 a.m. `--until auto` said only "no critical or high-severity destructive
+/// operation ... in 20 entries" with the hint to pass another --until; `--until end`
+/// restored the backup as it is without a word. Both now say that the oplog is the
+/// backup's own and what to give instead; the real oplog gets no such word.
+#[test]
+fn the_backups_own_oplog_given_as_the_oplog_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = backup();
+    let own = fixture().join("backup/oplog.bson").display().to_string();
+    let said = format!("`{own}` holds exactly the backup's own oplog");
+
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay", "--backup", &b, "--oplog", &b, "--until", "auto", "--out", "a",
+        ],
+    );
+    assert_eq!(code(&o), 2, "{}", show(&o));
+    assert!(
+        stderr(&o).contains(&format!("hint: {said}")),
+        "{}",
+        show(&o)
+    );
+
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "replay", "--backup", &b, "--oplog", &own, "--until", "end", "--out", "e",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        stdout(&o).contains(&format!("warning: {said}")),
+        "{}",
+        show(&o)
+    );
+
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan", "--backup", &b, "--oplog", &own, "--until", "end", "--out", "p", "--json",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = plan["lint"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"oplog-is-the-backups-own"), "{codes:?}");
+
+    let o = pitr_in(
+        tmp.path(),
+        &[
+            "plan",
+            "--backup",
+            &b,
+            "--oplog",
+            &oplog(),
+            "--until",
+            "auto",
+            "--out",
+            "q",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", show(&o));
+    assert!(
+        !stdout(&o).contains("oplog-is-the-backups-own"),
+        "{}",
+        show(&o)
+    );
+}
+
 #[test]
 fn the_by_hand_hint_keeps_the_backups_own_entries() {
     let o = pitr(&["find-drop", &oplog()]);

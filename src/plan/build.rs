@@ -2082,12 +2082,31 @@ struct LintContext<'a> {
 
 /// Checks the planner adds to what the replay walk found.
 fn plan_lints(c: &LintContext<'_>, l: &mut Linter) {
+    lint_oplog_source(c, l);
     lint_restore_point(c, l);
     lint_oplog_order(c, l);
     lint_incidents_in_range(c, l);
     lint_skips(c, l);
     lint_ns_filter(c, l);
     lint_backup(c, l);
+}
+
+/// The oplog given is the backup's own: the restore cannot go past the backup.
+fn lint_oplog_source(c: &LintContext<'_>, l: &mut Linter) {
+    if c.oplog.is_the_backups_own(c.backup) {
+        l.push(
+            LintSeverity::Warning,
+            "oplog-is-the-backups-own",
+            None,
+            "",
+            format!(
+                "`{}` holds exactly the backup's own oplog ({} entries, up to the backup's end {}): nothing after the \
+                 backup is replayed; to restore to a later point, give the replica set's oplog as --oplog (`pitr \
+                 dump-oplog`, `mongodump -d local -c oplog.rs`, or a `pitr archive` directory)",
+                c.oplog.name, c.oplog.entries, c.backup_end
+            ),
+        );
+    }
 }
 
 /// A restore point inside the backup's own oplog.

@@ -82,6 +82,8 @@ pub enum PlanError {
         backup_end: Ts,
         oplog: String,
         entries: u64,
+        /// The oplog holds just the backup's own oplog ([`super::scan::OplogScan::is_the_backups_own`]).
+        backups_own: bool,
     },
 
     #[error("--out `{}` exists and is not a directory", .0.display())]
@@ -156,6 +158,11 @@ impl Hint for PlanError {
             PlanError::SkipAfterLimit { .. } => {
                 "to skip the bad operation and keep later writes, move --until past them (e.g. `--until end`)".into()
             }
+            PlanError::NoIncident { backups_own: true, oplog, .. } => format!(
+                "`{oplog}` holds exactly the backup's own oplog, which ends where the backup does: give the replica \
+                 set's oplog as --oplog (a `pitr dump-oplog` or `mongodump -d local -c oplog.rs` made after the \
+                 incident, or a `pitr archive` directory)"
+            ),
             PlanError::NoIncident { entries: 0, oplog, .. } => format!(
                 "`{oplog}` holds no entries at all: check that it is the oplog you meant (a replica set's oplog is \
                  never empty: by default an idle primary writes a no-op every 10 seconds); `pitr dump-oplog` dumps it"

@@ -57,6 +57,15 @@ pub struct LintItem {
     pub message: String,
 }
 
+impl LintItem {
+    /// About the inputs given rather than about how a replay applies them (the
+    /// oplog is the backup's own): shown with a restore's summary, not only in its
+    /// report.
+    pub fn about_the_inputs(&self) -> bool {
+        self.code == "oplog-is-the-backups-own"
+    }
+}
+
 /// Collects lint items; see the module documentation.
 pub struct Linter {
     items: Vec<LintItem>,

@@ -161,6 +161,15 @@ impl OplogScan {
     pub fn range(&self) -> Option<(Ts, Ts)> {
         Some((self.first_ts?, self.last_ts?))
     }
+
+    /// This oplog holds exactly the entries of the backup's own oplog (the same
+    /// count, first and last position): most likely the backup itself, or its
+    /// `oplog.bson`, given as the oplog. Such a restore ends where the backup does.
+    pub fn is_the_backups_own(&self, backup: Option<&OplogScan>) -> bool {
+        backup.is_some_and(|b| {
+            self.entries > 0 && self.entries == b.entries && self.range() == b.range()
+        })
+    }
 }
 
 /// Some entries' ts and the bytes before them in the oplog: the size of the

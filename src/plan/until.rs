@@ -198,6 +198,7 @@ pub fn resolve(
                     backup_end,
                     oplog: oplog.name.clone(),
                     entries: oplog.entries,
+                    backups_own: oplog.is_the_backups_own(backup),
                 });
             };
             let mut s = section("auto".into(), "auto", f.oplog_limit, false, None);

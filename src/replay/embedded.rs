@@ -1167,6 +1167,15 @@ fn sections(r: &EmbeddedReport) -> Vec<Section> {
             ),
         ));
     }
+    let about_inputs: Vec<&plan::LintItem> =
+        r.lint.iter().filter(|l| l.about_the_inputs()).collect();
+    if !about_inputs.is_empty() {
+        let mut w = Section::new("", "").titled("Warnings");
+        for l in about_inputs {
+            w = w.line(format!("warning: {}", l.message));
+        }
+        v.push(w);
+    }
     if let Some(st) = &r.engine_stats {
         v.push(Section::new("Statistics", engine_stats(st)).report_only());
     }

@@ -64,9 +64,14 @@ fn sections(r: &ReplayReport) -> Vec<Section> {
     v.push(lint(r));
     v.extend(steps(r));
     v.extend(verification(r));
-    if !r.warnings.is_empty() {
+    let about_inputs = r.lint.iter().filter(|l| l.about_the_inputs());
+    let warnings: Vec<&str> = about_inputs
+        .map(|l| l.message.as_str())
+        .chain(r.warnings.iter().map(String::as_str))
+        .collect();
+    if !warnings.is_empty() {
         let mut w = Section::new("", "").titled("Warnings");
-        for warn in &r.warnings {
+        for warn in warnings {
             w = w.line(format!("warning: {warn}"));
         }
         v.push(w);
