@@ -291,6 +291,13 @@ async fn inspect(uri: &str) -> Result<Ts, Failure> {
                 "cannot connect to the recovery mongod at {uri}: {e}"
             ))
         })?;
+    let top = inspect_with(&client, uri).await;
+    crate::verify::connect::close(client).await;
+    top
+}
+
+/// [`inspect`] on its client.
+async fn inspect_with(client: &mongodb::Client, uri: &str) -> Result<Ts, Failure> {
     let q = |e: mongodb::error::Error| {
         Failure::new(format!("reading the recovery mongod at {uri}: {e}"))
     };

@@ -169,7 +169,33 @@ pub async fn verify_cluster(
     let (exps, limit) = expectations_from_dump(dir)?;
     let client = connect(uri, timeout).await?;
     let wanted: Vec<String> = exps.iter().map(|e| e.ns.clone()).collect();
-    let mut observed = observe(&client, uri, &wanted, &[], progress).await?;
+    let observed = read_cluster(&client, uri, &wanted, progress).await;
+    super::connect::close(client).await;
+    let observed = observed?;
+    let outcome = compare(&exps, &observed);
+    Ok(VerifyReport::of(
+        uri,
+        observed.server.clone(),
+        Some(dir.join(crate::cluster::restore::SHARDING_FILE).display().to_string()),
+        limit,
+        outcome,
+        Some(
+            "checked against the merged dump of `pitr replay --cluster`: counts, and each collection's documents in _id order \
+             (md5) read through the server; the admin database (users, roles) is not compared"
+                .into(),
+        ),
+    ))
+}
+
+/// The counts of `wanted`, and each collection's documents in `_id` order hashed,
+/// read through the cluster's mongos.
+async fn read_cluster(
+    client: &mongodb::Client,
+    uri: &str,
+    wanted: &[String],
+    progress: &dyn crate::plan::Progress,
+) -> Result<super::observe::Observed, VerifyError> {
+    let mut observed = observe(client, uri, wanted, &[], progress).await?;
     observed.content = ContentKind::DocumentsInIdOrder;
     // Every document is read back through mongos: on a large cluster, the long part.
     let meter = crate::engine::replica::Meter::new();
@@ -204,19 +230,7 @@ pub async fn verify_cluster(
         }
         observed.hashes.insert(ns.clone(), hex(&h.finalize()));
     }
-    let outcome = compare(&exps, &observed);
-    Ok(VerifyReport::of(
-        uri,
-        observed.server.clone(),
-        Some(dir.join(crate::cluster::restore::SHARDING_FILE).display().to_string()),
-        limit,
-        outcome,
-        Some(
-            "checked against the merged dump of `pitr replay --cluster`: counts, and each collection's documents in _id order \
-             (md5) read through the server; the admin database (users, roles) is not compared"
-                .into(),
-        ),
-    ))
+    Ok(observed)
 }
 
 #[cfg(test)]

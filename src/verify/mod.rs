@@ -87,7 +87,9 @@ pub async fn verify(
         .filter(|e| e.md5.is_some())
         .map(|e| e.ns.clone())
         .collect();
-    let observed = observe(&client, uri, &wanted, &hashed, progress).await?;
+    let observed = observe(&client, uri, &wanted, &hashed, progress).await;
+    connect::close(client).await;
+    let observed = observed?;
     let outcome = compare(&exps, &observed);
     let note = plan.expected.is_none().then(|| {
         format!(
