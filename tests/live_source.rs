@@ -801,6 +801,42 @@ fn a_bad_uri_is_rejected_without_echoing_secrets() {
     assert!(!err.contains("hunter2"), "{err}");
 }
 
+/// A server that cannot be reached keeps pitr waiting for the server selection
+/// timeout; off a terminal that wait is said while it lasts (here every 0.2 s of a
+/// 1.2 s timeout), ends with "failed after", then the error, the password never
+/// shown; `--json` says only the error. Regression: 15 s of silence by default.
+#[test]
+fn a_server_slow_to_answer_is_reported_while_pitr_waits() {
+    let port = free_port(); // nothing listens there any more
+    let uri =
+        format!("mongodb://bob:hunter2hunter2@127.0.0.1:{port}/?serverSelectionTimeoutMS=1200");
+    let o = pitr_cmd(&["status", "--uri", &uri])
+        .env("PITR_PROGRESS_INTERVAL", "0.2s")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains("hunter2"), "{err}");
+    let prefix = format!("pitr: connecting to mongodb://bob:<redacted>@127.0.0.1:{port}/");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with(&prefix)).collect();
+    let (last, waiting) = lines.split_last().expect("connecting lines");
+    assert!(waiting.len() >= 3, "{err}");
+    assert!(waiting.iter().all(|l| l.contains(": waiting, ")), "{err}");
+    assert!(last.contains(": failed after "), "{err}");
+    let (at, error) = (
+        err.find(*last).unwrap(),
+        err.find("error: cannot reach a server"),
+    );
+    assert!(error.is_some_and(|e| e > at), "{err}");
+
+    let o = pitr_cmd(&["status", "--json", "--uri", &uri])
+        .env("PITR_PROGRESS_INTERVAL", "0.2s")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(!stderr(&o).contains("pitr: connecting"), "{}", stderr(&o));
+}
+
 // ---------------------------------------------------------------------------------
 // find-drop --uri
 

@@ -214,7 +214,7 @@ fn run_follow(a: ArchiveArgs) -> Result<u8, Failure> {
                 flag.store(true, std::sync::atomic::Ordering::Relaxed);
             })),
         )?;
-        let (client, topology) = live::connect(&uri).await?;
+        let (client, topology) = super::progress::connect_saying(&uri, true).await?;
         let mut obs = CliObserver::new(log_every);
         let r = archiver::run(&client, &topology, &req, &cancel, &mut obs).await;
         obs.finish();

@@ -115,7 +115,7 @@ pub fn run(at: &Location, ask: &Ask<'_>) -> Result<u8, Failure> {
         Some(u) => {
             let u = u.to_string();
             let (w, server): (Option<Window>, String) = live::block_on(async move {
-                let (client, _) = live::connect(&u).await?;
+                let (client, _) = super::progress::connect_saying(&u, !json).await?;
                 let w = window(&client).await;
                 let target = client.target().display.clone();
                 client.close().await;

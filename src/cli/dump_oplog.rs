@@ -148,7 +148,7 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     };
     let check = !(a.no_space_check || a.resume);
     let result = live::block_on(async move {
-        let (client, topology) = live::connect(&uri).await?;
+        let (client, topology) = super::progress::connect_saying(&uri, true).await?;
         match room_dir.filter(|_| check) {
             Some(dir) if req.gzip => warn_gzip_room(&client, &req, &dir).await,
             Some(dir) => check_room(&client, &req, &dir).await?,

@@ -675,7 +675,7 @@ mod live {
         let mut q = server_query(a);
         let show = !a.json;
         mongo::block_on(async {
-            let (client, _topology) = mongo::connect(uri).await?;
+            let (client, _topology) = crate::cli::progress::connect_saying(uri, show).await?;
             let target = client.target().display.clone();
             let name = format!(
                 "local.oplog.rs of {target}{}",

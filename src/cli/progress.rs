@@ -163,36 +163,68 @@ impl ScanLines {
 }
 
 /// Runs `open` (a source's open: a bucket's listing and first GET, a FIFO with no
-/// writer yet) and, when `enabled` and it takes a while, says so: off a terminal a
-/// line every interval (`pitr: opening NAME: waiting, 20.00s so far`), on a terminal a
-/// spinner after the first second; a log's last line says how it ended (`opened in
-/// 23.40s`, `failed after ...`, the error itself said next by the caller). An open
-/// that returns within that says nothing, as every local file's does. The scan's
-/// own progress takes over once it returns.
+/// writer yet) and, when `enabled` and it takes a while, says so ([`Waiting`]:
+/// `pitr: opening NAME: waiting, 20.00s so far`, then `opened in 23.40s` or
+/// `failed after ...`, the error itself said next by the caller). An open that
+/// returns sooner says nothing, as every local file's does. The scan's own progress
+/// takes over once it returns.
 pub fn while_opening<T, E>(
     name: &str,
     enabled: bool,
     open: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
-    if !enabled {
-        return open();
-    }
-    let terminal = std::io::stderr().is_terminal();
-    let started = Instant::now();
     // As given: a URL is shown without what could be a secret.
-    let name = crate::storage::mask_url(name);
-    let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinner: std::sync::Arc<std::sync::Mutex<Option<ProgressBar>>> = Default::default();
-    let ticker = {
-        let (name, said, spinner) = (name.clone(), said.clone(), spinner.clone());
+    let waiting = Waiting::start(
+        &format!("opening {}", crate::storage::mask_url(name)),
+        enabled,
+    );
+    let opened = open();
+    waiting.end(if opened.is_ok() {
+        "opened in"
+    } else {
+        "failed after"
+    });
+    opened
+}
+
+/// Something that may take a while before there is anything to count (a source's
+/// open, a server's first answer), said while it lasts when shown: off a terminal a
+/// line every interval (`pitr: WHAT: waiting, 20.00s so far`), on a terminal a
+/// spinner after the first second; a log's last line says how it ended
+/// ([`Waiting::end`]). Nothing at all if it ends within the first tick. Dropped
+/// without `end`, it stops without a last line.
+pub struct Waiting {
+    what: String,
+    started: Instant,
+    said: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    spinner: std::sync::Arc<std::sync::Mutex<Option<ProgressBar>>>,
+    ticker: Option<Ticker>,
+}
+
+impl Waiting {
+    /// Starts the lines or the spinner when `enabled` (not with `--json`).
+    pub fn start(what: &str, enabled: bool) -> Waiting {
+        let mut w = Waiting {
+            what: what.to_string(),
+            started: Instant::now(),
+            said: Default::default(),
+            spinner: Default::default(),
+            ticker: None,
+        };
+        if !enabled {
+            return w;
+        }
+        let terminal = std::io::stderr().is_terminal();
         let every = match terminal {
             true => Duration::from_secs(1),
             false => interval_from_env(true),
         };
-        Ticker::start(every, move || {
+        let (what, said, spinner, started) =
+            (w.what.clone(), w.said.clone(), w.spinner.clone(), w.started);
+        w.ticker = Some(Ticker::start(every, move || {
             if !terminal {
                 let waited = crate::replay::progress::seconds(started.elapsed());
-                line(&format!("pitr: opening {name}: waiting, {waited} so far"));
+                line(&format!("pitr: {what}: waiting, {waited} so far"));
                 said.store(true, std::sync::atomic::Ordering::Relaxed);
                 return;
             }
@@ -200,32 +232,68 @@ pub fn while_opening<T, E>(
             s.get_or_insert_with(|| {
                 let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
                 bar.set_style(
-                    ProgressStyle::with_template("{spinner} opening {msg}, {elapsed} so far")
+                    ProgressStyle::with_template("{spinner} {msg}, {elapsed} so far")
                         .expect("static template"),
                 );
-                bar.set_message(name.clone());
+                bar.set_message(what.clone());
                 bar.enable_steady_tick(Duration::from_millis(200));
                 bar
             });
-        })
-    };
-    let opened = open();
-    drop(ticker);
-    let bar = spinner.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(b) = bar {
-        b.finish_and_clear();
+        }));
+        w
     }
-    if said.load(std::sync::atomic::Ordering::Relaxed) {
-        // A failed open's error is said next, by the caller.
-        let how = match (&opened, interrupt::requested()) {
-            (_, true) => "interrupted after",
-            (Ok(_), false) => "opened in",
-            (Err(_), false) => "failed after",
-        };
-        let waited = crate::replay::progress::seconds(started.elapsed());
-        line(&format!("pitr: opening {name}: {how} {waited}"));
+
+    /// Stops; a log that got a waiting line gets the last one: `pitr: WHAT: HOW
+    /// 12.30s` (`how` such as "opened in" or "failed after"; "interrupted after"
+    /// on Ctrl-C).
+    pub fn end(mut self, how: &str) {
+        self.stop();
+        if self.said.load(std::sync::atomic::Ordering::Relaxed) {
+            let how = if interrupt::requested() {
+                "interrupted after"
+            } else {
+                how
+            };
+            let waited = crate::replay::progress::seconds(self.started.elapsed());
+            line(&format!("pitr: {}: {how} {waited}", self.what));
+        }
     }
-    opened
+
+    fn stop(&mut self) {
+        drop(self.ticker.take());
+        let bar = self
+            .spinner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// [`crate::mongo::connect`], saying so while it waits when `show` ([`Waiting`]:
+/// `pitr: connecting to mongodb://db1/: waiting, 10.00s so far`). A host that drops
+/// the connection attempts keeps pitr waiting for the whole server selection
+/// timeout (15 s by default), which said nothing before its error.
+pub async fn connect_saying(
+    uri: &str,
+    show: bool,
+) -> Result<(crate::mongo::ReadOnlyClient, crate::mongo::Topology), crate::mongo::MongoError> {
+    let shown = crate::mongo::connect::redact_uri(uri);
+    let waiting = Waiting::start(&format!("connecting to {shown}"), show);
+    let connected = crate::mongo::connect(uri).await;
+    waiting.end(match &connected {
+        Ok(_) => "connected in",
+        Err(_) => "failed after",
+    });
+    connected
 }
 
 /// A thread that calls its tick every interval until dropped; the drop waits for

@@ -107,7 +107,7 @@ pub fn run(a: StatusArgs) -> Result<u8, Failure> {
         ));
     };
     let st = live::block_on(async move {
-        let (client, topology) = live::connect(&uri).await?;
+        let (client, topology) = super::progress::connect_saying(&uri, !a.json).await?;
         let st = gather(&client, &topology).await;
         client.close().await;
         Ok::<_, Failure>(st?)
