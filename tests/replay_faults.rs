@@ -247,6 +247,10 @@ fn missing_programs_are_refused_before_anything_starts() {
         "{e}"
     );
     assert!(e.contains("hint: install MongoDB Community Server"), "{e}");
+    // Before the plan reads the backup and the oplog (minutes on a large one).
+    for planned in ["pitr: reading", "pitr replay: limit", "At stake"] {
+        assert!(!e.contains(planned), "{planned:?} before the refusal:\n{e}");
+    }
     c.assert_clean(&e);
 }
 

@@ -481,11 +481,23 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
     // skip and refuse (a dry run runs only these `--version`s).
     let search = ToolSearch::from_env(a.mongodb_bin.clone());
     let rt = runtime()?;
-    let probed = rt.block_on(tools::probe(
+    let mut probed = rt.block_on(tools::probe(
         &search,
         out.is_some() || snapshot.is_some(),
         &Cancel::new(),
     ));
+    // A real run refuses a missing program before the plan reads anything (the
+    // oplog's passes take minutes on a large one); a dry run lists what it found.
+    if let Some(i) = probed
+        .iter()
+        .position(|p| p.found.is_err())
+        .filter(|_| !a.dry_run)
+    {
+        if let Err(e) = probed.swap_remove(i).found {
+            work.discard_if_unused();
+            return Err(e.into());
+        }
+    }
     let mut req = a.plan.request(
         Some(work.plan_dir()),
         cwd.clone(),
