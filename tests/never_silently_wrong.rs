@@ -345,6 +345,8 @@ fn a_filter_that_matches_nothing_is_an_error_naming_the_closest() {
 /// path) said "No destructive operations found in 0 entries" and nothing else: read
 /// as "nothing happened". Now a note (a warning with `--json`) names the source that
 /// held no entry, alone among several; `plan --until auto` says the same in its hint.
+/// Likewise the backup itself given to find-drop: its own oplog covers only the
+/// dump's minutes, and a note says so.
 #[test]
 fn an_empty_oplog_is_named_not_read_as_nothing_happened() {
     let tmp = tempfile::tempdir().unwrap();
@@ -379,6 +381,26 @@ fn an_empty_oplog_is_named_not_read_as_nothing_happened() {
     assert!(!out.contains(&format!("`{op}` holds no")), "{out}");
     // A real oplog alone gets no such note.
     assert!(!stdout(&pitr(&["find-drop", &op])).contains("holds no oplog entries"));
+
+    // The backup itself given to find-drop: "nothing found" in its own oplog says
+    // nothing of what came after it, and the note says so.
+    let o = pitr(&["find-drop", &backup()]);
+    assert_eq!(code(&o), 1, "{}", show(&o));
+    assert!(
+        stdout(&o).contains(
+            "is the oplog of a `mongodump --oplog` backup: its 20 entries are only what was written while the dump ran"
+        ),
+        "{}",
+        show(&o)
+    );
+    assert!(!stdout(&pitr(&["find-drop", &op])).contains("mongodump --oplog` backup"));
+    // Given with the later oplog, the backup's is where the timeline starts.
+    let o = pitr(&["find-drop", &backup(), &op]);
+    assert!(
+        !stdout(&o).contains("mongodump --oplog` backup"),
+        "{}",
+        show(&o)
+    );
 
     let o = pitr_in(
         tmp.path(),

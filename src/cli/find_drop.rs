@@ -443,6 +443,14 @@ pub(super) fn archive_range(a: &FindDropArgs) -> ChunkRange {
 
 pub(super) fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> {
     let mut n = Vec::new();
+    for (src, entries) in &summary.backups_own {
+        n.push(format!(
+            "`{src}` is the oplog of a `mongodump --oplog` backup: its {entries} {} only what was written while the \
+             dump ran; what happened after the backup is in the replica set's oplog (`pitr find-drop --uri URI`, a \
+             `pitr dump-oplog` file or a `pitr archive` directory)",
+            if *entries == 1 { "entry is" } else { "entries are" }
+        ));
+    }
     // "Nothing found" must not read as "nothing happened" when nothing was read.
     for src in &summary.empty {
         n.push(format!(

@@ -31,6 +31,10 @@ pub struct SourcesSummary {
     /// Sources read whole that held no entry at all (an empty file, most likely the
     /// wrong one: a replica set's primary writes a no-op every 10 s when idle).
     pub empty: Vec<String>,
+    /// The one source read, when it is a `mongodump --oplog` backup's own oplog, and
+    /// the entries it held ([`oplog::source::is_a_backups_own`]; beside a later
+    /// oplog, the backup's is where the timeline starts, and says nothing).
+    pub backups_own: Vec<(String, u64)>,
 }
 
 /// Why a scan's callback stops it: the entry is not what it must be (reported with
@@ -124,6 +128,9 @@ pub fn scan_sources_in<E: Into<ScanStop>>(
         summary.names.push(r.name().to_string());
         if summary.entries == entries_before && *range == ChunkRange::ALL {
             summary.empty.push(r.name().to_string());
+        } else if sources.len() == 1 && oplog::source::is_a_backups_own(std::path::Path::new(src)) {
+            let held = summary.entries - entries_before;
+            summary.backups_own.push((r.name().to_string(), held));
         }
         if let Some(t) = r.truncation() {
             summary.truncations.push(t.clone());

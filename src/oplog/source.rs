@@ -50,6 +50,41 @@ pub fn resolve(path: &Path) -> Result<PathBuf, ReadError> {
     })
 }
 
+/// Whether `path` is the oplog of a `mongodump --oplog` backup: the backup's
+/// directory, or its root `oplog.bson` (`.gz`), beside database directories holding
+/// collection dumps (each has a `<collection>.metadata.json`, gzipped or not: a
+/// directory that only holds another dump, such as `backup/` beside an oplog, is no
+/// database directory). Such an oplog holds only what was written while the dump
+/// ran. (Local paths only.)
+pub fn is_a_backups_own(path: &Path) -> bool {
+    let dir = match path.file_name().and_then(|n| n.to_str()) {
+        _ if path.is_dir() => path,
+        Some("oplog.bson" | "oplog.bson.gz") => match path.parent() {
+            Some(p) if p.as_os_str().is_empty() => Path::new("."),
+            Some(p) => p,
+            None => return false,
+        },
+        _ => return false,
+    };
+    if !(dir.join("oplog.bson").is_file() || dir.join("oplog.bson.gz").is_file()) {
+        return false;
+    }
+    let dumped = |f: &std::fs::DirEntry| {
+        let name = f.file_name();
+        let name = name.to_string_lossy();
+        name.strip_suffix(".gz")
+            .unwrap_or(&name)
+            .ends_with(".metadata.json")
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|db| {
+        db.path().is_dir()
+            && std::fs::read_dir(db.path()).is_ok_and(|files| files.flatten().any(|f| dumped(&f)))
+    })
+}
+
 /// How a byte stream is compressed, decided by its first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compression {
@@ -318,6 +353,42 @@ mod tests {
 
     fn entry() -> Vec<u8> {
         bson::to_vec(&bson::doc! { "ts": bson::Timestamp { time: 3, increment: 1 }, "op": "n", "ns": "", "o": {} }).unwrap()
+    }
+
+    #[test]
+    fn a_backups_own_oplog_is_told_from_an_oplog_beside_a_backup() {
+        let t = tempfile::tempdir().unwrap();
+        let touch = |rel: &str| {
+            let p = t.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, b"").unwrap();
+        };
+        // mongodump --oplog: the backup and its root oplog.bson.
+        touch("b/oplog.bson");
+        touch("b/shop/orders.bson");
+        touch("b/shop/orders.metadata.json");
+        assert!(is_a_backups_own(&t.path().join("b")));
+        assert!(is_a_backups_own(&t.path().join("b/oplog.bson")));
+        // --gzip.
+        touch("g/oplog.bson");
+        touch("g/shop/orders.metadata.json.gz");
+        assert!(is_a_backups_own(&t.path().join("g")));
+        // An oplog beside a backup directory (the fixtures' layout): not the backup's.
+        touch("i/oplog.bson");
+        touch("i/backup/oplog.bson");
+        touch("i/backup/shop/orders.metadata.json");
+        assert!(!is_a_backups_own(&t.path().join("i/oplog.bson")));
+        assert!(!is_a_backups_own(&t.path().join("i")));
+        assert!(is_a_backups_own(&t.path().join("i/backup")));
+        // pitr dump-oplog's directory, mongodump -d local -c oplog.rs, a lone file.
+        touch("d/oplog.bson");
+        touch("d/.pitr-dump.json");
+        touch("l/local/oplog.rs.bson");
+        touch("l/local/oplog.rs.metadata.json");
+        touch("f.bson");
+        for p in ["d", "d/oplog.bson", "l", "f.bson", "missing"] {
+            assert!(!is_a_backups_own(&t.path().join(p)), "{p}");
+        }
     }
 
     fn count(r: &mut OplogReader) -> u64 {
