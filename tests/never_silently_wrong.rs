@@ -433,13 +433,18 @@ fn the_backups_own_oplog_given_as_the_oplog_is_named() {
     let b = backup();
     let own = fixture().join("backup/oplog.bson").display().to_string();
     let said = format!("`{own}` holds exactly the backup's own oplog");
+    // `pitr CMD --backup B --oplog OPLOG --until UNTIL --out OUT [--json]`.
+    let run = |cmd: &str, oplog: &str, until: &str, out: &str, json: bool| {
+        let mut args = vec![
+            cmd, "--backup", &b, "--oplog", oplog, "--until", until, "--out", out,
+        ];
+        if json {
+            args.push("--json");
+        }
+        pitr_in(tmp.path(), &args)
+    };
 
-    let o = pitr_in(
-        tmp.path(),
-        &[
-            "replay", "--backup", &b, "--oplog", &b, "--until", "auto", "--out", "a",
-        ],
-    );
+    let o = run("replay", &b, "auto", "a", false);
     assert_eq!(code(&o), 2, "{}", show(&o));
     assert!(
         stderr(&o).contains(&format!("hint: {said}")),
@@ -447,12 +452,7 @@ fn the_backups_own_oplog_given_as_the_oplog_is_named() {
         show(&o)
     );
 
-    let o = pitr_in(
-        tmp.path(),
-        &[
-            "replay", "--backup", &b, "--oplog", &own, "--until", "end", "--out", "e",
-        ],
-    );
+    let o = run("replay", &own, "end", "e", false);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
         stdout(&o).contains(&format!("warning: {said}")),
@@ -460,12 +460,7 @@ fn the_backups_own_oplog_given_as_the_oplog_is_named() {
         show(&o)
     );
 
-    let o = pitr_in(
-        tmp.path(),
-        &[
-            "plan", "--backup", &b, "--oplog", &own, "--until", "end", "--out", "p", "--json",
-        ],
-    );
+    let o = run("plan", &own, "end", "p", true);
     assert_eq!(code(&o), 0, "{}", show(&o));
     let plan: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let codes: Vec<&str> = plan["lint"]
@@ -476,20 +471,7 @@ fn the_backups_own_oplog_given_as_the_oplog_is_named() {
         .collect();
     assert!(codes.contains(&"oplog-is-the-backups-own"), "{codes:?}");
 
-    let o = pitr_in(
-        tmp.path(),
-        &[
-            "plan",
-            "--backup",
-            &b,
-            "--oplog",
-            &oplog(),
-            "--until",
-            "auto",
-            "--out",
-            "q",
-        ],
-    );
+    let o = run("plan", &oplog(), "auto", "q", false);
     assert_eq!(code(&o), 0, "{}", show(&o));
     assert!(
         !stdout(&o).contains("oplog-is-the-backups-own"),
