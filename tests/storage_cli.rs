@@ -553,6 +553,66 @@ fn plan_reads_a_bucket_and_says_what_mongorestore_would_need() {
     assert!(got["expected"].is_array(), "{got}");
 }
 
+/// A store slow to answer (here: down for about a second, then back) is said while
+/// pitr waits for it: the space check's look-up of the inputs' sizes (the first
+/// request of a plan or a replay), and with `--no-space-check` the plan's opening
+/// of the oplog (as in `find-drop` and `oplog`): lines every interval, then how it
+/// ended, and the plan is made as without the wait. Regression: the retries of
+/// that first request printed nothing.
+#[test]
+fn a_store_slow_to_answer_is_reported_while_pitr_waits_for_it() {
+    let mut inc = Incident::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let oplog = inc.url("oplog.bson");
+    let backup = inc.local("backup");
+    let env = [
+        ("PITR_PROGRESS_INTERVAL", "0.2s"),
+        ("PITR_STORAGE_RETRIES", "10"),
+        ("PITR_STORAGE_RETRY_SECS", "60"),
+    ];
+    for (extra, what) in [
+        (
+            "--space-check",
+            "looking up the sizes of the backup and the oplog",
+        ),
+        ("--no-space-check", &*format!("opening {oplog}")),
+    ] {
+        let out = format!("p{extra}");
+        let mut args = vec![
+            "plan", "--backup", &backup, "--oplog", &oplog, "--until", "auto", "--out", &out,
+        ];
+        if extra == "--no-space-check" {
+            args.push(extra);
+        }
+        inc.server.kill();
+        let child = inc
+            .command(tmp.path(), &args, &env)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        inc.server.restart();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(common::code(&o), 0, "{}", show(&o));
+        let err = common::stderr(&o);
+        let prefix = format!("pitr: {what}: ");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with(&prefix)).collect();
+        let (last, waiting) = lines.split_last().expect(&err);
+        assert!(waiting.len() >= 3, "{what}: {err}");
+        assert!(waiting.iter().all(|l| l.contains(": waiting, ")), "{err}");
+        assert!(
+            last.contains(": done in ") || last.contains(": opened in "),
+            "{err}"
+        );
+        assert!(
+            common::stdout(&o).contains("Until     auto -> limit 1795223165:1"),
+            "{}",
+            show(&o)
+        );
+    }
+}
+
 #[test]
 fn wrong_credentials_a_missing_bucket_and_a_secret_in_the_url_are_refused() {
     let inc = Incident::start();

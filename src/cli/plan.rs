@@ -195,6 +195,10 @@ pub(crate) struct CliProgress {
 }
 
 impl Progress for CliProgress {
+    fn opening(&self, source: &str) -> Box<dyn FnOnce(bool) + '_> {
+        super::progress::opening(source, self.enabled)
+    }
+
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
         let bar = ScanProgress::new(what, counter, total, self.enabled);
         Box::new(move || bar.tick())
@@ -245,7 +249,7 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
         );
     }
     if !a.no_space_check {
-        req.sort_room = Some(check_room(&req)?);
+        req.sort_room = Some(check_room(&req, !a.json)?);
     }
     let plan = plan::build(
         &req,
@@ -277,11 +281,14 @@ pub fn run(a: PlanArgs) -> Result<u8, Failure> {
 /// oplog entries. Returns the check asked for once the scan finds the oplog out of
 /// order: the sorted slice (and its runs past `--sort-memory`) with the one-run
 /// copy, against what is free then.
-fn check_room(req: &PlanRequest) -> Result<plan::SortRoom, Failure> {
+fn check_room(req: &PlanRequest, show: bool) -> Result<plan::SortRoom, Failure> {
     use crate::replay::preflight::{self, Need};
+    // For an input in a bucket, the first request to the store: said if it is slow.
+    let waiting = super::progress::Waiting::start(super::replay::SIZES, show);
     let oplog = preflight::input_size(Path::new(&req.oplog));
     let archive = req.mongorestore_inputs && req.backup.is_file();
     let one_run = one_run_bytes(req, oplog);
+    waiting.end("done in");
     let dir = match &req.out {
         Some(o) => req.cwd.join(crate::storage::parent_dir(o)),
         None => req.cwd.clone(),
@@ -801,7 +808,7 @@ mod tests {
         let req = a
             .input
             .request(None, d.path().to_path_buf(), Default::default());
-        let room = super::check_room(&req).unwrap();
+        let room = super::check_room(&req, false).unwrap();
         (room.0)(1 << 20).unwrap();
         let e = (room.0)(u64::MAX / 4).unwrap_err();
         let message = e.to_string();

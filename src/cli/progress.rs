@@ -173,18 +173,21 @@ pub fn while_opening<T, E>(
     enabled: bool,
     open: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
+    let end = opening(name, enabled);
+    let opened = open();
+    end(opened.is_ok());
+    opened
+}
+
+/// [`while_opening`] as a start and an end (called with whether the open worked):
+/// for [`Progress::opening`].
+pub fn opening(name: &str, enabled: bool) -> Box<dyn FnOnce(bool)> {
     // As given: a URL is shown without what could be a secret.
     let waiting = Waiting::start(
         &format!("opening {}", crate::storage::mask_url(name)),
         enabled,
     );
-    let opened = open();
-    waiting.end(if opened.is_ok() {
-        "opened in"
-    } else {
-        "failed after"
-    });
-    opened
+    Box::new(move |ok| waiting.end(if ok { "opened in" } else { "failed after" }))
 }
 
 /// Something that may take a while before there is anything to count (a source's
@@ -455,6 +458,10 @@ impl PhaseProgress {
 }
 
 impl Progress for PhaseProgress {
+    fn opening(&self, source: &str) -> Box<dyn FnOnce(bool) + '_> {
+        opening(source, self.mode != Mode::Off)
+    }
+
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
         self.start(
             what,

@@ -244,11 +244,18 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
 
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
-    (
+    // For an input in a bucket, the first request to the store: said if it is slow.
+    let waiting = super::progress::Waiting::start(SIZES, !a.json);
+    let sizes = (
         preflight::input_size(a.plan.backup_path()),
         preflight::input_size(Path::new(a.plan.oplog_spec())),
-    )
+    );
+    waiting.end("done in");
+    sizes
 }
+
+/// What [`input_sizes`] says while it waits.
+pub(super) const SIZES: &str = "looking up the sizes of the backup and the oplog";
 
 /// The embedded run's space check (unless `--dry-run` or `--no-space-check`): the
 /// slice, the engine's on-disk store past the memory budget, the dump beside `--out`,

@@ -118,6 +118,14 @@ pub trait Progress: Sync {
         self.pass(what, counter, None)
     }
 
+    /// A source is being opened before its pass (`source` as given: a bucket's
+    /// listing and first GET may take a while). The returned callback is called
+    /// with whether the open succeeded.
+    fn opening(&self, source: &str) -> Box<dyn FnOnce(bool) + '_> {
+        let _ = source;
+        Box::new(|_| {})
+    }
+
     /// What the restore keeps and loses is known (after the oplog's passes, before
     /// anything is applied): the place to show it, with the timeline.
     fn at_stake(&self, _stake: &stake::Stake, _timeline: &glance::Points<'_>) {}

@@ -312,7 +312,10 @@ pub fn scan(
             .chunks_to
             .map(|t| Ts::new(t.t.saturating_add(ARCHIVE_MARGIN_SECS), 0)),
     };
-    let mut r = oplog::open_range(spec, opts, &range)?;
+    let opened = progress.opening(spec);
+    let r = oplog::open_range(spec, opts, &range);
+    opened(r.is_ok());
+    let mut r = r?;
     let (counter, total) = r.progress();
     let mut tick = progress.pass(what, counter, total);
     let mut scanner = probe.findings.then(|| {

@@ -109,6 +109,10 @@ impl std::fmt::Debug for OplogRoom {
 struct RebuildProgress<'a>(&'a dyn Progress);
 
 impl Progress for RebuildProgress<'_> {
+    fn opening(&self, source: &str) -> Box<dyn FnOnce(bool) + '_> {
+        self.0.opening(source)
+    }
+
     fn pass(
         &self,
         what: &str,
