@@ -119,7 +119,11 @@ async fn member(
     log_every: std::time::Duration,
 ) -> Result<ArchiveOutcome, Failure> {
     let (client, topology) = live::connect(uri).await?;
-    check_role(&client, config).await?;
+    if let Err(e) = check_role(&client, config).await {
+        // Closed, not dropped, on this path too (`verify::connect::close`).
+        client.close().await;
+        return Err(e.into());
+    }
     let mut obs = CliObserver::prefixed(log_every, format!("member `{id}`: "));
     let r = archiver::run(&client, &topology, req, cancel, &mut obs).await;
     obs.finish();

@@ -149,10 +149,15 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     let check = !(a.no_space_check || a.resume);
     let result = live::block_on(async move {
         let (client, topology) = super::progress::connect_saying(&uri, true).await?;
-        match room_dir.filter(|_| check) {
-            Some(dir) if req.gzip => warn_gzip_room(&client, &req, &dir).await,
-            Some(dir) => check_room(&client, &req, &dir).await?,
-            None => {}
+        let room = match room_dir.filter(|_| check) {
+            Some(dir) if req.gzip => Ok(warn_gzip_room(&client, &req, &dir).await),
+            Some(dir) => check_room(&client, &req, &dir).await,
+            None => Ok(()),
+        };
+        if let Err(e) = room {
+            // Closed, not dropped, on this path too (`verify::connect::close`).
+            client.close().await;
+            return Err(e);
         }
         let mut obs = CliObserver::default();
         let outcome = tokio::select! {

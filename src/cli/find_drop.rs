@@ -693,7 +693,15 @@ mod live {
                     ""
                 }
             );
-            let Some(win) = window(&client).await? else {
+            let win = match window(&client).await {
+                Ok(w) => w,
+                Err(e) => {
+                    // Closed, not dropped, on this path too (`verify::connect::close`).
+                    client.close().await;
+                    return Err(e.into());
+                }
+            };
+            let Some(win) = win else {
                 client.close().await;
                 return Ok(SourcesSummary {
                     names: vec![name],

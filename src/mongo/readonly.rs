@@ -321,7 +321,10 @@ impl ReadOnlyClient {
         })
     }
 
-    /// Closes the connections (best effort).
+    /// Closes the connections (best effort). Every path that ends with the client
+    /// should close it rather than drop it: a dropped client ends its sessions from a
+    /// task the driver spawns, and if the runtime shuts down while that task runs, the
+    /// driver panics (see `verify::connect::close`).
     pub async fn close(self) {
         self.client.shutdown().await;
     }
