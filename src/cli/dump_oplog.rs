@@ -150,7 +150,10 @@ pub fn run(a: DumpOplogArgs) -> Result<u8, Failure> {
     let result = live::block_on(async move {
         let (client, topology) = super::progress::connect_saying(&uri, true).await?;
         let room = match room_dir.filter(|_| check) {
-            Some(dir) if req.gzip => Ok(warn_gzip_room(&client, &req, &dir).await),
+            Some(dir) if req.gzip => {
+                warn_gzip_room(&client, &req, &dir).await;
+                Ok(())
+            }
             Some(dir) => check_room(&client, &req, &dir).await,
             None => Ok(()),
         };

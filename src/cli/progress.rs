@@ -182,11 +182,14 @@ pub fn while_opening<T, E>(
 /// [`while_opening`] as a start and an end (called with whether the open worked):
 /// for [`Progress::opening`].
 pub fn opening(name: &str, enabled: bool) -> Box<dyn FnOnce(bool)> {
+    opening_in(name, enabled, None)
+}
+
+/// [`opening`], its spinner among `bars` when given.
+fn opening_in(name: &str, enabled: bool, bars: Option<&MultiProgress>) -> Box<dyn FnOnce(bool)> {
     // As given: a URL is shown without what could be a secret.
-    let waiting = Waiting::start(
-        &format!("opening {}", crate::storage::mask_url(name)),
-        enabled,
-    );
+    let what = format!("opening {}", crate::storage::mask_url(name));
+    let waiting = Waiting::start_in(&what, enabled, bars);
     Box::new(move |ok| waiting.end(if ok { "opened in" } else { "failed after" }))
 }
 
@@ -201,17 +204,26 @@ pub struct Waiting {
     started: Instant,
     said: std::sync::Arc<std::sync::atomic::AtomicBool>,
     spinner: std::sync::Arc<std::sync::Mutex<Option<ProgressBar>>>,
+    /// The bars the spinner joined, if any.
+    bars: Option<MultiProgress>,
     ticker: Option<Ticker>,
 }
 
 impl Waiting {
     /// Starts the lines or the spinner when `enabled` (not with `--json`).
     pub fn start(what: &str, enabled: bool) -> Waiting {
+        Waiting::start_in(what, enabled, None)
+    }
+
+    /// [`Waiting::start`] whose spinner joins `bars` (a replay's phases), so that it
+    /// is drawn with theirs rather than over them.
+    fn start_in(what: &str, enabled: bool, bars: Option<&MultiProgress>) -> Waiting {
         let mut w = Waiting {
             what: what.to_string(),
             started: Instant::now(),
             said: Default::default(),
             spinner: Default::default(),
+            bars: bars.cloned(),
             ticker: None,
         };
         if !enabled {
@@ -224,6 +236,7 @@ impl Waiting {
         };
         let (what, said, spinner, started) =
             (w.what.clone(), w.said.clone(), w.spinner.clone(), w.started);
+        let bars = bars.cloned();
         w.ticker = Some(Ticker::start(every, move || {
             if !terminal {
                 let waited = crate::replay::progress::seconds(started.elapsed());
@@ -240,7 +253,10 @@ impl Waiting {
                 );
                 bar.set_message(what.clone());
                 bar.enable_steady_tick(Duration::from_millis(200));
-                bar
+                match &bars {
+                    Some(m) => m.add(bar),
+                    None => bar,
+                }
             });
         }));
         w
@@ -271,6 +287,9 @@ impl Waiting {
             .take();
         if let Some(b) = bar {
             b.finish_and_clear();
+            if let Some(m) = &self.bars {
+                m.remove(&b);
+            }
         }
     }
 }
@@ -459,7 +478,7 @@ impl PhaseProgress {
 
 impl Progress for PhaseProgress {
     fn opening(&self, source: &str) -> Box<dyn FnOnce(bool) + '_> {
-        opening(source, self.mode != Mode::Off)
+        opening_in(source, self.mode != Mode::Off, self.bars.as_ref())
     }
 
     fn pass(&self, what: &str, counter: ByteCounter, total: Option<u64>) -> Box<dyn FnMut() + '_> {
