@@ -246,7 +246,9 @@ impl Waiting {
             }
             let mut s = spinner.lock().unwrap_or_else(|p| p.into_inner());
             s.get_or_insert_with(|| {
-                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                // Made at the first tick: its clock starts with the wait's.
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                    .with_elapsed(started.elapsed());
                 bar.set_style(
                     ProgressStyle::with_template("{spinner} {msg}, {elapsed} so far")
                         .expect("static template"),
