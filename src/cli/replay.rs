@@ -242,6 +242,25 @@ fn check_out(out: &Path) -> Result<(), ReplayError> {
     }
 }
 
+/// The programs found (`mongodump` too when `need_dump`). A real run refuses a
+/// missing one before the plan reads anything (the oplog's passes take minutes on a
+/// large one): the first not found, in the probe's order; a dry run lists them all.
+fn programs(
+    a: &ReplayArgs,
+    need_dump: bool,
+    rt: &tokio::runtime::Runtime,
+) -> Result<Vec<tools::Probed>, Failure> {
+    let search = ToolSearch::from_env(a.mongodb_bin.clone());
+    let mut probed = rt.block_on(tools::probe(&search, need_dump, &Cancel::new()));
+    let missing = probed.iter().position(|p| p.found.is_err());
+    if let Some(i) = missing.filter(|_| !a.dry_run) {
+        if let Err(e) = probed.swap_remove(i).found {
+            return Err(e.into());
+        }
+    }
+    Ok(probed)
+}
+
 /// The backup's and the oplog's bytes on disk (for the space check).
 fn input_sizes(a: &ReplayArgs) -> (u64, u64) {
     // For an input in a bucket, the first request to the store: said if it is slow.
@@ -486,25 +505,9 @@ fn run_mongod(a: ReplayArgs) -> Result<u8, Failure> {
     } = mongod_places(&a, &cwd)?;
     // The programs first: their versions decide what the plan's lint expects them to
     // skip and refuse (a dry run runs only these `--version`s).
-    let search = ToolSearch::from_env(a.mongodb_bin.clone());
     let rt = runtime()?;
-    let mut probed = rt.block_on(tools::probe(
-        &search,
-        out.is_some() || snapshot.is_some(),
-        &Cancel::new(),
-    ));
-    // A real run refuses a missing program before the plan reads anything (the
-    // oplog's passes take minutes on a large one); a dry run lists what it found.
-    if let Some(i) = probed
-        .iter()
-        .position(|p| p.found.is_err())
-        .filter(|_| !a.dry_run)
-    {
-        if let Err(e) = probed.swap_remove(i).found {
-            work.discard_if_unused();
-            return Err(e.into());
-        }
-    }
+    let probed = programs(&a, out.is_some() || snapshot.is_some(), &rt)
+        .inspect_err(|_| work.discard_if_unused())?;
     let mut req = a.plan.request(
         Some(work.plan_dir()),
         cwd.clone(),
