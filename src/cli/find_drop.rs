@@ -446,16 +446,16 @@ pub(super) fn notes(summary: &SourcesSummary, out_of_order: u64) -> Vec<String> 
     for (src, entries) in &summary.backups_own {
         n.push(format!(
             "`{src}` is the oplog of a `mongodump --oplog` backup: its {entries} {} only what was written while the \
-             dump ran; what happened after the backup is in the replica set's oplog (`pitr find-drop --uri URI`, a \
-             `pitr dump-oplog` file or a `pitr archive` directory)",
-            if *entries == 1 { "entry is" } else { "entries are" }
+             dump ran; what happened after the backup is in {}, or read with `pitr find-drop --uri URI`",
+            if *entries == 1 { "entry is" } else { "entries are" },
+            crate::oplog::source::AFTER_THE_BACKUP
         ));
     }
     // "Nothing found" must not read as "nothing happened" when nothing was read.
     for src in &summary.empty {
         n.push(format!(
-            "`{src}` holds no oplog entries: nothing was scanned there; check that it is the oplog you meant (a replica \
-             set's oplog is never empty: by default an idle primary writes a no-op every 10 seconds)"
+            "`{src}` holds no oplog entries: nothing was scanned there; check that it is the oplog you meant ({})",
+            crate::oplog::source::NEVER_EMPTY
         ));
     }
     for (src, after, before) in &summary.gaps {

@@ -50,6 +50,15 @@ pub fn resolve(path: &Path) -> Result<PathBuf, ReadError> {
     })
 }
 
+/// Why an oplog with no entry is most likely the wrong file (said with such a file).
+pub const NEVER_EMPTY: &str =
+    "a replica set's oplog is never empty: by default an idle primary writes a no-op every 10 seconds";
+
+/// Where the entries after a backup are, for a message about an oplog that holds
+/// only the backup's own.
+pub const AFTER_THE_BACKUP: &str = "the replica set's oplog (a `pitr dump-oplog` or \
+`mongodump -d local -c oplog.rs` file, or a `pitr archive` directory)";
+
 /// Whether `path` is the oplog of a `mongodump --oplog` backup: the backup's
 /// directory, or its root `oplog.bson` (`.gz`), beside database directories holding
 /// collection dumps (each has a `<collection>.metadata.json`, gzipped or not: a

@@ -2101,9 +2101,11 @@ fn lint_oplog_source(c: &LintContext<'_>, l: &mut Linter) {
             "",
             format!(
                 "`{}` holds exactly the backup's own oplog ({} entries, up to the backup's end {}): nothing after the \
-                 backup is replayed; to restore to a later point, give the replica set's oplog as --oplog (`pitr \
-                 dump-oplog`, `mongodump -d local -c oplog.rs`, or a `pitr archive` directory)",
-                c.oplog.name, c.oplog.entries, c.backup_end
+                 backup is replayed; to restore to a later point, give as --oplog {}",
+                c.oplog.name,
+                c.oplog.entries,
+                c.backup_end,
+                crate::oplog::source::AFTER_THE_BACKUP
             ),
         );
     }

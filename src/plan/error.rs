@@ -159,13 +159,12 @@ impl Hint for PlanError {
                 "to skip the bad operation and keep later writes, move --until past them (e.g. `--until end`)".into()
             }
             PlanError::NoIncident { backups_own: true, oplog, .. } => format!(
-                "`{oplog}` holds exactly the backup's own oplog, which ends where the backup does: give the replica \
-                 set's oplog as --oplog (a `pitr dump-oplog` or `mongodump -d local -c oplog.rs` made after the \
-                 incident, or a `pitr archive` directory)"
+                "`{oplog}` holds exactly the backup's own oplog, which ends where the backup does: give as --oplog {}",
+                crate::oplog::source::AFTER_THE_BACKUP
             ),
             PlanError::NoIncident { entries: 0, oplog, .. } => format!(
-                "`{oplog}` holds no entries at all: check that it is the oplog you meant (a replica set's oplog is \
-                 never empty: by default an idle primary writes a no-op every 10 seconds); `pitr dump-oplog` dumps it"
+                "`{oplog}` holds no entries at all: check that it is the oplog you meant ({}); `pitr dump-oplog` dumps it",
+                crate::oplog::source::NEVER_EMPTY
             ),
             PlanError::NoIncident { .. } => {
                 "nothing to stop before: pass an explicit --until (a time, `t:i`, or `end` to replay the whole oplog); `pitr find-drop` lists every finding".into()
