@@ -350,3 +350,58 @@ fn out_to_a_bucket_uploads_the_handover_dump_all_or_nothing() {
     assert!(!err.contains("downloading the backup"), "{err}");
     assert!(!cut.work.join("download").exists());
 }
+
+/// A store slow to answer (down for about a second, then back) while
+/// `--engine mongod` looks at a backup in a bucket (an archive to stream, or a
+/// directory to download: its listing) is said while pitr waits: lines every
+/// interval, then how it ended, and the plan is made as without the wait.
+/// Regression: those first requests' retries printed nothing.
+#[test]
+fn a_store_slow_to_answer_is_reported_while_the_mongod_engine_waits_for_it() {
+    let bins = bins("a_store_slow_to_answer_is_reported_while_the_mongod_engine_waits");
+    let mut inc = Incident::start();
+    let oplog = inc.local("oplog.bson");
+    let bin = bins.dir.display().to_string();
+    for name in ["backup-gzip.archive", "backup"] {
+        let backup = inc.url(name);
+        let args = [
+            "replay",
+            "--engine",
+            "mongod",
+            "--dry-run",
+            "--backup",
+            &backup,
+            "--oplog",
+            &oplog,
+            "--until",
+            "auto",
+            "--mongodb-bin",
+            &bin,
+        ];
+        let mut c = pitr_cmd(inc.tmp.path(), &args, &[]);
+        inc.server.point(&mut c, ACCESS_KEY, SECRET_KEY);
+        c.env("PITR_PROGRESS_INTERVAL", "0.2s")
+            .env("PITR_STORAGE_RETRIES", "10")
+            .env("PITR_STORAGE_RETRY_SECS", "60")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        inc.server.kill();
+        let child = c.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        inc.server.restart();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{name}: {}", show(&o));
+        let err = stderr(&o);
+        let prefix = format!("pitr: opening {backup}: ");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with(&prefix)).collect();
+        let (last, waiting) = lines.split_last().expect(&err);
+        assert!(waiting.len() >= 3, "{name}: {err}");
+        assert!(waiting.iter().all(|l| l.contains(": waiting, ")), "{err}");
+        assert!(last.contains(": opened in "), "{err}");
+        assert!(
+            stdout(&o).contains("Until     auto -> limit 1795223165:1"),
+            "{name}: {}",
+            show(&o)
+        );
+    }
+}

@@ -704,11 +704,18 @@ fn mongod_places(a: &ReplayArgs, cwd: &Path) -> Result<MongodPlaces, Failure> {
         };
         // An archive in a bucket is streamed to mongorestore as it is read (see
         // `PlanRequest::stream_archive`); a directory backup is downloaded first.
-        let download = match Location::of_path(a.plan.backup_path())? {
-            Location::Local(_) => None,
-            url if streamed_archive(&url)? => None,
-            url => Some(download::measure(&url, &work.root)?),
-        };
+        // The first requests to the store: said if it is slow (as the embedded
+        // engine's opening of its inputs is).
+        let download =
+            match Location::of_path(a.plan.backup_path())? {
+                Location::Local(_) => None,
+                url => super::progress::while_opening(&url.to_string(), !a.json, || {
+                    match streamed_archive(&url)? {
+                        true => Ok::<_, Failure>(None),
+                        false => Ok(Some(download::measure(&url, &work.root)?)),
+                    }
+                })?,
+            };
         let (spool, sort_room) = if !a.dry_run && !a.no_space_check {
             mongod_space(a, &work, out.as_deref(), download.as_ref())?
         } else {
