@@ -823,6 +823,98 @@ fn bad_command_lines() {
     assert_eq!(s.outputs(), Vec::<String>::new());
 }
 
+/// An input that can be read only once (a pipe: `<(zcat ...)`, a FIFO, `/dev/stdin`
+/// fed by one) is refused at once, naming it, by plan and by replay: both read each
+/// input more than once. Regression: `replay --oplog FIFO` read it once for the scan,
+/// then waited forever at "applying the oplog slice" for a writer that had gone.
+/// The FIFOs here never get a writer: a pitr that opened one would hang (the test
+/// then fails after 60 s instead of waiting forever too).
+#[test]
+fn an_input_that_can_be_read_only_once_is_refused() {
+    let s = Scenario::new();
+    for name in ["oplog.fifo", "backup.fifo"] {
+        let made = std::process::Command::new("mkfifo")
+            .arg(s.root.join(name))
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo");
+    }
+    for (args, flag, fifo) in [
+        (
+            vec!["plan", "--backup", "backup", "--oplog", "oplog.fifo"],
+            "--oplog",
+            "oplog.fifo",
+        ),
+        (
+            vec!["plan", "--backup", "backup.fifo", "--oplog", "oplog.bson"],
+            "--backup",
+            "backup.fifo",
+        ),
+        (
+            vec![
+                "replay",
+                "--backup",
+                "backup",
+                "--oplog",
+                "oplog.fifo",
+                "--out",
+                "r",
+            ],
+            "--oplog",
+            "oplog.fifo",
+        ),
+        (
+            vec![
+                "replay",
+                "--backup",
+                "backup",
+                "--oplog",
+                "oplog.fifo",
+                "--dry-run",
+            ],
+            "--oplog",
+            "oplog.fifo",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--until", "auto"]);
+        let mut child = std::process::Command::new(pitr_bin())
+            .args(&all)
+            .current_dir(&s.root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > end {
+                child.kill().unwrap();
+                panic!("{all:?}: pitr waited on the pipe");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 2, "{all:?}: {}", stderr(&o));
+        let what = &flag[2..];
+        assert!(
+            stderr(&o).contains(&format!(
+                "error: {flag} `{fifo}` is a pipe: pitr reads the {what} more than once, and a pipe only once"
+            )),
+            "{all:?}: {}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains(&format!("hint: save the {what} to a file first")),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let mut left = s.outputs();
+    left.retain(|n| !n.ends_with(".fifo"));
+    assert_eq!(left, Vec::<String>::new());
+}
+
 // ---------------------------------------------------------------- peer data
 
 const DUMP_WITH_OPLOG: &str = "test/qa-tests/jstests/restore/testdata/dump_with_oplog";

@@ -204,6 +204,33 @@ impl ContentOptions {
     }
 }
 
+/// Refuses an input that can be read only once (a pipe, such as `<(zcat ...)` or
+/// `/dev/stdin` fed by one, or a socket): the plan reads each input more than
+/// once (the oplog's scan, then its slice; the backup's read, then its load), and
+/// the second read of a pipe waited forever for a writer that had gone.
+fn refuse_read_once(flag: &'static str, what: &'static str, path: &Path) -> Result<(), PlanError> {
+    use std::os::unix::fs::FileTypeExt;
+    // What cannot be looked at (a URL, a path not there) is left to the readers,
+    // whose errors name it.
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let t = meta.file_type();
+    let kind = if t.is_fifo() {
+        "a pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        return Ok(());
+    };
+    Err(PlanError::ReadOnce {
+        flag,
+        what,
+        path: path.display().to_string(),
+        kind,
+    })
+}
+
 /// Makes the plan and writes `<out>/oplog.bson` and `<out>/plan.json`.
 pub fn build(req: &PlanRequest, progress: &dyn Progress) -> Result<RestorePlan, PlanError> {
     build_with_model(req, progress).map(|(plan, _)| plan)
@@ -223,6 +250,8 @@ pub fn build_with_model(
     if req.oplog == "-" {
         return Err(PlanError::OplogStdin);
     }
+    refuse_read_once("--backup", "backup", &req.backup)?;
+    refuse_read_once("--oplog", "oplog", Path::new(&req.oplog))?;
     let filter = NsFilter::new(&req.ns)?;
     let skips = skip_positions(&req.skip)?;
     let opts = ReadOptions {

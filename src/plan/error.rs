@@ -58,6 +58,16 @@ pub enum PlanError {
     )]
     OplogStdin,
 
+    #[error(
+        "{flag} `{path}` is {kind}: pitr reads the {what} more than once, and {kind} only once"
+    )]
+    ReadOnce {
+        flag: &'static str,
+        what: &'static str,
+        path: String,
+        kind: &'static str,
+    },
+
     #[error("--ns `{glob}` matches no namespace of the backup and none the oplog `{oplog}` acts on{closest}")]
     NsUnmatched {
         glob: String,
@@ -141,6 +151,9 @@ impl Hint for PlanError {
                 "use `db.coll`, `db.*` or `*.coll` (`*` matches any characters, `?` one)".into()
             }
             PlanError::OplogStdin => "save the oplog to a file first and pass its path".into(),
+            PlanError::ReadOnce { what, .. } => format!(
+                "save the {what} to a file first and pass its path (a gzipped one is read as it is)"
+            ),
             PlanError::NsUnmatched { .. } => {
                 "check the spelling (`pitr plan` lists the backup's namespaces, `pitr oplog stats` the oplog's); a --ns \
                  that matches nothing is refused so that a typo cannot read as a restore of nothing"
