@@ -192,7 +192,13 @@ pub fn open_location(
         path: path.clone(),
         source,
     })?;
-    let len = file.metadata().ok().map(|m| m.len());
+    // A pipe's or a device's length is 0, not its size: unknown (on a terminal the
+    // scan then shows the bytes read so far; with 0 it showed nothing at all).
+    let len = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
     let counter = ByteCounter::default();
     let counted = CountingRead::new(file, counter.clone());
     open_stream(path.display().to_string(), counted, opts, counter, len)
@@ -362,6 +368,31 @@ mod tests {
 
     fn entry() -> Vec<u8> {
         bson::to_vec(&bson::doc! { "ts": bson::Timestamp { time: 3, increment: 1 }, "op": "n", "ns": "", "o": {} }).unwrap()
+    }
+
+    /// A file's length is the scan's total; a pipe's (0 from its metadata) is
+    /// unknown, so that a terminal shows the bytes read rather than nothing.
+    #[test]
+    fn a_pipe_has_no_known_length_and_a_file_has_its_own() {
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("oplog.bson");
+        std::fs::write(&file, entry()).unwrap();
+        let r = open(file.to_str().unwrap(), ReadOptions::default()).unwrap();
+        assert_eq!(r.progress().1, Some(entry().len() as u64));
+        let fifo = t.path().join("oplog.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, entry()).unwrap())
+        };
+        let mut r = open(fifo.to_str().unwrap(), ReadOptions::default()).unwrap();
+        assert_eq!(r.progress().1, None);
+        assert!(r.next_raw().unwrap().is_some());
+        writer.join().unwrap();
     }
 
     #[test]
