@@ -850,32 +850,13 @@ fn an_input_that_can_be_read_only_once_is_refused() {
             "--backup",
             "backup.fifo",
         ),
-        (
-            vec![
-                "replay",
-                "--backup",
-                "backup",
-                "--oplog",
-                "oplog.fifo",
-                "--out",
-                "r",
-            ],
-            "--oplog",
-            "oplog.fifo",
-        ),
-        (
-            vec![
-                "replay",
-                "--backup",
-                "backup",
-                "--oplog",
-                "oplog.fifo",
-                "--dry-run",
-            ],
-            "--oplog",
-            "oplog.fifo",
-        ),
-    ] {
+    ]
+    .into_iter()
+    .chain([&["--out", "r"][..], &["--dry-run"]].map(|extra| {
+        let mut replay = vec!["replay", "--backup", "backup", "--oplog", "oplog.fifo"];
+        replay.extend(extra);
+        (replay, "--oplog", "oplog.fifo")
+    })) {
         let mut all = args.clone();
         all.extend(["--until", "auto"]);
         let mut child = std::process::Command::new(pitr_bin())
